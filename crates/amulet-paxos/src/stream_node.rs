@@ -1,0 +1,5 @@
+//! Placeholder while the core is written.
+/// Input.
+pub enum Input {}
+/// Node.
+pub struct StreamNode;

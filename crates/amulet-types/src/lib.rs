@@ -1,0 +1,10 @@
+//! Shared vocabulary of Amulet: the ids every layer speaks (node, stream,
+//! instance, ballot, value id), time as an input, and stream configuration
+//! with its named, validated limits.
+#![deny(missing_docs)]
+
+mod config;
+mod ids;
+
+pub use config::{ConfigError, StorageMode, StreamConfig, StreamLimits};
+pub use ids::{Ballot, Instance, NodeId, StreamId, TimeMicros, ValueId};

@@ -1,5 +1,358 @@
-//! Placeholder while the core is written.
-/// Input.
-pub enum Input {}
-/// Node.
-pub struct StreamNode;
+//! One node's part in one stream: the roles of thesis A.1 behind one
+//! deterministic `step`.
+
+use crate::acceptor::AcceptorState;
+use crate::coordinator::Coordinator;
+use crate::learner::Learner;
+use crate::output::Output;
+use crate::proposer::Proposer;
+use crate::ring::Ring;
+use amulet_storage::AcceptorLog;
+use amulet_types::{
+    Ballot, Instance, NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId,
+};
+use amulet_wire::{Envelope, Message};
+use bytes::Bytes;
+
+/// An input to a [`StreamNode`].
+#[derive(Debug)]
+pub enum Input {
+    /// A message from a peer (or from this node to itself).
+    Message {
+        /// Sender.
+        from: NodeId,
+        /// The message.
+        message: Message,
+    },
+    /// Time passed; timeouts are checked.
+    Tick,
+}
+
+/// Why a proposal was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProposeError {
+    /// The value is larger than `value_bytes_max`.
+    TooLarge {
+        /// Size of the value.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// Too many of this node's values are not yet delivered; retry later.
+    Backpressure,
+}
+
+/// Counters for metrics and benchmarks.
+#[derive(Debug, Default, Clone)]
+pub struct StreamStats {
+    /// Instances this node proposed as coordinator (values, skips, nulls).
+    pub instances_proposed: u64,
+    /// Skip weight this node proposed as coordinator.
+    pub skips_proposed: u64,
+    /// Instances delivered by this node's learner.
+    pub instances_delivered: u64,
+    /// Values delivered (after de-duplication).
+    pub values_delivered: u64,
+    /// Values dropped as already delivered.
+    pub duplicates_dropped: u64,
+    /// Phase 1 rounds started as coordinator.
+    pub phase1_started: u64,
+    /// Retransmission requests sent by the learner.
+    pub retransmit_requests: u64,
+    /// Gap repairs (classic Paxos with a higher ballot) started.
+    pub repairs_started: u64,
+}
+
+/// Ring Paxos for one stream at one node (thesis §2.4, A.1).
+pub struct StreamNode {
+    pub(crate) me: NodeId,
+    pub(crate) config: StreamConfig,
+    pub(crate) ring: Ring,
+    pub(crate) log: Box<dyn AcceptorLog>,
+    /// `Some` when this node is an acceptor that may vote.
+    pub(crate) acceptor: Option<AcceptorState>,
+    pub(crate) coordinator: Option<Coordinator>,
+    pub(crate) learner: Learner,
+    pub(crate) proposer: Proposer,
+    /// Highest ballot seen anywhere; new ballots go above it.
+    pub(crate) highest_ballot: Ballot,
+    pub(crate) last_heartbeat: Option<TimeMicros>,
+    pub(crate) now: TimeMicros,
+    pub(crate) stats: StreamStats,
+}
+
+impl StreamNode {
+    /// A node of `config.stream`. `log` is this node's acceptor log (any
+    /// log for a pure learner); if the log is not intact the node never
+    /// votes (it lost promises or votes it made before). `incarnation`
+    /// must grow at every restart of the process.
+    pub fn new(
+        me: NodeId,
+        config: StreamConfig,
+        log: Box<dyn AcceptorLog>,
+        incarnation: u32,
+        now: TimeMicros,
+    ) -> StreamNode {
+        config
+            .validate()
+            .expect("stream configuration was validated by the caller");
+        let recovered = log.recovered();
+        let acceptor = (config.is_acceptor(me) && recovered.intact)
+            .then(|| AcceptorState::recover(&recovered));
+        let highest_ballot = acceptor
+            .as_ref()
+            .map_or(Ballot::ZERO, |a| a.highest_ballot());
+        StreamNode {
+            me,
+            ring: Ring::new(me, &config, now),
+            learner: Learner::new(Instance(0)),
+            proposer: Proposer::new(me, incarnation),
+            config,
+            log,
+            acceptor,
+            coordinator: None,
+            highest_ballot,
+            last_heartbeat: None,
+            now,
+            stats: StreamStats::default(),
+        }
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> StreamId {
+        self.config.stream
+    }
+
+    /// This node.
+    pub fn node(&self) -> NodeId {
+        self.me
+    }
+
+    /// Whether this node currently acts as the stream's coordinator.
+    pub fn is_coordinator(&self) -> bool {
+        self.coordinator.is_some()
+    }
+
+    /// Whether this node votes in the stream.
+    pub fn is_voting(&self) -> bool {
+        self.acceptor.is_some()
+    }
+
+    /// Every instance below this was delivered by this node's learner.
+    pub fn decided_below(&self) -> Instance {
+        self.learner.next
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &StreamStats {
+        &self.stats
+    }
+
+    /// The acceptor log, for the runtime to sync.
+    pub fn log_mut(&mut self) -> &mut dyn AcceptorLog {
+        self.log.as_mut()
+    }
+
+    /// Values proposed by this node and not yet delivered here.
+    pub fn proposals_in_flight(&self) -> usize {
+        self.proposer.in_flight()
+    }
+
+    /// Processes one input at time `now`.
+    pub fn step(&mut self, now: TimeMicros, input: Input, out: &mut Output) {
+        self.now = self.now.max(now);
+        match input {
+            Input::Message { from, message } => self.on_message(from, message, out),
+            Input::Tick => self.on_tick(out),
+        }
+        self.after_step(out);
+    }
+
+    /// Proposes `bytes` to the stream. The value is delivered once by every
+    /// learner unless this node crashes before it is decided.
+    pub fn propose(
+        &mut self,
+        now: TimeMicros,
+        bytes: Bytes,
+        out: &mut Output,
+    ) -> Result<ValueId, ProposeError> {
+        self.now = self.now.max(now);
+        let limit = self.config.limits.value_bytes_max;
+        if bytes.len() > limit {
+            return Err(ProposeError::TooLarge {
+                bytes: bytes.len(),
+                limit,
+            });
+        }
+        let id = self.proposer.propose(bytes, self.now)?;
+        self.after_step(out);
+        Ok(id)
+    }
+
+    /// As coordinator, proposes one instance that stands for `count`
+    /// instances in the merge (rate leveling, thesis §3.3). Returns false
+    /// when this node does not coordinate.
+    pub fn propose_skip(&mut self, now: TimeMicros, count: u64, out: &mut Output) -> bool {
+        self.now = self.now.max(now);
+        let Some(coordinator) = self.coordinator.as_mut() else {
+            return false;
+        };
+        if count == 0 {
+            return true;
+        }
+        coordinator.pending_skip = coordinator.pending_skip.saturating_add(count);
+        self.after_step(out);
+        true
+    }
+
+    /// The total merge weight this node proposed as coordinator of its
+    /// current ballot and the average propose-to-decide delay (micros), for
+    /// rate leveling; `None` when not coordinating.
+    pub fn coordinator_progress(&self) -> Option<(Ballot, u64, u64)> {
+        self.coordinator
+            .as_ref()
+            .map(|c| (c.ballot, c.proposed_weight, c.decide_delay_micros))
+    }
+
+    /// Lets the learner continue at `instance` after the application
+    /// installed a checkpoint covering everything below it.
+    pub fn resume_learner_at(&mut self, instance: Instance) {
+        self.learner.resume_at(instance);
+    }
+
+    /// Forgets acceptor state below `below` (coordinated trimming).
+    pub fn trim_log(&mut self, below: Instance) {
+        if let Err(error) = self.log.trim(below) {
+            panic!("acceptor log trim failed, cannot keep promises: {error}");
+        }
+    }
+
+    fn on_message(&mut self, from: NodeId, message: Message, out: &mut Output) {
+        if self.ring.heard(from, self.now) {
+            self.ring.refresh(self.now);
+        }
+        match message {
+            Message::Propose { values, hops } => self.on_propose(values, hops, out),
+            Message::Phase1 { .. } => self.on_phase1(message, out),
+            Message::Phase2 { .. } => self.on_phase2(message, out),
+            Message::Decision {
+                instance,
+                ballot,
+                batch,
+                decided_by,
+                hops,
+            } => self.on_decision(from, instance, ballot, batch, decided_by, hops, out),
+            Message::Reject {
+                ballot,
+                promised,
+                instance,
+            } => self.on_reject(ballot, promised, instance, out),
+            Message::RetransmitRequest { from: first, to } => {
+                self.on_retransmit_request(from, first, to, out)
+            }
+            Message::RetransmitReply {
+                decided,
+                trimmed_below,
+            } => self.on_retransmit_reply(decided, trimmed_below, out),
+            Message::Prepare { instance, ballot } => self.on_prepare(from, instance, ballot, out),
+            Message::Promise {
+                instance,
+                ballot,
+                accepted,
+            } => self.on_promise(from, instance, ballot, accepted, out),
+            Message::Accept {
+                instance,
+                ballot,
+                batch,
+            } => self.on_accept(from, instance, ballot, batch, out),
+            Message::AcceptAck { instance, ballot } => {
+                self.on_accept_ack(from, instance, ballot, out)
+            }
+            Message::Heartbeat {
+                ballot,
+                decided_below,
+                voting,
+            } => {
+                self.observe_ballot(ballot);
+                self.ring.set_voting(from, voting);
+                self.learner.observe_decided_below(decided_below, self.now);
+            }
+        }
+    }
+
+    fn on_tick(&mut self, out: &mut Output) {
+        self.ring.refresh(self.now);
+        let interval = self.config.limits.heartbeat_interval_micros;
+        if self
+            .last_heartbeat
+            .is_none_or(|t| self.now.since(t) >= interval)
+        {
+            self.last_heartbeat = Some(self.now);
+            let heartbeat = Message::Heartbeat {
+                ballot: self.highest_ballot,
+                decided_below: self.learner.next,
+                voting: self.acceptor.is_some(),
+            };
+            let targets: Vec<NodeId> = self.ring.others().collect();
+            for to in targets {
+                self.send(to, heartbeat.clone(), out);
+            }
+        }
+        self.coordinator_tick(out);
+        self.proposer_tick(out);
+        self.learner_tick(out);
+    }
+
+    /// Work that follows any input: elections, pumping queued values,
+    /// flushing proposals, delivering.
+    fn after_step(&mut self, out: &mut Output) {
+        self.elect(out);
+        self.coordinator_pump(out);
+        self.proposer_flush(out);
+        self.deliver(out);
+        self.check_invariants();
+    }
+
+    pub(crate) fn observe_ballot(&mut self, ballot: Ballot) {
+        self.highest_ballot = self.highest_ballot.max(ballot);
+    }
+
+    pub(crate) fn envelope(&self, message: Message) -> Envelope {
+        Envelope {
+            stream: self.config.stream,
+            message,
+        }
+    }
+
+    /// Sends a message that reveals nothing about this node's votes.
+    pub(crate) fn send(&self, to: NodeId, message: Message, out: &mut Output) {
+        out.sends.push((to, self.envelope(message)));
+    }
+
+    /// Sends a message that carries or depends on a promise or vote of this
+    /// acceptor: in sync mode it leaves only after the log is synced.
+    pub(crate) fn send_after_vote(&self, to: NodeId, message: Message, out: &mut Output) {
+        if self.config.storage == StorageMode::SyncDurable {
+            out.sends_after_sync.push((to, self.envelope(message)));
+        } else {
+            out.sends.push((to, self.envelope(message)));
+        }
+    }
+
+    fn check_invariants(&self) {
+        if let Some(coordinator) = &self.coordinator {
+            assert_eq!(
+                coordinator.ballot.node, self.me.0,
+                "coordinator owns its ballot"
+            );
+            assert!(
+                self.acceptor.is_some(),
+                "only a voting acceptor coordinates"
+            );
+            assert!(coordinator.ballot <= self.highest_ballot);
+        }
+        if let Some(acceptor) = &self.acceptor {
+            assert!(acceptor.promised <= self.highest_ballot);
+        }
+    }
+}

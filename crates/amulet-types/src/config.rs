@@ -193,7 +193,10 @@ mod tests {
     fn quorum_is_a_majority_and_members_are_sorted() {
         let c = three();
         assert_eq!(c.quorum(), 2);
-        assert_eq!(c.members(), vec![NodeId(1), NodeId(2), NodeId(3), NodeId(7)]);
+        assert_eq!(
+            c.members(),
+            vec![NodeId(1), NodeId(2), NodeId(3), NodeId(7)]
+        );
         c.validate().unwrap();
     }
 

@@ -44,7 +44,10 @@ impl Ballot {
 
     /// The smallest ballot owned by `node` that is higher than `self`.
     pub fn next_for(self, node: NodeId) -> Ballot {
-        Ballot { round: self.round + 1, node: node.0 }
+        Ballot {
+            round: self.round + 1,
+            node: node.0,
+        }
     }
 }
 

@@ -204,5 +204,8 @@ pub enum Message {
         ballot: Ballot,
         /// The sender has every instance below this decided.
         decided_below: Instance,
+        /// The sender is an acceptor that may vote (it never lost its
+        /// promises and votes). Only voting acceptors coordinate.
+        voting: bool,
     },
 }

@@ -1,0 +1,502 @@
+//! The coordinator role (thesis A.1.2) and the ring phases it drives.
+//!
+//! The lowest live voting acceptor coordinates. It pre-executes phase 1 for
+//! a range of instances with one ring message; when the acceptors report no
+//! votes beyond the range, the promise covers every later instance too. It
+//! then batches queued values into instances, keeping at most
+//! `pipeline_instances_max` undecided, and re-sends phase 2 for instances
+//! whose decision did not come back in time.
+
+use crate::acceptor::Phase1Tally;
+use crate::output::Output;
+use crate::stream_node::StreamNode;
+use amulet_types::{Ballot, Instance, NodeId, TimeMicros};
+use amulet_wire::{Accepted, Batch, Message, Value};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// `hops` of a decision sent straight to every member (not forwarded).
+pub(crate) const HOPS_DIRECT: u32 = u32::MAX;
+
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub(crate) batch: Batch,
+    pub(crate) first_sent: TimeMicros,
+    pub(crate) sent: TimeMicros,
+}
+
+#[derive(Debug)]
+pub(crate) enum Phase {
+    /// Waiting for ring phase 1 of `[from, to)` to return.
+    Preparing { from: Instance, sent: TimeMicros },
+    /// Instances below `prepared_to` may be proposed.
+    Ready,
+}
+
+#[derive(Debug)]
+pub(crate) struct Coordinator {
+    pub(crate) ballot: Ballot,
+    pub(crate) phase: Phase,
+    /// Instances below this are prepared (`u64::MAX`: all).
+    pub(crate) prepared_to: Instance,
+    pub(crate) next_instance: Instance,
+    pub(crate) in_flight: BTreeMap<Instance, InFlight>,
+    /// Instances gap repair took over; their decision will tell.
+    pub(crate) foreign: BTreeSet<Instance>,
+    pub(crate) queue: VecDeque<Value>,
+    pub(crate) pending_skip: u64,
+    pub(crate) proposed_weight: u64,
+    pub(crate) decide_delay_micros: u64,
+}
+
+impl Coordinator {
+    fn new(ballot: Ballot, from: Instance) -> Coordinator {
+        Coordinator {
+            ballot,
+            phase: Phase::Ready,
+            prepared_to: from,
+            next_instance: from,
+            in_flight: BTreeMap::new(),
+            foreign: BTreeSet::new(),
+            queue: VecDeque::new(),
+            pending_skip: 0,
+            proposed_weight: 0,
+            decide_delay_micros: 0,
+        }
+    }
+}
+
+impl StreamNode {
+    fn prepare_window(&self) -> u64 {
+        4 * self.config.limits.pipeline_instances_max
+    }
+
+    /// Takes over or steps down according to the failure detector.
+    pub(crate) fn elect(&mut self, out: &mut Output) {
+        let candidate = self.ring.coordinator(self.acceptor.is_some());
+        match (&self.coordinator, candidate == Some(self.me)) {
+            (None, true) => {
+                let ballot = self.highest_ballot.next_for(self.me);
+                self.start_coordinating(ballot, out);
+            }
+            (Some(_), false) => {
+                let old = self.coordinator.take().expect("checked above");
+                // Hand queued values to the new coordinator; proposers retry
+                // anything lost on the way.
+                if let Some(next) = candidate {
+                    let values: Vec<Value> = old.queue.into_iter().collect();
+                    if !values.is_empty() {
+                        self.send(next, Message::Propose { values, hops: 1 }, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn start_coordinating(&mut self, ballot: Ballot, out: &mut Output) {
+        self.observe_ballot(ballot);
+        let from = self.learner.next;
+        let queue = self.coordinator.take().map(|c| c.queue).unwrap_or_default();
+        let mut coordinator = Coordinator::new(ballot, from);
+        coordinator.queue = queue;
+        self.coordinator = Some(coordinator);
+        self.stats.phase1_started += 1;
+        self.send_phase1(from, out);
+    }
+
+    fn send_phase1(&mut self, from: Instance, out: &mut Output) {
+        let ballot = self.coordinator.as_ref().expect("coordinating").ballot;
+        let to = Instance(from.0.saturating_add(self.prepare_window()));
+        let mut tally = Phase1Tally {
+            ballot,
+            from,
+            to,
+            votes: 0,
+            accepted: Vec::new(),
+            accepted_end: from,
+            trimmed_below: Instance(0),
+        };
+        self.phase1_vote(&mut tally, out);
+        let now = self.now;
+        let coordinator = self.coordinator.as_mut().expect("coordinating");
+        coordinator.phase = Phase::Preparing { from, sent: now };
+        if tally.votes as usize >= self.config.quorum() {
+            self.phase1_complete(tally, out);
+        } else if let Some(next) = self.ring.successor() {
+            let message = phase1_message(tally, 1);
+            self.send_after_vote(next, message, out);
+        }
+    }
+
+    /// A ring phase 1 message arrives.
+    pub(crate) fn on_phase1(&mut self, message: Message, out: &mut Output) {
+        let Message::Phase1 {
+            ballot,
+            from,
+            to,
+            votes,
+            accepted,
+            accepted_end,
+            trimmed_below,
+            hops,
+        } = message
+        else {
+            unreachable!("dispatched on Phase1")
+        };
+        self.observe_ballot(ballot);
+        let mut tally = Phase1Tally {
+            ballot,
+            from,
+            to,
+            votes,
+            accepted,
+            accepted_end,
+            trimmed_below,
+        };
+        if ballot.node == self.me.0 {
+            let expected = match &self.coordinator {
+                Some(c) if c.ballot == ballot => {
+                    matches!(c.phase, Phase::Preparing { from: f, .. } if f == from)
+                }
+                _ => false,
+            };
+            if expected && tally.votes as usize >= self.config.quorum() {
+                self.phase1_complete(tally, out);
+            }
+            return;
+        }
+        if hops as usize > 2 * self.ring.len() + 2 {
+            return;
+        }
+        let voted = self.phase1_vote(&mut tally, out);
+        if let Some(next) = self.ring.successor() {
+            let message = phase1_message(tally, hops + 1);
+            if voted {
+                self.send_after_vote(next, message, out);
+            } else {
+                self.send(next, message, out);
+            }
+        }
+    }
+
+    /// A quorum promised: re-propose what they voted for, fill holes with
+    /// `Null`, and open the range for new values.
+    fn phase1_complete(&mut self, tally: Phase1Tally, out: &mut Output) {
+        let start = tally.from.max(tally.trimmed_below);
+        let end = tally.accepted_end.min(tally.to).max(start);
+        let mut chosen: BTreeMap<Instance, (Ballot, Batch)> = BTreeMap::new();
+        for Accepted {
+            instance,
+            ballot,
+            batch,
+        } in tally.accepted
+        {
+            if instance < start || instance >= end {
+                continue;
+            }
+            let replace = chosen.get(&instance).is_none_or(|(b, _)| ballot > *b);
+            if replace {
+                chosen.insert(instance, (ballot, batch));
+            }
+        }
+        let open = tally.accepted_end <= tally.to;
+        let coordinator = self.coordinator.as_mut().expect("coordinating");
+        coordinator.phase = Phase::Ready;
+        coordinator.prepared_to = if open { Instance(u64::MAX) } else { tally.to };
+        coordinator.next_instance = coordinator.next_instance.max(end);
+        let mut instance = start;
+        while instance < end {
+            let batch = chosen.remove(&instance).map_or(Batch::Null, |(_, b)| b);
+            let proposed = self
+                .coordinator
+                .as_ref()
+                .expect("coordinating")
+                .in_flight
+                .contains_key(&instance);
+            if !proposed && instance >= self.learner.next && !self.learner.has_decided(instance) {
+                self.propose_instance(instance, batch, out);
+            }
+            instance = instance.next();
+        }
+        if !open {
+            self.send_phase1(tally.to, out);
+        }
+    }
+
+    /// Proposes queued values and skips while the pipeline has room.
+    pub(crate) fn coordinator_pump(&mut self, out: &mut Output) {
+        let pipeline = self.config.limits.pipeline_instances_max as usize;
+        let batch_bytes_max = self.config.limits.batch_bytes_max;
+        loop {
+            let Some(c) = self.coordinator.as_mut() else {
+                return;
+            };
+            if c.next_instance >= c.prepared_to || c.in_flight.len() >= pipeline {
+                return;
+            }
+            let batch = if c.pending_skip > 0 {
+                Batch::Skip(std::mem::take(&mut c.pending_skip))
+            } else if !c.queue.is_empty() {
+                let mut values = Vec::new();
+                let mut bytes = 0;
+                while let Some(value) = c.queue.front() {
+                    if !values.is_empty() && bytes + value.bytes.len() > batch_bytes_max {
+                        break;
+                    }
+                    bytes += value.bytes.len();
+                    values.push(c.queue.pop_front().expect("front exists"));
+                }
+                Batch::Values(values)
+            } else {
+                return;
+            };
+            let instance = c.next_instance;
+            c.next_instance = instance.next();
+            self.propose_instance(instance, batch, out);
+        }
+    }
+
+    fn propose_instance(&mut self, instance: Instance, batch: Batch, out: &mut Output) {
+        let now = self.now;
+        let c = self.coordinator.as_mut().expect("coordinating");
+        c.proposed_weight = c.proposed_weight.saturating_add(batch.merge_weight());
+        self.stats.instances_proposed += 1;
+        if let Batch::Skip(count) = batch {
+            self.stats.skips_proposed += count;
+        }
+        let entry = InFlight {
+            batch: batch.clone(),
+            first_sent: now,
+            sent: now,
+        };
+        c.in_flight.insert(instance, entry);
+        self.send_phase2(instance, batch, out);
+    }
+
+    /// Votes locally, then starts the batch around the ring.
+    fn send_phase2(&mut self, instance: Instance, batch: Batch, out: &mut Output) {
+        let ballot = self.coordinator.as_ref().expect("coordinating").ballot;
+        self.learner.cache_phase2(instance, ballot, &batch);
+        let votes = u32::from(self.phase2_vote(instance, ballot, &batch, out));
+        let Some(last) = self.ring.last_acceptor_from(self.me, true) else {
+            return;
+        };
+        if last == self.me {
+            if votes as usize >= self.config.quorum() {
+                self.decide(instance, ballot, batch, 0, out);
+            }
+            return;
+        }
+        if let Some(next) = self.ring.successor() {
+            let message = Message::Phase2 {
+                ballot,
+                instance,
+                batch,
+                votes,
+                last,
+                hops: 1,
+            };
+            self.send_after_vote(next, message, out);
+        }
+    }
+
+    /// A ring phase 2 message arrives: vote, then forward or decide.
+    pub(crate) fn on_phase2(&mut self, message: Message, out: &mut Output) {
+        let Message::Phase2 {
+            ballot,
+            instance,
+            batch,
+            mut votes,
+            last,
+            hops,
+        } = message
+        else {
+            unreachable!("dispatched on Phase2")
+        };
+        self.observe_ballot(ballot);
+        if ballot.node == self.me.0 || hops as usize > 2 * self.ring.len() + 2 {
+            return;
+        }
+        self.learner.cache_phase2(instance, ballot, &batch);
+        let voted = self.phase2_vote(instance, ballot, &batch, out);
+        votes += u32::from(voted);
+        if last == self.me {
+            if voted && votes as usize >= self.config.quorum() {
+                self.decide(instance, ballot, batch, hops, out);
+            }
+            return;
+        }
+        if let Some(next) = self.ring.successor() {
+            let message = Message::Phase2 {
+                ballot,
+                instance,
+                batch,
+                votes,
+                last,
+                hops: hops + 1,
+            };
+            if voted {
+                self.send_after_vote(next, message, out);
+            } else {
+                self.send(next, message, out);
+            }
+        }
+    }
+
+    /// This acceptor saw a quorum of votes: learn and start the decision
+    /// around the ring.
+    fn decide(
+        &mut self,
+        instance: Instance,
+        ballot: Ballot,
+        batch: Batch,
+        hops: u32,
+        out: &mut Output,
+    ) {
+        if let Some(next) = self.ring.successor() {
+            let with_batch = (hops as usize + 1) < self.ring.len();
+            let message = Message::Decision {
+                instance,
+                ballot,
+                batch: with_batch.then(|| batch.clone()),
+                decided_by: self.me,
+                hops: hops + 1,
+            };
+            self.send_after_vote(next, message, out);
+        }
+        self.learn(instance, Some(ballot), batch);
+    }
+
+    /// An acceptor refused our ballot.
+    pub(crate) fn on_reject(
+        &mut self,
+        ballot: Ballot,
+        promised: Ballot,
+        instance: Option<Instance>,
+        out: &mut Output,
+    ) {
+        self.observe_ballot(promised);
+        self.repair_rejected(ballot);
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        if c.ballot != ballot {
+            return;
+        }
+        match instance {
+            Some(instance) => {
+                // Gap repair owns this instance now; move our values on.
+                if let Some(flight) = c.in_flight.remove(&instance) {
+                    c.foreign.insert(instance);
+                    requeue(c, flight.batch);
+                }
+            }
+            None => {
+                let next = promised.max(self.highest_ballot).next_for(self.me);
+                let c = self.coordinator.as_mut().expect("checked above");
+                // Keep what we were proposing: a higher ballot re-proposes it.
+                for (_, flight) in std::mem::take(&mut c.in_flight) {
+                    requeue(c, flight.batch);
+                }
+                self.start_coordinating(next, out);
+            }
+        }
+    }
+
+    /// The learner learned `instance`: retire it from the pipeline.
+    pub(crate) fn coordinator_learned(&mut self, instance: Instance, batch: &Batch) {
+        let now = self.now;
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        c.foreign.remove(&instance);
+        c.next_instance = c.next_instance.max(instance.next());
+        if let Some(flight) = c.in_flight.remove(&instance) {
+            let delay = now.since(flight.first_sent);
+            c.decide_delay_micros = (c.decide_delay_micros * 7 + delay) / 8;
+            if &flight.batch != batch {
+                requeue(c, flight.batch);
+            }
+        }
+    }
+
+    /// Retries phase 1 and phase 2 messages that got no answer.
+    pub(crate) fn coordinator_tick(&mut self, out: &mut Output) {
+        let retry = self.config.limits.retry_after_micros;
+        let now = self.now;
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        if let Phase::Preparing { from, sent } = c.phase {
+            if now.since(sent) >= retry {
+                self.send_phase1(from, out);
+            }
+        }
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        let late: Vec<Instance> = c
+            .in_flight
+            .iter_mut()
+            .filter(|(_, f)| now.since(f.sent) >= retry)
+            .map(|(i, f)| {
+                f.sent = now;
+                *i
+            })
+            .collect();
+        for instance in late {
+            let c = self.coordinator.as_ref().expect("coordinating");
+            let batch = c.in_flight[&instance].batch.clone();
+            self.send_phase2(instance, batch, out);
+        }
+    }
+
+    /// A proposal reaches this node.
+    pub(crate) fn on_propose(&mut self, values: Vec<Value>, hops: u32, out: &mut Output) {
+        if let Some(c) = self.coordinator.as_mut() {
+            c.queue.extend(values);
+            return;
+        }
+        let coordinator = self.ring.coordinator(self.acceptor.is_some());
+        if let Some(next) = coordinator.filter(|&n| n != self.me && hops < 3) {
+            self.send(
+                next,
+                Message::Propose {
+                    values,
+                    hops: hops + 1,
+                },
+                out,
+            );
+        }
+    }
+
+    /// Whom proposals should go to, if anyone is known.
+    pub(crate) fn coordinator_node(&self) -> Option<NodeId> {
+        self.ring.coordinator(self.acceptor.is_some())
+    }
+}
+
+fn requeue(c: &mut Coordinator, batch: Batch) {
+    match batch {
+        Batch::Values(values) => {
+            for value in values.into_iter().rev() {
+                c.queue.push_front(value);
+            }
+        }
+        Batch::Skip(count) => c.pending_skip = c.pending_skip.saturating_add(count),
+        Batch::Null => {}
+    }
+}
+
+fn phase1_message(tally: Phase1Tally, hops: u32) -> Message {
+    Message::Phase1 {
+        ballot: tally.ballot,
+        from: tally.from,
+        to: tally.to,
+        votes: tally.votes,
+        accepted: tally.accepted,
+        accepted_end: tally.accepted_end,
+        trimmed_below: tally.trimmed_below,
+        hops,
+    }
+}

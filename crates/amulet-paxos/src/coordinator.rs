@@ -206,7 +206,10 @@ impl StreamNode {
         coordinator.next_instance = coordinator.next_instance.max(end);
         let mut instance = start;
         while instance < end {
-            let batch = chosen.remove(&instance).map_or(Batch::Null, |(_, b)| b);
+            let mut batch = chosen.remove(&instance).map_or(Batch::Null, |(_, b)| b);
+            if self.bugs.ignore_phase1_votes {
+                batch = Batch::Null;
+            }
             let proposed = self
                 .coordinator
                 .as_ref()
@@ -318,6 +321,9 @@ impl StreamNode {
             return;
         }
         self.learner.cache_phase2(instance, ballot, &batch);
+        if self.bugs.deliver_before_decision {
+            self.learn(instance, None, batch.clone());
+        }
         let voted = self.phase2_vote(instance, ballot, &batch, out);
         votes += u32::from(voted);
         if last == self.me {

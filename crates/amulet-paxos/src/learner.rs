@@ -229,7 +229,7 @@ impl StreamNode {
                 return;
             }
         }
-        if self.learner.attempts % REPAIR_EVERY_ATTEMPTS == 0 {
+        if self.learner.attempts.is_multiple_of(REPAIR_EVERY_ATTEMPTS) {
             self.start_repair(next, out);
             return;
         }

@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 mod acceptor;
+mod bugs;
 mod coordinator;
 mod dedup;
 mod learner;
@@ -19,5 +20,6 @@ mod repair;
 mod ring;
 mod stream_node;
 
+pub use bugs::Bugs;
 pub use output::{Decided, Output};
 pub use stream_node::{Input, ProposeError, StreamNode, StreamStats};

@@ -2,6 +2,7 @@
 //! deterministic `step`.
 
 use crate::acceptor::AcceptorState;
+use crate::bugs::Bugs;
 use crate::coordinator::Coordinator;
 use crate::learner::Learner;
 use crate::output::Output;
@@ -79,6 +80,7 @@ pub struct StreamNode {
     pub(crate) last_heartbeat: Option<TimeMicros>,
     pub(crate) now: TimeMicros,
     pub(crate) stats: StreamStats,
+    pub(crate) bugs: Bugs,
 }
 
 impl StreamNode {
@@ -115,12 +117,31 @@ impl StreamNode {
             last_heartbeat: None,
             now,
             stats: StreamStats::default(),
+            bugs: Bugs::default(),
+        }
+    }
+
+    /// Turns deliberate bugs on (simulator only). `forget_promise_on_restart`
+    /// acts at once, as if the node had just restarted.
+    pub fn set_bugs(&mut self, bugs: Bugs) {
+        self.bugs = bugs;
+        if bugs.forget_promise_on_restart {
+            if let Some(acceptor) = self.acceptor.as_mut() {
+                acceptor.promised = Ballot::ZERO;
+                acceptor.instance_promises.clear();
+                self.highest_ballot = Ballot::ZERO;
+            }
         }
     }
 
     /// The stream.
     pub fn stream(&self) -> StreamId {
         self.config.stream
+    }
+
+    /// The stream's configuration.
+    pub fn config(&self) -> &StreamConfig {
+        &self.config
     }
 
     /// This node.

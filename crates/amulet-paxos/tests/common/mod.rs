@@ -12,9 +12,12 @@ use amulet_wire::{Batch, Envelope};
 use bytes::Bytes;
 use std::collections::{BTreeMap, VecDeque};
 
-/// A log kept in a map: enough to test the protocol.
+/// A log kept in a map, shared so it survives a restart of its node.
 #[derive(Default, Clone)]
-pub struct MapLog {
+pub struct MapLog(pub std::sync::Arc<std::sync::Mutex<MapLogInner>>);
+
+#[derive(Default, Clone)]
+pub struct MapLogInner {
     promised: Ballot,
     instance_promises: BTreeMap<Instance, Ballot>,
     records: BTreeMap<Instance, LogRecord>,
@@ -24,60 +27,37 @@ pub struct MapLog {
 
 impl MapLog {
     pub fn fresh() -> MapLog {
-        MapLog {
+        MapLog(std::sync::Arc::new(std::sync::Mutex::new(MapLogInner {
             intact: true,
-            ..MapLog::default()
-        }
-    }
-    pub fn amnesiac() -> MapLog {
-        MapLog {
-            intact: false,
-            ..MapLog::default()
-        }
+            ..MapLogInner::default()
+        })))
     }
 }
 
 impl AcceptorLog for MapLog {
     fn save_promise(&mut self, ballot: Ballot) -> Result<(), StorageError> {
-        self.promised = self.promised.max(ballot);
-        Ok(())
+        self.0.lock().unwrap().save_promise(ballot)
     }
     fn save_instance_promise(&mut self, i: Instance, b: Ballot) -> Result<(), StorageError> {
-        self.instance_promises.insert(i, b);
-        Ok(())
+        self.0.lock().unwrap().save_instance_promise(i, b)
     }
     fn save(&mut self, record: &LogRecord) -> Result<(), StorageError> {
-        self.records.insert(record.instance, record.clone());
-        Ok(())
+        self.0.lock().unwrap().save(record)
     }
     fn mark_decided(&mut self, i: Instance, b: Ballot) -> Result<(), StorageError> {
-        if let Some(r) = self.records.get_mut(&i) {
-            if r.ballot == b {
-                r.decided = true;
-            }
-        }
-        Ok(())
+        self.0.lock().unwrap().mark_decided(i, b)
     }
     fn read(&self, i: Instance) -> Result<Option<LogRecord>, StorageError> {
-        Ok(if i < self.trimmed {
-            None
-        } else {
-            self.records.get(&i).cloned()
-        })
+        self.0.lock().unwrap().read(i)
     }
     fn trim(&mut self, below: Instance) -> Result<(), StorageError> {
-        self.trimmed = self.trimmed.max(below);
-        self.records = self.records.split_off(&self.trimmed);
-        Ok(())
+        self.0.lock().unwrap().trim(below)
     }
     fn trimmed_below(&self) -> Instance {
-        self.trimmed
+        self.0.lock().unwrap().trimmed_below()
     }
     fn end(&self) -> Instance {
-        self.records
-            .keys()
-            .next_back()
-            .map_or(self.trimmed, |i| i.next())
+        self.0.lock().unwrap().end()
     }
     fn sync(&mut self) -> Result<(), StorageError> {
         Ok(())
@@ -86,6 +66,53 @@ impl AcceptorLog for MapLog {
         false
     }
     fn recovered(&self) -> Recovered {
+        self.0.lock().unwrap().recovered()
+    }
+}
+
+impl MapLogInner {
+    pub fn save_promise(&mut self, ballot: Ballot) -> Result<(), StorageError> {
+        self.promised = self.promised.max(ballot);
+        Ok(())
+    }
+    pub fn save_instance_promise(&mut self, i: Instance, b: Ballot) -> Result<(), StorageError> {
+        self.instance_promises.insert(i, b);
+        Ok(())
+    }
+    pub fn save(&mut self, record: &LogRecord) -> Result<(), StorageError> {
+        self.records.insert(record.instance, record.clone());
+        Ok(())
+    }
+    pub fn mark_decided(&mut self, i: Instance, b: Ballot) -> Result<(), StorageError> {
+        if let Some(r) = self.records.get_mut(&i) {
+            if r.ballot == b {
+                r.decided = true;
+            }
+        }
+        Ok(())
+    }
+    pub fn read(&self, i: Instance) -> Result<Option<LogRecord>, StorageError> {
+        Ok(if i < self.trimmed {
+            None
+        } else {
+            self.records.get(&i).cloned()
+        })
+    }
+    pub fn trim(&mut self, below: Instance) -> Result<(), StorageError> {
+        self.trimmed = self.trimmed.max(below);
+        self.records = self.records.split_off(&self.trimmed);
+        Ok(())
+    }
+    pub fn trimmed_below(&self) -> Instance {
+        self.trimmed
+    }
+    pub fn end(&self) -> Instance {
+        self.records
+            .keys()
+            .next_back()
+            .map_or(self.trimmed, |i| i.next())
+    }
+    pub fn recovered(&self) -> Recovered {
         Recovered {
             promised: self.promised,
             instance_promises: self
@@ -128,41 +155,48 @@ impl Rng {
 pub struct Cluster {
     pub config: StreamConfig,
     pub nodes: BTreeMap<NodeId, StreamNode>,
+    pub logs: BTreeMap<NodeId, MapLog>,
+    pub incarnation: u32,
     pub network: VecDeque<(NodeId, NodeId, Envelope)>,
     pub delivered: BTreeMap<NodeId, Vec<(Instance, Batch)>>,
     pub now: TimeMicros,
     pub rng: Rng,
     pub loss: f64,
     pub down: Vec<NodeId>,
+    /// Every decision any learner delivered: instance -> batch.
+    pub decisions: BTreeMap<amulet_types::Instance, Batch>,
+    /// Agreement violations seen.
+    pub violations: Vec<String>,
 }
 
 impl Cluster {
     pub fn new(config: StreamConfig, seed: u64) -> Cluster {
-        let nodes = config
+        let logs: BTreeMap<NodeId, MapLog> = config
             .members()
             .into_iter()
-            .map(|n| {
-                (
-                    n,
-                    StreamNode::new(
-                        n,
-                        config.clone(),
-                        Box::new(MapLog::fresh()),
-                        1,
-                        TimeMicros(0),
-                    ),
-                )
+            .map(|n| (n, MapLog::fresh()))
+            .collect();
+        let nodes = logs
+            .iter()
+            .map(|(&n, log)| {
+                let node =
+                    StreamNode::new(n, config.clone(), Box::new(log.clone()), 1, TimeMicros(0));
+                (n, node)
             })
             .collect();
         Cluster {
             config,
             nodes,
+            logs,
+            incarnation: 1,
             network: VecDeque::new(),
             delivered: BTreeMap::new(),
             now: TimeMicros(0),
             rng: Rng(seed),
             loss: 0.0,
             down: Vec::new(),
+            decisions: BTreeMap::new(),
+            violations: Vec::new(),
         }
     }
 
@@ -172,6 +206,16 @@ impl Cluster {
         }
         let log = self.delivered.entry(from).or_default();
         for d in out.decided {
+            match self.decisions.get(&d.instance) {
+                Some(known) if *known != d.batch => self.violations.push(format!(
+                    "{from} delivered {:?} at {} but {:?} was delivered before",
+                    d.batch, d.instance, known
+                )),
+                Some(_) => {}
+                None => {
+                    self.decisions.insert(d.instance, d.batch.clone());
+                }
+            }
             log.push((d.instance, d.batch));
         }
     }
@@ -234,6 +278,24 @@ impl Cluster {
                 self.absorb(id, out);
             }
         }
+    }
+
+    /// Restarts `node` from its log (a durable acceptor after a crash);
+    /// its learner starts again from instance 0 under a new history.
+    pub fn restart(&mut self, node: NodeId, bugs: amulet_paxos::Bugs) {
+        self.incarnation += 1;
+        let log = self.logs[&node].clone();
+        let mut fresh = StreamNode::new(
+            node,
+            self.config.clone(),
+            Box::new(log),
+            self.incarnation,
+            self.now,
+        );
+        fresh.set_bugs(bugs);
+        self.nodes.insert(node, fresh);
+        self.delivered.insert(node, Vec::new());
+        self.network.retain(|(_, to, _)| *to != node);
     }
 
     pub fn values_delivered(&self, node: NodeId) -> Vec<ValueId> {

@@ -1,0 +1,397 @@
+//! The nemesis: schedules partitions, crashes and restarts over virtual
+//! time during the safety phase, within crash budgets, then heals.
+//!
+//! The nemesis decides *what* happens and *when*; the cluster driver applies
+//! each [`FaultEvent`] (it crashes the process, drops its in-flight
+//! messages, crashes its simulated disk, blocks links). Budgets keep the
+//! run meaningful: a stream with a majority of its acceptors down, or with
+//! a majority that lost its votes, cannot be expected to make progress, so
+//! the nemesis never goes there.
+
+use crate::rng::Rng;
+use crate::swarm::{FaultOptions, PartitionKind};
+use amulet_types::{NodeId, StorageMode, TimeMicros};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One fault for the driver to apply, in the order emitted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultEvent {
+    /// Block these directed links (`from`, `to`) until `PartitionEnd`.
+    PartitionStart {
+        /// Which kind of cut this is.
+        kind: PartitionKind,
+        /// The links to block.
+        blocked: Vec<(NodeId, NodeId)>,
+    },
+    /// Unblock every link.
+    PartitionEnd,
+    /// Kill the process; the OS keeps what it wrote (even un-fsynced).
+    CrashProcess {
+        /// The node.
+        node: NodeId,
+        /// Whether it was chosen because it coordinated a stream.
+        coordinator: bool,
+    },
+    /// Start a crashed process again, as a new incarnation.
+    RestartProcess {
+        /// The node.
+        node: NodeId,
+    },
+    /// Power off the machine: writes not yet fsynced are lost.
+    CrashMachine {
+        /// The node.
+        node: NodeId,
+    },
+    /// Power the machine on and start its process as a new incarnation.
+    RestartMachine {
+        /// The node.
+        node: NodeId,
+    },
+    /// The safety phase is over: heal the network. Every node down has
+    /// just been restarted by the events before this one; no fault follows.
+    Heal,
+}
+
+/// Nodes whose simultaneous failures are bounded together, typically the
+/// acceptors of one stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrashGroup {
+    /// The members.
+    pub members: Vec<NodeId>,
+    /// Most members down at once.
+    pub down_max: usize,
+    /// Most members that may ever lose their state (memory-mode acceptors
+    /// after any crash, async-durable ones after a machine crash): they
+    /// never vote again, so liveness needs a majority that never lost it.
+    pub state_loss_max: usize,
+}
+
+impl CrashGroup {
+    /// A group where at most a minority may be down at once and at most a
+    /// minority may ever lose state.
+    pub fn minority(members: Vec<NodeId>) -> CrashGroup {
+        let minority = members.len().saturating_sub(1) / 2;
+        CrashGroup {
+            members,
+            down_max: minority,
+            state_loss_max: minority,
+        }
+    }
+}
+
+/// What the nemesis may touch and how much.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NemesisConfig {
+    /// Every node that may crash or be partitioned.
+    pub nodes: Vec<NodeId>,
+    /// How each node stores its votes; a node absent here has no state
+    /// that matters for budgets (a learner only).
+    pub storage: BTreeMap<NodeId, StorageMode>,
+    /// Budgets per group.
+    pub groups: Vec<CrashGroup>,
+    /// Most nodes down at once, over all nodes.
+    pub down_max: usize,
+}
+
+/// Counts of what the nemesis did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NemesisStats {
+    /// Partitions started.
+    pub partitions: u64,
+    /// Random process crashes.
+    pub process_crashes: u64,
+    /// Machine crashes.
+    pub machine_crashes: u64,
+    /// Process crashes aimed at a coordinator.
+    pub coordinator_crashes: u64,
+    /// Crashes skipped because no node fit the budgets.
+    pub skipped_over_budget: u64,
+}
+
+/// Which kind of crash a down node suffered, to restart it the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CrashKind {
+    Process,
+    Machine,
+}
+
+/// The fault scheduler of one seed. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Nemesis {
+    config: NemesisConfig,
+    faults: FaultOptions,
+    rng: Rng,
+    safety_end: TimeMicros,
+    healed: bool,
+    next_partition: Option<TimeMicros>,
+    partition_end: Option<TimeMicros>,
+    next_process_crash: Option<TimeMicros>,
+    next_machine_crash: Option<TimeMicros>,
+    next_coordinator_crash: Option<TimeMicros>,
+    down: BTreeMap<NodeId, (TimeMicros, CrashKind)>,
+    lost_state: BTreeSet<NodeId>,
+    stats: NemesisStats,
+}
+
+impl Nemesis {
+    /// A nemesis for a safety phase from time 0 to `safety_end`.
+    pub fn new(
+        config: NemesisConfig,
+        faults: FaultOptions,
+        safety_end: TimeMicros,
+        mut rng: Rng,
+    ) -> Nemesis {
+        let mut first = |mean: Option<u64>| mean.map(|m| TimeMicros(rng.exponential(m)));
+        let next_partition = first(faults.partition_interval_micros_mean);
+        let next_process_crash = first(faults.process_crash_interval_micros_mean);
+        let next_machine_crash = first(faults.machine_crash_interval_micros_mean);
+        let next_coordinator_crash = first(faults.coordinator_crash_interval_micros_mean);
+        Nemesis {
+            config,
+            faults,
+            rng,
+            safety_end,
+            healed: false,
+            next_partition,
+            partition_end: None,
+            next_process_crash,
+            next_machine_crash,
+            next_coordinator_crash,
+            down: BTreeMap::new(),
+            lost_state: BTreeSet::new(),
+            stats: NemesisStats::default(),
+        }
+    }
+
+    /// When the nemesis next has something to do; `None` once healed.
+    pub fn next_event_time(&self) -> Option<TimeMicros> {
+        if self.healed {
+            return None;
+        }
+        let restarts = self.down.values().map(|(at, _)| *at);
+        [
+            self.partition_end,
+            self.next_partition,
+            self.next_process_crash,
+            self.next_machine_crash,
+            self.next_coordinator_crash,
+            Some(self.safety_end),
+        ]
+        .into_iter()
+        .flatten()
+        .chain(restarts)
+        .min()
+    }
+
+    /// Fires every fault due at or before `now`, in time order. Ties go
+    /// restarts, partition end, heal, partition start, crashes.
+    /// `coordinators` names the nodes currently coordinating a stream; it
+    /// is asked only when a coordinator crash fires.
+    pub fn poll<F>(&mut self, now: TimeMicros, mut coordinators: F) -> Vec<FaultEvent>
+    where
+        F: FnMut() -> Vec<NodeId>,
+    {
+        let mut events = Vec::new();
+        while let Some(at) = self.next_event_time().filter(|at| *at <= now) {
+            self.fire(at, &mut coordinators, &mut events);
+        }
+        events
+    }
+
+    /// Nodes down now.
+    pub fn down(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.down.keys().copied()
+    }
+
+    /// Nodes that lost their state at some crash (by the budgets' count).
+    pub fn lost_state(&self) -> &BTreeSet<NodeId> {
+        &self.lost_state
+    }
+
+    /// Whether the heal has happened.
+    pub fn is_healed(&self) -> bool {
+        self.healed
+    }
+
+    /// What the nemesis did so far.
+    pub fn stats(&self) -> NemesisStats {
+        self.stats
+    }
+
+    fn fire<F>(&mut self, at: TimeMicros, coordinators: &mut F, events: &mut Vec<FaultEvent>)
+    where
+        F: FnMut() -> Vec<NodeId>,
+    {
+        let restart = self.down.iter().find(|(_, (time, _))| *time == at);
+        if let Some((&node, &(_, kind))) = restart {
+            self.down.remove(&node);
+            events.push(restart_event(node, kind));
+        } else if self.partition_end == Some(at) {
+            self.partition_end = None;
+            events.push(FaultEvent::PartitionEnd);
+        } else if self.safety_end == at {
+            self.heal(events);
+        } else if self.next_partition == Some(at) {
+            self.next_partition = self.after(at, self.faults.partition_interval_micros_mean);
+            self.start_partition(at, events);
+        } else if self.next_process_crash == Some(at) {
+            self.next_process_crash =
+                self.after(at, self.faults.process_crash_interval_micros_mean);
+            let candidates = self.config.nodes.clone();
+            self.crash_one(at, &candidates, CrashKind::Process, false, events);
+        } else if self.next_machine_crash == Some(at) {
+            self.next_machine_crash =
+                self.after(at, self.faults.machine_crash_interval_micros_mean);
+            let candidates = self.config.nodes.clone();
+            self.crash_one(at, &candidates, CrashKind::Machine, false, events);
+        } else if self.next_coordinator_crash == Some(at) {
+            let mean = self.faults.coordinator_crash_interval_micros_mean;
+            self.next_coordinator_crash = self.after(at, mean);
+            let mut candidates = coordinators();
+            candidates.sort_unstable();
+            candidates.dedup();
+            self.crash_one(at, &candidates, CrashKind::Process, true, events);
+        } else {
+            unreachable!("next_event_time returned {at:?}, which no timer holds");
+        }
+    }
+
+    fn after(&mut self, at: TimeMicros, mean: Option<u64>) -> Option<TimeMicros> {
+        mean.map(|m| at.plus(self.rng.exponential(m)))
+    }
+
+    fn heal(&mut self, events: &mut Vec<FaultEvent>) {
+        if self.partition_end.take().is_some() {
+            events.push(FaultEvent::PartitionEnd);
+        }
+        for (node, (_, kind)) in std::mem::take(&mut self.down) {
+            events.push(restart_event(node, kind));
+        }
+        events.push(FaultEvent::Heal);
+        self.healed = true;
+        self.next_partition = None;
+        self.next_process_crash = None;
+        self.next_machine_crash = None;
+        self.next_coordinator_crash = None;
+    }
+
+    fn start_partition(&mut self, at: TimeMicros, events: &mut Vec<FaultEvent>) {
+        if self.partition_end.is_some() || self.config.nodes.len() < 2 {
+            return; // One partition at a time.
+        }
+        let kind = *self
+            .rng
+            .pick(&self.faults.partition_kinds)
+            .expect("swarm options never draw an empty kind list");
+        let blocked = self.draw_links(kind);
+        let length = self.rng.range(
+            self.faults.partition_micros_min,
+            self.faults.partition_micros_max,
+        );
+        self.partition_end = Some(at.plus(length.max(1)));
+        self.stats.partitions += 1;
+        events.push(FaultEvent::PartitionStart { kind, blocked });
+    }
+
+    /// The directed links a partition of `kind` blocks.
+    fn draw_links(&mut self, kind: PartitionKind) -> Vec<(NodeId, NodeId)> {
+        let mut nodes = self.config.nodes.clone();
+        self.rng.shuffle(&mut nodes);
+        let split = match kind {
+            PartitionKind::Symmetric | PartitionKind::OneWay => {
+                self.rng.range(1, nodes.len() as u64 - 1) as usize
+            }
+            PartitionKind::IsolateOne => 1,
+            PartitionKind::MajorityMinority => ((nodes.len() - 1) / 2).max(1),
+        };
+        let (side_a, side_b) = nodes.split_at(split);
+        let mut links = Vec::new();
+        for &a in side_a {
+            for &b in side_b {
+                links.push((a, b));
+                if kind != PartitionKind::OneWay {
+                    links.push((b, a));
+                }
+            }
+        }
+        links.sort_unstable();
+        links
+    }
+
+    fn crash_one(
+        &mut self,
+        at: TimeMicros,
+        candidates: &[NodeId],
+        kind: CrashKind,
+        coordinator: bool,
+        events: &mut Vec<FaultEvent>,
+    ) {
+        let eligible: Vec<NodeId> = candidates
+            .iter()
+            .copied()
+            .filter(|node| self.fits_budget(*node, kind))
+            .collect();
+        let Some(&node) = self.rng.pick(&eligible) else {
+            self.stats.skipped_over_budget += 1;
+            return;
+        };
+        if self.loses_state(node, kind) {
+            self.lost_state.insert(node);
+        }
+        let delay = self.rng.range(
+            self.faults.restart_delay_micros_min,
+            self.faults.restart_delay_micros_max,
+        );
+        self.down.insert(node, (at.plus(delay.max(1)), kind));
+        events.push(match (kind, coordinator) {
+            (CrashKind::Machine, _) => {
+                self.stats.machine_crashes += 1;
+                FaultEvent::CrashMachine { node }
+            }
+            (CrashKind::Process, true) => {
+                self.stats.coordinator_crashes += 1;
+                FaultEvent::CrashProcess { node, coordinator }
+            }
+            (CrashKind::Process, false) => {
+                self.stats.process_crashes += 1;
+                FaultEvent::CrashProcess { node, coordinator }
+            }
+        });
+    }
+
+    fn loses_state(&self, node: NodeId, kind: CrashKind) -> bool {
+        match (self.config.storage.get(&node), kind) {
+            (Some(StorageMode::Memory), _) => true,
+            (Some(StorageMode::AsyncDurable), CrashKind::Machine) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether crashing `node` this way keeps every budget.
+    fn fits_budget(&self, node: NodeId, kind: CrashKind) -> bool {
+        if self.down.contains_key(&node) || self.down.len() >= self.config.down_max {
+            return false;
+        }
+        let new_loss = self.loses_state(node, kind) && !self.lost_state.contains(&node);
+        self.config
+            .groups
+            .iter()
+            .filter(|group| group.members.contains(&node))
+            .all(|group| {
+                let down = group.members.iter().filter(|m| self.down.contains_key(m));
+                let lost = group.members.iter().filter(|m| self.lost_state.contains(m));
+                down.count() < group.down_max && (!new_loss || lost.count() < group.state_loss_max)
+            })
+    }
+}
+
+fn restart_event(node: NodeId, kind: CrashKind) -> FaultEvent {
+    match kind {
+        CrashKind::Process => FaultEvent::RestartProcess { node },
+        CrashKind::Machine => FaultEvent::RestartMachine { node },
+    }
+}
+
+#[cfg(test)]
+#[path = "nemesis_tests.rs"]
+mod tests;

@@ -1,0 +1,116 @@
+//! Runs seeds and reports: one seed verbosely for replay, or a swarm of
+//! seeds with a one-line summary. Every failure names its replay command.
+
+use crate::nemesis::NemesisStats;
+use crate::network::NetworkStats;
+use crate::toy;
+use crate::violation::Violation;
+use std::time::{Duration, Instant};
+
+/// Violations printed per failing seed (the rest are counted).
+const VIOLATIONS_SHOWN_MAX: usize = 20;
+
+/// What one run did, for reports and coverage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeedStats {
+    /// Values multicast.
+    pub values_proposed: u64,
+    /// Deliveries over all learner incarnations (recovered ones included).
+    pub deliveries: u64,
+    /// Learner incarnations started.
+    pub learner_incarnations: u64,
+    /// Virtual time at the end, in micros.
+    pub virtual_micros: u64,
+    /// Events fed to the trace hash.
+    pub trace_events: u64,
+    /// The network's counts.
+    pub network: NetworkStats,
+    /// The nemesis' counts.
+    pub nemesis: NemesisStats,
+}
+
+/// The result of one seed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedOutcome {
+    /// Every violation the checkers found; empty when the seed passed.
+    pub violations: Vec<Violation>,
+    /// Hash of every event of the run: equal for two runs of one seed.
+    pub trace_hash: u64,
+    /// What the run did.
+    pub stats: SeedStats,
+}
+
+/// The result of a swarm of seeds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwarmSummary {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Violations over all seeds.
+    pub violations: u64,
+    /// The seeds that had any.
+    pub failed_seeds: Vec<u64>,
+    /// Wall-clock time taken.
+    pub elapsed: Duration,
+}
+
+/// Runs one seed: draws its fault mix, runs the cluster, checks the
+/// history. `verbose` prints the options, every fault and the stats.
+///
+/// For now the cluster is the harness self-test in [`crate::toy`]; the
+/// Ring Paxos cluster plugs in here.
+pub fn run_seed(seed: u64, verbose: bool) -> SeedOutcome {
+    toy::run_seed(seed, verbose, toy::node::ToyBug::None)
+}
+
+/// Prints a failing seed's replay command and its violations.
+pub fn print_failure(seed: u64, outcome: &SeedOutcome) {
+    println!("FAILED seed={seed} (replay: amulet-sim --seed {seed})");
+    for violation in outcome.violations.iter().take(VIOLATIONS_SHOWN_MAX) {
+        println!("  {violation}");
+    }
+    let hidden = outcome
+        .violations
+        .len()
+        .saturating_sub(VIOLATIONS_SHOWN_MAX);
+    if hidden > 0 {
+        println!("  ... and {hidden} more");
+    }
+}
+
+/// Runs seeds `start .. start + count` with `run`, printing each failure.
+pub fn run_swarm(start: u64, count: u64, run: impl Fn(u64) -> SeedOutcome) -> SwarmSummary {
+    let began = Instant::now();
+    let mut summary = SwarmSummary::default();
+    for seed in start..start.saturating_add(count) {
+        let outcome = run(seed);
+        summary.seeds += 1;
+        if !outcome.violations.is_empty() {
+            summary.violations += outcome.violations.len() as u64;
+            summary.failed_seeds.push(seed);
+            print_failure(seed, &outcome);
+        }
+    }
+    summary.elapsed = began.elapsed();
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swarm_counts_seeds_and_violations_and_names_failed_seeds() {
+        let summary = run_swarm(10, 3, |seed| SeedOutcome {
+            violations: if seed == 11 {
+                vec![Violation::new(crate::Property::Order, "x")]
+            } else {
+                Vec::new()
+            },
+            trace_hash: seed,
+            stats: SeedStats::default(),
+        });
+        assert_eq!(summary.seeds, 3);
+        assert_eq!(summary.violations, 1);
+        assert_eq!(summary.failed_seeds, vec![11]);
+    }
+}

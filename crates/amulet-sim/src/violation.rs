@@ -1,0 +1,44 @@
+//! A broken property, as a checker reports it.
+
+use std::fmt;
+
+/// The atomic multicast properties (thesis §2.5) the checkers verify.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Property {
+    /// No duplicates, nothing unproposed, nothing from an unsubscribed
+    /// stream.
+    Integrity,
+    /// Uniform agreement: per stream, any two learners' sequences are
+    /// prefixes of one another.
+    Agreement,
+    /// Partial order: the precedence relation over all learners is acyclic.
+    Order,
+    /// Everything a correct proposer multicast reaches every correct
+    /// subscriber (checked after the healed phase).
+    Validity,
+}
+
+/// One violation, with a message naming nodes, values and positions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// Which property broke.
+    pub property: Property,
+    /// What was seen, for a human reading a failed seed.
+    pub message: String,
+}
+
+impl Violation {
+    /// A violation of `property`.
+    pub fn new(property: Property, message: impl Into<String>) -> Violation {
+        Violation {
+            property,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: {}", self.property, self.message)
+    }
+}

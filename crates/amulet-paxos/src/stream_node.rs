@@ -226,13 +226,14 @@ impl StreamNode {
         true
     }
 
-    /// The total merge weight this node proposed as coordinator of its
-    /// current ballot and the average propose-to-decide delay (micros), for
+    /// The total merge weight this node proposed (or queued as skips) as
+    /// coordinator of its current ballot and the average propose-to-decide delay (micros), for
     /// rate leveling; `None` when not coordinating.
     pub fn coordinator_progress(&self) -> Option<(Ballot, u64, u64)> {
-        self.coordinator
-            .as_ref()
-            .map(|c| (c.ballot, c.proposed_weight, c.decide_delay_micros))
+        self.coordinator.as_ref().map(|c| {
+            let weight = c.proposed_weight.saturating_add(c.pending_skip);
+            (c.ballot, weight, c.decide_delay_micros)
+        })
     }
 
     /// Lets the learner continue at `instance` after the application

@@ -10,11 +10,13 @@
 #![deny(missing_docs)]
 
 pub mod checker;
+pub mod cluster;
 pub mod history;
 pub mod nemesis;
 pub mod network;
 pub mod rng;
 pub mod runner;
+pub mod sim_log;
 pub mod swarm;
 pub mod toy;
 pub mod trace;

@@ -1,9 +1,9 @@
 //! Runs seeds and reports: one seed verbosely for replay, or a swarm of
 //! seeds with a one-line summary. Every failure names its replay command.
 
+use crate::cluster;
 use crate::nemesis::NemesisStats;
 use crate::network::NetworkStats;
-use crate::toy;
 use crate::violation::Violation;
 use std::time::{Duration, Instant};
 
@@ -56,10 +56,10 @@ pub struct SwarmSummary {
 /// Runs one seed: draws its fault mix, runs the cluster, checks the
 /// history. `verbose` prints the options, every fault and the stats.
 ///
-/// For now the cluster is the harness self-test in [`crate::toy`]; the
-/// Ring Paxos cluster plugs in here.
+/// The cluster is the Ring Paxos one of [`crate::cluster`], running the
+/// same `MulticastNode` code as the node process.
 pub fn run_seed(seed: u64, verbose: bool) -> SeedOutcome {
-    toy::run_seed(seed, verbose, toy::node::ToyBug::None)
+    cluster::run_seed(seed, verbose, cluster::Bug::None)
 }
 
 /// Prints a failing seed's replay command and its violations.

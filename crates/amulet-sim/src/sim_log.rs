@@ -1,0 +1,277 @@
+//! An acceptor log for the simulator that models what each storage mode
+//! keeps across crashes (thesis §3.4.1), independently of the real
+//! `amulet-storage` implementations.
+//!
+//! Writes are visible at once and reach the "OS" at once; `sync` makes them
+//! durable. A process crash keeps everything written (the OS has it). A
+//! machine crash keeps what was synced plus a random prefix of the rest
+//! (the disk may have flushed some of it, in order). After a machine crash
+//! an async-durable log is not intact (it may have lost votes it sent); a
+//! sync-durable one is (nothing it acted on was unsynced). A memory log
+//! loses everything at any crash and is never intact again.
+
+use crate::rng::Rng;
+use amulet_storage::{AcceptorLog, LogRecord, Recovered, StorageError};
+use amulet_types::{Ballot, Instance, StorageMode};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// One write, replayed in order.
+#[derive(Clone, Debug)]
+enum Op {
+    Promise(Ballot),
+    InstancePromise(Instance, Ballot),
+    Save(LogRecord),
+    MarkDecided(Instance, Ballot),
+    Trim(Instance),
+}
+
+/// The state a sequence of writes produces.
+#[derive(Clone, Debug, Default)]
+struct State {
+    promised: Ballot,
+    instance_promises: BTreeMap<Instance, Ballot>,
+    records: BTreeMap<Instance, LogRecord>,
+    trimmed_below: Instance,
+}
+
+impl State {
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Promise(ballot) => self.promised = self.promised.max(*ballot),
+            Op::InstancePromise(instance, ballot) => {
+                if *instance >= self.trimmed_below {
+                    self.instance_promises.insert(*instance, *ballot);
+                }
+            }
+            Op::Save(record) => {
+                if record.instance >= self.trimmed_below {
+                    self.records.insert(record.instance, record.clone());
+                }
+            }
+            Op::MarkDecided(instance, ballot) => {
+                if let Some(record) = self.records.get_mut(instance) {
+                    if record.ballot == *ballot {
+                        record.decided = true;
+                    }
+                }
+            }
+            Op::Trim(below) => {
+                if *below > self.trimmed_below {
+                    self.trimmed_below = *below;
+                    self.records = self.records.split_off(below);
+                    self.instance_promises = self.instance_promises.split_off(below);
+                }
+            }
+        }
+    }
+
+    fn end(&self) -> Instance {
+        self.records
+            .last_key_value()
+            .map_or(self.trimmed_below, |(i, _)| i.next())
+            .max(self.trimmed_below)
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    mode: StorageMode,
+    /// Everything written (what the OS holds).
+    written: State,
+    /// What is on the platter.
+    durable: State,
+    /// Written but not synced, in order.
+    unsynced: Vec<Op>,
+    /// Whether the current process may vote from this log.
+    intact: bool,
+}
+
+/// The storage of one acceptor in one stream; survives its process.
+#[derive(Clone, Debug)]
+pub struct SimStore(Arc<Mutex<Inner>>);
+
+impl SimStore {
+    /// Empty storage in `mode`.
+    pub fn new(mode: StorageMode) -> SimStore {
+        SimStore(Arc::new(Mutex::new(Inner {
+            mode,
+            written: State::default(),
+            durable: State::default(),
+            unsynced: Vec::new(),
+            intact: true,
+        })))
+    }
+
+    /// The process died: the OS keeps every write. A memory log is gone.
+    pub fn crash_process(&self) {
+        let mut inner = self.0.lock().expect("sim is single-threaded");
+        if inner.mode == StorageMode::Memory {
+            inner.lose_everything();
+        }
+    }
+
+    /// The machine died: unsynced writes are lost except a random prefix.
+    pub fn crash_machine(&self, rng: &mut Rng) {
+        let mut inner = self.0.lock().expect("sim is single-threaded");
+        match inner.mode {
+            StorageMode::Memory => inner.lose_everything(),
+            StorageMode::AsyncDurable | StorageMode::SyncDurable => {
+                let kept = rng.range(0, inner.unsynced.len() as u64) as usize;
+                let ops: Vec<Op> = inner.unsynced.drain(..).take(kept).collect();
+                for op in &ops {
+                    inner.durable.apply(op);
+                }
+                inner.written = inner.durable.clone();
+                // An async log cannot know whether it lost a vote it sent.
+                if inner.mode == StorageMode::AsyncDurable {
+                    inner.intact = false;
+                }
+            }
+        }
+    }
+
+    /// A log handle for a new process incarnation.
+    pub fn open(&self) -> Box<dyn AcceptorLog> {
+        Box::new(SimLog(self.clone()))
+    }
+}
+
+impl Inner {
+    fn lose_everything(&mut self) {
+        self.written = State::default();
+        self.durable = State::default();
+        self.unsynced.clear();
+        self.intact = false;
+    }
+
+    fn write(&mut self, op: Op) {
+        self.written.apply(&op);
+        self.unsynced.push(op);
+    }
+}
+
+/// The process-side handle of a [`SimStore`].
+struct SimLog(SimStore);
+
+impl SimLog {
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.0 .0.lock().expect("sim is single-threaded"))
+    }
+}
+
+impl AcceptorLog for SimLog {
+    fn save_promise(&mut self, ballot: Ballot) -> Result<(), StorageError> {
+        self.with(|i| i.write(Op::Promise(ballot)));
+        Ok(())
+    }
+
+    fn save_instance_promise(
+        &mut self,
+        instance: Instance,
+        ballot: Ballot,
+    ) -> Result<(), StorageError> {
+        self.with(|i| i.write(Op::InstancePromise(instance, ballot)));
+        Ok(())
+    }
+
+    fn save(&mut self, record: &LogRecord) -> Result<(), StorageError> {
+        self.with(|i| i.write(Op::Save(record.clone())));
+        Ok(())
+    }
+
+    fn mark_decided(&mut self, instance: Instance, ballot: Ballot) -> Result<(), StorageError> {
+        self.with(|i| i.write(Op::MarkDecided(instance, ballot)));
+        Ok(())
+    }
+
+    fn read(&self, instance: Instance) -> Result<Option<LogRecord>, StorageError> {
+        Ok(self.with(|i| i.written.records.get(&instance).cloned()))
+    }
+
+    fn trim(&mut self, below: Instance) -> Result<(), StorageError> {
+        self.with(|i| i.write(Op::Trim(below)));
+        Ok(())
+    }
+
+    fn trimmed_below(&self) -> Instance {
+        self.with(|i| i.written.trimmed_below)
+    }
+
+    fn end(&self) -> Instance {
+        self.with(|i| i.written.end())
+    }
+
+    fn sync(&mut self) -> Result<(), StorageError> {
+        self.with(|i| {
+            let ops = std::mem::take(&mut i.unsynced);
+            for op in &ops {
+                i.durable.apply(op);
+            }
+        });
+        Ok(())
+    }
+
+    fn dirty(&self) -> bool {
+        self.with(|i| i.mode != StorageMode::Memory && !i.unsynced.is_empty())
+    }
+
+    fn recovered(&self) -> Recovered {
+        self.with(|i| Recovered {
+            promised: i.written.promised,
+            instance_promises: i
+                .written
+                .instance_promises
+                .iter()
+                .map(|(i, b)| (*i, *b))
+                .collect(),
+            trimmed_below: i.written.trimmed_below,
+            end: i.written.end(),
+            intact: i.intact,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amulet_wire::Batch;
+
+    fn vote(instance: u64) -> LogRecord {
+        LogRecord {
+            instance: Instance(instance),
+            ballot: Ballot { round: 1, node: 1 },
+            batch: Batch::Null,
+            decided: false,
+        }
+    }
+
+    #[test]
+    fn section_3_4_1_each_mode_keeps_what_it_promises() {
+        let mut rng = Rng::new(7);
+        for mode in [StorageMode::SyncDurable, StorageMode::AsyncDurable] {
+            let store = SimStore::new(mode);
+            let mut log = store.open();
+            log.save(&vote(0)).unwrap();
+            log.sync().unwrap();
+            log.save(&vote(1)).unwrap();
+            store.crash_process();
+            let log = store.open();
+            assert!(
+                log.read(Instance(1)).unwrap().is_some(),
+                "{mode:?}: OS kept it"
+            );
+            assert!(log.recovered().intact);
+            store.crash_machine(&mut rng);
+            let log = store.open();
+            assert!(log.read(Instance(0)).unwrap().is_some(), "{mode:?}: synced");
+            assert_eq!(log.recovered().intact, mode == StorageMode::SyncDurable);
+        }
+        let store = SimStore::new(StorageMode::Memory);
+        store.open().save(&vote(0)).unwrap();
+        store.crash_process();
+        let log = store.open();
+        assert!(log.read(Instance(0)).unwrap().is_none());
+        assert!(!log.recovered().intact);
+    }
+}

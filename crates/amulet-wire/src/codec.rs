@@ -61,6 +61,12 @@ const DECIDED_BYTES_MIN: usize = INSTANCE_BYTES + BATCH_BYTES_MIN;
 /// configuration allows (values are limited to 64 MiB).
 pub fn encode_envelope(envelope: &Envelope, out: &mut BytesMut) {
     out.reserve(encoded_len(envelope));
+    put_envelope(envelope, out);
+}
+
+/// [`encode_envelope`] without the reservation, for callers that already
+/// reserved room (a frame reserves header and body at once).
+pub(crate) fn put_envelope(envelope: &Envelope, out: &mut BytesMut) {
     out.put_u32_le(envelope.stream.0);
     put_message(&envelope.message, out);
 }

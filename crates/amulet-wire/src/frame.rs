@@ -9,7 +9,7 @@
 //! envelope encodes to that length (the shortest is 13 bytes, the next
 //! 21), so the body cannot decode as the other kind.
 
-use crate::codec::{encode_envelope, encoded_len};
+use crate::codec::{encoded_len, put_envelope};
 use crate::message::Envelope;
 use amulet_types::NodeId;
 use bytes::{BufMut, BytesMut};
@@ -61,7 +61,7 @@ pub enum Frame {
 /// # Panics
 ///
 /// If the body is longer than `u32::MAX` bytes (see
-/// [`encode_envelope`]).
+/// [`crate::encode_envelope`]).
 pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
     let (kind, body_bytes) = match frame {
         Frame::Hello(_) => (KIND_HELLO, HELLO_BODY_BYTES),
@@ -80,7 +80,7 @@ pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
             out.put_u32_le(hello.node.0);
             out.put_u32_le(hello.incarnation);
         }
-        Frame::Envelope(envelope) => encode_envelope(envelope, out),
+        Frame::Envelope(envelope) => put_envelope(envelope, out),
     }
     let body_start = start + FRAME_HEADER_BYTES;
     debug_assert_eq!(out.len() - body_start, body_bytes);
@@ -91,6 +91,7 @@ pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encode_envelope;
 
     #[test]
     fn hello_frame_has_the_documented_layout() {

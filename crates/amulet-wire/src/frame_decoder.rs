@@ -98,7 +98,9 @@ impl FrameDecoder {
         let mut len_bytes = [0u8; 4];
         len_bytes.copy_from_slice(len);
         let body_bytes = u32::from_le_bytes(len_bytes) as usize;
-        let frame_bytes = FRAME_HEADER_BYTES + body_bytes;
+        // Saturating: on a 32-bit target a u32 length plus the header can
+        // overflow usize; it is then over any limit anyway.
+        let frame_bytes = FRAME_HEADER_BYTES.saturating_add(body_bytes);
         if frame_bytes > self.frame_bytes_max {
             return Err(DecodeError::TooLarge {
                 what: "frame",

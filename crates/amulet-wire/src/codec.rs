@@ -670,24 +670,88 @@ mod tests {
 
     /// The frame format relies on this: a Hello body is 16 bytes, so a
     /// flipped kind byte can never turn a valid envelope into a Hello or
-    /// back.
+    /// back. Each message below is its variant's smallest encoding (empty
+    /// vectors, `None`, null batches); fields only add bytes.
     #[test]
     fn no_envelope_encodes_to_sixteen_bytes() {
-        let smallest = Envelope {
-            stream: StreamId(0),
-            message: Message::Propose {
+        let (i, b, n) = (Instance(0), Ballot::ZERO, NodeId(0));
+        let smallest = [
+            Message::Propose {
                 values: vec![],
                 hops: 0,
             },
-        };
-        assert_eq!(encoded_len(&smallest), 13);
-        let next = Envelope {
-            stream: StreamId(0),
-            message: Message::AcceptAck {
-                instance: Instance(0),
-                ballot: Ballot::ZERO,
+            Message::Phase1 {
+                ballot: b,
+                from: i,
+                to: i,
+                votes: 0,
+                accepted: vec![],
+                accepted_end: i,
+                trimmed_below: i,
+                hops: 0,
             },
-        };
-        assert_eq!(encoded_len(&next), 21);
+            Message::Phase2 {
+                ballot: b,
+                instance: i,
+                batch: Batch::Null,
+                votes: 0,
+                last: n,
+                hops: 0,
+            },
+            Message::Decision {
+                instance: i,
+                ballot: b,
+                batch: None,
+                decided_by: n,
+                hops: 0,
+            },
+            Message::Reject {
+                ballot: b,
+                promised: b,
+                instance: None,
+            },
+            Message::RetransmitRequest { from: i, to: i },
+            Message::RetransmitReply {
+                decided: vec![],
+                trimmed_below: i,
+            },
+            Message::Prepare {
+                instance: i,
+                ballot: b,
+            },
+            Message::Promise {
+                instance: i,
+                ballot: b,
+                accepted: None,
+            },
+            Message::Accept {
+                instance: i,
+                ballot: b,
+                batch: Batch::Null,
+            },
+            Message::AcceptAck {
+                instance: i,
+                ballot: b,
+            },
+            Message::Heartbeat {
+                ballot: b,
+                decided_below: i,
+                voting: false,
+            },
+        ];
+        let lens: Vec<usize> = smallest
+            .into_iter()
+            .map(|message| {
+                encode(&Envelope {
+                    stream: StreamId(0),
+                    message,
+                })
+                .len()
+            })
+            .collect();
+        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 22]);
+        // The only variant below 16 bytes is an empty Propose; one value
+        // adds at least 20 bytes.
+        assert_eq!(VALUE_BYTES_MIN, 20);
     }
 }

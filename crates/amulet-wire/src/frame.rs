@@ -7,7 +7,7 @@
 //! The kind byte is outside the checksum, but a flipped kind is still
 //! caught: a Hello body is exactly [`HELLO_BODY_BYTES`] long and no
 //! envelope encodes to that length (the shortest is 13 bytes, the next
-//! 21), so the body cannot decode as the other kind.
+//! 17), so the body cannot decode as the other kind.
 
 use crate::codec::{encoded_len, put_envelope};
 use crate::message::Envelope;

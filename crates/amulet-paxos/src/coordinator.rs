@@ -12,7 +12,7 @@ use crate::output::Output;
 use crate::stream_node::StreamNode;
 use amulet_types::{Ballot, Instance, NodeId, TimeMicros};
 use amulet_wire::{Accepted, Batch, Message, Value};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 /// `hops` of a decision sent straight to every member (not forwarded).
 pub(crate) const HOPS_DIRECT: u32 = u32::MAX;
@@ -41,7 +41,7 @@ pub(crate) struct Coordinator {
     pub(crate) next_instance: Instance,
     pub(crate) in_flight: BTreeMap<Instance, InFlight>,
     /// Instances gap repair took over; their decision will tell.
-    pub(crate) foreign: BTreeSet<Instance>,
+    pub(crate) foreign: BTreeMap<Instance, TimeMicros>,
     pub(crate) queue: VecDeque<Value>,
     pub(crate) pending_skip: u64,
     pub(crate) proposed_weight: u64,
@@ -56,7 +56,7 @@ impl Coordinator {
             prepared_to: from,
             next_instance: from,
             in_flight: BTreeMap::new(),
-            foreign: BTreeSet::new(),
+            foreign: BTreeMap::new(),
             queue: VecDeque::new(),
             pending_skip: 0,
             proposed_weight: 0,
@@ -383,6 +383,7 @@ impl StreamNode {
     ) {
         self.observe_ballot(promised);
         self.repair_rejected(ballot);
+        let now = self.now;
         let Some(c) = self.coordinator.as_mut() else {
             return;
         };
@@ -393,7 +394,7 @@ impl StreamNode {
             Some(instance) => {
                 // Gap repair owns this instance now; move our values on.
                 if let Some(flight) = c.in_flight.remove(&instance) {
-                    c.foreign.insert(instance);
+                    c.foreign.insert(instance, now);
                     requeue(c, flight.batch);
                 }
             }
@@ -455,6 +456,31 @@ impl StreamNode {
             let batch = c.in_flight[&instance].batch.clone();
             self.send_phase2(instance, batch, out);
         }
+        self.reclaim_foreign(out);
+    }
+
+    /// An instance handed to someone else's gap repair must still get
+    /// decided: if that repair was abandoned (its learner crashed, or gave
+    /// up), nobody may know the instance exists, so no learner would see a
+    /// gap. After a retry period the coordinator repairs it itself, one
+    /// instance at a time, lowest first.
+    fn reclaim_foreign(&mut self, out: &mut Output) {
+        let retry = self.config.limits.retry_after_micros;
+        let now = self.now;
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        let learner = &self.learner;
+        c.foreign
+            .retain(|instance, _| !learner.has_decided(*instance));
+        let Some((&instance, &since)) = c.foreign.first_key_value() else {
+            return;
+        };
+        if now.since(since) < retry || self.learner.repair.is_some() {
+            return;
+        }
+        c.foreign.insert(instance, now);
+        self.start_repair(instance, out);
     }
 
     /// A proposal reaches this node.

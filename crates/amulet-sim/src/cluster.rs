@@ -45,8 +45,11 @@ pub enum Bug {
     /// The correct protocol.
     #[default]
     None,
-    /// Acceptors restart with their promises forgotten.
+    /// Acceptors restart with their promises forgotten (votes kept).
     ForgetPromiseOnRestart,
+    /// Memory-mode acceptors come back from a crash with an empty log and
+    /// vote again, as if the log were intact.
+    AmnesiacAcceptorVotes,
     /// Learners deliver on phase 2, before the decision.
     DeliverBeforeDecision,
     /// New coordinators ignore phase 1 votes.
@@ -149,6 +152,7 @@ impl Cluster {
     fn new(seed: u64, options: SwarmOptions, bug: Bug, verbose: bool) -> Cluster {
         let mut rng = Rng::new(seed ^ 0x7269_6E67); // Independent of the options' draw.
         let storage = match rng.below(3) {
+            _ if bug == Bug::AmnesiacAcceptorVotes => StorageMode::Memory,
             0 => StorageMode::Memory,
             1 => StorageMode::AsyncDurable,
             _ => StorageMode::SyncDurable,
@@ -272,6 +276,23 @@ impl Cluster {
         };
         if self.verbose {
             println!("stats={stats:#?}");
+            for (node, slot) in &self.slots {
+                let Some(process) = slot.process.as_ref() else {
+                    continue;
+                };
+                for (stream, s) in process.streams() {
+                    println!(
+                        "end {node} {stream}: decided_below={} coordinator={} voting={} in_flight={} merge_next={:?} waiting_on={:?} stats={:?}",
+                        s.decided_below().0,
+                        s.is_coordinator(),
+                        s.is_voting(),
+                        s.proposals_in_flight(),
+                        process.merger().next_instance(*stream),
+                        process.merger().waiting_on(),
+                        s.stats(),
+                    );
+                }
+            }
         }
         SeedOutcome {
             violations,
@@ -343,6 +364,11 @@ impl Cluster {
         let now = self.now;
         let slot = self.slots.get_mut(&node).expect("known node");
         slot.incarnation += 1;
+        if self.bug == Bug::AmnesiacAcceptorVotes {
+            for store in slot.stores.values() {
+                store.pretend_intact();
+            }
+        }
         let streams = self
             .configs
             .iter()
@@ -364,7 +390,7 @@ impl Cluster {
                 ignore_phase1_votes: true,
                 ..Bugs::default()
             },
-            Bug::None | Bug::MergeIgnoresSkipCounts => Bugs::default(),
+            Bug::None | Bug::MergeIgnoresSkipCounts | Bug::AmnesiacAcceptorVotes => Bugs::default(),
         };
         process.set_bugs(bugs);
         if self.bug_learner == Some(node) {

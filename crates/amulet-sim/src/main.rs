@@ -1,7 +1,8 @@
 //! `amulet-sim`: run one seed verbosely (`--seed N`) or a swarm of seeds
 //! (`--seeds N [--start S]`). Exits non-zero on any violation.
 
-use amulet_sim::runner::{print_failure, run_seed, run_swarm};
+use amulet_sim::cluster::{self, Bug};
+use amulet_sim::runner::{print_failure, run_swarm};
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -21,13 +22,41 @@ struct Arguments {
     /// With --seed: run it twice and require equal trace hashes.
     #[arg(long, requires = "seed")]
     check_determinism: bool,
+    /// Run a deliberately broken variant (to see the checkers catch it).
+    #[arg(long, value_enum, default_value = "none")]
+    bug: BugArg,
+}
+
+/// The broken variants selectable from the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum BugArg {
+    None,
+    ForgetPromise,
+    AmnesiacAcceptor,
+    DeliverBeforeDecision,
+    IgnorePhase1Votes,
+    MergeIgnoresSkips,
+}
+
+impl BugArg {
+    fn bug(self) -> Bug {
+        match self {
+            BugArg::None => Bug::None,
+            BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
+            BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
+            BugArg::DeliverBeforeDecision => Bug::DeliverBeforeDecision,
+            BugArg::IgnorePhase1Votes => Bug::IgnorePhase1Votes,
+            BugArg::MergeIgnoresSkips => Bug::MergeIgnoresSkipCounts,
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
+    let bug = arguments.bug.bug();
     match (arguments.seed, arguments.seeds) {
-        (Some(seed), _) => replay(seed, arguments.check_determinism),
-        (None, Some(count)) => swarm(arguments.start, count),
+        (Some(seed), _) => replay(seed, arguments.check_determinism, bug),
+        (None, Some(count)) => swarm(arguments.start, count, bug),
         (None, None) => {
             eprintln!("error: give --seed N or --seeds N (see --help)");
             ExitCode::from(2)
@@ -35,11 +64,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn replay(seed: u64, check_determinism: bool) -> ExitCode {
-    let outcome = run_seed(seed, true);
+fn replay(seed: u64, check_determinism: bool, bug: Bug) -> ExitCode {
+    let outcome = cluster::run_seed(seed, true, bug);
     println!("seed={seed} trace_hash={:016x}", outcome.trace_hash);
     if check_determinism {
-        let again = run_seed(seed, false);
+        let again = cluster::run_seed(seed, false, bug);
         if again.trace_hash != outcome.trace_hash {
             println!(
                 "NONDETERMINISTIC seed={seed}: trace_hash {:016x} then {:016x}",
@@ -58,8 +87,8 @@ fn replay(seed: u64, check_determinism: bool) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn swarm(start: u64, count: u64) -> ExitCode {
-    let summary = run_swarm(start, count, |seed| run_seed(seed, false));
+fn swarm(start: u64, count: u64, bug: Bug) -> ExitCode {
+    let summary = run_swarm(start, count, |seed| cluster::run_seed(seed, false, bug));
     println!("elapsed_seconds={:.3}", summary.elapsed.as_secs_f64());
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {

@@ -131,6 +131,12 @@ impl SimStore {
         }
     }
 
+    /// Deliberate bug (simulator tests only): the log claims to be intact
+    /// although it lost state, so its acceptor votes again.
+    pub fn pretend_intact(&self) {
+        self.0.lock().expect("sim is single-threaded").intact = true;
+    }
+
     /// A log handle for a new process incarnation.
     pub fn open(&self) -> Box<dyn AcceptorLog> {
         Box::new(SimLog(self.clone()))

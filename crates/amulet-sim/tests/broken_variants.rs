@@ -50,6 +50,11 @@ fn section_2_4_acceptor_that_forgets_its_promise_on_restart_is_caught() {
 }
 
 #[test]
+fn section_3_4_1_memory_acceptor_that_votes_after_losing_its_log_is_caught() {
+    assert_caught(Bug::AmnesiacAcceptorVotes);
+}
+
+#[test]
 fn section_2_4_learner_that_delivers_before_the_decision_is_caught() {
     assert_caught(Bug::DeliverBeforeDecision);
 }

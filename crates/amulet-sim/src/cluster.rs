@@ -408,7 +408,7 @@ impl Cluster {
         if proposing && self.workload.chance(PROPOSE_PROBABILITY) {
             self.propose();
         }
-        let sync_async = now.0 % ASYNC_SYNC_MICROS == 0;
+        let sync_async = now.0.is_multiple_of(ASYNC_SYNC_MICROS);
         let nodes: Vec<NodeId> = self.slots.keys().copied().collect();
         for node in nodes {
             let Some(process) = self.process_mut(node) else {

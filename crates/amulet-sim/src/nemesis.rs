@@ -360,11 +360,10 @@ impl Nemesis {
     }
 
     fn loses_state(&self, node: NodeId, kind: CrashKind) -> bool {
-        match (self.config.storage.get(&node), kind) {
-            (Some(StorageMode::Memory), _) => true,
-            (Some(StorageMode::AsyncDurable), CrashKind::Machine) => true,
-            _ => false,
-        }
+        matches!(
+            (self.config.storage.get(&node), kind),
+            (Some(StorageMode::Memory), _) | (Some(StorageMode::AsyncDurable), CrashKind::Machine)
+        )
     }
 
     /// Whether crashing `node` this way keeps every budget.

@@ -1,0 +1,342 @@
+//! The node's TOML configuration and its validation.
+//!
+//! One file per node. `[peers]` and `[[streams]]` describe the whole
+//! cluster and are meant to be identical in every node's file; `node`,
+//! `listen` and `data_dir` are this node's own.
+
+use amulet_types::{NodeId, StorageMode, StreamConfig, StreamId, StreamLimits};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// How a stream's acceptors store their state, as written in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StorageName {
+    /// [`StorageMode::Memory`].
+    Memory,
+    /// [`StorageMode::AsyncDurable`].
+    Async,
+    /// [`StorageMode::SyncDurable`].
+    Sync,
+}
+
+impl StorageName {
+    /// The storage mode it names.
+    pub fn mode(self) -> StorageMode {
+        match self {
+            StorageName::Memory => StorageMode::Memory,
+            StorageName::Async => StorageMode::AsyncDurable,
+            StorageName::Sync => StorageMode::SyncDurable,
+        }
+    }
+}
+
+/// One `[[streams]]` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamEntry {
+    /// Stream id.
+    pub id: u32,
+    /// Acceptor node ids.
+    pub acceptors: Vec<u32>,
+    /// Learner node ids that are not acceptors (acceptors always learn).
+    #[serde(default)]
+    pub learners: Vec<u32>,
+    /// `"memory"`, `"async"` or `"sync"`.
+    pub storage: StorageName,
+    /// Overrides of the default limits.
+    #[serde(default)]
+    pub limits: StreamLimits,
+}
+
+/// A node's configuration file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Cluster id; connections from another cluster are refused.
+    pub cluster: u64,
+    /// This node's id.
+    pub node: u32,
+    /// Address to accept peer connections on.
+    pub listen: SocketAddr,
+    /// Where the incarnation counter and durable logs live.
+    pub data_dir: PathBuf,
+    /// Every node of the cluster: id (as a string key) to address.
+    pub peers: BTreeMap<String, String>,
+    /// Every stream of the cluster.
+    pub streams: Vec<StreamEntry>,
+}
+
+/// A configuration that cannot run, with what is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for a node configuration.
+    #[error("cannot parse configuration: {0}")]
+    Parse(#[from] toml::de::Error),
+    /// The file parses but describes something that cannot run.
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl NodeConfig {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        NodeConfig::parse(&text)
+    }
+
+    /// Parses and validates configuration text.
+    pub fn parse(text: &str) -> Result<NodeConfig, ConfigError> {
+        let config: NodeConfig = toml::from_str(text)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// This node.
+    pub fn me(&self) -> NodeId {
+        NodeId(self.node)
+    }
+
+    /// Peers other than this node, with their addresses.
+    pub fn peer_addrs(&self) -> Result<BTreeMap<NodeId, SocketAddr>, ConfigError> {
+        let mut out = BTreeMap::new();
+        for (id, addr) in &self.peers {
+            let id: u32 = id
+                .parse()
+                .map_err(|_| invalid(format!("peer id {id:?} is not a number")))?;
+            let addr: SocketAddr = addr
+                .parse()
+                .map_err(|_| invalid(format!("peer {id}: address {addr:?} is not ip:port")))?;
+            if id != self.node {
+                out.insert(NodeId(id), addr);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every node named in `[peers]`, this one included.
+    fn known_nodes(&self) -> Result<Vec<u32>, ConfigError> {
+        let mut known: Vec<u32> = self.peer_addrs()?.keys().map(|n| n.0).collect();
+        known.push(self.node);
+        Ok(known)
+    }
+
+    /// The streams this node is a member of, as protocol configurations.
+    pub fn my_streams(&self) -> Vec<StreamConfig> {
+        self.streams
+            .iter()
+            .map(stream_config)
+            .filter(|c| c.members().contains(&self.me()))
+            .collect()
+    }
+
+    /// Checks everything that can be checked without the network.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let known = self.known_nodes()?;
+        if self.node == 0 {
+            return Err(invalid("node id 0 is reserved (ballot owner of nobody)"));
+        }
+        if self.streams.is_empty() {
+            return Err(invalid("no [[streams]]"));
+        }
+        let mut ids: Vec<u32> = self.streams.iter().map(|s| s.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() != self.streams.len() {
+            return Err(invalid("a stream id is listed twice"));
+        }
+        for entry in &self.streams {
+            let config = stream_config(entry);
+            config.validate().map_err(|e| invalid(format!("{e}")))?;
+            for member in config.members() {
+                if !known.contains(&member.0) {
+                    return Err(invalid(format!(
+                        "stream {}: node {} is not in [peers]",
+                        entry.id, member.0
+                    )));
+                }
+            }
+        }
+        let mine = self.my_streams();
+        if mine.is_empty() {
+            return Err(invalid(format!(
+                "node {} is a member of no stream",
+                self.node
+            )));
+        }
+        // The merge takes one M for all streams; streams disagreeing on it
+        // would merge differently at different learners.
+        let m = mine[0].limits.merge_instances_per_round;
+        if self
+            .streams
+            .iter()
+            .any(|s| s.limits.merge_instances_per_round != m)
+        {
+            return Err(invalid(
+                "merge_instances_per_round must be the same for every stream",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Largest frame a peer may send: one full batch plus one maximal value
+    /// (a value larger than a batch travels alone) plus envelope overhead.
+    pub fn frame_bytes_max(&self) -> usize {
+        self.streams
+            .iter()
+            .map(|s| s.limits.batch_bytes_max + s.limits.value_bytes_max)
+            .max()
+            .unwrap_or(0)
+            + 64 * 1024
+    }
+}
+
+/// The configuration text of node `node` (1-based) of a cluster on
+/// 127.0.0.1 at `ports` (node i listens on `ports[i-1]`), with streams
+/// 1..=`streams` each accepted and learned by every node. Used by
+/// `amulet dev` and tests.
+pub fn local_cluster_toml(
+    cluster: u64,
+    ports: &[u16],
+    node: u32,
+    data_dir: &Path,
+    streams: u32,
+    storage: &str,
+) -> String {
+    let mut text = format!(
+        "cluster = {cluster}\nnode = {node}\nlisten = \"127.0.0.1:{}\"\ndata_dir = {:?}\n\n[peers]\n",
+        ports[node as usize - 1],
+        data_dir.display().to_string()
+    );
+    for (i, port) in ports.iter().enumerate() {
+        text.push_str(&format!("{} = \"127.0.0.1:{port}\"\n", i + 1));
+    }
+    let members: Vec<String> = (1..=ports.len()).map(|i| i.to_string()).collect();
+    for stream in 1..=streams {
+        text.push_str(&format!(
+            "\n[[streams]]\nid = {stream}\nacceptors = [{}]\nstorage = \"{storage}\"\n",
+            members.join(", ")
+        ));
+    }
+    text
+}
+
+fn stream_config(entry: &StreamEntry) -> StreamConfig {
+    StreamConfig {
+        stream: StreamId(entry.id),
+        acceptors: entry.acceptors.iter().map(|n| NodeId(*n)).collect(),
+        learners: entry.learners.iter().map(|n| NodeId(*n)).collect(),
+        storage: entry.storage.mode(),
+        limits: entry.limits.clone(),
+    }
+}
+
+fn invalid(reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid(reason.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+cluster = 7
+node = 1
+listen = "127.0.0.1:7001"
+data_dir = "/tmp/amulet-test-1"
+
+[peers]
+1 = "127.0.0.1:7001"
+2 = "127.0.0.1:7002"
+3 = "127.0.0.1:7003"
+
+[[streams]]
+id = 1
+acceptors = [1, 2, 3]
+storage = "memory"
+
+[[streams]]
+id = 2
+acceptors = [1, 2, 3]
+storage = "sync"
+[streams.limits]
+pipeline_instances_max = 32
+"#;
+
+    fn error_of(text: &str) -> String {
+        NodeConfig::parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_good_config_parses() {
+        let config = NodeConfig::parse(GOOD).unwrap();
+        assert_eq!(config.me(), NodeId(1));
+        assert_eq!(config.peer_addrs().unwrap().len(), 2);
+        let mine = config.my_streams();
+        assert_eq!(mine.len(), 2);
+        assert_eq!(mine[1].storage, StorageMode::SyncDurable);
+        assert_eq!(mine[1].limits.pipeline_instances_max, 32);
+        assert!(config.frame_bytes_max() > mine[0].limits.value_bytes_max);
+    }
+
+    #[test]
+    fn unknown_members_are_refused() {
+        let text = GOOD.replace(
+            "acceptors = [1, 2, 3]\nstorage = \"memory\"",
+            "acceptors = [1, 2, 9]\nstorage = \"memory\"",
+        );
+        assert!(error_of(&text).contains("node 9 is not in [peers]"));
+    }
+
+    #[test]
+    fn bad_storage_and_unknown_fields_are_refused() {
+        let text = GOOD.replace("\"sync\"", "\"disk\"");
+        assert!(error_of(&text).contains("parse"));
+        let text = GOOD.replace("pipeline_instances_max", "pipeline_max");
+        assert!(error_of(&text).contains("parse"));
+    }
+
+    #[test]
+    fn duplicate_streams_and_bad_limits_are_refused() {
+        let text = GOOD.replace("id = 2", "id = 1");
+        assert!(error_of(&text).contains("listed twice"));
+        let text = GOOD.replace("pipeline_instances_max = 32", "pipeline_instances_max = 0");
+        assert!(error_of(&text).contains("pipeline_instances_max"));
+    }
+
+    #[test]
+    fn a_node_outside_every_stream_is_refused() {
+        let text = GOOD
+            .replace("node = 1", "node = 4")
+            .replace("[peers]", "[peers]\n4 = \"127.0.0.1:7004\"");
+        assert!(error_of(&text).contains("member of no stream"));
+    }
+
+    #[test]
+    fn local_cluster_configs_are_valid() {
+        let text = local_cluster_toml(9, &[7001, 7002, 7003], 2, Path::new("/tmp/x"), 2, "async");
+        let config = NodeConfig::parse(&text).unwrap();
+        assert_eq!(config.listen.port(), 7002);
+        assert_eq!(config.my_streams().len(), 2);
+        assert_eq!(config.my_streams()[0].storage, StorageMode::AsyncDurable);
+    }
+
+    #[test]
+    fn bad_peer_addresses_are_refused() {
+        let text = GOOD.replace("127.0.0.1:7002", "localhost");
+        assert!(error_of(&text).contains("not ip:port"));
+    }
+}

@@ -1,0 +1,152 @@
+//! Connections peers open to us: accept, check the Hello, decode frames.
+//! Anything a peer sends that does not decode closes that connection with
+//! a warning; it never stops the node.
+
+use amulet_types::NodeId;
+use amulet_wire::{DecodeError, Envelope, Frame, FrameDecoder, Hello};
+use bytes::BytesMut;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+/// A connection that does not say Hello this fast is closed.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What an inbound connection is checked against.
+pub struct InboundSpec {
+    /// Our cluster id.
+    pub cluster: u64,
+    /// This node.
+    pub me: NodeId,
+    /// Nodes allowed to connect.
+    pub peers: BTreeSet<NodeId>,
+    /// Largest frame accepted.
+    pub frame_bytes_max: usize,
+}
+
+/// Why an inbound connection was closed.
+#[derive(Debug, thiserror::Error)]
+enum Closed {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("undecodable bytes: {0}")]
+    Decode(#[from] DecodeError),
+    #[error("{0}")]
+    Refused(String),
+    #[error("peer closed the connection")]
+    Eof,
+}
+
+/// Accepts connections until the task is aborted.
+pub async fn accept_loop(
+    listener: TcpListener,
+    spec: Arc<InboundSpec>,
+    inbound: mpsc::Sender<(NodeId, Envelope)>,
+) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, addr)) => {
+                let spec = spec.clone();
+                let inbound = inbound.clone();
+                tokio::spawn(async move {
+                    match read_connection(stream, &spec, inbound).await {
+                        Ok(()) | Err(Closed::Eof) => {
+                            tracing::debug!(%addr, "inbound connection closed")
+                        }
+                        Err(error) => {
+                            tracing::warn!(%addr, %error, "inbound connection closed")
+                        }
+                    }
+                });
+            }
+            Err(error) => {
+                // Typically out of file descriptors: wait rather than spin.
+                tracing::warn!(%error, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn read_connection(
+    mut stream: TcpStream,
+    spec: &InboundSpec,
+    inbound: mpsc::Sender<(NodeId, Envelope)>,
+) -> Result<(), Closed> {
+    let _ = stream.set_nodelay(true);
+    let mut decoder = FrameDecoder::new(spec.frame_bytes_max);
+    let mut buffer = BytesMut::with_capacity(256 * 1024);
+    let hello = tokio::time::timeout(
+        HELLO_TIMEOUT,
+        read_hello(&mut stream, &mut decoder, &mut buffer),
+    )
+    .await
+    .map_err(|_| Closed::Refused("no Hello in time".into()))??;
+    check_hello(&hello, spec)?;
+    let peer = hello.node;
+    tracing::debug!(%peer, incarnation = hello.incarnation, "peer connected");
+    loop {
+        while let Some(frame) = decoder
+            .decode(&mut buffer)
+            .map_err(|e| peer_error(peer, e))?
+        {
+            match frame {
+                Frame::Envelope(envelope) => {
+                    if inbound.send((peer, envelope)).await.is_err() {
+                        return Ok(()); // the node is stopping
+                    }
+                }
+                Frame::Hello(_) => {
+                    return Err(Closed::Refused(format!("{peer} sent a second Hello")))
+                }
+            }
+        }
+        if stream.read_buf(&mut buffer).await? == 0 {
+            return Err(Closed::Eof);
+        }
+    }
+}
+
+/// Tags a decode error with the peer, for the warning.
+fn peer_error(peer: NodeId, error: DecodeError) -> Closed {
+    Closed::Refused(format!("{peer} sent undecodable bytes: {error}"))
+}
+
+async fn read_hello(
+    stream: &mut TcpStream,
+    decoder: &mut FrameDecoder,
+    buffer: &mut BytesMut,
+) -> Result<Hello, Closed> {
+    loop {
+        match decoder.decode(buffer)? {
+            Some(Frame::Hello(hello)) => return Ok(hello),
+            Some(Frame::Envelope(_)) => {
+                return Err(Closed::Refused("first frame is not a Hello".into()))
+            }
+            None => {
+                if stream.read_buf(buffer).await? == 0 {
+                    return Err(Closed::Eof);
+                }
+            }
+        }
+    }
+}
+
+fn check_hello(hello: &Hello, spec: &InboundSpec) -> Result<(), Closed> {
+    if hello.cluster != spec.cluster {
+        return Err(Closed::Refused(format!(
+            "{} belongs to cluster {}, not {}",
+            hello.node, hello.cluster, spec.cluster
+        )));
+    }
+    if hello.node == spec.me || !spec.peers.contains(&hello.node) {
+        return Err(Closed::Refused(format!(
+            "{} is not a configured peer",
+            hello.node
+        )));
+    }
+    Ok(())
+}

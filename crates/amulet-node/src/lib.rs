@@ -1,0 +1,24 @@
+//! The Amulet node runtime: the real-world shell around the sans-IO
+//! protocol cores. It reads a node's configuration, opens its acceptor
+//! logs, links it to its peers over TCP, and runs the event loop that
+//! feeds [`amulet_multicast::MulticastNode`] and carries out what it asks
+//! (sends, group-commit syncs, deliveries). An in-node load generator
+//! measures throughput and latency without a client protocol.
+#![deny(missing_docs)]
+
+pub mod config;
+mod digest;
+mod inbound;
+mod interim_log;
+pub mod load;
+mod node_handle;
+mod outbound;
+mod runtime;
+mod storage_setup;
+mod transport;
+
+pub use config::{local_cluster_toml, ConfigError, NodeConfig};
+pub use digest::{common_prefix, DigestPoint, CHECKPOINT_EVERY_VALUES};
+pub use load::{LoadReport, LoadSpec};
+pub use node_handle::{HandleError, NodeHandle, NodeStats, StreamStatus};
+pub use runtime::{Node, NodeReport};

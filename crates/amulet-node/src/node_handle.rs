@@ -1,0 +1,102 @@
+//! The handle other tasks use to talk to a running node's event loop.
+
+use crate::digest::DigestPoint;
+use amulet_multicast::MulticastError;
+use amulet_types::{StreamId, ValueId};
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+
+/// A request to the event loop.
+pub(crate) enum Command {
+    /// Multicast one value.
+    Multicast {
+        stream: StreamId,
+        bytes: Bytes,
+        reply: oneshot::Sender<Result<ValueId, MulticastError>>,
+    },
+    /// A snapshot of counters.
+    Stats(oneshot::Sender<NodeStats>),
+    /// Stop the loop (logs are synced first).
+    Shutdown,
+}
+
+/// One stream's state at a node.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamStatus {
+    /// The stream.
+    pub stream: u32,
+    /// Every instance below this was decided and delivered here.
+    pub decided_below: u64,
+    /// This node coordinates the stream.
+    pub coordinator: bool,
+    /// This node votes in the stream.
+    pub voting: bool,
+    /// Instances proposed here as coordinator.
+    pub instances_proposed: u64,
+    /// Skip weight proposed here as coordinator.
+    pub skips_proposed: u64,
+    /// Values the stream delivered here.
+    pub values_delivered: u64,
+}
+
+/// Counters of a running node.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeStats {
+    /// Values delivered by the merge, with their digest.
+    pub delivered: DigestPoint,
+    /// Per stream.
+    pub streams: Vec<StreamStatus>,
+}
+
+/// Why a request to a node failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HandleError {
+    /// The node stopped.
+    #[error("the node stopped")]
+    Stopped,
+    /// The node refused the value.
+    #[error("multicast refused: {0:?}")]
+    Refused(MulticastError),
+}
+
+/// Talks to a running node; cheap to clone.
+#[derive(Clone)]
+pub struct NodeHandle {
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl NodeHandle {
+    pub(crate) fn new(commands: mpsc::UnboundedSender<Command>) -> NodeHandle {
+        NodeHandle { commands }
+    }
+
+    /// Multicasts `bytes` to `stream`; returns the value's id once the
+    /// node accepted it (not once it is delivered).
+    pub async fn multicast(&self, stream: StreamId, bytes: Bytes) -> Result<ValueId, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Multicast {
+                stream,
+                bytes,
+                reply,
+            })
+            .map_err(|_| HandleError::Stopped)?;
+        answer
+            .await
+            .map_err(|_| HandleError::Stopped)?
+            .map_err(HandleError::Refused)
+    }
+
+    /// Counters, or `None` if the node stopped.
+    pub async fn stats(&self) -> Option<NodeStats> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(Command::Stats(reply)).ok()?;
+        answer.await.ok()
+    }
+
+    /// Asks the node to stop; it syncs its logs first.
+    pub fn shutdown(&self) {
+        let _ = self.commands.send(Command::Shutdown);
+    }
+}

@@ -1,0 +1,350 @@
+//! The node's event loop: one task owns the node's [`MulticastNode`] and
+//! feeds it peer messages, ticks and local proposals. After each batch of
+//! inputs it loops messages to itself back in, sends, syncs acceptor logs
+//! once if a message must wait for durability (group commit), sends those,
+//! and hands deliveries to the application and the load generator.
+
+use crate::config::NodeConfig;
+use crate::digest::{DeliveryDigest, DigestPoint};
+use crate::load::{LoadGenerator, LoadReport, LoadSpec};
+use crate::node_handle::{Command, NodeHandle, NodeStats, StreamStatus};
+use crate::storage_setup::{open_logs, OpenedLogs};
+use crate::transport::{Transport, TransportSpec};
+use amulet_multicast::{Merged, MulticastNode};
+use amulet_types::{NodeId, StorageMode, StreamId, TimeMicros};
+use amulet_wire::{Envelope, Hello};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Peer messages handled before effects are flushed, so one busy link
+/// cannot hold back sends (and fsyncs) for long.
+const INPUTS_PER_FLUSH_MAX: usize = 1024;
+/// Rounds of looping self-addressed messages back within one flush; the
+/// rest waits for the next flush rather than starving other inputs.
+const LOOPBACK_ROUNDS_MAX: usize = 64;
+/// How often the protocol is ticked (timeouts, heartbeats, skips).
+const TICK_INTERVAL: Duration = Duration::from_millis(1);
+/// How often async-durable logs are synced in the background.
+const ASYNC_SYNC_INTERVAL: Duration = Duration::from_millis(5);
+/// How long shutdown waits for queued messages to reach peers.
+const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// What a node did, written at shutdown.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeReport {
+    /// This node.
+    pub node: u32,
+    /// This run's incarnation.
+    pub incarnation: u32,
+    /// Load generator figures (zeros when no load ran).
+    #[serde(flatten)]
+    pub load: LoadReport,
+    /// Count and digest of every value delivered.
+    pub delivered: DigestPoint,
+    /// Digests of the delivery order every 1024 values, to compare a
+    /// common prefix with other nodes.
+    pub digest_checkpoints: Vec<DigestPoint>,
+    /// Per-stream state at shutdown.
+    pub streams: Vec<StreamStatus>,
+}
+
+/// A running node.
+pub struct Node {
+    handle: NodeHandle,
+    task: JoinHandle<anyhow::Result<NodeReport>>,
+    local_addr: SocketAddr,
+}
+
+impl Node {
+    /// Starts a node: opens its logs, binds its listener, connects to its
+    /// peers and starts its event loop. With `load`, the node also runs a
+    /// closed-loop load generator. Delivered values in merged order go to
+    /// `deliveries` if given.
+    pub async fn start(
+        config: NodeConfig,
+        load: Option<LoadSpec>,
+        deliveries: Option<mpsc::UnboundedSender<Merged>>,
+    ) -> anyhow::Result<Node> {
+        config.validate()?;
+        let me = config.me();
+        if let Some(spec) = &load {
+            check_load(&config, spec)?;
+        }
+        let OpenedLogs { logs, incarnation } = open_logs(&config)?;
+        let storage: Vec<(StreamId, StorageMode)> =
+            logs.iter().map(|(c, _)| (c.stream, c.storage)).collect();
+        let spec = TransportSpec {
+            hello: Hello {
+                cluster: config.cluster,
+                node: me,
+                incarnation,
+            },
+            listen: config.listen,
+            peers: config.peer_addrs()?,
+            frame_bytes_max: config.frame_bytes_max(),
+        };
+        let (transport, inbound) = Transport::start(spec).await?;
+        let local_addr = transport.local_addr();
+        #[allow(clippy::disallowed_methods)] // the runtime is the clock of the sans-IO core
+        let epoch = Instant::now();
+        let node = MulticastNode::new(me, logs, incarnation, TimeMicros(0));
+        let (commands, command_rx) = mpsc::unbounded_channel();
+        let event_loop = EventLoop {
+            me,
+            incarnation,
+            node,
+            transport: Some(transport),
+            inbound,
+            commands: command_rx,
+            deliveries,
+            epoch,
+            storage,
+            digest: DeliveryDigest::default(),
+            load: load.map(|spec| LoadGenerator::new(me, spec)),
+        };
+        tracing::info!(node = %me, incarnation, %local_addr, "node started");
+        let task = tokio::spawn(event_loop.run());
+        Ok(Node {
+            handle: NodeHandle::new(commands),
+            task,
+            local_addr,
+        })
+    }
+
+    /// A handle for multicasting, stats and shutdown.
+    pub fn handle(&self) -> NodeHandle {
+        self.handle.clone()
+    }
+
+    /// The address the node listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops the node cleanly (logs synced) and returns its report.
+    pub async fn stop(self) -> anyhow::Result<NodeReport> {
+        self.handle.shutdown();
+        self.task.await?
+    }
+
+    /// Waits until the node stops by itself (an error) or is stopped
+    /// through a handle.
+    pub async fn join(self) -> anyhow::Result<NodeReport> {
+        self.task.await?
+    }
+}
+
+fn check_load(config: &NodeConfig, spec: &LoadSpec) -> anyhow::Result<()> {
+    anyhow::ensure!(!spec.streams.is_empty(), "load: no streams given");
+    anyhow::ensure!(spec.window > 0, "load: window must be at least 1");
+    let mine = config.my_streams();
+    for stream in &spec.streams {
+        let Some(config) = mine.iter().find(|c| c.stream == *stream) else {
+            anyhow::bail!("load: node is not a member of stream {}", stream.0);
+        };
+        anyhow::ensure!(
+            spec.value_bytes <= config.limits.value_bytes_max,
+            "load: values of {} bytes exceed value_bytes_max of stream {}",
+            spec.value_bytes,
+            stream.0
+        );
+    }
+    Ok(())
+}
+
+struct EventLoop {
+    me: NodeId,
+    incarnation: u32,
+    node: MulticastNode,
+    /// `None` once shut down.
+    transport: Option<Transport>,
+    inbound: mpsc::Receiver<(NodeId, Envelope)>,
+    commands: mpsc::UnboundedReceiver<Command>,
+    deliveries: Option<mpsc::UnboundedSender<Merged>>,
+    epoch: Instant,
+    storage: Vec<(StreamId, StorageMode)>,
+    digest: DeliveryDigest,
+    load: Option<LoadGenerator>,
+}
+
+impl EventLoop {
+    fn now(&self) -> TimeMicros {
+        TimeMicros(u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    async fn run(mut self) -> anyhow::Result<NodeReport> {
+        let result = self.serve().await;
+        // Whatever ended the loop, make what was written durable before
+        // the process goes, and let queued messages out.
+        let synced = self.sync_logs(|_| true);
+        if let Some(transport) = self.transport.take() {
+            transport.shutdown(SHUTDOWN_FLUSH_TIMEOUT).await;
+        }
+        result?;
+        synced?;
+        let now = self.now();
+        let report = NodeReport {
+            node: self.me.0,
+            incarnation: self.incarnation,
+            load: self
+                .load
+                .as_ref()
+                .map(|l| l.report(now))
+                .unwrap_or_default(),
+            delivered: self.digest.current(),
+            digest_checkpoints: self.digest.checkpoints().to_vec(),
+            streams: self.stream_status(),
+        };
+        tracing::info!(
+            node = %self.me,
+            delivered = report.delivered.count,
+            digest = %format!("{:016x}", report.delivered.digest),
+            "node stopped"
+        );
+        Ok(report)
+    }
+
+    async fn serve(&mut self) -> anyhow::Result<()> {
+        let mut tick = tokio::time::interval(TICK_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut async_sync = tokio::time::interval(ASYNC_SYNC_INTERVAL);
+        async_sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                biased;
+                command = self.commands.recv() => match command {
+                    None | Some(Command::Shutdown) => return self.flush(),
+                    Some(command) => self.on_command(command),
+                },
+                Some((from, envelope)) = self.inbound.recv() => {
+                    let now = self.now();
+                    self.node.on_message(now, from, envelope);
+                    for _ in 1..INPUTS_PER_FLUSH_MAX {
+                        match self.inbound.try_recv() {
+                            Ok((from, envelope)) => self.node.on_message(now, from, envelope),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = tick.tick() => {
+                    let now = self.now();
+                    self.node.tick(now);
+                }
+                _ = async_sync.tick() => {
+                    self.sync_logs(|mode| mode == StorageMode::AsyncDurable)?;
+                }
+            }
+            self.flush()?;
+            if let Some(load) = self.load.as_mut() {
+                let now =
+                    TimeMicros(u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX));
+                load.offer(now, &mut self.node)?;
+                self.flush()?;
+            }
+        }
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Multicast {
+                stream,
+                bytes,
+                reply,
+            } => {
+                let now = self.now();
+                let _ = reply.send(self.node.multicast(now, stream, bytes));
+            }
+            Command::Stats(reply) => {
+                let _ = reply.send(NodeStats {
+                    delivered: self.digest.current(),
+                    streams: self.stream_status(),
+                });
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    fn stream_status(&self) -> Vec<StreamStatus> {
+        self.node
+            .streams()
+            .values()
+            .map(|s| StreamStatus {
+                stream: s.stream().0,
+                decided_below: s.decided_below().0,
+                coordinator: s.is_coordinator(),
+                voting: s.is_voting(),
+                instances_proposed: s.stats().instances_proposed,
+                skips_proposed: s.stats().skips_proposed,
+                values_delivered: s.stats().values_delivered,
+            })
+            .collect()
+    }
+
+    /// Syncs the dirty logs of streams whose storage mode `select`s.
+    /// A failed sync stops the node: it can no longer keep its promises.
+    fn sync_logs(&mut self, select: impl Fn(StorageMode) -> bool) -> anyhow::Result<()> {
+        for (stream, mode) in &self.storage {
+            if mode == &StorageMode::Memory || !select(*mode) {
+                continue;
+            }
+            if let Some(node) = self.node.stream_mut(*stream) {
+                let log = node.log_mut();
+                if log.dirty() {
+                    log.sync().map_err(|e| {
+                        anyhow::anyhow!("stream {}: log sync failed: {e}", stream.0)
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out everything the node asked for since the last flush.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        for _ in 0..LOOPBACK_ROUNDS_MAX {
+            let effects = self.node.drain();
+            if effects.is_empty() {
+                return Ok(());
+            }
+            let mut local = Vec::new();
+            self.route(effects.sends, &mut local);
+            if !effects.sends_after_sync.is_empty() {
+                // Group commit: one sync per log covers every vote and
+                // promise of this batch of inputs.
+                self.sync_logs(|_| true)?;
+                self.route(effects.sends_after_sync, &mut local);
+            }
+            for (stream, below) in effects.trimmed {
+                tracing::warn!(%stream, %below, "learner fell behind the acceptors' trim point");
+            }
+            let now = self.now();
+            for merged in effects.delivered {
+                self.digest.push(&merged);
+                if let Some(load) = self.load.as_mut() {
+                    load.delivered(now, &merged);
+                }
+                if let Some(deliveries) = &self.deliveries {
+                    let _ = deliveries.send(merged);
+                }
+            }
+            for envelope in local {
+                self.node.on_message(now, self.me, envelope);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends to peers; keeps messages to ourselves for looping back.
+    fn route(&self, sends: Vec<(NodeId, Envelope)>, local: &mut Vec<Envelope>) {
+        for (to, envelope) in sends {
+            if to == self.me {
+                local.push(envelope);
+            } else if let Some(transport) = &self.transport {
+                transport.send(to, envelope);
+            }
+        }
+    }
+}

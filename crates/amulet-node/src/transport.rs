@@ -1,0 +1,121 @@
+//! Peer links over TCP: one outbound connection per peer (written by its
+//! own task, see [`crate::outbound`]) and the connections peers open to us
+//! (read by [`crate::inbound`]). Messages are fire-and-forget: a message
+//! to a peer that is down is dropped, and Ring Paxos retries.
+
+use crate::inbound::{accept_loop, InboundSpec};
+use crate::outbound::{peer_writer, OutboundSpec};
+use amulet_types::NodeId;
+use amulet_wire::{Envelope, Hello};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Peer messages queued for the event loop before readers stop reading
+/// (and so TCP pushes back on the sender).
+const INBOUND_QUEUE_MAX: usize = 65_536;
+
+/// Who we are and whom we talk to.
+pub struct TransportSpec {
+    /// Our Hello (cluster, node, incarnation).
+    pub hello: Hello,
+    /// Address to accept on (already validated).
+    pub listen: SocketAddr,
+    /// Other nodes and their addresses.
+    pub peers: BTreeMap<NodeId, SocketAddr>,
+    /// Largest frame accepted from a peer.
+    pub frame_bytes_max: usize,
+}
+
+/// The running links.
+pub struct Transport {
+    writers: BTreeMap<NodeId, mpsc::UnboundedSender<Envelope>>,
+    writer_tasks: Vec<JoinHandle<()>>,
+    accept_task: JoinHandle<()>,
+    local_addr: SocketAddr,
+}
+
+impl Transport {
+    /// Binds the listener and starts the link tasks. Returns the receiver
+    /// of every peer message, tagged with the sender from its Hello.
+    pub async fn start(
+        spec: TransportSpec,
+    ) -> anyhow::Result<(Transport, mpsc::Receiver<(NodeId, Envelope)>)> {
+        let listener = TcpListener::bind(spec.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", spec.listen))?;
+        let local_addr = listener.local_addr()?;
+        let (inbound_tx, inbound_rx) = mpsc::channel(INBOUND_QUEUE_MAX);
+        let inbound = Arc::new(InboundSpec {
+            cluster: spec.hello.cluster,
+            me: spec.hello.node,
+            peers: spec.peers.keys().copied().collect(),
+            frame_bytes_max: spec.frame_bytes_max,
+        });
+        let accept_task = tokio::spawn(accept_loop(listener, inbound, inbound_tx));
+        let mut writers = BTreeMap::new();
+        let mut writer_tasks = Vec::new();
+        for (peer, addr) in &spec.peers {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let outbound = OutboundSpec {
+                peer: *peer,
+                addr: *addr,
+                hello: spec.hello,
+            };
+            writer_tasks.push(tokio::spawn(peer_writer(outbound, rx)));
+            writers.insert(*peer, tx);
+        }
+        let transport = Transport {
+            writers,
+            writer_tasks,
+            accept_task,
+            local_addr,
+        };
+        Ok((transport, inbound_rx))
+    }
+
+    /// The address actually listened on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Queues `envelope` for `to`. Unknown peers are ignored (the protocol
+    /// only addresses stream members, which configuration checks exist).
+    pub fn send(&self, to: NodeId, envelope: Envelope) {
+        if let Some(writer) = self.writers.get(&to) {
+            let _ = writer.send(envelope);
+        }
+    }
+
+    /// Stops accepting, lets writers flush what is queued (bounded by
+    /// `flush_timeout`), then stops them.
+    pub async fn shutdown(mut self, flush_timeout: std::time::Duration) {
+        self.accept_task.abort();
+        // Closing the queues ends each writer once it has written the rest.
+        self.writers.clear();
+        let tasks = std::mem::take(&mut self.writer_tasks);
+        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
+        let all = async {
+            for task in tasks {
+                let _ = task.await;
+            }
+        };
+        if tokio::time::timeout(flush_timeout, all).await.is_err() {
+            for abort in aborts {
+                abort.abort();
+            }
+        }
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        self.accept_task.abort();
+        for task in &self.writer_tasks {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,378 @@
+//! Three `amulet node` processes on loopback for one scenario: configs,
+//! spawning, bounded waits, and a guard that kills every child on every path.
+
+use crate::clock::{now, Deadline};
+use crate::scenario::{Mode, Scenario};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread;
+use std::time::Duration;
+
+/// Nodes of every scenario: 1 proposes and learns (and, as the lowest id,
+/// coordinates every stream); 2 and 3 are acceptors and learners.
+pub const NODES: [u32; 3] = [1, 2, 3];
+
+/// Extra time a scenario may take beyond its warmup and duration (process
+/// start, connection set-up, stop and report writing).
+const GRACE: Duration = Duration::from_secs(20);
+
+/// Allowance for node 1 to connect to its peers before its first offer.
+const STARTUP_MS: u64 = 500;
+
+/// `count` distinct free ports on 127.0.0.1 (held together while chosen).
+pub fn free_ports(count: usize) -> std::io::Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
+/// Child processes killed (and reaped) when dropped, whatever the path.
+#[derive(Default)]
+pub struct Children {
+    children: Vec<(String, Child)>,
+}
+
+impl Children {
+    pub fn push(&mut self, name: &str, child: Child) {
+        self.children.push((name.to_string(), child));
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Child> {
+        self.children
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c)
+    }
+
+    /// Waits for `name` to exit until `limit` passes; `None` on timeout.
+    pub fn wait_for(&mut self, name: &str, limit: Duration) -> Option<ExitStatus> {
+        let child = self.get_mut(name)?;
+        wait_bounded(child, limit)
+    }
+
+    /// Asks `name` to stop (SIGTERM through `kill`, which the node handles).
+    pub fn terminate(&mut self, name: &str) {
+        let Some(child) = self.get_mut(name) else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(None)) {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+
+    /// Kills and reaps every child still running.
+    pub fn kill_all(&mut self) {
+        for (_, child) in &mut self.children {
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+        self.children.clear();
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Polls `child` until it exits or `limit` passes.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Deadline::after(limit);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if deadline.passed() => return None,
+            Ok(None) => thread::sleep(Duration::from_millis(20)),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Like `Child::wait_with_output`, but killed after `limit`.
+pub fn wait_output(mut child: Child, limit: Duration) -> Result<Output, String> {
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let out_reader = thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stdout.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_reader = thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(s) = stderr.as_mut() {
+            let _ = s.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let status = wait_bounded(&mut child, limit);
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    match status {
+        Some(status) => Ok(Output {
+            status,
+            stdout,
+            stderr,
+        }),
+        None => Err(format!("timed out after {limit:?}")),
+    }
+}
+
+/// Node config in the node crate's TOML format (`amulet-node`'s
+/// `config.rs`; acceptors always learn, so `learners` stays empty).
+pub fn node_config(node: u32, ports: &[u16], data_dir: &Path, streams: u32, mode: Mode) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "cluster = 1");
+    let _ = writeln!(s, "node = {node}");
+    let _ = writeln!(s, "listen = \"127.0.0.1:{}\"", ports[node as usize - 1]);
+    let _ = writeln!(s, "data_dir = {:?}", data_dir.display().to_string());
+    let _ = writeln!(s, "\n[peers]");
+    for (i, port) in ports.iter().enumerate() {
+        let _ = writeln!(s, "{} = \"127.0.0.1:{port}\"", i + 1);
+    }
+    let members = NODES.map(|n| n.to_string()).join(", ");
+    for stream in 1..=streams {
+        let _ = writeln!(s, "\n[[streams]]");
+        let _ = writeln!(s, "id = {stream}");
+        let _ = writeln!(s, "acceptors = [{members}]");
+        let _ = writeln!(s, "storage = \"{}\"", mode.as_str());
+    }
+    s
+}
+
+/// Node 1's report (`--report`), read leniently: missing fields are zero.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct NodeReport {
+    pub values: u64,
+    pub bytes: u64,
+    pub values_all: u64,
+    pub window_micros: u64,
+    pub latency_p50_micros: u64,
+    pub latency_p99_micros: u64,
+    pub latency_max_micros: u64,
+}
+
+/// What one scenario measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub report: NodeReport,
+    pub msgs_per_s: f64,
+    pub mb_per_s: f64,
+}
+
+impl Measured {
+    pub fn from_report(report: NodeReport) -> Result<Measured, String> {
+        if report.window_micros == 0 {
+            return Err("report has an empty measurement window".into());
+        }
+        let secs = report.window_micros as f64 / 1e6;
+        Ok(Measured {
+            msgs_per_s: report.values as f64 / secs,
+            mb_per_s: report.bytes as f64 / secs / 1e6,
+            report,
+        })
+    }
+}
+
+/// Everything the driver needs to run scenarios.
+#[derive(Clone, Debug)]
+pub struct RunSettings {
+    pub amulet: PathBuf,
+    pub seconds: u64,
+    pub warmup_ms: u64,
+    pub keep_data: bool,
+}
+
+/// Runs one scenario in `dir`: three nodes, node 1 loads and reports.
+pub fn run_scenario(
+    settings: &RunSettings,
+    scenario: &Scenario,
+    dir: &Path,
+) -> Result<Measured, String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let ports = free_ports(NODES.len()).map_err(|e| format!("free ports: {e}"))?;
+    let duration_ms = settings.seconds * 1000;
+    // `--duration-ms` bounds the node's whole run; the load's warmup starts
+    // at its first offer, so node 1 runs warmup + measurement + set-up.
+    let node1_ms = settings.warmup_ms + duration_ms + STARTUP_MS;
+    let report_path = dir.join("report.json");
+    let _ = fs::remove_file(&report_path);
+    let mut children = Children::default();
+    // Peers first, so node 1 finds them listening; they stop by themselves
+    // a little after node 1 should have finished (a safety net if this
+    // driver dies), and are killed once node 1 is done.
+    let peer_ms = node1_ms + 5_000;
+    for &node in NODES.iter().rev() {
+        let data_dir = dir.join(format!("data-{node}"));
+        fs::create_dir_all(&data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
+        let config = dir.join(format!("node-{node}.toml"));
+        let text = node_config(node, &ports, &data_dir, scenario.streams, scenario.mode);
+        fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
+        let log = dir.join(format!("node-{node}.log"));
+        let log = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let log_err = log.try_clone().map_err(|e| e.to_string())?;
+        let mut cmd = Command::new(&settings.amulet);
+        cmd.arg("node").arg("--config").arg(&config);
+        if node == 1 {
+            let streams: Vec<String> = (1..=scenario.streams).map(|s| s.to_string()).collect();
+            cmd.arg("--load-streams")
+                .arg(streams.join(","))
+                .arg("--load-value-bytes")
+                .arg(scenario.value_bytes.to_string())
+                .arg("--load-window")
+                .arg(scenario.window.to_string())
+                .arg("--load-warmup-ms")
+                .arg(settings.warmup_ms.to_string())
+                .arg("--duration-ms")
+                .arg(node1_ms.to_string())
+                .arg("--report")
+                .arg(&report_path);
+        } else {
+            cmd.arg("--duration-ms").arg(peer_ms.to_string());
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err))
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or("warn".into()),
+            );
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", settings.amulet.display()))?;
+        children.push(&format!("node-{node}"), child);
+        if node != 1 {
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let started = now();
+    let limit = Duration::from_millis(node1_ms) + GRACE;
+    let status = children.wait_for("node-1", limit);
+    let took = started.elapsed();
+    // Stop the peers cleanly (SIGTERM), then kill whatever is left.
+    for node in ["node-2", "node-3"] {
+        children.terminate(node);
+    }
+    for node in ["node-2", "node-3"] {
+        children.wait_for(node, Duration::from_secs(3));
+    }
+    children.kill_all();
+    if !settings.keep_data {
+        for node in NODES {
+            let _ = fs::remove_dir_all(dir.join(format!("data-{node}")));
+        }
+    }
+    let log_tail = || tail(&dir.join("node-1.log"), 12);
+    match status {
+        None => {
+            return Err(format!(
+                "node 1 did not finish within {limit:?} (killed){}",
+                log_tail()
+            ))
+        }
+        Some(status) if !status.success() => {
+            return Err(format!(
+                "node 1 exited with {status} after {took:.1?}{}",
+                log_tail()
+            ))
+        }
+        Some(_) => {}
+    }
+    let text = fs::read_to_string(&report_path)
+        .map_err(|e| format!("no report {}: {e}{}", report_path.display(), log_tail()))?;
+    let report: NodeReport = serde_json::from_str(&text).map_err(|e| format!("bad report: {e}"))?;
+    Measured::from_report(report)
+}
+
+/// The last `lines` lines of a log, indented, for error messages.
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    let start = all.len().saturating_sub(lines);
+    if start == all.len() {
+        return String::new();
+    }
+    let mut s = format!("\n  last lines of {}:", path.display());
+    for line in &all[start..] {
+        let _ = write!(s, "\n    {line}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_lists_peers_and_streams() {
+        let text = node_config(2, &[7001, 7002, 7003], Path::new("/d/x"), 2, Mode::Sync);
+        assert!(text.contains("node = 2\n"));
+        assert!(text.contains("listen = \"127.0.0.1:7002\""));
+        assert!(text.contains("data_dir = \"/d/x\""));
+        assert!(text.contains("3 = \"127.0.0.1:7003\""));
+        assert_eq!(text.matches("[[streams]]").count(), 2);
+        assert!(text.contains("acceptors = [1, 2, 3]"));
+        assert!(!text.contains("learners"));
+        assert!(text.contains("storage = \"sync\""));
+    }
+
+    #[test]
+    fn ports_are_distinct() {
+        let ports = free_ports(3).unwrap();
+        assert!(ports[0] != ports[1] && ports[1] != ports[2] && ports[0] != ports[2]);
+    }
+
+    #[test]
+    fn report_rates() {
+        let report: NodeReport = serde_json::from_str(
+            r#"{"values": 1000, "bytes": 2000000, "values_all": 1200,
+                "window_micros": 500000, "latency_p50_micros": 800,
+                "latency_p99_micros": 2500, "latency_max_micros": 9000,
+                "digest": "abc"}"#,
+        )
+        .unwrap();
+        let m = Measured::from_report(report).unwrap();
+        assert_eq!(m.msgs_per_s, 2000.0);
+        assert_eq!(m.mb_per_s, 4.0);
+        assert!(Measured::from_report(NodeReport::default()).is_err());
+    }
+
+    #[test]
+    fn guard_kills_children() {
+        let mut children = Children::default();
+        let child = Command::new("sleep").arg("30").spawn().unwrap();
+        let id = child.id();
+        children.push("sleeper", child);
+        assert!(children
+            .wait_for("sleeper", Duration::from_millis(50))
+            .is_none());
+        drop(children);
+        let alive = Path::new(&format!("/proc/{id}")).exists()
+            && !fs::read_to_string(format!("/proc/{id}/stat"))
+                .unwrap_or_default()
+                .contains(") Z");
+        assert!(!alive, "child {id} survived the guard");
+    }
+}

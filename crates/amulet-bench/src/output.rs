@@ -1,0 +1,315 @@
+//! Results: the stdout table, `results.csv` and `summary.md`.
+
+use crate::baseline::Loopback;
+use crate::cluster::Measured;
+use crate::scenario::{self, Scenario, Target};
+use std::fmt::Write as _;
+
+/// One scenario's line of results.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub scenario: Scenario,
+    pub result: Result<Measured, String>,
+    pub target: Option<Target>,
+}
+
+impl Row {
+    pub fn new(scenario: Scenario, result: Result<Measured, String>, loopback: &Loopback) -> Row {
+        let target = scenario::target(&scenario, loopback.best());
+        Row {
+            scenario,
+            result,
+            target,
+        }
+    }
+
+    /// `Some(met)` when the row has a target.
+    pub fn target_met(&self) -> Option<bool> {
+        let target = self.target.as_ref()?;
+        Some(match &self.result {
+            Ok(m) => target.met(m.msgs_per_s, m.mb_per_s),
+            Err(_) => false,
+        })
+    }
+}
+
+pub const CSV_HEADER: &str = "scenario,mode,streams,value_bytes,msgs_per_s,mb_per_s,p50_ms,p99_ms,\
+loopback_mb_per_s,target,target_met,max_ms,window,values,status";
+
+fn ms(micros: u64) -> String {
+    format!("{:.3}", micros as f64 / 1000.0)
+}
+
+fn yes_no(met: Option<bool>) -> &'static str {
+    match met {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "",
+    }
+}
+
+/// Quotes a CSV field when it needs it.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    let lb = loopback.best().map_or(String::new(), |v| format!("{v:.1}"));
+    for row in rows {
+        let s = &row.scenario;
+        let target = row.target.as_ref().map_or(String::new(), Target::describe);
+        let met = yes_no(row.target_met());
+        let (rates, status) = match &row.result {
+            Ok(m) => (
+                format!(
+                    "{:.0},{:.2},{},{}",
+                    m.msgs_per_s,
+                    m.mb_per_s,
+                    ms(m.report.latency_p50_micros),
+                    ms(m.report.latency_p99_micros)
+                ),
+                "ok".to_string(),
+            ),
+            Err(e) => (",,,".to_string(), format!("failed: {}", first_line(e))),
+        };
+        let (max, values) = match &row.result {
+            Ok(m) => (ms(m.report.latency_max_micros), m.report.values.to_string()),
+            Err(_) => (String::new(), String::new()),
+        };
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{}",
+            s.name(),
+            s.mode,
+            s.streams,
+            s.value_bytes,
+            csv_field(&target),
+            s.window,
+            csv_field(&status)
+        );
+    }
+    out
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// Fixed-width table for stdout (also used, fenced, in the summary).
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11} {:>9} {:>9} {:>9} {:>22} {:>4}",
+        "scenario",
+        "mode",
+        "str",
+        "value",
+        "window",
+        "msgs/s",
+        "MB/s",
+        "p50 ms",
+        "p99 ms",
+        "target",
+        "met"
+    );
+    for row in rows {
+        let s = &row.scenario;
+        let target = row.target.as_ref().map_or(String::new(), Target::describe);
+        let met = yes_no(row.target_met());
+        match &row.result {
+            Ok(m) => {
+                let _ = writeln!(
+                    out,
+                    "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11.0} {:>9.1} {:>9} {:>9} {:>22} {:>4}",
+                    s.name(),
+                    s.mode.as_str(),
+                    s.streams,
+                    scenario::size_label(s.value_bytes),
+                    s.window,
+                    m.msgs_per_s,
+                    m.mb_per_s,
+                    ms(m.report.latency_p50_micros),
+                    ms(m.report.latency_p99_micros),
+                    target,
+                    met
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(
+                    out,
+                    "{:<26} {:>7} {:>3} {:>6} {:>6} FAILED: {}  {} {}",
+                    s.name(),
+                    s.mode.as_str(),
+                    s.streams,
+                    scenario::size_label(s.value_bytes),
+                    s.window,
+                    first_line(e),
+                    target,
+                    met
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Describes the run's settings for the summary.
+pub struct RunInfo {
+    pub started_unix: u64,
+    pub seconds: u64,
+    pub warmup_ms: u64,
+    pub cpus: usize,
+    pub amulet: String,
+}
+
+pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Amulet ordering-layer benchmark\n");
+    let _ = writeln!(
+        s,
+        "Run started at unix time {}; {} s measured per scenario after {} ms of \
+         warmup; {} CPUs; node binary `{}`. Three `amulet node` processes on \
+         127.0.0.1; node 1 proposes (round-robin over the streams), \
+         coordinates and learns (merging the streams); latency is node 1's \
+         propose-to-deliver time. MB/s are 10^6 bytes of values per second.\n",
+        info.started_unix, info.seconds, info.warmup_ms, info.cpus, info.amulet
+    );
+    let _ = writeln!(s, "## Loopback TCP baseline\n");
+    let fmt = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.1} MB/s"));
+    let _ = writeln!(
+        s,
+        "- blast (one connection, 64 KiB writes, this process): {}",
+        fmt(loopback.blast_mb_per_s)
+    );
+    let _ = writeln!(
+        s,
+        "- iperf3 (one stream, `-c 127.0.0.1 -J`): {}{}",
+        fmt(loopback.iperf3_mb_per_s),
+        loopback
+            .iperf3_note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" ({n})"))
+    );
+    let _ = writeln!(
+        s,
+        "- denominator: {} ({}, the higher, hence the stricter target)\n",
+        fmt(loopback.best()),
+        loopback.source()
+    );
+    let _ = writeln!(s, "{}\n", scenario::HOPS_RATIONALE);
+    let _ = writeln!(s, "## Results\n");
+    let _ = writeln!(s, "```text\n{}```\n", table(rows));
+    let _ = writeln!(s, "## Targets\n");
+    let mut any = false;
+    for row in rows {
+        let (Some(target), Some(met)) = (&row.target, row.target_met()) else {
+            continue;
+        };
+        any = true;
+        let measured = match &row.result {
+            Ok(m) => match target {
+                Target::MbPerS(_) => format!("{:.1} MB/s", m.mb_per_s),
+                Target::MsgsPerS(_) => format!("{:.0} msgs/s", m.msgs_per_s),
+            },
+            Err(e) => format!("failed ({})", first_line(e)),
+        };
+        let _ = writeln!(
+            s,
+            "- {}: {} against {} -> {}",
+            row.scenario.name(),
+            measured,
+            target.describe(),
+            if met { "met" } else { "NOT met" }
+        );
+    }
+    if !any {
+        let _ = writeln!(s, "- no scenario had a target (no loopback figure?)");
+    }
+    let failures: Vec<&Row> = rows.iter().filter(|r| r.result.is_err()).collect();
+    if !failures.is_empty() {
+        let _ = writeln!(s, "\n## Failures\n");
+        for row in failures {
+            if let Err(e) = &row.result {
+                let _ = writeln!(
+                    s,
+                    "- {}:\n```text\n{}\n```",
+                    row.scenario.name(),
+                    e.trim_end()
+                );
+            }
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::NodeReport;
+
+    fn rows() -> (Vec<Row>, Loopback) {
+        let loopback = Loopback {
+            blast_mb_per_s: Some(4000.0),
+            iperf3_mb_per_s: None,
+            iperf3_note: Some("iperf3 not on PATH".into()),
+        };
+        let all = scenario::matrix(None);
+        let ok = Measured::from_report(NodeReport {
+            values: 1_000_000,
+            bytes: 200_000_000,
+            values_all: 1_100_000,
+            window_micros: 4_000_000,
+            latency_p50_micros: 1500,
+            latency_p99_micros: 4200,
+            latency_max_micros: 9000,
+        })
+        .unwrap();
+        let rows = vec![
+            Row::new(all[0].clone(), Ok(ok), &loopback),
+            Row::new(all[2].clone(), Err("node 1 exited, oops".into()), &loopback),
+        ];
+        (rows, loopback)
+    }
+
+    #[test]
+    fn csv_rows() {
+        let (rows, loopback) = rows();
+        let text = csv(&rows, &loopback);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], CSV_HEADER);
+        let n = CSV_HEADER.split(',').count();
+        assert_eq!(
+            lines[1],
+            "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
+             >= 200000 msgs/s,yes,9.000,8192,1000000,ok"
+        );
+        assert_eq!(lines[1].split(',').count(), n);
+        assert!(lines[2]
+            .starts_with("single-memory-32KiB-1s,memory,1,32768,,,,,4000.0,>= 1000.0 MB/s,no,"));
+        assert!(lines[2].ends_with("\"failed: node 1 exited, oops\""));
+    }
+
+    #[test]
+    fn summary_mentions_targets() {
+        let (rows, loopback) = rows();
+        let info = RunInfo {
+            started_unix: 1,
+            seconds: 5,
+            warmup_ms: 1000,
+            cpus: 2,
+            amulet: "amulet".into(),
+        };
+        let text = summary(&rows, &loopback, &info);
+        assert!(text.contains("250000 msgs/s against >= 200000 msgs/s -> met"));
+        assert!(text.contains("NOT met"));
+        assert!(text.contains("## Failures"));
+        assert!(table(&rows).contains("FAILED"));
+    }
+}

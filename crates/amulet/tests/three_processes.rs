@@ -1,0 +1,246 @@
+//! Three real `amulet node` processes on 127.0.0.1: they deliver values
+//! and agree on the merged order; a node survives garbage on its port.
+//! Every child is killed on every path (guard with Drop), and every wait
+//! is bounded.
+
+use amulet_node::{common_prefix, local_cluster_toml, DigestPoint};
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const NODES: u32 = 3;
+/// How long a node may take past its `--duration-ms` to exit.
+const EXIT_GRACE: Duration = Duration::from_secs(20);
+
+struct Cluster {
+    dir: PathBuf,
+    ports: Vec<u16>,
+    children: Vec<Child>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_ports(count: usize) -> Vec<u16> {
+    let listeners: Vec<_> = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+impl Cluster {
+    /// Starts three nodes with load on both streams for `duration_ms`.
+    fn start(name: &str, storage: &str, duration_ms: u64, warmup_ms: u64) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("amulet-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ports = free_ports(NODES as usize);
+        let mut cluster = Cluster {
+            dir: dir.clone(),
+            ports: ports.clone(),
+            children: Vec::new(),
+        };
+        for node in 1..=NODES {
+            let config = dir.join(format!("node-{node}.toml"));
+            let text = local_cluster_toml(
+                42,
+                &ports,
+                node,
+                &dir.join(format!("data-{node}")),
+                2,
+                storage,
+            );
+            std::fs::write(&config, text).unwrap();
+            let stderr = std::fs::File::create(dir.join(format!("node-{node}.log"))).unwrap();
+            let child = Command::new(env!("CARGO_BIN_EXE_amulet"))
+                .arg("node")
+                .arg("--config")
+                .arg(&config)
+                .args(["--load-streams", "1,2", "--load-window", "16"])
+                .args(["--load-value-bytes", "128"])
+                .arg("--load-warmup-ms")
+                .arg(warmup_ms.to_string())
+                .arg("--duration-ms")
+                .arg(duration_ms.to_string())
+                .arg("--report")
+                .arg(report_path(&dir, node))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::from(stderr))
+                .spawn()
+                .unwrap();
+            cluster.children.push(child);
+        }
+        cluster
+    }
+
+    /// Waits (bounded) for every node to exit successfully; returns reports.
+    fn finish(&mut self, duration_ms: u64) -> Vec<serde_json::Value> {
+        #[allow(clippy::disallowed_methods)] // a wall-clock bound on the test
+        let started = std::time::Instant::now();
+        let limit = Duration::from_millis(duration_ms) + EXIT_GRACE;
+        for (i, child) in self.children.iter_mut().enumerate() {
+            let node = i as u32 + 1;
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    assert!(
+                        status.success(),
+                        "node {node} failed ({status}):\n{}",
+                        log_tail(&self.dir, node)
+                    );
+                    break;
+                }
+                assert!(
+                    started.elapsed() < limit,
+                    "node {node} did not stop in time:\n{}",
+                    log_tail(&self.dir, node)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        (1..=NODES)
+            .map(|node| {
+                let text = std::fs::read_to_string(report_path(&self.dir, node)).unwrap();
+                serde_json::from_str(&text).unwrap()
+            })
+            .collect()
+    }
+}
+
+impl Cluster {
+    /// Removes the test's files (only on success: a failure keeps them).
+    fn remove_files(&self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn report_path(dir: &Path, node: u32) -> PathBuf {
+    dir.join(format!("report-{node}.json"))
+}
+
+fn log_tail(dir: &Path, node: u32) -> String {
+    let text = std::fs::read_to_string(dir.join(format!("node-{node}.log"))).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+fn point(value: &serde_json::Value) -> DigestPoint {
+    serde_json::from_value(value.clone()).unwrap()
+}
+
+/// Every node delivered load, and all agree on a common prefix of the
+/// merged order that covers most of what they delivered.
+fn check_agreement(reports: &[serde_json::Value]) -> DigestPoint {
+    let mut points = Vec::new();
+    for report in reports {
+        assert!(
+            report["values"].as_u64().unwrap() > 0,
+            "no values: {report}"
+        );
+        assert!(report["window_micros"].as_u64().unwrap() > 0);
+        assert!(report["latency_p50_micros"].as_u64().unwrap() > 0);
+        let mut node_points: Vec<DigestPoint> = report["digest_checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(point)
+            .collect();
+        node_points.push(point(&report["delivered"]));
+        points.push(node_points);
+    }
+    let agreed = common_prefix(&points).expect("nodes disagree on the delivery order");
+    let least = reports
+        .iter()
+        .map(|r| r["delivered"]["count"].as_u64().unwrap())
+        .min()
+        .unwrap();
+    assert!(agreed.count > 0, "no common prefix to compare");
+    // The agreed prefix ends at most one checkpoint before the shortest run.
+    assert!(
+        agreed.count + amulet_node::CHECKPOINT_EVERY_VALUES >= least,
+        "agreed prefix {} too short for {} delivered",
+        agreed.count,
+        least
+    );
+    agreed
+}
+
+#[test]
+fn three_memory_nodes_deliver_and_agree() {
+    let mut cluster = Cluster::start("memory", "memory", 3000, 500);
+    let reports = cluster.finish(3000);
+    let agreed = check_agreement(&reports);
+    eprintln!("memory: agreed on {} values", agreed.count);
+    cluster.remove_files();
+}
+
+#[test]
+fn three_sync_durable_nodes_deliver_and_agree() {
+    let mut cluster = Cluster::start("sync", "sync", 3000, 500);
+    let reports = cluster.finish(3000);
+    let agreed = check_agreement(&reports);
+    eprintln!("sync: agreed on {} values", agreed.count);
+    cluster.remove_files();
+}
+
+#[test]
+fn a_node_survives_garbage_on_its_port() {
+    // Garbage arrives during the warm-up; the measurement window after it
+    // must still see deliveries at the attacked node.
+    let mut cluster = Cluster::start("garbage", "memory", 3000, 1500);
+    let port = cluster.ports[0];
+    #[allow(clippy::disallowed_methods)] // a wall-clock bound on the test
+    let started = std::time::Instant::now();
+    let connect = || loop {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => return stream,
+            Err(_) if started.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(error) => panic!("node 1 never listened: {error}"),
+        }
+    };
+    // Bytes that are not a frame at all.
+    let mut stream = connect();
+    let _ = stream.write_all(&[0xFF; 4096]);
+    // A well-formed Hello from another cluster.
+    let mut hello = bytes::BytesMut::new();
+    let foreign = amulet_wire::Hello {
+        cluster: 7,
+        node: amulet_types::NodeId(2),
+        incarnation: 1,
+    };
+    amulet_wire::encode_frame(&amulet_wire::Frame::Hello(foreign), &mut hello);
+    let mut stream2 = connect();
+    let _ = stream2.write_all(&hello);
+    // A valid Hello of a real peer, then a corrupt frame header.
+    let mut hello = bytes::BytesMut::new();
+    let peer = amulet_wire::Hello {
+        cluster: 42,
+        node: amulet_types::NodeId(3),
+        incarnation: 99,
+    };
+    amulet_wire::encode_frame(&amulet_wire::Frame::Hello(peer), &mut hello);
+    hello.extend_from_slice(&[0x7E, 0xA3, 2, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0, 0, 0, 1, 2, 3]);
+    let mut stream3 = connect();
+    let _ = stream3.write_all(&hello);
+    drop((stream, stream2, stream3));
+    let reports = cluster.finish(3000);
+    check_agreement(&reports);
+    let log = std::fs::read_to_string(cluster.dir.join("node-1.log")).unwrap();
+    assert!(log.contains("bad frame magic"), "{log}");
+    assert!(log.contains("n3 sent undecodable bytes"), "{log}");
+    assert!(log.contains("belongs to cluster 7"), "{log}");
+    cluster.remove_files();
+}

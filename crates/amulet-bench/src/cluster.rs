@@ -141,7 +141,14 @@ pub fn wait_output(mut child: Child, limit: Duration) -> Result<Output, String> 
 
 /// Node config in the node crate's TOML format (`amulet-node`'s
 /// `config.rs`; acceptors always learn, so `learners` stays empty).
-pub fn node_config(node: u32, ports: &[u16], data_dir: &Path, streams: u32, mode: Mode) -> String {
+pub fn node_config(
+    node: u32,
+    ports: &[u16],
+    data_dir: &Path,
+    streams: u32,
+    mode: Mode,
+    limits: &[String],
+) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "cluster = 1");
     let _ = writeln!(s, "node = {node}");
@@ -157,6 +164,12 @@ pub fn node_config(node: u32, ports: &[u16], data_dir: &Path, streams: u32, mode
         let _ = writeln!(s, "id = {stream}");
         let _ = writeln!(s, "acceptors = [{members}]");
         let _ = writeln!(s, "storage = \"{}\"", mode.as_str());
+        if !limits.is_empty() {
+            let _ = writeln!(s, "[streams.limits]");
+            for line in limits {
+                let _ = writeln!(s, "{line}");
+            }
+        }
     }
     s
 }
@@ -172,12 +185,85 @@ pub struct NodeReport {
     pub latency_p50_micros: u64,
     pub latency_p99_micros: u64,
     pub latency_max_micros: u64,
+    pub delivered: DigestPoint,
+    pub digest_checkpoints: Vec<DigestPoint>,
+}
+
+/// A prefix of a node's delivery order: its length and a hash chain over it.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct DigestPoint {
+    pub count: u64,
+    pub digest: u64,
+}
+
+/// Whether the learners delivered in one order, from their reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Agreement {
+    /// Every prefix length two reports share has the same digest;
+    /// `compared` such prefixes were checked (0 if none overlapped).
+    Agree { compared: usize },
+    /// A prefix of `count` values differs between node 1 and `node`.
+    Differ { node: u32, count: u64 },
+    /// A peer wrote no report (killed before it could).
+    Missing,
+}
+
+impl Agreement {
+    pub fn label(&self) -> String {
+        match self {
+            Agreement::Agree { compared } if *compared > 0 => "yes".into(),
+            Agreement::Agree { .. } => "unchecked".into(),
+            Agreement::Differ { node, count } => format!("NO (node {node} at {count})"),
+            Agreement::Missing => "unchecked".into(),
+        }
+    }
+}
+
+/// Compares node 1's delivery checkpoints with each peer's.
+pub fn agreement(node1: &NodeReport, peers: &[(u32, Option<NodeReport>)]) -> Agreement {
+    let mut compared = 0;
+    let mut missing = false;
+    for (node, peer) in peers {
+        let Some(peer) = peer else {
+            missing = true;
+            continue;
+        };
+        let mut points = peer.digest_checkpoints.clone();
+        points.push(peer.delivered);
+        for p in points {
+            let mine = node1
+                .digest_checkpoints
+                .iter()
+                .chain(std::iter::once(&node1.delivered))
+                .find(|q| q.count == p.count);
+            if let Some(q) = mine {
+                if q.digest != p.digest {
+                    return Agreement::Differ {
+                        node: *node,
+                        count: p.count,
+                    };
+                }
+                compared += 1;
+            }
+        }
+    }
+    if missing && compared == 0 {
+        Agreement::Missing
+    } else {
+        Agreement::Agree { compared }
+    }
 }
 
 /// What one scenario measured.
 #[derive(Clone, Debug)]
 pub struct Measured {
     pub report: NodeReport,
+    /// Delivery order of node 1 against nodes 2 and 3.
+    pub agreement: Agreement,
+    /// 1-minute load average when the scenario ended (other processes on a
+    /// 2-CPU machine distort the figures).
+    pub load1: Option<f64>,
     pub msgs_per_s: f64,
     pub mb_per_s: f64,
 }
@@ -189,6 +275,8 @@ impl Measured {
         }
         let secs = report.window_micros as f64 / 1e6;
         Ok(Measured {
+            agreement: Agreement::Agree { compared: 0 },
+            load1: None,
             msgs_per_s: report.values as f64 / secs,
             mb_per_s: report.bytes as f64 / secs / 1e6,
             report,
@@ -203,6 +291,8 @@ pub struct RunSettings {
     pub seconds: u64,
     pub warmup_ms: u64,
     pub keep_data: bool,
+    /// `key = value` lines for every stream's `[streams.limits]`.
+    pub limits: Vec<String>,
 }
 
 /// Runs one scenario in `dir`: three nodes, node 1 loads and reports.
@@ -219,6 +309,9 @@ pub fn run_scenario(
     let node1_ms = settings.warmup_ms + duration_ms + STARTUP_MS;
     let report_path = dir.join("report.json");
     let _ = fs::remove_file(&report_path);
+    for node in &NODES[1..] {
+        let _ = fs::remove_file(peer_report(dir, *node));
+    }
     let mut children = Children::default();
     // Peers first, so node 1 finds them listening; they stop by themselves
     // a little after node 1 should have finished (a safety net if this
@@ -228,7 +321,14 @@ pub fn run_scenario(
         let data_dir = dir.join(format!("data-{node}"));
         fs::create_dir_all(&data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
         let config = dir.join(format!("node-{node}.toml"));
-        let text = node_config(node, &ports, &data_dir, scenario.streams, scenario.mode);
+        let text = node_config(
+            node,
+            &ports,
+            &data_dir,
+            scenario.streams,
+            scenario.mode,
+            &settings.limits,
+        );
         fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
         let log = dir.join(format!("node-{node}.log"));
         let log = fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
@@ -250,7 +350,10 @@ pub fn run_scenario(
                 .arg("--report")
                 .arg(&report_path);
         } else {
-            cmd.arg("--duration-ms").arg(peer_ms.to_string());
+            cmd.arg("--duration-ms")
+                .arg(peer_ms.to_string())
+                .arg("--report")
+                .arg(peer_report(dir, node));
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::from(log))
@@ -303,7 +406,34 @@ pub fn run_scenario(
     let text = fs::read_to_string(&report_path)
         .map_err(|e| format!("no report {}: {e}{}", report_path.display(), log_tail()))?;
     let report: NodeReport = serde_json::from_str(&text).map_err(|e| format!("bad report: {e}"))?;
-    Measured::from_report(report)
+    let peers: Vec<(u32, Option<NodeReport>)> = NODES[1..]
+        .iter()
+        .map(|&node| {
+            let report = fs::read_to_string(peer_report(dir, node))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok());
+            (node, report)
+        })
+        .collect();
+    let agreement = agreement(&report, &peers);
+    let mut measured = Measured::from_report(report)?;
+    measured.agreement = agreement;
+    measured.load1 = load_average();
+    Ok(measured)
+}
+
+fn peer_report(dir: &Path, node: u32) -> PathBuf {
+    dir.join(format!("report-{node}.json"))
+}
+
+/// The 1-minute load average (Linux), if readable.
+pub fn load_average() -> Option<f64> {
+    fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The last `lines` lines of a log, indented, for error messages.
@@ -327,7 +457,17 @@ mod tests {
 
     #[test]
     fn config_lists_peers_and_streams() {
-        let text = node_config(2, &[7001, 7002, 7003], Path::new("/d/x"), 2, Mode::Sync);
+        let limits = vec!["pipeline_instances_max = 128".to_string()];
+        let text = node_config(
+            2,
+            &[7001, 7002, 7003],
+            Path::new("/d/x"),
+            2,
+            Mode::Sync,
+            &limits,
+        );
+        assert_eq!(text.matches("[streams.limits]").count(), 2);
+        assert!(text.contains("\npipeline_instances_max = 128\n"));
         assert!(text.contains("node = 2\n"));
         assert!(text.contains("listen = \"127.0.0.1:7002\""));
         assert!(text.contains("data_dir = \"/d/x\""));
@@ -336,6 +476,37 @@ mod tests {
         assert!(text.contains("acceptors = [1, 2, 3]"));
         assert!(!text.contains("learners"));
         assert!(text.contains("storage = \"sync\""));
+    }
+
+    fn point(count: u64, digest: u64) -> DigestPoint {
+        DigestPoint { count, digest }
+    }
+
+    #[test]
+    fn agreement_compares_common_prefixes() {
+        let node1 = NodeReport {
+            delivered: point(2500, 9),
+            digest_checkpoints: vec![point(1024, 1), point(2048, 2)],
+            ..NodeReport::default()
+        };
+        let same = NodeReport {
+            delivered: point(2100, 7),
+            digest_checkpoints: vec![point(1024, 1), point(2048, 2)],
+            ..NodeReport::default()
+        };
+        let peers = vec![(2, Some(same.clone())), (3, Some(same.clone()))];
+        assert_eq!(agreement(&node1, &peers), Agreement::Agree { compared: 4 });
+        let mut other = same;
+        other.digest_checkpoints[1].digest = 5;
+        let peers = vec![(2, None), (3, Some(other))];
+        assert_eq!(
+            agreement(&node1, &peers),
+            Agreement::Differ {
+                node: 3,
+                count: 2048
+            }
+        );
+        assert_eq!(agreement(&node1, &[(2, None)]), Agreement::Missing);
     }
 
     #[test]

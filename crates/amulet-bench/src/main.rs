@@ -50,6 +50,10 @@ struct Args {
     /// Keep the nodes' data directories (durable modes write a lot).
     #[arg(long)]
     keep_data: bool,
+    /// Override a stream limit in every stream's `[streams.limits]`, e.g.
+    /// `--stream-limit pipeline_instances_max=256` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    stream_limit: Vec<String>,
 }
 
 fn default_amulet() -> PathBuf {
@@ -91,6 +95,22 @@ fn main() -> ExitCode {
             amulet.display()
         );
         return ExitCode::FAILURE;
+    }
+    let mut limits = Vec::new();
+    for kv in &args.stream_limit {
+        let Some((key, value)) = kv.split_once('=') else {
+            eprintln!("--stream-limit wants KEY=VALUE, got {kv:?}");
+            return ExitCode::FAILURE;
+        };
+        limits.push(format!("{} = {}", key.trim(), value.trim()));
+    }
+    let load_before = cluster::load_average();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    if let Some(load) = load_before.filter(|&l| l > cpus as f64 * 0.5) {
+        eprintln!(
+            "warning: load average {load:.2} on {cpus} CPUs before the run; \
+             other processes will depress the figures"
+        );
     }
     let scenarios: Vec<_> = scenario::matrix(args.window)
         .into_iter()
@@ -134,13 +154,16 @@ fn main() -> ExitCode {
         seconds,
         warmup_ms,
         keep_data: args.keep_data,
+        limits: limits.clone(),
     };
     let info = output::RunInfo {
         started_unix,
         seconds,
         warmup_ms,
-        cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        cpus,
         amulet: amulet.display().to_string(),
+        limits,
+        load_before,
     };
     let csv_path = out.join("results.csv");
     let summary_path = out.join("summary.md");
@@ -151,11 +174,12 @@ fn main() -> ExitCode {
         let result = cluster::run_scenario(&settings, &s, &out.join(&name));
         match &result {
             Ok(m) => println!(
-                "  {:.0} msgs/s, {:.1} MB/s, p50 {:.3} ms, p99 {:.3} ms",
+                "  {:.0} msgs/s, {:.1} MB/s, p50 {:.3} ms, p99 {:.3} ms, order {}",
                 m.msgs_per_s,
                 m.mb_per_s,
                 m.report.latency_p50_micros as f64 / 1000.0,
-                m.report.latency_p99_micros as f64 / 1000.0
+                m.report.latency_p99_micros as f64 / 1000.0,
+                m.agreement.label()
             ),
             Err(e) => println!("  FAILED: {e}"),
         }

@@ -34,7 +34,7 @@ impl Row {
 }
 
 pub const CSV_HEADER: &str = "scenario,mode,streams,value_bytes,msgs_per_s,mb_per_s,p50_ms,p99_ms,\
-loopback_mb_per_s,target,target_met,max_ms,window,values,status";
+loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,status";
 
 fn ms(micros: u64) -> String {
     format!("{:.3}", micros as f64 / 1000.0)
@@ -78,19 +78,25 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
             ),
             Err(e) => (",,,".to_string(), format!("failed: {}", first_line(e))),
         };
-        let (max, values) = match &row.result {
-            Ok(m) => (ms(m.report.latency_max_micros), m.report.values.to_string()),
-            Err(_) => (String::new(), String::new()),
+        let (max, values, agrees, load) = match &row.result {
+            Ok(m) => (
+                ms(m.report.latency_max_micros),
+                m.report.values.to_string(),
+                m.agreement.label(),
+                m.load1.map_or(String::new(), |l| format!("{l:.2}")),
+            ),
+            Err(_) => Default::default(),
         };
         let _ = writeln!(
             out,
-            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{}",
+            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{}",
             s.name(),
             s.mode,
             s.streams,
             s.value_bytes,
             csv_field(&target),
             s.window,
+            csv_field(&agrees),
             csv_field(&status)
         );
     }
@@ -106,7 +112,7 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11} {:>9} {:>9} {:>9} {:>22} {:>4}",
+        "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11} {:>9} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5}",
         "scenario",
         "mode",
         "str",
@@ -117,7 +123,9 @@ pub fn table(rows: &[Row]) -> String {
         "p50 ms",
         "p99 ms",
         "target",
-        "met"
+        "met",
+        "order",
+        "load"
     );
     for row in rows {
         let s = &row.scenario;
@@ -127,7 +135,7 @@ pub fn table(rows: &[Row]) -> String {
             Ok(m) => {
                 let _ = writeln!(
                     out,
-                    "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11.0} {:>9.1} {:>9} {:>9} {:>22} {:>4}",
+                    "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11.0} {:>9.1} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5}",
                     s.name(),
                     s.mode.as_str(),
                     s.streams,
@@ -138,7 +146,9 @@ pub fn table(rows: &[Row]) -> String {
                     ms(m.report.latency_p50_micros),
                     ms(m.report.latency_p99_micros),
                     target,
-                    met
+                    met,
+                    m.agreement.label(),
+                    m.load1.map_or(String::new(), |l| format!("{l:.1}"))
                 );
             }
             Err(e) => {
@@ -167,6 +177,10 @@ pub struct RunInfo {
     pub warmup_ms: u64,
     pub cpus: usize,
     pub amulet: String,
+    /// `[streams.limits]` overrides (empty: the node's defaults).
+    pub limits: Vec<String>,
+    /// 1-minute load average before the run.
+    pub load_before: Option<f64>,
 }
 
 pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
@@ -178,8 +192,24 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
          warmup; {} CPUs; node binary `{}`. Three `amulet node` processes on \
          127.0.0.1; node 1 proposes (round-robin over the streams), \
          coordinates and learns (merging the streams); latency is node 1's \
-         propose-to-deliver time. MB/s are 10^6 bytes of values per second.\n",
+         propose-to-deliver time. MB/s are 10^6 bytes of values per second. \
+         `order` compares the delivery-order digests of nodes 2 and 3 with \
+         node 1's at every common prefix length (yes = all equal); `load` is \
+         the 1-minute load average at the end of the scenario: on a machine \
+         shared with other work, a load above the CPU count means the \
+         figures are depressed.\n",
         info.started_unix, info.seconds, info.warmup_ms, info.cpus, info.amulet
+    );
+    let _ = writeln!(
+        s,
+        "Stream limits: {}. Load average before the run: {}.\n",
+        if info.limits.is_empty() {
+            "the node's defaults".to_string()
+        } else {
+            format!("`{}`", info.limits.join("`, `"))
+        },
+        info.load_before
+            .map_or("unknown".to_string(), |l| format!("{l:.2}"))
     );
     let _ = writeln!(s, "## Loopback TCP baseline\n");
     let fmt = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.1} MB/s"));
@@ -269,6 +299,7 @@ mod tests {
             latency_p50_micros: 1500,
             latency_p99_micros: 4200,
             latency_max_micros: 9000,
+            ..NodeReport::default()
         })
         .unwrap();
         let rows = vec![
@@ -288,7 +319,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
-             >= 200000 msgs/s,yes,9.000,8192,1000000,ok"
+             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,ok"
         );
         assert_eq!(lines[1].split(',').count(), n);
         assert!(lines[2]
@@ -305,6 +336,8 @@ mod tests {
             warmup_ms: 1000,
             cpus: 2,
             amulet: "amulet".into(),
+            limits: vec![],
+            load_before: Some(0.5),
         };
         let text = summary(&rows, &loopback, &info);
         assert!(text.contains("250000 msgs/s against >= 200000 msgs/s -> met"));

@@ -15,19 +15,23 @@
 //!
 //! `skips(t_now) = λ·(t_now − t_ref + avg_delay) − counted`
 //!
-//! The reference point slides forward every [`EPOCH_MICROS`], carrying
-//! what is owed but forgiving what was run ahead: a stream that ran far
-//! above λ for a while then does not stay silent (and stall the merge)
-//! for as long afterwards. What a stalled coordinator owes is proposed in
-//! one skip when it resumes, which is what lets learners drain the other
-//! streams' backlog. A *new* coordinator (new ballot) starts its count
-//! afresh: the time the stream had no coordinator is not made up, so the
-//! merge keeps that lag; see docs/ARCHITECTURE.md, known limitations.
+//! The count is cumulative from the moment this coordinator took over
+//! (its ballot), never reset while it coordinates: both a deficit and a
+//! surplus carry forward. An earlier version slid the reference every
+//! second, forgiving run-ahead but carrying deficits; the simulator (seed
+//! 1799) showed that this ratchets: every swing of `avg_delay` or burst of
+//! traffic pushed a stream further ahead of the others, until one stream
+//! was 30 seconds of weight ahead and its values waited that long in the
+//! merge. With a cumulative count a surplus is simply not skipped again.
+//!
+//! What a stalled coordinator owes is proposed in one skip when it resumes,
+//! which lets learners drain the other streams' backlog. A *new*
+//! coordinator (new ballot) starts its count afresh: the time the stream
+//! had no coordinator is not made up, so the merge keeps that lag; see
+//! docs/ARCHITECTURE.md, known limitations.
 
 use amulet_types::TimeMicros;
 
-/// How long a reference epoch lasts before `t_ref` moves to now.
-pub const EPOCH_MICROS: u64 = 1_000_000;
 /// Weight of a new sample in the decision-delay average (1/8, like TCP's SRTT).
 const DELAY_EWMA_SHIFT: u32 = 3;
 
@@ -38,10 +42,8 @@ pub struct SkipPacer {
     interval_micros: u64,
     reference: TimeMicros,
     next_due: TimeMicros,
-    /// Merge weight proposed since `reference` (values and skips). Signed:
-    /// right after the reference slides it is minus the skip just asked
-    /// for, which the caller reports as proposed a moment later.
-    counted: i64,
+    /// Merge weight proposed since `reference` (values and skips).
+    counted: u64,
     /// Average delay from proposal to decision, micros.
     avg_delay_micros: u64,
     skips_proposed: u64,
@@ -72,9 +74,7 @@ impl SkipPacer {
 
     /// The coordinator proposed instances of this total merge weight.
     pub fn record_proposed(&mut self, weight: u64) {
-        self.counted = self
-            .counted
-            .saturating_add(weight.min(i64::MAX as u64) as i64);
+        self.counted = self.counted.saturating_add(weight);
     }
 
     /// A measured delay from proposal to decision.
@@ -106,22 +106,16 @@ impl SkipPacer {
             return None;
         }
         self.next_due = now.plus(self.interval_micros);
-        if now.since(self.reference) >= EPOCH_MICROS {
-            // Slide the reference: what was owed is proposed below, what
-            // was run ahead is forgiven.
-            let owed = self.owed(now);
-            self.reference = now;
-            self.counted = -(owed.min(i64::MAX as u64) as i64);
-            return self.take(owed);
-        }
         let owed = self.owed(now);
         self.take(owed)
     }
 
     fn owed(&self, now: TimeMicros) -> u64 {
         let horizon_micros = now.since(self.reference) + self.avg_delay_micros;
-        let target = (self.rate_per_second as u128 * horizon_micros as u128 / 1_000_000) as i128;
-        (target - self.counted as i128).clamp(0, u64::MAX as i128) as u64
+        let target = self.rate_per_second as u128 * horizon_micros as u128 / 1_000_000;
+        target
+            .saturating_sub(self.counted as u128)
+            .min(u64::MAX as u128) as u64
     }
 
     fn take(&mut self, owed: u64) -> Option<u64> {
@@ -148,6 +142,23 @@ mod tests {
             }
         }
         assert!((19_900..=20_100).contains(&total), "skipped {total}");
+    }
+
+    #[test]
+    fn surplus_from_delay_swings_is_not_skipped_again() {
+        let mut p = SkipPacer::new(10_000, 2_000, TimeMicros(0));
+        let mut total = 0;
+        for t in (0..=10_000_000u64).step_by(2_000) {
+            // The decision delay swings between 0 and 500 ms every second.
+            let delay = if (t / 1_000_000) % 2 == 0 { 0 } else { 500_000 };
+            p.record_decision_delay(delay);
+            if let Some(k) = p.on_tick(TimeMicros(t)) {
+                p.record_proposed(k);
+                total += k;
+            }
+        }
+        // λ·10 s, plus at most λ·(the largest average delay).
+        assert!(total <= 10_000 * 10 + 10_000 / 2 + 100, "skipped {total}");
     }
 
     #[test]

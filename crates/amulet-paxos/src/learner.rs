@@ -85,6 +85,10 @@ impl Learner {
     }
 
     /// One past the highest instance known decided anywhere.
+    pub(crate) fn target_for_debug(&self) -> Instance {
+        self.target()
+    }
+
     fn target(&self) -> Instance {
         let buffered = self.decided.keys().next_back().map(|i| i.next());
         self.highest_known.max(buffered.unwrap_or(self.next))

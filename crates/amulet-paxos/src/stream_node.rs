@@ -236,6 +236,34 @@ impl StreamNode {
         })
     }
 
+    /// A one-line description of the coordinator and learner state, for
+    /// simulator traces and debugging. Not a stable format.
+    pub fn debug_state(&self) -> String {
+        let coordinator = self.coordinator.as_ref().map(|c| {
+            format!(
+                "ballot={} phase={:?} prepared_to={} next={} in_flight={} foreign={:?} queue={} pending_skip={}",
+                c.ballot,
+                c.phase,
+                c.prepared_to.0,
+                c.next_instance.0,
+                c.in_flight.len(),
+                c.foreign.keys().take(4).collect::<Vec<_>>(),
+                c.queue.len(),
+                c.pending_skip
+            )
+        });
+        format!(
+            "learner next={} target={} repair={:?} trimmed={:?} | coordinator {:?} | highest_ballot={} ring_coordinator={:?}",
+            self.learner.next.0,
+            self.learner.target_for_debug().0,
+            self.learner.repair.as_ref().map(|r| r.instance.0),
+            self.learner.trimmed,
+            coordinator,
+            self.highest_ballot,
+            self.coordinator_node(),
+        )
+    }
+
     /// Lets the learner continue at `instance` after the application
     /// installed a checkpoint covering everything below it.
     pub fn resume_learner_at(&mut self, instance: Instance) {

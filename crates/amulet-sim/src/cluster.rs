@@ -83,6 +83,9 @@ pub struct Cluster {
     trace: TraceHash,
     now: TimeMicros,
     bug_learner: Option<NodeId>,
+    /// With verbose runs, every message of this stream is printed
+    /// (`AMULET_SIM_TRACE_STREAM=N`).
+    trace_stream: Option<u32>,
 }
 
 /// Runs one seed with the fault mix it draws.
@@ -214,6 +217,10 @@ impl Cluster {
             trace: TraceHash::new(),
             now: TimeMicros(0),
             bug_learner,
+            trace_stream: verbose
+                .then(|| std::env::var("AMULET_SIM_TRACE_STREAM").ok())
+                .flatten()
+                .and_then(|s| s.parse().ok()),
         };
         for node in nodes {
             cluster.start(node);
@@ -248,6 +255,9 @@ impl Cluster {
             }
             for (from, to, envelope) in self.network.deliver_due(next) {
                 let digest = envelope_digest(&envelope);
+                if self.trace_stream == Some(envelope.stream.0) {
+                    println!("t={} {from}->{to} {:?}", next.0, envelope.message);
+                }
                 self.trace.event(next, TRACE_MESSAGE, from, to, digest);
                 if let Some(process) = self.process_mut(to) {
                     process.on_message(next, from, envelope);
@@ -291,6 +301,7 @@ impl Cluster {
                         process.merger().waiting_on(),
                         s.stats(),
                     );
+                    println!("    {}", s.debug_state());
                 }
             }
         }

@@ -4,7 +4,7 @@
 use crate::cluster;
 use crate::nemesis::NemesisStats;
 use crate::network::NetworkStats;
-use crate::violation::Violation;
+use crate::violation::{Property, Violation};
 use std::time::{Duration, Instant};
 
 /// Violations printed per failing seed (the rest are counted).
@@ -77,6 +77,26 @@ pub fn print_failure(seed: u64, outcome: &SeedOutcome) {
     }
 }
 
+/// Runs one seed; a panic (a failed protocol assertion) becomes an
+/// [`Property::Invariant`] violation of that seed instead of ending the swarm.
+pub fn run_catching(seed: u64, run: &impl Fn(u64) -> SeedOutcome) -> SeedOutcome {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(seed))) {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "non-string panic".to_string());
+            SeedOutcome {
+                violations: vec![Violation::new(Property::Invariant, message)],
+                trace_hash: 0,
+                stats: SeedStats::default(),
+            }
+        }
+    }
+}
+
 /// Runs seeds `start .. start + count` with `run`, printing each failure.
 pub fn run_swarm(start: u64, count: u64, run: impl Fn(u64) -> SeedOutcome) -> SwarmSummary {
     // Wall-clock time of the swarm, for the report only; runs never see it.
@@ -84,7 +104,7 @@ pub fn run_swarm(start: u64, count: u64, run: impl Fn(u64) -> SeedOutcome) -> Sw
     let began = Instant::now();
     let mut summary = SwarmSummary::default();
     for seed in start..start.saturating_add(count) {
-        let outcome = run(seed);
+        let outcome = run_catching(seed, &run);
         summary.seeds += 1;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;

@@ -16,6 +16,9 @@ pub enum Property {
     /// Everything a correct proposer multicast reaches every correct
     /// subscriber (checked after the healed phase).
     Validity,
+    /// An invariant the protocol asserts about itself failed (the run
+    /// panicked); a protocol-level safety check fired before any checker.
+    Invariant,
 }
 
 /// One violation, with a message naming nodes, values and positions.

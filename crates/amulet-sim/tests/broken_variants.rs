@@ -5,6 +5,7 @@
 //! the protocol fires (a panic), whichever comes first.
 
 use amulet_sim::cluster::{run_seed, Bug};
+use amulet_sim::runner::run_catching;
 use std::panic;
 
 /// Seeds tried per variant before giving up.
@@ -14,25 +15,11 @@ const SEEDS_MAX: u64 = 300;
 fn first_catch(bug: Bug) -> Option<(u64, String)> {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
-    let mut caught = None;
-    for seed in 0..SEEDS_MAX {
-        match panic::catch_unwind(|| run_seed(seed, false, bug)) {
-            Ok(outcome) if !outcome.violations.is_empty() => {
-                caught = Some((seed, outcome.violations[0].to_string()));
-                break;
-            }
-            Ok(_) => {}
-            Err(payload) => {
-                let message = payload
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                caught = Some((seed, format!("assertion: {message}")));
-                break;
-            }
-        }
-    }
+    let caught = (0..SEEDS_MAX).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| run_seed(seed, false, bug));
+        let first = outcome.violations.first()?;
+        Some((seed, first.to_string()))
+    });
     panic::set_hook(hook);
     caught
 }

@@ -4,6 +4,7 @@
 use crate::clock::{now, Deadline};
 use crate::scenario::{Mode, Scenario};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::io::Read;
@@ -11,7 +12,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Nodes of every scenario: 1 proposes and learns (and, as the lowest id,
 /// coordinates every stream); 2 and 3 are acceptors and learners.
@@ -39,11 +40,35 @@ pub fn free_ports(count: usize) -> std::io::Result<Vec<u16>> {
 #[derive(Default)]
 pub struct Children {
     children: Vec<(String, Child)>,
+    /// Per child: when it was spawned and the CPU ticks last seen in
+    /// `/proc/<pid>/stat` (user + system), sampled while waiting.
+    cpu: BTreeMap<String, (Instant, Option<Instant>, u64)>,
 }
 
 impl Children {
     pub fn push(&mut self, name: &str, child: Child) {
+        self.cpu.insert(name.to_string(), (now(), None, 0));
         self.children.push((name.to_string(), child));
+    }
+
+    /// Reads every running child's CPU time so far.
+    pub fn sample_cpu(&mut self) {
+        for (name, child) in &self.children {
+            let Some(ticks) = cpu_ticks(child.id()) else {
+                continue;
+            };
+            if let Some(entry) = self.cpu.get_mut(name) {
+                entry.1 = Some(now());
+                entry.2 = ticks;
+            }
+        }
+    }
+
+    /// CPU use of `name` over its life as last sampled, in % of one CPU.
+    pub fn cpu_percent(&self, name: &str) -> Option<f64> {
+        let (spawned, seen, ticks) = self.cpu.get(name)?;
+        let wall = seen.as_ref()?.duration_since(*spawned).as_secs_f64();
+        (wall > 0.0).then(|| *ticks as f64 / CLOCK_TICKS / wall * 100.0)
     }
 
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Child> {
@@ -54,9 +79,18 @@ impl Children {
     }
 
     /// Waits for `name` to exit until `limit` passes; `None` on timeout.
+    /// Samples the children's CPU use meanwhile.
     pub fn wait_for(&mut self, name: &str, limit: Duration) -> Option<ExitStatus> {
-        let child = self.get_mut(name)?;
-        wait_bounded(child, limit)
+        let deadline = Deadline::after(limit);
+        loop {
+            self.sample_cpu();
+            match self.get_mut(name)?.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if deadline.passed() => return None,
+                Ok(None) => thread::sleep(Duration::from_millis(20)),
+                Err(_) => return None,
+            }
+        }
     }
 
     /// Asks `name` to stop (SIGTERM through `kill`, which the node handles).
@@ -89,6 +123,20 @@ impl Drop for Children {
     fn drop(&mut self) {
         self.kill_all();
     }
+}
+
+/// `USER_HZ`, the unit of `/proc/<pid>/stat` CPU times on Linux.
+const CLOCK_TICKS: f64 = 100.0;
+
+/// User + system CPU ticks of a running process (Linux `/proc`).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after "pid (comm) ": state is the first, utime the 12th.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
 }
 
 /// Polls `child` until it exits or `limit` passes.
@@ -264,6 +312,8 @@ pub struct Measured {
     /// 1-minute load average when the scenario ended (other processes on a
     /// 2-CPU machine distort the figures).
     pub load1: Option<f64>,
+    /// CPU use of nodes 1, 2 and 3 over their lives, in % of one CPU.
+    pub cpu_percent: [Option<f64>; 3],
     pub msgs_per_s: f64,
     pub mb_per_s: f64,
 }
@@ -277,6 +327,7 @@ impl Measured {
         Ok(Measured {
             agreement: Agreement::Agree { compared: 0 },
             load1: None,
+            cpu_percent: [None; 3],
             msgs_per_s: report.values as f64 / secs,
             mb_per_s: report.bytes as f64 / secs / 1e6,
             report,
@@ -374,6 +425,7 @@ pub fn run_scenario(
     let limit = Duration::from_millis(node1_ms) + GRACE;
     let status = children.wait_for("node-1", limit);
     let took = started.elapsed();
+    let cpu_percent = NODES.map(|n| children.cpu_percent(&format!("node-{n}")));
     // Stop the peers cleanly (SIGTERM), then kill whatever is left.
     for node in ["node-2", "node-3"] {
         children.terminate(node);
@@ -419,6 +471,7 @@ pub fn run_scenario(
     let mut measured = Measured::from_report(report)?;
     measured.agreement = agreement;
     measured.load1 = load_average();
+    measured.cpu_percent = cpu_percent;
     Ok(measured)
 }
 
@@ -539,6 +592,8 @@ mod tests {
         assert!(children
             .wait_for("sleeper", Duration::from_millis(50))
             .is_none());
+        children.sample_cpu();
+        assert!(children.cpu_percent("sleeper").is_some());
         drop(children);
         let alive = Path::new(&format!("/proc/{id}")).exists()
             && !fs::read_to_string(format!("/proc/{id}/stat"))

@@ -34,7 +34,7 @@ impl Row {
 }
 
 pub const CSV_HEADER: &str = "scenario,mode,streams,value_bytes,msgs_per_s,mb_per_s,p50_ms,p99_ms,\
-loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,status";
+loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,status";
 
 fn ms(micros: u64) -> String {
     format!("{:.3}", micros as f64 / 1000.0)
@@ -78,18 +78,27 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
             ),
             Err(e) => (",,,".to_string(), format!("failed: {}", first_line(e))),
         };
-        let (max, values, agrees, load) = match &row.result {
+        let (max, values, agrees, load, cpu) = match &row.result {
             Ok(m) => (
                 ms(m.report.latency_max_micros),
                 m.report.values.to_string(),
                 m.agreement.label(),
                 m.load1.map_or(String::new(), |l| format!("{l:.2}")),
+                m.cpu_percent
+                    .map(|c| c.map_or(String::new(), |c| format!("{c:.0}")))
+                    .join(","),
             ),
-            Err(_) => Default::default(),
+            Err(_) => (
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                ",,".to_string(),
+            ),
         };
         let _ = writeln!(
             out,
-            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{}",
+            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{}",
             s.name(),
             s.mode,
             s.streams,
@@ -112,7 +121,7 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11} {:>9} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5}",
+        "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11} {:>9} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5} {:>11}",
         "scenario",
         "mode",
         "str",
@@ -125,7 +134,8 @@ pub fn table(rows: &[Row]) -> String {
         "target",
         "met",
         "order",
-        "load"
+        "load",
+        "cpu% 1/2/3"
     );
     for row in rows {
         let s = &row.scenario;
@@ -135,7 +145,7 @@ pub fn table(rows: &[Row]) -> String {
             Ok(m) => {
                 let _ = writeln!(
                     out,
-                    "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11.0} {:>9.1} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5}",
+                    "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11.0} {:>9.1} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5} {:>11}",
                     s.name(),
                     s.mode.as_str(),
                     s.streams,
@@ -148,7 +158,10 @@ pub fn table(rows: &[Row]) -> String {
                     target,
                     met,
                     m.agreement.label(),
-                    m.load1.map_or(String::new(), |l| format!("{l:.1}"))
+                    m.load1.map_or(String::new(), |l| format!("{l:.1}")),
+                    m.cpu_percent
+                        .map(|c| c.map_or("?".to_string(), |c| format!("{c:.0}")))
+                        .join("/")
                 );
             }
             Err(e) => {
@@ -197,7 +210,8 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
          node 1's at every common prefix length (yes = all equal); `load` is \
          the 1-minute load average at the end of the scenario: on a machine \
          shared with other work, a load above the CPU count means the \
-         figures are depressed.\n",
+         figures are depressed; `cpu%` is each node's CPU time over its \
+         life (start-up and warmup included) in % of one CPU.\n",
         info.started_unix, info.seconds, info.warmup_ms, info.cpus, info.amulet
     );
     let _ = writeln!(
@@ -319,7 +333,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
-             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,ok"
+             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,ok"
         );
         assert_eq!(lines[1].split(',').count(), n);
         assert!(lines[2]

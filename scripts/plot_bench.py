@@ -29,7 +29,9 @@ def label(row):
     size = f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
     streams = row["streams"]
     group = "merge" if row["scenario"].startswith("merge") else row["mode"]
-    return f"{group}\n{size}\n{streams} str"
+    # A durable mode the node ran on a memory log (see notes / summary.md).
+    star = "*" if (row.get("notes") or "").strip() else ""
+    return f"{group}{star}\n{size}\n{streams} str"
 
 
 def target_value(row, unit):
@@ -100,7 +102,10 @@ def main():
 
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in MODE_COLORS.values()]
     axes[0].legend(handles, list(MODE_COLORS), title="storage", loc="upper left")
-    fig.tight_layout()
+    if any((r.get("notes") or "").strip() for r in rows):
+        fig.text(0.01, 0.005, "* durable mode ran on a memory log (node had no durable log yet)",
+                 fontsize=8, color="#aa0000")
+    fig.tight_layout(rect=(0, 0.015, 1, 1))
     fig.savefig(sys.argv[2], dpi=110)
     print("wrote " + sys.argv[2])
     return 0

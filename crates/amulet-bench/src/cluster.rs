@@ -314,6 +314,10 @@ pub struct Measured {
     pub load1: Option<f64>,
     /// CPU use of nodes 1, 2 and 3 over their lives, in % of one CPU.
     pub cpu_percent: [Option<f64>; 3],
+    /// Distinct WARN/ERROR messages from the nodes' logs (first few).
+    pub warnings: Vec<String>,
+    /// A node said it ran a durable mode on a memory log.
+    pub durable_fallback: bool,
     pub msgs_per_s: f64,
     pub mb_per_s: f64,
 }
@@ -328,6 +332,8 @@ impl Measured {
             agreement: Agreement::Agree { compared: 0 },
             load1: None,
             cpu_percent: [None; 3],
+            warnings: Vec::new(),
+            durable_fallback: false,
             msgs_per_s: report.values as f64 / secs,
             mb_per_s: report.bytes as f64 / secs / 1e6,
             report,
@@ -472,11 +478,45 @@ pub fn run_scenario(
     measured.agreement = agreement;
     measured.load1 = load_average();
     measured.cpu_percent = cpu_percent;
+    let logs: Vec<String> = NODES
+        .iter()
+        .map(|n| fs::read_to_string(dir.join(format!("node-{n}.log"))).unwrap_or_default())
+        .collect();
+    measured.warnings = warnings(&logs, 5);
+    measured.durable_fallback = logs.iter().any(|l| l.contains(DURABLE_FALLBACK));
     Ok(measured)
 }
 
 fn peer_report(dir: &Path, node: u32) -> PathBuf {
     dir.join(format!("report-{node}.json"))
+}
+
+/// What the node logs when a durable mode runs on a memory log.
+const DURABLE_FALLBACK: &str = "durable acceptor log not available";
+
+/// Distinct WARN and ERROR messages (level, target and message, without
+/// timestamp and fields), at most `max`.
+pub fn warnings(logs: &[String], max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in logs.iter().flat_map(|l| l.lines()) {
+        let Some(at) = line.find(" WARN ").or_else(|| line.find(" ERROR ")) else {
+            continue;
+        };
+        let text = line[at + 1..].trim();
+        // Fields (`key=value`) trail the message; drop them to deduplicate.
+        let message: Vec<&str> = text
+            .split_whitespace()
+            .take_while(|w| !w.contains('='))
+            .collect();
+        let message = message.join(" ");
+        if !out.contains(&message) {
+            out.push(message);
+            if out.len() == max {
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// The 1-minute load average (Linux), if readable.
@@ -529,6 +569,29 @@ mod tests {
         assert!(text.contains("acceptors = [1, 2, 3]"));
         assert!(!text.contains("learners"));
         assert!(text.contains("storage = \"sync\""));
+    }
+
+    #[test]
+    fn warnings_are_deduplicated() {
+        let logs = vec![
+            "2026-11-23T03:12:04Z  WARN amulet_node::storage_setup: durable acceptor log \
+             not available yet: using a memory log stream=s1\nstatus delivered=5\n"
+                .to_string(),
+            "2026-11-23T03:12:05Z  WARN amulet_node::storage_setup: durable acceptor log \
+             not available yet: using a memory log stream=s2\n\
+             2026-11-23T03:12:07Z ERROR amulet_node::x: boom peer=n1\n"
+                .to_string(),
+        ];
+        let w = warnings(&logs, 5);
+        assert_eq!(
+            w,
+            vec![
+                "WARN amulet_node::storage_setup: durable acceptor log not available yet: \
+                 using a memory log",
+                "ERROR amulet_node::x: boom",
+            ]
+        );
+        assert!(logs[0].contains(DURABLE_FALLBACK));
     }
 
     fn point(count: u64, digest: u64) -> DigestPoint {

@@ -34,7 +34,7 @@ impl Row {
 }
 
 pub const CSV_HEADER: &str = "scenario,mode,streams,value_bytes,msgs_per_s,mb_per_s,p50_ms,p99_ms,\
-loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,status";
+loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,status,notes";
 
 fn ms(micros: u64) -> String {
     format!("{:.3}", micros as f64 / 1000.0)
@@ -98,7 +98,7 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
         };
         let _ = writeln!(
             out,
-            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{}",
+            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{},{}",
             s.name(),
             s.mode,
             s.streams,
@@ -106,10 +106,21 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
             csv_field(&target),
             s.window,
             csv_field(&agrees),
-            csv_field(&status)
+            csv_field(&status),
+            csv_field(&notes(row))
         );
     }
     out
+}
+
+/// Caveats of a row: a durable mode that ran on a memory log.
+fn notes(row: &Row) -> String {
+    match &row.result {
+        Ok(m) if m.durable_fallback && row.scenario.mode != scenario::Mode::Memory => {
+            "node had no durable log yet: ran on a memory log".into()
+        }
+        _ => String::new(),
+    }
 }
 
 fn first_line(s: &str) -> &str {
@@ -147,7 +158,11 @@ pub fn table(rows: &[Row]) -> String {
                     out,
                     "{:<26} {:>7} {:>3} {:>6} {:>6} {:>11.0} {:>9.1} {:>9} {:>9} {:>22} {:>4} {:>6} {:>5} {:>11}",
                     s.name(),
-                    s.mode.as_str(),
+                    if notes(row).is_empty() {
+                        s.mode.as_str().to_string()
+                    } else {
+                        format!("{}*", s.mode)
+                    },
                     s.streams,
                     scenario::size_label(s.value_bytes),
                     s.window,
@@ -250,6 +265,27 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
     let _ = writeln!(s, "{}\n", scenario::HOPS_RATIONALE);
     let _ = writeln!(s, "## Results\n");
     let _ = writeln!(s, "```text\n{}```\n", table(rows));
+    if rows.iter().any(|r| !notes(r).is_empty()) {
+        let _ = writeln!(
+            s,
+            "`*`: the node logged that it has no durable acceptor log yet and \
+             ran this durable mode on a memory log, so these rows do not \
+             measure disk writes.\n"
+        );
+    }
+    let warned: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.result.as_ref().is_ok_and(|m| !m.warnings.is_empty()))
+        .collect();
+    if !warned.is_empty() {
+        let _ = writeln!(s, "## Node warnings\n");
+        for row in warned {
+            if let Ok(m) = &row.result {
+                let _ = writeln!(s, "- {}: {}", row.scenario.name(), m.warnings.join("; "));
+            }
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(s, "## Targets\n");
     let mut any = false;
     for row in rows {
@@ -333,12 +369,12 @@ mod tests {
         assert_eq!(
             lines[1],
             "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
-             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,ok"
+             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,ok,"
         );
         assert_eq!(lines[1].split(',').count(), n);
         assert!(lines[2]
             .starts_with("single-memory-32KiB-1s,memory,1,32768,,,,,4000.0,>= 1000.0 MB/s,no,"));
-        assert!(lines[2].ends_with("\"failed: node 1 exited, oops\""));
+        assert!(lines[2].ends_with("\"failed: node 1 exited, oops\","));
     }
 
     #[test]

@@ -51,7 +51,8 @@ pub struct LoadGenerator {
     spec: LoadSpec,
     me: NodeId,
     payload: Bytes,
-    outstanding: HashMap<ValueId, TimeMicros>,
+    /// Keyed by stream too: value ids are numbered per stream.
+    outstanding: HashMap<(StreamId, ValueId), TimeMicros>,
     next_stream: usize,
     histogram: Histogram<u64>,
     started: Option<TimeMicros>,
@@ -88,7 +89,7 @@ impl LoadGenerator {
             match node.multicast(now, stream, self.payload.clone()) {
                 Ok(id) => {
                     self.next_stream += 1;
-                    self.outstanding.insert(id, now);
+                    self.outstanding.insert((stream, id), now);
                 }
                 Err(MulticastError::Refused(ProposeError::Backpressure)) => break,
                 Err(error) => anyhow::bail!("load generator cannot multicast: {error:?}"),
@@ -100,14 +101,14 @@ impl LoadGenerator {
     /// Accounts for one delivery.
     pub fn delivered(&mut self, now: TimeMicros, merged: &Merged) {
         let Some(since) = self.measuring_since else {
-            self.outstanding.remove(&merged.value.id);
+            self.outstanding.remove(&(merged.stream, merged.value.id));
             return;
         };
         self.report.values_all += 1;
         if merged.value.id.proposer != self.me {
             return;
         }
-        if let Some(sent) = self.outstanding.remove(&merged.value.id) {
+        if let Some(sent) = self.outstanding.remove(&(merged.stream, merged.value.id)) {
             if sent >= since {
                 self.report.values += 1;
                 self.report.bytes += merged.value.bytes.len() as u64;

@@ -4,6 +4,8 @@ use amulet_types::NodeId;
 use amulet_wire::{encode_frame, Envelope, Frame, Hello};
 use bytes::BytesMut;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -25,6 +27,8 @@ pub struct OutboundSpec {
     pub addr: SocketAddr,
     /// Sent first on every connection.
     pub hello: Hello,
+    /// Messages in the queue; decremented as they are taken.
+    pub queued: Arc<AtomicUsize>,
 }
 
 /// Connects (with backoff), says Hello, then writes every queued message,
@@ -46,7 +50,9 @@ pub async fn peer_writer(spec: OutboundSpec, mut queue: mpsc::UnboundedReceiver<
                 // they would be stale by the time it is back.
                 loop {
                     match queue.try_recv() {
-                        Ok(_) => {}
+                        Ok(_) => {
+                            spec.queued.fetch_sub(1, Ordering::Relaxed);
+                        }
                         Err(mpsc::error::TryRecvError::Empty) => break,
                         Err(mpsc::error::TryRecvError::Disconnected) => return,
                     }
@@ -64,12 +70,17 @@ pub async fn peer_writer(spec: OutboundSpec, mut queue: mpsc::UnboundedReceiver<
             };
             buffer.clear();
             encode_frame(&Frame::Envelope(first), &mut buffer);
+            let mut taken = 1;
             while buffer.len() < WRITE_BYTES_MAX {
                 match queue.try_recv() {
-                    Ok(envelope) => encode_frame(&Frame::Envelope(envelope), &mut buffer),
+                    Ok(envelope) => {
+                        encode_frame(&Frame::Envelope(envelope), &mut buffer);
+                        taken += 1;
+                    }
                     Err(_) => break,
                 }
             }
+            spec.queued.fetch_sub(taken, Ordering::Relaxed);
             if let Err(error) = stream.write_all(&buffer).await {
                 tracing::warn!(peer = %spec.peer, %error, "write failed; reconnecting");
                 break;

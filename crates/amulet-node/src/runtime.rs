@@ -338,11 +338,11 @@ impl EventLoop {
     }
 
     /// Sends to peers; keeps messages to ourselves for looping back.
-    fn route(&self, sends: Vec<(NodeId, Envelope)>, local: &mut Vec<Envelope>) {
+    fn route(&mut self, sends: Vec<(NodeId, Envelope)>, local: &mut Vec<Envelope>) {
         for (to, envelope) in sends {
             if to == self.me {
                 local.push(envelope);
-            } else if let Some(transport) = &self.transport {
+            } else if let Some(transport) = self.transport.as_mut() {
                 transport.send(to, envelope);
             }
         }

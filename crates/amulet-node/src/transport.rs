@@ -9,14 +9,20 @@ use amulet_types::NodeId;
 use amulet_wire::{Envelope, Hello};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Peer messages queued for the event loop before readers stop reading
-/// (and so TCP pushes back on the sender).
-const INBOUND_QUEUE_MAX: usize = 65_536;
+/// (and so TCP pushes back on the sender). A message holds at most one
+/// batch, so this bounds the queue at a few hundred MiB.
+const INBOUND_QUEUE_MAX: usize = 8192;
+/// Messages queued for one peer before further ones are dropped: a peer
+/// that stalls (stopped process, full socket) must not grow our memory
+/// without bound. Ring Paxos retries what is lost.
+const OUTBOUND_QUEUE_MAX: usize = 65_536;
 
 /// Who we are and whom we talk to.
 pub struct TransportSpec {
@@ -32,7 +38,7 @@ pub struct TransportSpec {
 
 /// The running links.
 pub struct Transport {
-    writers: BTreeMap<NodeId, mpsc::UnboundedSender<Envelope>>,
+    writers: BTreeMap<NodeId, PeerQueue>,
     writer_tasks: Vec<JoinHandle<()>>,
     accept_task: JoinHandle<()>,
     local_addr: SocketAddr,
@@ -60,13 +66,20 @@ impl Transport {
         let mut writer_tasks = Vec::new();
         for (peer, addr) in &spec.peers {
             let (tx, rx) = mpsc::unbounded_channel();
+            let queued = Arc::new(AtomicUsize::new(0));
             let outbound = OutboundSpec {
                 peer: *peer,
                 addr: *addr,
                 hello: spec.hello,
+                queued: queued.clone(),
             };
             writer_tasks.push(tokio::spawn(peer_writer(outbound, rx)));
-            writers.insert(*peer, tx);
+            let queue = PeerQueue {
+                sender: tx,
+                queued,
+                dropped: 0,
+            };
+            writers.insert(*peer, queue);
         }
         let transport = Transport {
             writers,
@@ -84,10 +97,19 @@ impl Transport {
 
     /// Queues `envelope` for `to`. Unknown peers are ignored (the protocol
     /// only addresses stream members, which configuration checks exist).
-    pub fn send(&self, to: NodeId, envelope: Envelope) {
-        if let Some(writer) = self.writers.get(&to) {
-            let _ = writer.send(envelope);
+    pub fn send(&mut self, to: NodeId, envelope: Envelope) {
+        let Some(queue) = self.writers.get_mut(&to) else {
+            return;
+        };
+        if queue.queued.load(Ordering::Relaxed) >= OUTBOUND_QUEUE_MAX {
+            queue.dropped += 1;
+            if queue.dropped.is_power_of_two() {
+                tracing::warn!(peer = %to, dropped = queue.dropped, "peer queue full; dropping messages");
+            }
+            return;
         }
+        queue.queued.fetch_add(1, Ordering::Relaxed);
+        let _ = queue.sender.send(envelope);
     }
 
     /// Stops accepting, lets writers flush what is queued (bounded by
@@ -109,6 +131,15 @@ impl Transport {
             }
         }
     }
+}
+
+/// The queue of one peer's writer and how full it is.
+struct PeerQueue {
+    sender: mpsc::UnboundedSender<Envelope>,
+    /// Messages queued and not yet taken by the writer.
+    queued: Arc<AtomicUsize>,
+    /// Messages dropped because the queue was full.
+    dropped: u64,
 }
 
 impl Drop for Transport {

@@ -117,6 +117,7 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
             .arg("--report")
             .arg(report_path(&dir, node))
             .arg("--stop-on-stdin-eof")
+            .args(["--status-interval-ms", "200"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

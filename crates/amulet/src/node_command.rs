@@ -31,6 +31,9 @@ pub struct NodeArgs {
     /// Write the JSON report here at the end.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Print a status line (values delivered, digest) this often.
+    #[arg(long, default_value_t = 1000)]
+    status_interval_ms: u64,
     /// Stop cleanly when standard input closes (used by `amulet dev`).
     #[arg(long)]
     stop_on_stdin_eof: bool,
@@ -85,7 +88,7 @@ async fn serve(
     tokio::pin!(deadline);
     let stdin_closed = wait_for_stdin_eof(args.stop_on_stdin_eof);
     tokio::pin!(stdin_closed);
-    let mut status = tokio::time::interval(Duration::from_secs(1));
+    let mut status = tokio::time::interval(Duration::from_millis(args.status_interval_ms.max(10)));
     status.tick().await;
     let mut join = tokio::spawn(node.join());
     let interrupted = tokio::signal::ctrl_c();

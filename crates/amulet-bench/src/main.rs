@@ -38,7 +38,11 @@ struct Args {
     /// by value size, 8192 for 200 B down to 128 for 32 KiB).
     #[arg(long)]
     window: Option<u32>,
-    /// Short run: 2 s per scenario, 500 ms warmup.
+    /// Runs per scenario, in rounds over the matrix; the median is
+    /// reported (default 3, or 1 with --quick).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Short run: 2 s per scenario, 500 ms warmup, one run each.
     #[arg(long)]
     quick: bool,
     /// Only scenarios whose name contains one of these (comma-separated).
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
     let warmup_ms = args
         .warmup_ms
         .unwrap_or(if args.quick { 500 } else { 1000 });
+    let repeat = args.repeat.unwrap_or(if args.quick { 1 } else { 3 }).max(1);
     let out = args
         .out
         .clone()
@@ -117,7 +122,7 @@ fn main() -> ExitCode {
         .filter(|s| args.only.is_empty() || args.only.iter().any(|o| s.name().contains(o)))
         .collect();
     println!(
-        "amulet-bench-order: {} scenarios x {seconds} s (+{warmup_ms} ms warmup), out {}",
+        "amulet-bench-order: {} scenarios x {repeat} run(s) x {seconds} s (+{warmup_ms} ms warmup), out {}",
         scenarios.len(),
         out.display()
     );
@@ -160,6 +165,7 @@ fn main() -> ExitCode {
         started_unix,
         seconds,
         warmup_ms,
+        repeat,
         cpus,
         amulet: amulet.display().to_string(),
         limits,
@@ -167,27 +173,56 @@ fn main() -> ExitCode {
     };
     let csv_path = out.join("results.csv");
     let summary_path = out.join("summary.md");
-    let mut rows = Vec::new();
-    for s in scenarios {
-        let name = s.name();
-        println!("running {name} (window {}) ...", s.window);
-        let result = cluster::run_scenario(&settings, &s, &out.join(&name));
-        match &result {
-            Ok(m) => println!(
-                "  {:.0} msgs/s, {:.1} MB/s, p50 {:.3} ms, p99 {:.3} ms, order {}",
-                m.msgs_per_s,
-                m.mb_per_s,
-                m.report.latency_p50_micros as f64 / 1000.0,
-                m.report.latency_p99_micros as f64 / 1000.0,
-                m.agreement.label()
-            ),
-            Err(e) => println!("  FAILED: {e}"),
+    let mut runs: Vec<Vec<Result<cluster::Measured, String>>> = vec![Vec::new(); scenarios.len()];
+    let rows_of = |runs: &[Vec<Result<cluster::Measured, String>>],
+                   loopback: &baseline::Loopback| {
+        scenarios
+            .iter()
+            .zip(runs)
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(s, r)| output::Row::new(s.clone(), r, loopback))
+            .collect::<Vec<_>>()
+    };
+    for round in 0..repeat {
+        for (i, s) in scenarios.iter().enumerate() {
+            let name = s.name();
+            println!(
+                "running {name} (window {}, run {} of {repeat}) ...",
+                s.window,
+                round + 1
+            );
+            let dir = if repeat == 1 {
+                out.join(&name)
+            } else {
+                out.join(&name).join(format!("run-{}", round + 1))
+            };
+            let result = cluster::run_scenario(&settings, s, &dir);
+            match &result {
+                Ok(m) => println!(
+                    "  {:.0} msgs/s, {:.1} MB/s, p50 {:.3} ms, p99 {:.3} ms, order {}",
+                    m.msgs_per_s,
+                    m.mb_per_s,
+                    m.report.latency_p50_micros as f64 / 1000.0,
+                    m.report.latency_p99_micros as f64 / 1000.0,
+                    m.agreement.label()
+                ),
+                Err(e) => println!("  FAILED: {e}"),
+            }
+            runs[i].push(result);
+            // Rewritten after every run, so an interrupted run keeps its rows.
+            let rows = rows_of(&runs, &loopback);
+            write(&csv_path, &output::csv(&rows, &loopback));
+            write(&summary_path, &output::summary(&rows, &loopback, &info));
         }
-        rows.push(output::Row::new(s, result, &loopback));
-        // Rewritten after every scenario, so an interrupted run keeps its rows.
-        write(&csv_path, &output::csv(&rows, &loopback));
-        write(&summary_path, &output::summary(&rows, &loopback, &info));
     }
+    // Loopback again at the end: the higher figure is the denominator.
+    if let Ok(mb) = baseline::blast(seconds as f64) {
+        println!("loopback blast (end): {mb:.1} MB/s");
+        loopback.blast_mb_per_s = Some(loopback.blast_mb_per_s.map_or(mb, |b| b.max(mb)));
+    }
+    let rows = rows_of(&runs, &loopback);
+    write(&csv_path, &output::csv(&rows, &loopback));
+    write(&summary_path, &output::summary(&rows, &loopback, &info));
     println!();
     print!("{}", output::table(&rows));
     if let Some(lb) = loopback.best() {

@@ -9,17 +9,38 @@ use std::fmt::Write as _;
 #[derive(Clone, Debug)]
 pub struct Row {
     pub scenario: Scenario,
+    /// The median run by msgs/s, or the last error if every run failed.
     pub result: Result<Measured, String>,
     pub target: Option<Target>,
+    /// Runs made and runs failed.
+    pub runs: usize,
+    pub failed: usize,
+    /// Lowest and highest msgs/s over the successful runs.
+    pub range: Option<(f64, f64)>,
 }
 
 impl Row {
-    pub fn new(scenario: Scenario, result: Result<Measured, String>, loopback: &Loopback) -> Row {
+    /// Summarises the runs of one scenario (in the order they ran).
+    pub fn new(scenario: Scenario, runs: &[Result<Measured, String>], loopback: &Loopback) -> Row {
         let target = scenario::target(&scenario, loopback.best());
+        let mut ok: Vec<&Measured> = runs.iter().filter_map(|r| r.as_ref().ok()).collect();
+        ok.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
+        let range = (!ok.is_empty()).then(|| (ok[0].msgs_per_s, ok[ok.len() - 1].msgs_per_s));
+        let result = match ok.get(ok.len() / 2) {
+            Some(m) => Ok((*m).clone()),
+            None => Err(runs
+                .iter()
+                .rev()
+                .find_map(|r| r.as_ref().err().cloned())
+                .unwrap_or_else(|| "not run".into())),
+        };
         Row {
             scenario,
             result,
             target,
+            runs: runs.len(),
+            failed: runs.len() - ok.len(),
+            range,
         }
     }
 
@@ -34,7 +55,7 @@ impl Row {
 }
 
 pub const CSV_HEADER: &str = "scenario,mode,streams,value_bytes,msgs_per_s,mb_per_s,p50_ms,p99_ms,\
-loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,status,notes";
+loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,runs,failed_runs,msgs_per_s_min,msgs_per_s_max,status,notes";
 
 fn ms(micros: u64) -> String {
     format!("{:.3}", micros as f64 / 1000.0)
@@ -78,6 +99,9 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
             ),
             Err(e) => (",,,".to_string(), format!("failed: {}", first_line(e))),
         };
+        let range = row
+            .range
+            .map_or(",".to_string(), |(lo, hi)| format!("{lo:.0},{hi:.0}"));
         let (max, values, agrees, load, cpu) = match &row.result {
             Ok(m) => (
                 ms(m.report.latency_max_micros),
@@ -98,7 +122,7 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
         };
         let _ = writeln!(
             out,
-            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{},{}",
+            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{},{},{range},{},{}",
             s.name(),
             s.mode,
             s.streams,
@@ -106,6 +130,8 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
             csv_field(&target),
             s.window,
             csv_field(&agrees),
+            row.runs,
+            row.failed,
             csv_field(&status),
             csv_field(&notes(row))
         );
@@ -203,6 +229,8 @@ pub struct RunInfo {
     pub started_unix: u64,
     pub seconds: u64,
     pub warmup_ms: u64,
+    /// Runs per scenario (the median is reported).
+    pub repeat: usize,
     pub cpus: usize,
     pub amulet: String,
     /// `[streams.limits]` overrides (empty: the node's defaults).
@@ -217,7 +245,9 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
     let _ = writeln!(
         s,
         "Run started at unix time {}; {} s measured per scenario after {} ms of \
-         warmup; {} CPUs; node binary `{}`. Three `amulet node` processes on \
+         warmup; each scenario ran {} time(s), in rounds over the whole \
+         matrix, and the run with the median msgs/s is reported; {} CPUs; \
+         node binary `{}`. Three `amulet node` processes on \
          127.0.0.1; node 1 proposes (round-robin over the streams), \
          coordinates and learns (merging the streams); latency is node 1's \
          propose-to-deliver time. MB/s are 10^6 bytes of values per second. \
@@ -227,7 +257,7 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
          shared with other work, a load above the CPU count means the \
          figures are depressed; `cpu%` is each node's CPU time over its \
          life (start-up and warmup included) in % of one CPU.\n",
-        info.started_unix, info.seconds, info.warmup_ms, info.cpus, info.amulet
+        info.started_unix, info.seconds, info.warmup_ms, info.repeat, info.cpus, info.amulet
     );
     let _ = writeln!(
         s,
@@ -244,7 +274,7 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
     let fmt = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.1} MB/s"));
     let _ = writeln!(
         s,
-        "- blast (one connection, 64 KiB writes, this process): {}",
+        "- blast (one connection, 64 KiB writes, this process; higher of the run's start and end): {}",
         fmt(loopback.blast_mb_per_s)
     );
     let _ = writeln!(
@@ -282,6 +312,24 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
         for row in warned {
             if let Ok(m) = &row.result {
                 let _ = writeln!(s, "- {}: {}", row.scenario.name(), m.warnings.join("; "));
+            }
+        }
+        let _ = writeln!(s);
+    }
+    if rows.iter().any(|r| r.runs > 1) {
+        let _ = writeln!(
+            s,
+            "Spread of msgs/s over the runs (min .. max, failed runs):\n"
+        );
+        for row in rows {
+            if let Some((lo, hi)) = row.range {
+                let _ = writeln!(
+                    s,
+                    "- {}: {lo:.0} .. {hi:.0} ({} of {} failed)",
+                    row.scenario.name(),
+                    row.failed,
+                    row.runs
+                );
             }
         }
         let _ = writeln!(s);
@@ -353,8 +401,12 @@ mod tests {
         })
         .unwrap();
         let rows = vec![
-            Row::new(all[0].clone(), Ok(ok), &loopback),
-            Row::new(all[2].clone(), Err("node 1 exited, oops".into()), &loopback),
+            Row::new(all[0].clone(), &[Ok(ok)], &loopback),
+            Row::new(
+                all[2].clone(),
+                &[Err("node 1 exited, oops".into())],
+                &loopback,
+            ),
         ];
         (rows, loopback)
     }
@@ -369,12 +421,34 @@ mod tests {
         assert_eq!(
             lines[1],
             "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
-             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,ok,"
+             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,1,0,250000,250000,ok,"
         );
         assert_eq!(lines[1].split(',').count(), n);
         assert!(lines[2]
             .starts_with("single-memory-32KiB-1s,memory,1,32768,,,,,4000.0,>= 1000.0 MB/s,no,"));
         assert!(lines[2].ends_with("\"failed: node 1 exited, oops\","));
+    }
+
+    #[test]
+    fn median_of_runs() {
+        let (rows, loopback) = rows();
+        let ok = rows[0].result.clone().unwrap();
+        let at = |rate: f64| {
+            let mut m = ok.clone();
+            m.msgs_per_s = rate;
+            Ok(m)
+        };
+        let runs = vec![at(300.0), Err("x".to_string()), at(100.0), at(200.0)];
+        let row = Row::new(rows[0].scenario.clone(), &runs, &loopback);
+        assert_eq!(row.result.as_ref().unwrap().msgs_per_s, 200.0);
+        assert_eq!((row.runs, row.failed), (4, 1));
+        assert_eq!(row.range, Some((100.0, 300.0)));
+        let all_failed = Row::new(
+            rows[0].scenario.clone(),
+            &[Err("a".into()), Err("b".into())],
+            &loopback,
+        );
+        assert_eq!(all_failed.result.unwrap_err(), "b");
     }
 
     #[test]
@@ -386,6 +460,7 @@ mod tests {
             warmup_ms: 1000,
             cpus: 2,
             amulet: "amulet".into(),
+            repeat: 1,
             limits: vec![],
             load_before: Some(0.5),
         };

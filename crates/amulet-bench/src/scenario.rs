@@ -79,6 +79,9 @@ pub fn size_label(bytes: usize) -> String {
     }
 }
 
+/// Window of the `light` scenario (latency without queueing).
+pub const LIGHT_WINDOW: u32 = 16;
+
 /// Outstanding values that saturate a stream of `value_bytes` values.
 pub fn default_window(value_bytes: usize) -> u32 {
     match value_bytes {
@@ -90,7 +93,8 @@ pub fn default_window(value_bytes: usize) -> u32 {
 }
 
 /// Every scenario: {memory, async, sync} x {200 B, 1 KiB, 32 KiB} on one
-/// stream, then 1 KiB in memory with 1, 2 and 4 streams merged at node 1.
+/// stream, 1 KiB in memory with a window of 16 (latency without queueing),
+/// then 1 KiB in memory with 1, 2 and 4 streams merged at node 1.
 pub fn matrix(window: Option<u32>) -> Vec<Scenario> {
     let mut all = Vec::new();
     for mode in [Mode::Memory, Mode::Async, Mode::Sync] {
@@ -104,6 +108,14 @@ pub fn matrix(window: Option<u32>) -> Vec<Scenario> {
             });
         }
     }
+    // Latency away from saturation: a few values outstanding.
+    all.push(Scenario {
+        group: "light",
+        mode: Mode::Memory,
+        streams: 1,
+        value_bytes: 1024,
+        window: LIGHT_WINDOW,
+    });
     for streams in [1, 2, 4] {
         all.push(Scenario {
             group: "merge",
@@ -161,11 +173,12 @@ mod tests {
     #[test]
     fn matrix_has_every_scenario() {
         let all = matrix(None);
-        assert_eq!(all.len(), 12);
+        assert_eq!(all.len(), 13);
         let names: Vec<String> = all.iter().map(Scenario::name).collect();
         assert!(names.contains(&"single-memory-200B-1s".to_string()));
         assert!(names.contains(&"single-sync-32KiB-1s".to_string()));
         assert!(names.contains(&"merge-memory-1KiB-4s".to_string()));
+        assert!(names.contains(&"light-memory-1KiB-1s".to_string()));
         let unique: std::collections::BTreeSet<_> = names.iter().collect();
         assert_eq!(unique.len(), names.len());
     }

@@ -56,7 +56,9 @@ pub fn run(args: NodeArgs) -> anyhow::Result<()> {
     // Tasks still blocked on sockets must not hold the exit up.
     runtime.shutdown_timeout(Duration::from_millis(200));
     let digest = format!("{:016x}", report.delivered.digest);
-    println!(
+    // Output goes to whoever started us; if they went away, the report
+    // file still matters more than a broken-pipe panic.
+    say(format_args!(
         "final node={} delivered={} digest={} values={} p50_us={} p99_us={}",
         report.node,
         report.delivered.count,
@@ -64,7 +66,7 @@ pub fn run(args: NodeArgs) -> anyhow::Result<()> {
         report.load.values,
         report.load.latency_p50_micros,
         report.load.latency_p99_micros
-    );
+    ));
     if let Some(path) = &args.report {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
@@ -113,10 +115,10 @@ async fn serve(
             }
             _ = status.tick() => {
                 if let Some(stats) = handle.stats().await {
-                    println!(
+                    say(format_args!(
                         "status delivered={} digest={:016x}",
                         stats.delivered.count, stats.delivered.digest
-                    );
+                    ));
                 }
             }
         }
@@ -151,4 +153,12 @@ async fn terminated() {
         }
     }
     std::future::pending::<()>().await
+}
+
+/// Prints one line to stdout, ignoring a closed stdout.
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }

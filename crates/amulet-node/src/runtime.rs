@@ -210,11 +210,16 @@ impl EventLoop {
     async fn serve(&mut self) -> anyhow::Result<()> {
         let mut tick = tokio::time::interval(TICK_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        let mut async_sync = tokio::time::interval(ASYNC_SYNC_INTERVAL);
-        async_sync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let tick_micros = TICK_INTERVAL.as_micros() as u64;
+        let async_sync_micros = ASYNC_SYNC_INTERVAL.as_micros() as u64;
+        let mut last_tick = TimeMicros(0);
+        let mut last_async_sync = TimeMicros(0);
         loop {
+            // The timer only wakes the loop; ticks and background syncs
+            // are due by elapsed time, checked after every input, so a
+            // saturated inbound queue cannot starve timeouts, heartbeats
+            // and skips.
             tokio::select! {
-                biased;
                 command = self.commands.recv() => match command {
                     None | Some(Command::Shutdown) => return self.flush(),
                     Some(command) => self.on_command(command),
@@ -229,18 +234,19 @@ impl EventLoop {
                         }
                     }
                 }
-                _ = tick.tick() => {
-                    let now = self.now();
-                    self.node.tick(now);
-                }
-                _ = async_sync.tick() => {
-                    self.sync_logs(|mode| mode == StorageMode::AsyncDurable)?;
-                }
+                _ = tick.tick() => {}
+            }
+            let now = self.now();
+            if now.since(last_tick) >= tick_micros {
+                last_tick = now;
+                self.node.tick(now);
+            }
+            if now.since(last_async_sync) >= async_sync_micros {
+                last_async_sync = now;
+                self.sync_logs(|mode| mode == StorageMode::AsyncDurable)?;
             }
             self.flush()?;
             if let Some(load) = self.load.as_mut() {
-                let now =
-                    TimeMicros(u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX));
                 load.offer(now, &mut self.node)?;
                 self.flush()?;
             }

@@ -17,6 +17,8 @@ const EXIT_GRACE: Duration = Duration::from_secs(20);
 struct Cluster {
     dir: PathBuf,
     ports: Vec<u16>,
+    /// Values each node's load generator keeps outstanding.
+    window: usize,
     children: Vec<Child>,
 }
 
@@ -42,6 +44,17 @@ fn free_ports(count: usize) -> Vec<u16> {
 impl Cluster {
     /// Starts three nodes with load on both streams for `duration_ms`.
     fn start(name: &str, storage: &str, duration_ms: u64, warmup_ms: u64) -> Cluster {
+        Cluster::start_with_window(name, storage, duration_ms, warmup_ms, 16)
+    }
+
+    /// Like `start`, with each node keeping `window` values outstanding.
+    fn start_with_window(
+        name: &str,
+        storage: &str,
+        duration_ms: u64,
+        warmup_ms: u64,
+        window: usize,
+    ) -> Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -49,6 +62,7 @@ impl Cluster {
         let mut cluster = Cluster {
             dir: dir.clone(),
             ports: ports.clone(),
+            window,
             children: Vec::new(),
         };
         for node in 1..=NODES {
@@ -62,27 +76,38 @@ impl Cluster {
                 storage,
             );
             std::fs::write(&config, text).unwrap();
-            let stderr = std::fs::File::create(dir.join(format!("node-{node}.log"))).unwrap();
-            let child = Command::new(env!("CARGO_BIN_EXE_amulet"))
-                .arg("node")
-                .arg("--config")
-                .arg(&config)
-                .args(["--load-streams", "1,2", "--load-window", "16"])
-                .args(["--load-value-bytes", "128"])
-                .arg("--load-warmup-ms")
-                .arg(warmup_ms.to_string())
-                .arg("--duration-ms")
-                .arg(duration_ms.to_string())
-                .arg("--report")
-                .arg(report_path(&dir, node))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::from(stderr))
-                .spawn()
-                .unwrap();
+            let child = cluster.spawn(node, duration_ms, warmup_ms);
             cluster.children.push(child);
         }
         cluster
+    }
+
+    /// Starts node `node` from its configuration file (again, after a kill).
+    fn spawn(&self, node: u32, duration_ms: u64, warmup_ms: u64) -> Child {
+        let dir = &self.dir;
+        let stderr = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("node-{node}.log")))
+            .unwrap();
+        Command::new(env!("CARGO_BIN_EXE_amulet"))
+            .arg("node")
+            .arg("--config")
+            .arg(dir.join(format!("node-{node}.toml")))
+            .args(["--load-streams", "1,2", "--load-value-bytes", "128"])
+            .arg("--load-window")
+            .arg(self.window.to_string())
+            .arg("--load-warmup-ms")
+            .arg(warmup_ms.to_string())
+            .arg("--duration-ms")
+            .arg(duration_ms.to_string())
+            .arg("--report")
+            .arg(report_path(dir, node))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(stderr))
+            .spawn()
+            .unwrap()
     }
 
     /// Waits (bounded) for every node to exit successfully; returns reports.
@@ -266,5 +291,26 @@ fn two_nodes_go_on_after_the_third_is_killed() {
     let reports = cluster.finish_nodes(5000, &[2, 3]);
     let agreed = check_agreement(&reports);
     eprintln!("crash: survivors agreed on {} values", agreed.count);
+    cluster.remove_files();
+}
+
+#[test]
+fn a_restarted_node_catches_up_and_agrees() {
+    // Node 3 is killed early and restarted on the same data directory: a
+    // new incarnation, and (memory storage) a learner only from then on.
+    // It must learn the streams from the start and agree with the others.
+    // A memory ring keeps only its last `memory_ring_slots` instances, so
+    // the load is light enough for the others to still hold everything.
+    let mut cluster = Cluster::start_with_window("restart", "memory", 4000, 500, 1);
+    std::thread::sleep(Duration::from_millis(300));
+    cluster.children[2].kill().unwrap();
+    cluster.children[2].wait().unwrap();
+    let restarted = cluster.spawn(3, 3000, 500);
+    cluster.children[2] = restarted;
+    let reports = cluster.finish(4000);
+    let agreed = check_agreement(&reports);
+    assert_eq!(reports[2]["incarnation"].as_u64(), Some(2));
+    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(false));
+    eprintln!("restart: agreed on {} values", agreed.count);
     cluster.remove_files();
 }

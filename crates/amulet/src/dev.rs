@@ -89,6 +89,8 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         // A fresh cluster: memory acceptors only vote in a data
         // directory's first run.
         let _ = std::fs::remove_dir_all(&data_dir);
+        // A report left by an earlier run must not pass for this one's.
+        let _ = std::fs::remove_file(report_path(&dir, node));
         let config_path = dir.join(format!("node-{node}.toml"));
         let text = local_cluster_toml(
             u64::from(std::process::id()),

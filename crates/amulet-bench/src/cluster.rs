@@ -494,29 +494,36 @@ fn peer_report(dir: &Path, node: u32) -> PathBuf {
 /// What the node logs when a durable mode runs on a memory log.
 const DURABLE_FALLBACK: &str = "durable acceptor log not available";
 
-/// Distinct WARN and ERROR messages (level, target and message, without
-/// timestamp and fields), at most `max`.
+/// Distinct WARN and ERROR messages, at most `max`: deduplicated on level,
+/// target and message (fields such as `peer=` dropped), each shown as its
+/// first occurrence with its fields (timestamp dropped) and a count.
 pub fn warnings(logs: &[String], max: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+    let mut out: Vec<(String, String, usize)> = Vec::new();
     for line in logs.iter().flat_map(|l| l.lines()) {
         let Some(at) = line.find(" WARN ").or_else(|| line.find(" ERROR ")) else {
             continue;
         };
         let text = line[at + 1..].trim();
-        // Fields (`key=value`) trail the message; drop them to deduplicate.
-        let message: Vec<&str> = text
+        let key: Vec<&str> = text
             .split_whitespace()
             .take_while(|w| !w.contains('='))
             .collect();
-        let message = message.join(" ");
-        if !out.contains(&message) {
-            out.push(message);
-            if out.len() == max {
-                break;
-            }
+        let key = key.join(" ");
+        if let Some(entry) = out.iter_mut().find(|(k, _, _)| *k == key) {
+            entry.2 += 1;
+        } else if out.len() < max {
+            out.push((key, text.to_string(), 1));
         }
     }
-    out
+    out.into_iter()
+        .map(|(_, text, n)| {
+            if n > 1 {
+                format!("{text} (x{n})")
+            } else {
+                text
+            }
+        })
+        .collect()
 }
 
 /// The 1-minute load average (Linux), if readable.
@@ -587,8 +594,8 @@ mod tests {
             w,
             vec![
                 "WARN amulet_node::storage_setup: durable acceptor log not available yet: \
-                 using a memory log",
-                "ERROR amulet_node::x: boom",
+                 using a memory log stream=s1 (x2)",
+                "ERROR amulet_node::x: boom peer=n1",
             ]
         );
         assert!(logs[0].contains(DURABLE_FALLBACK));

@@ -73,6 +73,15 @@ fn write(path: &Path, text: &str) {
     }
 }
 
+/// Copies the node binary to `out/bin/amulet` and returns the copy.
+fn snapshot(amulet: &Path, out: &Path) -> std::io::Result<PathBuf> {
+    let dir = out.join("bin");
+    fs::create_dir_all(&dir)?;
+    let copy = dir.join("amulet");
+    fs::copy(amulet, &copy)?;
+    Ok(copy)
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let started_unix = clock::unix_seconds();
@@ -117,6 +126,18 @@ fn main() -> ExitCode {
              other processes will depress the figures"
         );
     }
+    // Run a copy: the workspace's binary may be rebuilt during the run.
+    let amulet = match snapshot(&amulet, &out) {
+        Ok(copy) => copy,
+        Err(e) => {
+            eprintln!(
+                "cannot copy {} into {}: {e}",
+                amulet.display(),
+                out.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
     let scenarios: Vec<_> = scenario::matrix(args.window)
         .into_iter()
         .filter(|s| args.only.is_empty() || args.only.iter().any(|o| s.name().contains(o)))

@@ -28,7 +28,11 @@ def label(row):
     size = int(row["value_bytes"])
     size = f"{size // 1024} KiB" if size >= 1024 and size % 1024 == 0 else f"{size} B"
     streams = row["streams"]
-    group = "merge" if row["scenario"].startswith("merge") else row["mode"]
+    group = row["mode"]
+    if row["scenario"].startswith("merge"):
+        group = "merge"
+    elif row["scenario"].startswith("light"):
+        group = f"light w={row.get('window', '?')}"
     # A durable mode the node ran on a memory log (see notes / summary.md).
     star = "*" if (row.get("notes") or "").strip() else ""
     return f"{group}{star}\n{size}\n{streams} str"
@@ -52,7 +56,8 @@ def main():
         return 1
     labels = [label(r) for r in rows]
     colors = [MODE_COLORS.get(r["mode"], "#888888") for r in rows]
-    hatches = ["//" if r["scenario"].startswith("merge") else "" for r in rows]
+    hatches = ["//" if r["scenario"].startswith("merge") else ".." if r["scenario"].startswith("light") else ""
+               for r in rows]
     xs = list(range(len(rows)))
     loopback = next((number(r, "loopback_mb_per_s") for r in rows if r.get("loopback_mb_per_s")), None)
 
@@ -62,10 +67,23 @@ def main():
         title += f" (loopback TCP {loopback:,.0f} MB/s)"
     fig.suptitle(title)
 
+    def spread(key):
+        """Error bars from the runs' min and max msgs/s (median drawn)."""
+        scale = [1.0 if key == "msgs_per_s" else int(r["value_bytes"]) / 1e6 for r in rows]
+        lo = [number(r, "msgs_per_s_min") * k for r, k in zip(rows, scale)]
+        hi = [number(r, "msgs_per_s_max") * k for r, k in zip(rows, scale)]
+        mid = [number(r, key) for r in rows]
+        if all(a != a for a in lo):
+            return None
+        below = [0 if (m != m or a != a) else max(m - a, 0) for m, a in zip(mid, lo)]
+        above = [0 if (m != m or b != b) else max(b - m, 0) for m, b in zip(mid, hi)]
+        return [below, above]
+
     def bars(ax, key, unit, ylabel, log=False):
         values = [number(r, key) for r in rows]
         drawn = [0 if v != v else v for v in values]
-        b = ax.bar(xs, drawn, color=colors, edgecolor="black", linewidth=0.5)
+        b = ax.bar(xs, drawn, color=colors, edgecolor="black", linewidth=0.5,
+                   yerr=spread(key), capsize=3, ecolor="#333333")
         for bar, hatch in zip(b, hatches):
             bar.set_hatch(hatch)
         for x, v, r in zip(xs, values, rows):
@@ -84,6 +102,9 @@ def main():
             ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
 
+    runs = max((int(number(r, "runs")) for r in rows if number(r, "runs") == number(r, "runs")), default=1)
+    if runs > 1:
+        fig.text(0.99, 0.005, f"bars: median of {runs} runs; whiskers: min..max", fontsize=8, ha="right")
     bars(axes[0], "mb_per_s", "MB/s", "MB/s (10^6 B of values)")
     bars(axes[1], "msgs_per_s", "msgs/s", "values/s", log=True)
 

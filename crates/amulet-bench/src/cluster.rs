@@ -2,6 +2,7 @@
 //! spawning, bounded waits, and a guard that kills every child on every path.
 
 use crate::clock::{now, Deadline};
+use crate::links::{LinkReport, LinkSampler};
 use crate::scenario::{Mode, Scenario};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -71,6 +72,13 @@ impl Children {
         (wall > 0.0).then(|| *ticks as f64 / CLOCK_TICKS / wall * 100.0)
     }
 
+    pub fn pid(&self, name: &str) -> Option<u32> {
+        self.children
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| c.id())
+    }
+
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Child> {
         self.children
             .iter_mut()
@@ -81,9 +89,20 @@ impl Children {
     /// Waits for `name` to exit until `limit` passes; `None` on timeout.
     /// Samples the children's CPU use meanwhile.
     pub fn wait_for(&mut self, name: &str, limit: Duration) -> Option<ExitStatus> {
+        self.wait_for_with(name, limit, || {})
+    }
+
+    /// `wait_for`, calling `each` on every poll.
+    pub fn wait_for_with(
+        &mut self,
+        name: &str,
+        limit: Duration,
+        mut each: impl FnMut(),
+    ) -> Option<ExitStatus> {
         let deadline = Deadline::after(limit);
         loop {
             self.sample_cpu();
+            each();
             match self.get_mut(name)?.try_wait() {
                 Ok(Some(status)) => return Some(status),
                 Ok(None) if deadline.passed() => return None,
@@ -318,6 +337,8 @@ pub struct Measured {
     pub warnings: Vec<String>,
     /// A node said it ran a durable mode on a memory log.
     pub durable_fallback: bool,
+    /// Bytes sent per link over the payload delivered (from `ss`).
+    pub links: Option<LinkReport>,
     pub msgs_per_s: f64,
     pub mb_per_s: f64,
 }
@@ -334,6 +355,7 @@ impl Measured {
             cpu_percent: [None; 3],
             warnings: Vec::new(),
             durable_fallback: false,
+            links: None,
             msgs_per_s: report.values as f64 / secs,
             mb_per_s: report.bytes as f64 / secs / 1e6,
             report,
@@ -429,7 +451,13 @@ pub fn run_scenario(
     }
     let started = now();
     let limit = Duration::from_millis(node1_ms) + GRACE;
-    let status = children.wait_for("node-1", limit);
+    let pids = NODES
+        .iter()
+        .filter_map(|&n| children.pid(&format!("node-{n}")).map(|pid| (pid, n)))
+        .collect();
+    let listen = NODES.iter().map(|&n| (ports[n as usize - 1], n)).collect();
+    let mut sampler = LinkSampler::new(pids, listen);
+    let status = children.wait_for_with("node-1", limit, || sampler.maybe_sample());
     let took = started.elapsed();
     let cpu_percent = NODES.map(|n| children.cpu_percent(&format!("node-{n}")));
     // Stop the peers cleanly (SIGTERM), then kill whatever is left.
@@ -478,6 +506,8 @@ pub fn run_scenario(
     measured.agreement = agreement;
     measured.load1 = load_average();
     measured.cpu_percent = cpu_percent;
+    let payload = measured.report.delivered.count * scenario.value_bytes as u64;
+    measured.links = LinkReport::new(&sampler.links(), payload);
     let logs: Vec<String> = NODES
         .iter()
         .map(|n| fs::read_to_string(dir.join(format!("node-{n}.log"))).unwrap_or_default())

@@ -7,6 +7,7 @@
 mod baseline;
 mod clock;
 mod cluster;
+mod links;
 mod output;
 mod scenario;
 

@@ -55,7 +55,7 @@ impl Row {
 }
 
 pub const CSV_HEADER: &str = "scenario,mode,streams,value_bytes,msgs_per_s,mb_per_s,p50_ms,p99_ms,\
-loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,runs,failed_runs,msgs_per_s_min,msgs_per_s_max,status,notes";
+loopback_mb_per_s,target,target_met,max_ms,window,values,order_agrees,load1,cpu1_pct,cpu2_pct,cpu3_pct,runs,failed_runs,msgs_per_s_min,msgs_per_s_max,payload_links,link_bytes_per_payload,status,notes";
 
 fn ms(micros: u64) -> String {
     format!("{:.3}", micros as f64 / 1000.0)
@@ -102,6 +102,10 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
         let range = row
             .range
             .map_or(",".to_string(), |(lo, hi)| format!("{lo:.0},{hi:.0}"));
+        let links = match row.result.as_ref().ok().and_then(|m| m.links.as_ref()) {
+            Some(l) => format!("{},{}", l.payload_links(), csv_field(&l.describe())),
+            None => ",".to_string(),
+        };
         let (max, values, agrees, load, cpu) = match &row.result {
             Ok(m) => (
                 ms(m.report.latency_max_micros),
@@ -122,7 +126,7 @@ pub fn csv(rows: &[Row], loopback: &Loopback) -> String {
         };
         let _ = writeln!(
             out,
-            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{},{},{range},{},{}",
+            "{},{},{},{},{rates},{lb},{},{met},{max},{},{values},{},{load},{cpu},{},{},{range},{links},{},{}",
             s.name(),
             s.mode,
             s.streams,
@@ -334,6 +338,32 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
         }
         let _ = writeln!(s);
     }
+    let measured: Vec<(&Row, &crate::links::LinkReport)> = rows
+        .iter()
+        .filter_map(|r| Some((r, r.result.as_ref().ok()?.links.as_ref()?)))
+        .collect();
+    if !measured.is_empty() {
+        let _ = writeln!(s, "## Measured payload hops\n");
+        let _ = writeln!(
+            s,
+            "Bytes each node sent to each other node (kernel TCP counters from \
+             `ss -tinp`, sampled every 250 ms while node 1 ran) over the value \
+             bytes node 1 delivered; `i>j:r` means node i sent node j r times \
+             the payload. Links with at least half the payload are counted as \
+             payload hops.\n"
+        );
+        for (row, links) in measured {
+            let _ = writeln!(
+                s,
+                "- {}: {} payload hop(s); {} (sum {:.2})",
+                row.scenario.name(),
+                links.payload_links(),
+                links.describe(),
+                links.total()
+            );
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(s, "## Targets\n");
     let mut any = false;
     for row in rows {
@@ -421,7 +451,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
-             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,1,0,250000,250000,ok,"
+             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,1,0,250000,250000,,,ok,"
         );
         assert_eq!(lines[1].split(',').count(), n);
         assert!(lines[2]

@@ -372,6 +372,8 @@ pub struct RunSettings {
     pub keep_data: bool,
     /// `key = value` lines for every stream's `[streams.limits]`.
     pub limits: Vec<String>,
+    /// Sample per-link bytes with `ss` while node 1 runs.
+    pub link_stats: bool,
 }
 
 /// Runs one scenario in `dir`: three nodes, node 1 loads and reports.
@@ -457,8 +459,17 @@ pub fn run_scenario(
         .collect();
     let listen = NODES.iter().map(|&n| (ports[n as usize - 1], n)).collect();
     let mut sampler = LinkSampler::new(pids, listen);
-    let status = children.wait_for_with("node-1", limit, || sampler.maybe_sample());
+    let status = children.wait_for_with("node-1", limit, || {
+        if settings.link_stats {
+            sampler.maybe_sample();
+        }
+    });
     let took = started.elapsed();
+    // Peers' log lines after node 1 stopped are about node 1 going away.
+    let peer_log_len: Vec<u64> = NODES[1..]
+        .iter()
+        .map(|n| fs::metadata(dir.join(format!("node-{n}.log"))).map_or(0, |m| m.len()))
+        .collect();
     let cpu_percent = NODES.map(|n| children.cpu_percent(&format!("node-{n}")));
     // Stop the peers cleanly (SIGTERM), then kill whatever is left.
     for node in ["node-2", "node-3"] {
@@ -510,7 +521,20 @@ pub fn run_scenario(
     measured.links = LinkReport::new(&sampler.links(), payload);
     let logs: Vec<String> = NODES
         .iter()
-        .map(|n| fs::read_to_string(dir.join(format!("node-{n}.log"))).unwrap_or_default())
+        .enumerate()
+        .map(|(i, n)| {
+            let text = fs::read_to_string(dir.join(format!("node-{n}.log"))).unwrap_or_default();
+            match i.checked_sub(1).map(|p| peer_log_len[p] as usize) {
+                Some(len) if len < text.len() => {
+                    let mut cut = len;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    text[..cut].to_string()
+                }
+                _ => text,
+            }
+        })
         .collect();
     measured.warnings = warnings(&logs, 5);
     measured.durable_fallback = logs.iter().any(|l| l.contains(DURABLE_FALLBACK));

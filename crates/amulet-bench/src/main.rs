@@ -55,6 +55,9 @@ struct Args {
     /// Keep the nodes' data directories (durable modes write a lot).
     #[arg(long)]
     keep_data: bool,
+    /// Do not sample per-link bytes with `ss` during the scenarios.
+    #[arg(long)]
+    no_link_stats: bool,
     /// Override a stream limit in every stream's `[streams.limits]`, e.g.
     /// `--stream-limit pipeline_instances_max=256` (repeatable).
     #[arg(long, value_name = "KEY=VALUE")]
@@ -182,6 +185,7 @@ fn main() -> ExitCode {
         warmup_ms,
         keep_data: args.keep_data,
         limits: limits.clone(),
+        link_stats: !args.no_link_stats,
     };
     let info = output::RunInfo {
         started_unix,

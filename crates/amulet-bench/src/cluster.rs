@@ -339,6 +339,9 @@ pub struct Measured {
     pub durable_fallback: bool,
     /// Bytes sent per link over the payload delivered (from `ss`).
     pub links: Option<LinkReport>,
+    /// Values node 1 delivered in each second of its run (from its
+    /// once-a-second `status delivered=N` lines), warmup included.
+    pub timeline: Vec<u64>,
     pub msgs_per_s: f64,
     pub mb_per_s: f64,
 }
@@ -356,6 +359,7 @@ impl Measured {
             warnings: Vec::new(),
             durable_fallback: false,
             links: None,
+            timeline: Vec::new(),
             msgs_per_s: report.values as f64 / secs,
             mb_per_s: report.bytes as f64 / secs / 1e6,
             report,
@@ -537,12 +541,34 @@ pub fn run_scenario(
         })
         .collect();
     measured.warnings = warnings(&logs, 5);
+    measured.timeline = timeline(&logs[0]);
     measured.durable_fallback = logs.iter().any(|l| l.contains(DURABLE_FALLBACK));
     Ok(measured)
 }
 
 fn peer_report(dir: &Path, node: u32) -> PathBuf {
     dir.join(format!("report-{node}.json"))
+}
+
+/// Per-second deliveries from `status delivered=N` lines (cumulative N).
+pub fn timeline(log: &str) -> Vec<u64> {
+    let mut last = 0;
+    let mut out = Vec::new();
+    for line in log.lines() {
+        let Some(rest) = line.strip_prefix("status delivered=") else {
+            continue;
+        };
+        let Some(n) = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        out.push(n.saturating_sub(last));
+        last = n;
+    }
+    out
 }
 
 /// What the node logs when a durable mode runs on a memory log.
@@ -653,6 +679,13 @@ mod tests {
             ]
         );
         assert!(logs[0].contains(DURABLE_FALLBACK));
+    }
+
+    #[test]
+    fn timeline_from_status_lines() {
+        let log = "status delivered=9128 digest=e0\nnoise\nstatus delivered=11167 digest=f3\n\
+                   final node=1 delivered=12000\nstatus delivered=x\n";
+        assert_eq!(timeline(log), vec![9128, 2039]);
     }
 
     fn point(count: u64, digest: u64) -> DigestPoint {

@@ -364,6 +364,24 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
         }
         let _ = writeln!(s);
     }
+    let timelines: Vec<(&Row, &Vec<u64>)> = rows
+        .iter()
+        .filter_map(|r| Some((r, &r.result.as_ref().ok()?.timeline)))
+        .filter(|(_, t)| !t.is_empty())
+        .collect();
+    if !timelines.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Delivery timeline\n\nValues node 1 delivered in each second of \
+             its run (start-up and warmup included), from its status lines; \
+             a dip shows a stall inside the run.\n"
+        );
+        for (row, t) in timelines {
+            let t: Vec<String> = t.iter().map(u64::to_string).collect();
+            let _ = writeln!(s, "- {}: {}", row.scenario.name(), t.join(", "));
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(s, "## Targets\n");
     let mut any = false;
     for row in rows {

@@ -469,7 +469,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "single-memory-200B-1s,memory,1,200,250000,50.00,1.500,4.200,4000.0,\
-             >= 200000 msgs/s,yes,9.000,8192,1000000,unchecked,,,,,1,0,250000,250000,,,ok,"
+             >= 200000 msgs/s,yes,9.000,2048,1000000,unchecked,,,,,1,0,250000,250000,,,ok,"
         );
         assert_eq!(lines[1].split(',').count(), n);
         assert!(lines[2]

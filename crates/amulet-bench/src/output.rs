@@ -396,9 +396,31 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
             },
             Err(e) => format!("failed ({})", first_line(e)),
         };
+        // For the MB/s target: the fraction of loopback each payload hop
+        // got (the target is 0.5), against each baseline.
+        let per_hop = match (&row.result, target) {
+            (Ok(m), Target::MbPerS(_)) => {
+                let hops = f64::from(scenario::PAYLOAD_HOPS);
+                let mut parts = Vec::new();
+                for (name, lb) in [
+                    ("blast", loopback.blast_mb_per_s),
+                    ("iperf3", loopback.iperf3_mb_per_s),
+                ] {
+                    if let Some(lb) = lb {
+                        parts.push(format!("{:.2} of {name}", m.mb_per_s * hops / lb));
+                    }
+                }
+                format!(
+                    " (x {} hops = {}; needs 0.50)",
+                    scenario::PAYLOAD_HOPS,
+                    parts.join(", ")
+                )
+            }
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "- {}: {} against {} -> {}",
+            "- {}: {} against {} -> {}{per_hop}",
             row.scenario.name(),
             measured,
             target.describe(),

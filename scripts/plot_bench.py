@@ -33,6 +33,8 @@ def label(row):
         group = "merge"
     elif row["scenario"].startswith("light"):
         group = f"light w={row.get('window', '?')}"
+    elif row["scenario"].startswith("tuned"):
+        group = f"tuned w={row.get('window', '?')}"
     # A durable mode the node ran on a memory log (see notes / summary.md).
     star = "*" if (row.get("notes") or "").strip() else ""
     return f"{group}{star}\n{size}\n{streams} str"
@@ -56,7 +58,8 @@ def main():
         return 1
     labels = [label(r) for r in rows]
     colors = [MODE_COLORS.get(r["mode"], "#888888") for r in rows]
-    hatches = ["//" if r["scenario"].startswith("merge") else ".." if r["scenario"].startswith("light") else ""
+    hatches = ["//" if r["scenario"].startswith("merge") else ".." if r["scenario"].startswith("light")
+               else "xx" if r["scenario"].startswith("tuned") else ""
                for r in rows]
     xs = list(range(len(rows)))
     loopback = next((number(r, "loopback_mb_per_s") for r in rows if r.get("loopback_mb_per_s")), None)

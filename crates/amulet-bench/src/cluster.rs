@@ -412,7 +412,7 @@ pub fn run_scenario(
             &data_dir,
             scenario.streams,
             scenario.mode,
-            &settings.limits,
+            &merged_limits(&settings.limits, &scenario.limits),
         );
         fs::write(&config, text).map_err(|e| format!("{}: {e}", config.display()))?;
         let log = dir.join(format!("node-{node}.log"));
@@ -544,6 +544,19 @@ pub fn run_scenario(
     measured.timeline = timeline(&logs[0]);
     measured.durable_fallback = logs.iter().any(|l| l.contains(DURABLE_FALLBACK));
     Ok(measured)
+}
+
+/// `--stream-limit` lines with the scenario's own limits replacing any of
+/// the same key (TOML refuses a key twice).
+pub fn merged_limits(global: &[String], own: &[(&str, u64)]) -> Vec<String> {
+    let key = |line: &str| line.split('=').next().unwrap_or("").trim().to_string();
+    let mut out: Vec<String> = global
+        .iter()
+        .filter(|line| !own.iter().any(|(k, _)| key(line) == *k))
+        .cloned()
+        .collect();
+    out.extend(own.iter().map(|(k, v)| format!("{k} = {v}")));
+    out
 }
 
 fn peer_report(dir: &Path, node: u32) -> PathBuf {
@@ -686,6 +699,19 @@ mod tests {
         let log = "status delivered=9128 digest=e0\nnoise\nstatus delivered=11167 digest=f3\n\
                    final node=1 delivered=12000\nstatus delivered=x\n";
         assert_eq!(timeline(log), vec![9128, 2039]);
+    }
+
+    #[test]
+    fn scenario_limits_win() {
+        let global = vec![
+            "pipeline_instances_max = 64".to_string(),
+            "batch_bytes_max = 65536".to_string(),
+        ];
+        assert_eq!(
+            merged_limits(&global, &[("pipeline_instances_max", 256)]),
+            vec!["batch_bytes_max = 65536", "pipeline_instances_max = 256"]
+        );
+        assert_eq!(merged_limits(&global, &[]), global);
     }
 
     fn point(count: u64, digest: u64) -> DigestPoint {

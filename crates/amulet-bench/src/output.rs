@@ -274,6 +274,18 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
         info.load_before
             .map_or("unknown".to_string(), |l| format!("{l:.2}"))
     );
+    let _ = writeln!(
+        s,
+        "`light` runs 16 values outstanding (latency without queueing); \
+         `tuned` runs 32 KiB values with {} (`memory_ring_slots` x 32 KiB \
+         batches is what each node's memory ring allocates before it wraps); \
+         every other scenario uses the node's default stream limits.\n",
+        scenario::TUNED_LIMITS
+            .iter()
+            .map(|(k, v)| format!("`{k} = {v}`"))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    );
     let _ = writeln!(s, "## Loopback TCP baseline\n");
     let fmt = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.1} MB/s"));
     let _ = writeln!(

@@ -57,6 +57,8 @@ pub struct Scenario {
     pub streams: u32,
     pub value_bytes: usize,
     pub window: u32,
+    /// `[streams.limits]` of this scenario (over `--stream-limit`).
+    pub limits: Vec<(&'static str, u64)>,
 }
 
 impl Scenario {
@@ -79,6 +81,10 @@ pub fn size_label(bytes: usize) -> String {
     }
 }
 
+/// Stream limits of the `tuned` scenario.
+pub const TUNED_LIMITS: [(&str, u64); 2] =
+    [("memory_ring_slots", 1024), ("pipeline_instances_max", 256)];
+
 /// Window of the `light` scenario (latency without queueing).
 pub const LIGHT_WINDOW: u32 = 16;
 
@@ -97,7 +103,8 @@ pub fn default_window(value_bytes: usize) -> u32 {
 
 /// Every scenario: {memory, async, sync} x {200 B, 1 KiB, 32 KiB} on one
 /// stream, 1 KiB in memory with a window of 16 (latency without queueing),
-/// then 1 KiB in memory with 1, 2 and 4 streams merged at node 1.
+/// 32 KiB in memory with limits for large values, then 1 KiB in memory
+/// with 1, 2 and 4 streams merged at node 1.
 pub fn matrix(window: Option<u32>) -> Vec<Scenario> {
     let mut all = Vec::new();
     for mode in [Mode::Memory, Mode::Async, Mode::Sync] {
@@ -108,6 +115,7 @@ pub fn matrix(window: Option<u32>) -> Vec<Scenario> {
                 streams: 1,
                 value_bytes,
                 window: window.unwrap_or_else(|| default_window(value_bytes)),
+                limits: vec![],
             });
         }
     }
@@ -118,6 +126,19 @@ pub fn matrix(window: Option<u32>) -> Vec<Scenario> {
         streams: 1,
         value_bytes: 1024,
         window: LIGHT_WINDOW,
+        limits: vec![],
+    });
+    // 32 KiB with limits sized for large values: a 1024-slot memory ring
+    // (the default 16384 slots of 32 KiB batches, 512 MiB per node, take
+    // seconds to fill, at a fraction of the speed) and 256 instances in
+    // flight instead of 64.
+    all.push(Scenario {
+        group: "tuned",
+        mode: Mode::Memory,
+        streams: 1,
+        value_bytes: LARGE_VALUE,
+        window: window.unwrap_or(256),
+        limits: TUNED_LIMITS.to_vec(),
     });
     for streams in [1, 2, 4] {
         all.push(Scenario {
@@ -126,6 +147,7 @@ pub fn matrix(window: Option<u32>) -> Vec<Scenario> {
             streams,
             value_bytes: 1024,
             window: window.unwrap_or_else(|| default_window(1024)),
+            limits: vec![],
         });
     }
     all
@@ -154,10 +176,11 @@ impl Target {
     }
 }
 
-/// 32 KiB on one stream (every mode): half of loopback over the payload
-/// hops; 200 B on one stream in memory: 200,000 msgs/s.
+/// 32 KiB on one stream (every mode, default and tuned limits): half of
+/// loopback over the payload hops; 200 B on one stream in memory: 200,000
+/// msgs/s.
 pub fn target(s: &Scenario, loopback_mb_per_s: Option<f64>) -> Option<Target> {
-    if s.group != "single" || s.streams != 1 {
+    if !matches!(s.group, "single" | "tuned") || s.streams != 1 {
         return None;
     }
     if s.value_bytes == LARGE_VALUE {
@@ -176,12 +199,13 @@ mod tests {
     #[test]
     fn matrix_has_every_scenario() {
         let all = matrix(None);
-        assert_eq!(all.len(), 13);
+        assert_eq!(all.len(), 14);
         let names: Vec<String> = all.iter().map(Scenario::name).collect();
         assert!(names.contains(&"single-memory-200B-1s".to_string()));
         assert!(names.contains(&"single-sync-32KiB-1s".to_string()));
         assert!(names.contains(&"merge-memory-1KiB-4s".to_string()));
         assert!(names.contains(&"light-memory-1KiB-1s".to_string()));
+        assert!(names.contains(&"tuned-memory-32KiB-1s".to_string()));
         let unique: std::collections::BTreeSet<_> = names.iter().collect();
         assert_eq!(unique.len(), names.len());
     }

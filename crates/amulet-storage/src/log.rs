@@ -58,8 +58,11 @@ pub trait AcceptorLog: Send {
     /// Persist a promise for every instance (phase 1).
     fn save_promise(&mut self, ballot: Ballot) -> Result<(), StorageError>;
     /// Persist a promise for one instance (classic phase 1 of gap repair).
-    fn save_instance_promise(&mut self, instance: Instance, ballot: Ballot)
-        -> Result<(), StorageError>;
+    fn save_instance_promise(
+        &mut self,
+        instance: Instance,
+        ballot: Ballot,
+    ) -> Result<(), StorageError>;
     /// Persist a vote (or a learned decision, with `decided`). A later
     /// record for the same instance replaces the earlier one.
     fn save(&mut self, record: &LogRecord) -> Result<(), StorageError>;

@@ -54,6 +54,9 @@ pub struct MulticastNode {
     me: NodeId,
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
+    /// When this node last learned a decision of each stream: a new
+    /// coordinator owes skips from then, not from its takeover.
+    last_progress: BTreeMap<StreamId, TimeMicros>,
     merger: Merger,
     output: Output,
     effects: Effects,
@@ -84,6 +87,7 @@ impl MulticastNode {
             merger: Merger::new(ids, instances_per_round),
             streams,
             pacing: BTreeMap::new(),
+            last_progress: BTreeMap::new(),
             output: Output::default(),
             effects: Effects::default(),
         }
@@ -131,7 +135,7 @@ impl MulticastNode {
             message: envelope.message,
         };
         stream.step(now, input, &mut self.output);
-        self.absorb();
+        self.absorb(now);
     }
 
     /// Time passed: timeouts, heartbeats, rate leveling.
@@ -140,7 +144,7 @@ impl MulticastNode {
             stream.step(now, Input::Tick, &mut self.output);
         }
         self.level_rates(now);
-        self.absorb();
+        self.absorb(now);
     }
 
     /// Multicasts `bytes` to `stream`.
@@ -157,7 +161,7 @@ impl MulticastNode {
         let id = node
             .propose(now, bytes, &mut self.output)
             .map_err(MulticastError::Refused)?;
-        self.absorb();
+        self.absorb(now);
         Ok(id)
     }
 
@@ -174,13 +178,14 @@ impl MulticastNode {
                 continue;
             };
             let limits = &stream_limits(stream);
+            let last_progress = self.last_progress.get(id).copied().unwrap_or(now);
             let pacing = self.pacing.entry(*id).or_insert_with(|| Pacing {
-                pacer: SkipPacer::new(limits.0, limits.1, now),
+                pacer: SkipPacer::new(limits.0, limits.1, now, last_progress),
                 ballot,
                 proposed_weight: 0,
             });
             if pacing.ballot != ballot {
-                pacing.pacer.reset(now);
+                pacing.pacer.reset(now, last_progress);
                 pacing.ballot = ballot;
                 pacing.proposed_weight = 0;
             }
@@ -197,7 +202,7 @@ impl MulticastNode {
     }
 
     /// Moves stream output into the merge and the effects.
-    fn absorb(&mut self) {
+    fn absorb(&mut self, now: TimeMicros) {
         let output = &mut self.output;
         self.effects.sends.append(&mut output.sends);
         self.effects
@@ -207,6 +212,7 @@ impl MulticastNode {
             self.effects.trimmed.push(trimmed);
         }
         for decided in output.decided.drain(..) {
+            self.last_progress.insert(decided.stream, now);
             self.merger
                 .push(decided.stream, decided.instance, decided.batch);
         }

@@ -217,7 +217,7 @@ impl StreamNode {
                 .in_flight
                 .contains_key(&instance);
             if !proposed && instance >= self.learner.next && !self.learner.has_decided(instance) {
-                self.propose_instance(instance, batch, out);
+                self.propose_instance(instance, batch, false, out);
             }
             instance = instance.next();
         }
@@ -255,14 +255,22 @@ impl StreamNode {
             };
             let instance = c.next_instance;
             c.next_instance = instance.next();
-            self.propose_instance(instance, batch, out);
+            self.propose_instance(instance, batch, true, out);
         }
     }
 
-    fn propose_instance(&mut self, instance: Instance, batch: Batch, out: &mut Output) {
+    /// Proposes `batch` in `instance`. A `fresh` batch is new weight of this
+    /// coordinator; a batch recovered in phase 1 was paced by the coordinator
+    /// that first proposed it (possibly long ago: a restarted coordinator
+    /// re-proposes everything above its empty learner) and must not count
+    /// towards this one's rate, or it would stop skipping for as long as
+    /// that weight lasts (simulator seed 16: a 4 s silent stream).
+    fn propose_instance(&mut self, instance: Instance, batch: Batch, fresh: bool, out: &mut Output) {
         let now = self.now;
         let c = self.coordinator.as_mut().expect("coordinating");
-        c.proposed_weight = c.proposed_weight.saturating_add(batch.merge_weight());
+        if fresh {
+            c.proposed_weight = c.proposed_weight.saturating_add(batch.merge_weight());
+        }
         self.stats.instances_proposed += 1;
         if let Batch::Skip(count) = batch {
             self.stats.skips_proposed += count;

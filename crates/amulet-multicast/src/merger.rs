@@ -47,6 +47,10 @@ struct Lane {
     next: Instance,
     /// Skip weight decided but not yet consumed by rounds.
     carry: u64,
+    /// Merge weight of every instance pushed (the stream's merge position).
+    pushed: u64,
+    /// Merge weight consumed by rounds.
+    consumed: u64,
 }
 
 /// Merges decided instances of several streams into one order.
@@ -137,7 +141,49 @@ impl Merger {
         };
         let expected = lane.queue.back().map_or(lane.next, |(last, _)| last.next());
         assert_eq!(instance, expected, "stream {stream:?} decided out of order");
+        lane.pushed = lane.pushed.saturating_add(batch.merge_weight());
         lane.queue.push_back((instance, batch));
+    }
+
+    /// The merge position `stream` must reach so that everything decided
+    /// in the other streams can be merged, when the merge is blocked on
+    /// `stream` and the others hold at least `threshold` weight beyond it;
+    /// otherwise 0. Learners send it to the stream's coordinator (merge
+    /// catch-up, see `StreamNode::set_merge_need`).
+    pub fn need(&self, stream: StreamId, threshold: u64) -> u64 {
+        if self.waiting_on() != Some(stream) {
+            return 0;
+        }
+        let backlog = self
+            .lanes
+            .iter()
+            .filter(|(id, _)| **id != stream)
+            .map(|(_, lane)| lane.pushed - lane.consumed)
+            .max()
+            .unwrap_or(0);
+        if backlog < threshold.max(1) {
+            return 0;
+        }
+        self.lanes[&stream].pushed.saturating_add(backlog)
+    }
+
+    /// Consumes whole rounds in which every stream only skips, in one
+    /// step: skips can be large (a stream that was far behind), and
+    /// counting them down one round at a time would cost that many loops.
+    fn skip_whole_rounds(&mut self) {
+        if self.turn != 0 || self.remaining != self.instances_per_round {
+            return;
+        }
+        let m = self.instances_per_round;
+        let rounds = self.lanes.values().map(|l| l.carry / m).min().unwrap_or(0);
+        if rounds == 0 {
+            return;
+        }
+        for lane in self.lanes.values_mut() {
+            lane.carry -= rounds * m;
+            lane.consumed += rounds * m;
+        }
+        self.rounds += rounds;
     }
 
     /// The next merged value, if the merge can make progress.
@@ -149,6 +195,9 @@ impl Merger {
             if self.order.is_empty() {
                 return None;
             }
+            if self.bug == MergeBug::None {
+                self.skip_whole_rounds();
+            }
             let stream = self.order[self.turn];
             let lane = self
                 .lanes
@@ -157,6 +206,7 @@ impl Merger {
             if lane.carry > 0 {
                 let used = lane.carry.min(self.remaining);
                 lane.carry -= used;
+                lane.consumed += used;
                 self.remaining -= used;
             } else {
                 let (instance, batch) = lane.queue.pop_front()?;
@@ -170,8 +220,12 @@ impl Merger {
                             value,
                         }));
                         self.remaining -= 1;
+                        lane.consumed += 1;
                     }
-                    Batch::Null => self.remaining -= 1,
+                    Batch::Null => {
+                        self.remaining -= 1;
+                        lane.consumed += 1;
+                    }
                     Batch::Skip(count) => {
                         lane.carry = match self.bug {
                             MergeBug::None => count,
@@ -267,5 +321,35 @@ mod tests {
             drain(&mut m)
         };
         assert_ne!(run(MergeBug::None), run(MergeBug::IgnoreSkipCounts));
+    }
+
+    #[test]
+    fn section_3_3_blocked_merge_states_the_position_it_needs() {
+        let mut m = Merger::new(vec![StreamId(1), StreamId(2)], 1);
+        m.push(StreamId(1), Instance(0), Batch::Skip(3));
+        m.push(StreamId(2), Instance(0), Batch::Skip(1_000));
+        assert!(drain(&mut m).is_empty());
+        // Stream 1 is at position 3 and stream 2 holds 997 more than it
+        // consumed: stream 1 must reach 3 + 997.
+        assert_eq!(m.waiting_on(), Some(StreamId(1)));
+        assert_eq!(m.need(StreamId(1), 10), 1_000);
+        assert_eq!(m.need(StreamId(2), 10), 0, "not blocked on stream 2");
+        assert_eq!(m.need(StreamId(1), 2_000), 0, "below the threshold");
+        m.push(StreamId(1), Instance(1), Batch::Skip(997));
+        m.push(StreamId(1), Instance(2), value(7));
+        m.push(StreamId(2), Instance(1), value(8));
+        assert_eq!(drain(&mut m), vec![(1, 7), (2, 8)]);
+    }
+
+    #[test]
+    fn huge_skips_on_every_stream_merge_in_one_step() {
+        let mut m = Merger::new(vec![StreamId(1), StreamId(2)], 1);
+        m.push(StreamId(1), Instance(0), Batch::Skip(1 << 50));
+        m.push(StreamId(2), Instance(0), Batch::Skip(1 << 50));
+        m.push(StreamId(1), Instance(1), value(1));
+        m.push(StreamId(2), Instance(1), value(2));
+        // Would take 2^51 loop turns one round at a time.
+        assert_eq!(drain(&mut m), vec![(1, 1), (2, 2)]);
+        assert_eq!(m.rounds(), (1 << 50) + 1);
     }
 }

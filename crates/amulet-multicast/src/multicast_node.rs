@@ -43,6 +43,14 @@ impl Effects {
     }
 }
 
+/// A merge blocked on one stream asks for catch-up when the others are
+/// ahead by more than this much time at λ (well above Δ and one network
+/// round trip, so ordinary pacing jitter never triggers it).
+const CATCH_UP_MICROS: u64 = 25_000;
+
+/// The smallest backlog that asks for catch-up (when λ is 0 or tiny).
+const CATCH_UP_WEIGHT_MIN: u64 = 64;
+
 struct Pacing {
     pacer: SkipPacer,
     ballot: Ballot,
@@ -54,9 +62,6 @@ pub struct MulticastNode {
     me: NodeId,
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
-    /// When this node last learned a decision of each stream: a new
-    /// coordinator owes skips from then, not from its takeover.
-    last_progress: BTreeMap<StreamId, TimeMicros>,
     merger: Merger,
     output: Output,
     effects: Effects,
@@ -87,7 +92,6 @@ impl MulticastNode {
             merger: Merger::new(ids, instances_per_round),
             streams,
             pacing: BTreeMap::new(),
-            last_progress: BTreeMap::new(),
             output: Output::default(),
             effects: Effects::default(),
         }
@@ -135,7 +139,7 @@ impl MulticastNode {
             message: envelope.message,
         };
         stream.step(now, input, &mut self.output);
-        self.absorb(now);
+        self.absorb();
     }
 
     /// Time passed: timeouts, heartbeats, rate leveling.
@@ -144,7 +148,24 @@ impl MulticastNode {
             stream.step(now, Input::Tick, &mut self.output);
         }
         self.level_rates(now);
-        self.absorb(now);
+        self.absorb();
+        self.report_merge_needs();
+    }
+
+    /// Merge catch-up (thesis §3.3): tells each stream (through its
+    /// heartbeats to the coordinator) the position this node's merge
+    /// needs it to reach when the merge is blocked on it while the other
+    /// streams hold more than `CATCH_UP_MICROS` of λ in decided instances.
+    /// Rate leveling alone keeps streams level only while each has a
+    /// coordinator; a stream that was leaderless for a while stays behind
+    /// by that long, and every value of the other streams would wait that
+    /// much longer in the merge, for good.
+    fn report_merge_needs(&mut self) {
+        for (id, stream) in self.streams.iter_mut() {
+            let rate = stream.config().limits.skip_rate_per_second;
+            let threshold = (rate.saturating_mul(CATCH_UP_MICROS) / 1_000_000).max(CATCH_UP_WEIGHT_MIN);
+            stream.set_merge_need(self.merger.need(*id, threshold));
+        }
     }
 
     /// Multicasts `bytes` to `stream`.
@@ -161,7 +182,7 @@ impl MulticastNode {
         let id = node
             .propose(now, bytes, &mut self.output)
             .map_err(MulticastError::Refused)?;
-        self.absorb(now);
+        self.absorb();
         Ok(id)
     }
 
@@ -178,14 +199,13 @@ impl MulticastNode {
                 continue;
             };
             let limits = &stream_limits(stream);
-            let last_progress = self.last_progress.get(id).copied().unwrap_or(now);
             let pacing = self.pacing.entry(*id).or_insert_with(|| Pacing {
-                pacer: SkipPacer::new(limits.0, limits.1, now, last_progress),
+                pacer: SkipPacer::new(limits.0, limits.1, now),
                 ballot,
                 proposed_weight: 0,
             });
             if pacing.ballot != ballot {
-                pacing.pacer.reset(now, last_progress);
+                pacing.pacer.reset(now);
                 pacing.ballot = ballot;
                 pacing.proposed_weight = 0;
             }
@@ -202,7 +222,7 @@ impl MulticastNode {
     }
 
     /// Moves stream output into the merge and the effects.
-    fn absorb(&mut self, now: TimeMicros) {
+    fn absorb(&mut self) {
         let output = &mut self.output;
         self.effects.sends.append(&mut output.sends);
         self.effects
@@ -212,7 +232,6 @@ impl MulticastNode {
             self.effects.trimmed.push(trimmed);
         }
         for decided in output.decided.drain(..) {
-            self.last_progress.insert(decided.stream, now);
             self.merger
                 .push(decided.stream, decided.instance, decided.batch);
         }

@@ -45,6 +45,9 @@ pub(crate) struct Coordinator {
     pub(crate) queue: VecDeque<Value>,
     pub(crate) pending_skip: u64,
     pub(crate) proposed_weight: u64,
+    /// Skip weight proposed to let learners' merges catch up (not part of
+    /// this coordinator's λ pace, so rate leveling does not count it).
+    pub(crate) catch_up_weight: u64,
     pub(crate) decide_delay_micros: u64,
 }
 
@@ -60,12 +63,48 @@ impl Coordinator {
             queue: VecDeque::new(),
             pending_skip: 0,
             proposed_weight: 0,
+            catch_up_weight: 0,
             decide_delay_micros: 0,
         }
     }
 }
 
 impl StreamNode {
+    /// Merge catch-up (thesis §3.3): a learner's merge is blocked on this
+    /// stream while other streams have `need - position` merge weight
+    /// decided and waiting. That happens when this stream fell behind the
+    /// others' λ pace, e.g. while it had no coordinator: a new coordinator
+    /// cannot know how long the stream was leaderless, so the learners
+    /// tell it. Positions are absolute (merge weight from instance 0), so
+    /// the same need heard twice, or from several learners, is skipped
+    /// once. Acts only when this node's learner has delivered everything
+    /// below the coordinator's in-flight window, so its projected position
+    /// is exact.
+    pub(crate) fn catch_up(&mut self, need: u64) {
+        let position = self.learner.position;
+        let next_learned = self.learner.next;
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        if !matches!(c.phase, Phase::Ready) || next_learned > c.next_instance {
+            return;
+        }
+        let mut projected = position.saturating_add(c.pending_skip);
+        let mut covered = 0u64;
+        for (_, entry) in c.in_flight.range(next_learned..) {
+            projected = projected.saturating_add(entry.batch.merge_weight());
+            covered += 1;
+        }
+        if covered != c.next_instance.0 - next_learned.0 {
+            return; // Instances this node has not learned: position unknown.
+        }
+        if need > projected {
+            let extra = need - projected;
+            c.pending_skip += extra;
+            c.catch_up_weight += extra;
+        }
+    }
+
     fn prepare_window(&self) -> u64 {
         4 * self.config.limits.pipeline_instances_max
     }

@@ -20,6 +20,10 @@ const REPAIR_EVERY_ATTEMPTS: u32 = 3;
 pub(crate) struct Learner {
     /// Next instance to deliver.
     pub(crate) next: Instance,
+    /// Merge position: the merge weight of every instance below `next`
+    /// (skips count their count, other instances one). Deterministic
+    /// across learners, so learners and the coordinator compare positions.
+    pub(crate) position: u64,
     /// Decided instances at or above `next`, waiting for the gap below.
     decided: BTreeMap<Instance, Batch>,
     /// Batches seen in phase 2, so a decision can come without bytes.
@@ -41,6 +45,7 @@ impl Learner {
     pub(crate) fn new(start: Instance) -> Learner {
         Learner {
             next: start,
+            position: 0,
             decided: BTreeMap::new(),
             phase2_cache: BTreeMap::new(),
             highest_known: start,
@@ -185,6 +190,7 @@ impl StreamNode {
                 other => other,
             };
             self.stats.instances_delivered += 1;
+            self.learner.position = self.learner.position.saturating_add(batch.merge_weight());
             out.decided.push(Decided {
                 stream,
                 instance,

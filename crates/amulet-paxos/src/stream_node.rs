@@ -81,6 +81,9 @@ pub struct StreamNode {
     pub(crate) now: TimeMicros,
     pub(crate) stats: StreamStats,
     pub(crate) bugs: Bugs,
+    /// Merge position this node's merge needs the stream to reach (0: none),
+    /// sent in heartbeats to the coordinator.
+    pub(crate) merge_need: u64,
 }
 
 impl StreamNode {
@@ -118,6 +121,7 @@ impl StreamNode {
             now,
             stats: StreamStats::default(),
             bugs: Bugs::default(),
+            merge_need: 0,
         }
     }
 
@@ -227,13 +231,29 @@ impl StreamNode {
     }
 
     /// The total merge weight this node proposed (or queued as skips) as
-    /// coordinator of its current ballot and the average propose-to-decide delay (micros), for
-    /// rate leveling; `None` when not coordinating.
+    /// coordinator of its current ballot, not counting merge catch-up
+    /// skips, and the average propose-to-decide delay (micros), for rate
+    /// leveling; `None` when not coordinating.
     pub fn coordinator_progress(&self) -> Option<(Ballot, u64, u64)> {
         self.coordinator.as_ref().map(|c| {
-            let weight = c.proposed_weight.saturating_add(c.pending_skip);
+            let weight = c
+                .proposed_weight
+                .saturating_add(c.pending_skip)
+                .saturating_sub(c.catch_up_weight);
             (c.ballot, weight, c.decide_delay_micros)
         })
+    }
+
+    /// Sets the merge position this node's merge needs the stream to
+    /// reach (0: none); see [`amulet_wire::Message::Heartbeat`].
+    pub fn set_merge_need(&mut self, position: u64) {
+        self.merge_need = position;
+    }
+
+    /// The learner's merge position: the merge weight of every delivered
+    /// instance.
+    pub fn merge_position(&self) -> u64 {
+        self.learner.position
     }
 
     /// A one-line description of the coordinator and learner state, for
@@ -322,10 +342,14 @@ impl StreamNode {
                 ballot,
                 decided_below,
                 voting,
+                merge_need,
             } => {
                 self.observe_ballot(ballot);
                 self.ring.set_voting(from, voting);
                 self.learner.observe_decided_below(decided_below, self.now);
+                if merge_need > 0 {
+                    self.catch_up(merge_need);
+                }
             }
         }
     }
@@ -342,7 +366,11 @@ impl StreamNode {
                 ballot: self.highest_ballot,
                 decided_below: self.learner.next,
                 voting: self.acceptor.is_some(),
+                merge_need: self.merge_need,
             };
+            if self.merge_need > 0 && self.coordinator.is_some() {
+                self.catch_up(self.merge_need);
+            }
             let targets: Vec<NodeId> = self.ring.others().collect();
             for to in targets {
                 self.send(to, heartbeat.clone(), out);

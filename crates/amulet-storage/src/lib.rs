@@ -7,14 +7,30 @@
 //! process (group commit: one fsync per batch of inputs), in `AsyncDurable`
 //! mode in the background.
 //!
-//! Implemented so far: [`MemoryRing`] (`StorageMode::Memory`). It survives
-//! the crash of a minority of acceptors; a restarted memory acceptor is
-//! built with [`MemoryRing::after_restart`], reports `intact: false` and must
-//! never vote again (learner only). The durable log is not written yet.
+//! Modes and what each survives:
+//! - [`MemoryRing`] (`StorageMode::Memory`): the crash of a minority of
+//!   acceptors. A restarted memory acceptor is built with
+//!   [`MemoryRing::after_restart`], reports `intact: false` and never votes
+//!   again in the stream (learner only).
+//! - [`DurableLog`] with [`Durability::Async`]: process crashes of any
+//!   acceptors, machine crashes of a minority (an acceptor whose machine
+//!   restarted before its log was synced or closed is not intact).
+//! - [`DurableLog`] with [`Durability::Sync`]: any crash.
+//!
+//! [`open_log`] opens the right one for a stream's mode.
 #![deny(missing_docs)]
 
+mod disk;
+mod durable_log;
 mod log;
 mod memory_ring;
+mod open;
+mod record;
+mod sim_disk;
 
+pub use disk::{Disk, FsDisk};
+pub use durable_log::{DurableLog, Durability, SEGMENT_BYTES_DEFAULT};
 pub use log::{AcceptorLog, LogRecord, Recovered, StorageError};
 pub use memory_ring::MemoryRing;
+pub use open::open_log;
+pub use sim_disk::SimDisk;

@@ -84,4 +84,9 @@ pub trait AcceptorLog: Send {
     fn dirty(&self) -> bool;
     /// What the log held when it was opened.
     fn recovered(&self) -> Recovered;
+    /// The process is stopping cleanly: make everything durable and say so
+    /// (a durable log then knows at its next open that nothing was lost).
+    fn close(&mut self) -> Result<(), StorageError> {
+        self.sync()
+    }
 }

@@ -86,6 +86,26 @@ pub fn decode_envelope(bytes: Bytes) -> Result<Envelope, DecodeError> {
     Ok(Envelope { stream, message })
 }
 
+/// Appends the encoding of one batch (the acceptor log stores votes in the
+/// wire encoding, so a batch is encoded one way everywhere).
+pub fn encode_batch(batch: &Batch, out: &mut BytesMut) {
+    out.reserve(batch_len(batch));
+    put_batch(batch, out);
+}
+
+/// The exact number of bytes [`encode_batch`] writes for `batch`.
+pub fn batch_encoded_len(batch: &Batch) -> usize {
+    batch_len(batch)
+}
+
+/// Decodes one batch that spans all of `bytes`.
+pub fn decode_batch(bytes: Bytes) -> Result<Batch, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let batch = get_batch(&mut r)?;
+    r.finish()?;
+    Ok(batch)
+}
+
 // ---- encoding ----
 
 fn put_len(len: usize, out: &mut BytesMut) {
@@ -273,11 +293,13 @@ fn put_message(message: &Message, out: &mut BytesMut) {
             ballot,
             decided_below,
             voting,
+            merge_need,
         } => {
             out.put_u8(tag::HEARTBEAT);
             put_ballot(*ballot, out);
             put_instance(*decided_below, out);
             out.put_u8(u8::from(*voting));
+            out.put_u64_le(*merge_need);
         }
     }
 }
@@ -349,7 +371,7 @@ fn message_len(message: &Message) -> usize {
                     .map_or(0, |(_, batch)| BALLOT_BYTES + batch_len(batch))
         }
         Message::Accept { batch, .. } => INSTANCE_BYTES + BALLOT_BYTES + batch_len(batch),
-        Message::Heartbeat { .. } => BALLOT_BYTES + INSTANCE_BYTES + 1,
+        Message::Heartbeat { .. } => BALLOT_BYTES + INSTANCE_BYTES + 1 + 8,
     }
 }
 
@@ -514,6 +536,7 @@ fn get_message(r: &mut Reader) -> Result<Message, DecodeError> {
             ballot: get_ballot(r)?,
             decided_below: get_instance(r)?,
             voting: r.bool()?,
+            merge_need: r.u64()?,
         },
         tag => {
             return Err(DecodeError::UnknownTag {
@@ -627,10 +650,11 @@ mod tests {
                 ballot: Ballot::ZERO,
                 decided_below: Instance(0),
                 voting: true,
+                merge_need: 0,
             },
         };
         let mut bytes = BytesMut::from(&encode(&heartbeat)[..]);
-        let last = bytes.len() - 1;
+        let last = bytes.len() - 1 - 8; // the `voting` byte, before `merge_need`
         bytes[last] = 2;
         assert_eq!(
             decode_envelope(bytes.freeze()),
@@ -737,6 +761,7 @@ mod tests {
                 ballot: b,
                 decided_below: i,
                 voting: false,
+                merge_need: 0,
             },
         ];
         let lens: Vec<usize> = smallest
@@ -749,7 +774,7 @@ mod tests {
                 .len()
             })
             .collect();
-        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 22]);
+        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 30]);
         // The only variant below 16 bytes is an empty Propose; one value
         // adds at least 20 bytes.
         assert_eq!(VALUE_BYTES_MIN, 20);

@@ -12,7 +12,9 @@ mod frame_decoder;
 mod message;
 mod reader;
 
-pub use codec::{decode_envelope, encode_envelope, encoded_len};
+pub use codec::{
+    batch_encoded_len, decode_batch, decode_envelope, encode_batch, encode_envelope, encoded_len,
+};
 pub use error::DecodeError;
 pub use frame::{encode_frame, Frame, Hello, FRAME_HEADER_BYTES, FRAME_MAGIC, HELLO_BODY_BYTES};
 pub use frame_decoder::FrameDecoder;

@@ -207,5 +207,10 @@ pub enum Message {
         /// The sender is an acceptor that may vote (it never lost its
         /// promises and votes). Only voting acceptors coordinate.
         voting: bool,
+        /// Merge catch-up (thesis §3.3): the sender's merge is blocked on
+        /// this stream while other streams have decided instances waiting;
+        /// the stream should reach this merge position (cumulative merge
+        /// weight from instance 0) so they can drain. 0: no need.
+        merge_need: u64,
     },
 }

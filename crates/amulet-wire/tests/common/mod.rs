@@ -141,13 +141,14 @@ pub fn message() -> impl Strategy<Value = Message> {
         }),
         (instance(), ballot())
             .prop_map(|(instance, ballot)| Message::AcceptAck { instance, ballot }),
-        (ballot(), instance(), any::<bool>()).prop_map(|(ballot, decided_below, voting)| {
-            Message::Heartbeat {
+        (ballot(), instance(), any::<bool>(), any::<u64>()).prop_map(
+            |(ballot, decided_below, voting, merge_need)| Message::Heartbeat {
                 ballot,
                 decided_below,
                 voting,
+                merge_need,
             }
-        }),
+        ),
     ]
 }
 

@@ -163,7 +163,8 @@ impl MulticastNode {
     fn report_merge_needs(&mut self) {
         for (id, stream) in self.streams.iter_mut() {
             let rate = stream.config().limits.skip_rate_per_second;
-            let threshold = (rate.saturating_mul(CATCH_UP_MICROS) / 1_000_000).max(CATCH_UP_WEIGHT_MIN);
+            let threshold =
+                (rate.saturating_mul(CATCH_UP_MICROS) / 1_000_000).max(CATCH_UP_WEIGHT_MIN);
             stream.set_merge_need(self.merger.need(*id, threshold));
         }
     }

@@ -9,7 +9,6 @@
 pub mod config;
 mod digest;
 mod inbound;
-mod interim_log;
 pub mod load;
 mod node_handle;
 mod outbound;

@@ -185,6 +185,16 @@ impl EventLoop {
         }
         result?;
         synced?;
+        // A clean stop: the logs record it, so an async log knows at its
+        // next open that it lost nothing even if the machine restarts.
+        let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
+        for stream in streams {
+            if let Some(node) = self.node.stream_mut(stream) {
+                node.log_mut()
+                    .close()
+                    .map_err(|e| anyhow::anyhow!("stream {}: log close failed: {e}", stream.0))?;
+            }
+        }
         let now = self.now();
         let report = NodeReport {
             node: self.me.0,

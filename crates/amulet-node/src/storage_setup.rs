@@ -2,9 +2,8 @@
 //! acceptor log per stream.
 
 use crate::config::NodeConfig;
-use crate::interim_log::InterimMemoryLog;
-use amulet_storage::AcceptorLog;
-use amulet_types::{StorageMode, StreamConfig};
+use amulet_storage::{open_log, AcceptorLog};
+use amulet_types::StreamConfig;
 use anyhow::Context;
 use std::io::Write;
 use std::path::Path;
@@ -24,25 +23,30 @@ pub fn open_logs(config: &NodeConfig) -> anyhow::Result<OpenedLogs> {
     let incarnation = next_incarnation(&config.data_dir)?;
     let mut logs: Vec<(StreamConfig, Box<dyn AcceptorLog>)> = Vec::new();
     for stream in config.my_streams() {
-        let log: Box<dyn AcceptorLog> = match stream.storage {
-            // A memory ring cannot vouch for promises made by an earlier
-            // run, so only the first run of the data directory may vote.
-            StorageMode::Memory => Box::new(InterimMemoryLog::new(
-                stream.limits.memory_ring_slots,
-                incarnation == 1,
-            )),
-            StorageMode::AsyncDurable | StorageMode::SyncDurable => {
-                tracing::warn!(
-                    stream = %stream.stream,
-                    "durable acceptor log not available yet: using a memory log \
-                     (group commit still runs, but nothing survives a restart)"
-                );
-                Box::new(InterimMemoryLog::new(
-                    stream.limits.memory_ring_slots,
-                    incarnation == 1,
-                ))
-            }
-        };
+        // Memory rings: only the first run of the data directory may vote
+        // (a ring cannot vouch for promises an earlier run made). Durable
+        // logs find out from their files whether they lost anything.
+        let dir = config.data_dir.join(format!("stream-{}", stream.stream.0));
+        let log = open_log(
+            stream.storage,
+            &dir,
+            usize::try_from(stream.limits.memory_ring_slots)
+                .context("memory_ring_slots too large")?,
+            incarnation == 1,
+        )
+        .with_context(|| {
+            format!(
+                "stream {}: cannot open its log in {}",
+                stream.stream.0,
+                dir.display()
+            )
+        })?;
+        if !log.recovered().intact && stream.is_acceptor(config.me()) {
+            tracing::warn!(
+                stream = stream.stream.0,
+                "acceptor log is not intact (lost promises or votes): learner only in this stream"
+            );
+        }
         logs.push((stream, log));
     }
     Ok(OpenedLogs { logs, incarnation })

@@ -5,13 +5,14 @@ use crate::output::Output;
 use crate::stream_node::StreamNode;
 use amulet_storage::{LogRecord, Recovered, StorageError};
 use amulet_types::{Ballot, Instance, NodeId};
-use amulet_wire::{Accepted, Batch, Message};
+use amulet_wire::{batch_encoded_len, Accepted, Batch, Message};
 use std::collections::BTreeMap;
 
 /// Most decided instances sent in one retransmission reply.
 const RETRANSMIT_INSTANCES_MAX: u64 = 256;
-/// Most payload bytes sent in one retransmission reply.
-const RETRANSMIT_BYTES_MAX: usize = 8 * 1024 * 1024;
+/// Encoded bytes of one instance in a reply besides its batch (instance
+/// number and framing), counted against the reply's budget.
+const RETRANSMIT_INSTANCE_OVERHEAD: usize = 16;
 
 /// Promises of a voting acceptor. Votes live in the log.
 #[derive(Debug)]
@@ -229,6 +230,11 @@ impl StreamNode {
     /// Decided records in `[from, to)`, bounded in count and bytes, stopping
     /// at the first instance not known decided (replies are gap-free).
     pub(crate) fn read_decided(&self, from: Instance, to: Instance) -> Vec<(Instance, Batch)> {
+        // A reply must fit one frame, which peers size for one full batch
+        // plus one largest value (and 64 KiB of envelope): a reply larger
+        // than that made the receiver drop the connection, so a far
+        // behind learner could never catch up.
+        let budget = self.config.limits.batch_bytes_max + self.config.limits.value_bytes_max;
         let mut decided = Vec::new();
         let mut bytes = 0;
         let first = from.max(self.log.trimmed_below());
@@ -236,14 +242,18 @@ impl StreamNode {
             .min(self.log.end())
             .min(Instance(first.0 + RETRANSMIT_INSTANCES_MAX));
         let mut instance = first;
-        while instance < last && bytes < RETRANSMIT_BYTES_MAX {
+        while instance < last {
             match self
                 .log
                 .read(instance)
                 .unwrap_or_else(|e| storage_failed(e))
             {
                 Some(record) if record.decided => {
-                    bytes += record.batch.payload_bytes();
+                    let len = batch_encoded_len(&record.batch) + RETRANSMIT_INSTANCE_OVERHEAD;
+                    if !decided.is_empty() && bytes + len > budget {
+                        break;
+                    }
+                    bytes += len;
                     decided.push((instance, record.batch));
                 }
                 _ => break,

@@ -304,7 +304,13 @@ impl StreamNode {
     /// re-proposes everything above its empty learner) and must not count
     /// towards this one's rate, or it would stop skipping for as long as
     /// that weight lasts (simulator seed 16: a 4 s silent stream).
-    fn propose_instance(&mut self, instance: Instance, batch: Batch, fresh: bool, out: &mut Output) {
+    fn propose_instance(
+        &mut self,
+        instance: Instance,
+        batch: Batch,
+        fresh: bool,
+        out: &mut Output,
+    ) {
         let now = self.now;
         let c = self.coordinator.as_mut().expect("coordinating");
         if fresh {

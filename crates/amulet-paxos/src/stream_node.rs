@@ -138,6 +138,12 @@ impl StreamNode {
         }
     }
 
+    /// The ballot this node promised as a voting acceptor (`None` when it
+    /// does not vote), for the simulator's promise checker.
+    pub fn promised(&self) -> Option<Ballot> {
+        self.acceptor.as_ref().map(|a| a.promised)
+    }
+
     /// The stream.
     pub fn stream(&self) -> StreamId {
         self.config.stream

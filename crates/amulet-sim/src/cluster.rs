@@ -21,7 +21,7 @@ use crate::trace::TraceHash;
 use amulet_multicast::{MergeBug, MulticastNode};
 use amulet_paxos::Bugs;
 use amulet_types::{
-    NodeId, StorageMode, StreamConfig, StreamId, StreamLimits, TimeMicros, ValueId,
+    Ballot, NodeId, StorageMode, StreamConfig, StreamId, StreamLimits, TimeMicros, ValueId,
 };
 use amulet_wire::{Batch, Envelope, Message};
 use bytes::Bytes;
@@ -62,6 +62,11 @@ pub enum Bug {
 /// running process, if up.
 struct Slot {
     stores: BTreeMap<StreamId, SimStore>,
+    /// Per stream, the highest promise the node's log vouched for at a
+    /// sync (durable from then on in every durable mode): a voting
+    /// acceptor that restarts must come back promising at least that
+    /// (Paxos: an acceptor never goes back on a promise).
+    vouched: BTreeMap<StreamId, Ballot>,
     incarnation: u32,
     process: Option<MulticastNode>,
     /// Streams this node learns and merges.
@@ -180,6 +185,7 @@ impl Cluster {
                 node,
                 Slot {
                     stores,
+                    vouched: BTreeMap::new(),
                     incarnation: 0,
                     process: None,
                     subscriptions,
@@ -404,6 +410,16 @@ impl Cluster {
             Bug::None | Bug::MergeIgnoresSkipCounts | Bug::AmnesiacAcceptorVotes => Bugs::default(),
         };
         process.set_bugs(bugs);
+        for (stream, s) in process.streams() {
+            let vouched = slot.vouched.get(stream).copied().unwrap_or(Ballot::ZERO);
+            if let Some(promised) = s.promised() {
+                assert!(
+                    promised >= vouched,
+                    "{node} restarted as a voting acceptor of {stream} promising {promised}, \
+                     below the {vouched} its log made durable: it went back on a promise"
+                );
+            }
+        }
         if self.bug_learner == Some(node) {
             process.set_merge_bug(MergeBug::IgnoreSkipCounts);
         }
@@ -428,6 +444,7 @@ impl Cluster {
             process.tick(now);
             if sync_async {
                 sync_logs(process);
+                self.vouch(node);
             }
             self.flush(node);
         }
@@ -468,6 +485,24 @@ impl Cluster {
         self.flush(node);
     }
 
+    /// Records the promises `node`'s logs just made durable.
+    fn vouch(&mut self, node: NodeId) {
+        let slot = self.slots.get_mut(&node).expect("known node");
+        let Some(process) = slot.process.as_ref() else {
+            return;
+        };
+        for (stream, s) in process.streams() {
+            // A memory log makes nothing durable: it vouches for nothing.
+            if s.config().storage == StorageMode::Memory {
+                continue;
+            }
+            if let Some(promised) = s.promised() {
+                let entry = slot.vouched.entry(*stream).or_insert(promised);
+                *entry = (*entry).max(promised);
+            }
+        }
+    }
+
     /// Hands a process' effects to the network and the history. Messages
     /// that must wait for durability leave after the node's logs synced.
     fn flush(&mut self, node: NodeId) {
@@ -476,8 +511,10 @@ impl Cluster {
             return;
         };
         let mut effects = process.drain();
-        if !effects.sends_after_sync.is_empty() {
+        let synced = !effects.sends_after_sync.is_empty();
+        if synced {
             sync_logs(process);
+            self.vouch(node);
         }
         for merged in &effects.delivered {
             let digest = TraceHash::digest(&(merged.stream.0, merged.value.id.sequence));

@@ -1,7 +1,12 @@
-//! An acceptor log for the simulator that models what each storage mode
-//! keeps across crashes (thesis §3.4.1), independently of the real
-//! `amulet-storage` implementations.
+//! Acceptor storage in the simulator (thesis §3.4.1).
 //!
+//! Durable modes run the real `DurableLog` on a `SimDisk`: a machine crash
+//! keeps each file's synced prefix plus a random part of its unsynced tail
+//! (tearing records), and the log must recover from exactly that. Memory
+//! mode uses the model below (a memory ring's eviction is not exercised:
+//! learners cannot yet recover from a trimmed answer without checkpoints).
+//!
+//! The model:
 //! Writes are visible at once and reach the "OS" at once; `sync` makes them
 //! durable. A process crash keeps everything written (the OS has it). A
 //! machine crash keeps what was synced plus a random prefix of the rest
@@ -11,7 +16,9 @@
 //! loses everything at any crash and is never intact again.
 
 use crate::rng::Rng;
-use amulet_storage::{AcceptorLog, LogRecord, Recovered, StorageError};
+use amulet_storage::{
+    AcceptorLog, Durability, DurableLog, LogRecord, Recovered, SimDisk, StorageError,
+};
 use amulet_types::{Ballot, Instance, StorageMode};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -87,14 +94,88 @@ struct Inner {
     intact: bool,
 }
 
+/// Segment size of simulated durable logs: small, so runs roll segments.
+const SIM_SEGMENT_BYTES: u64 = 64 << 10;
+
 /// The storage of one acceptor in one stream; survives its process.
 #[derive(Clone, Debug)]
-pub struct SimStore(Arc<Mutex<Inner>>);
+pub enum SimStore {
+    /// The model (memory mode).
+    Model(ModelStore),
+    /// The real durable log on a simulated disk.
+    Durable {
+        /// The disk, shared by every incarnation of the process.
+        disk: SimDisk,
+        /// Async or sync.
+        durability: Durability,
+    },
+}
 
 impl SimStore {
     /// Empty storage in `mode`.
     pub fn new(mode: StorageMode) -> SimStore {
-        SimStore(Arc::new(Mutex::new(Inner {
+        match mode {
+            StorageMode::Memory => SimStore::Model(ModelStore::new(mode)),
+            StorageMode::AsyncDurable => SimStore::Durable {
+                disk: SimDisk::new(),
+                durability: Durability::Async,
+            },
+            StorageMode::SyncDurable => SimStore::Durable {
+                disk: SimDisk::new(),
+                durability: Durability::Sync,
+            },
+        }
+    }
+
+    /// The process died: the OS keeps every write (a durable log's files
+    /// are untouched). A memory log is gone.
+    pub fn crash_process(&self) {
+        if let SimStore::Model(model) = self {
+            model.crash_process();
+        }
+    }
+
+    /// The machine died: unsynced writes are lost except a random prefix.
+    pub fn crash_machine(&self, rng: &mut Rng) {
+        match self {
+            SimStore::Model(model) => model.crash_machine(rng),
+            SimStore::Durable { disk, .. } => disk.crash_machine(rng.next_u64()),
+        }
+    }
+
+    /// Deliberate bug (memory mode only): the log claims to be intact
+    /// although it lost state, so its acceptor votes again.
+    pub fn pretend_intact(&self) {
+        match self {
+            SimStore::Model(model) => model.pretend_intact(),
+            SimStore::Durable { .. } => {
+                panic!("the amnesiac-acceptor bug runs in memory mode")
+            }
+        }
+    }
+
+    /// A log handle for a new process incarnation. A durable log that
+    /// cannot be opened is a bug in the log (the simulated disk only
+    /// crashes, it never corrupts): the panic becomes the seed's failure.
+    pub fn open(&self) -> Box<dyn AcceptorLog> {
+        match self {
+            SimStore::Model(model) => model.open(),
+            SimStore::Durable { disk, durability } => Box::new(
+                DurableLog::open(disk.clone(), *durability, SIM_SEGMENT_BYTES)
+                    .unwrap_or_else(|e| panic!("durable log recovery failed: {e}")),
+            ),
+        }
+    }
+}
+
+/// The model of one acceptor's storage in one stream.
+#[derive(Clone, Debug)]
+pub struct ModelStore(Arc<Mutex<Inner>>);
+
+impl ModelStore {
+    /// Empty storage in `mode`.
+    pub fn new(mode: StorageMode) -> ModelStore {
+        ModelStore(Arc::new(Mutex::new(Inner {
             mode,
             written: State::default(),
             durable: State::default(),
@@ -157,8 +238,8 @@ impl Inner {
     }
 }
 
-/// The process-side handle of a [`SimStore`].
-struct SimLog(SimStore);
+/// The process-side handle of a [`ModelStore`].
+struct SimLog(ModelStore);
 
 impl SimLog {
     fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {

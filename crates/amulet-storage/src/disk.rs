@@ -146,9 +146,12 @@ fn read_boot_id() -> u128 {
         .ok()
         .and_then(|text| u128::from_str_radix(&text.trim().replace('-', ""), 16).ok())
         .unwrap_or_else(|| {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            nanos ^ (u128::from(std::process::id()) << 96)
+            // RandomState is seeded from the OS's randomness per process.
+            use std::hash::{BuildHasher, Hasher};
+            let state = std::collections::hash_map::RandomState::new();
+            let high = state.build_hasher().finish();
+            let mut hasher = state.build_hasher();
+            hasher.write_u32(std::process::id());
+            (u128::from(high) << 64) | u128::from(hasher.finish())
         })
 }

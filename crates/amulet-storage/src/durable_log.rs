@@ -4,8 +4,10 @@
 //! Records (see `record.rs`) are appended to the newest segment file
 //! `<sequence:016x>.log`; a segment is closed (synced) when it reaches
 //! `segment_bytes_max`, and the next one starts with a snapshot of the
-//! promises and trim point. Trimming writes a trim record, syncs it, and
-//! deletes the closed segments whose votes all lie below the trim point.
+//! promises and trim point. Trimming writes a trim record; a segment file
+//! is deleted once the first record of the newest closed segment restates
+//! a trim point above all its votes (so deletion lags trimming by about a
+//! segment, and no torn tail can take away the trim point that allowed it).
 //! Votes stay on disk; an in-memory index maps each instance to its latest
 //! vote record, so a read is one positioned read of the page cache.
 //!
@@ -59,7 +61,9 @@ struct Entry {
 struct Segment {
     sequence: u64,
     len: u64,
-    /// Highest instance with a vote record in this segment.
+    /// The trim point restated by the segment's first record.
+    header_trimmed_below: Instance,
+    /// Highest instance with a vote or decided record in this segment.
     max_instance: Option<Instance>,
 }
 
@@ -154,6 +158,8 @@ impl Replay {
                 );
             }
             Record::Decided { instance, ballot } => {
+                let current = self.segments.last_mut().expect("a segment is open");
+                current.max_instance = current.max_instance.max(Some(instance));
                 if let Some(entry) = self.index.get_mut(&instance) {
                     if entry.ballot == ballot {
                         entry.decided = true;
@@ -181,9 +187,7 @@ impl<D: Disk> DurableLog<D> {
         let intact = !replay.amnesic
             && match durability {
                 Durability::Sync => true,
-                Durability::Async => {
-                    fresh || replay.closed || replay.last_boot == Some(boot_id)
-                }
+                Durability::Async => fresh || replay.closed || replay.last_boot == Some(boot_id),
             };
         let mut index = replay.index;
         let mut instance_promises = replay.instance_promises;
@@ -272,6 +276,7 @@ impl<D: Disk> DurableLog<D> {
         self.segments.push(Segment {
             sequence,
             len: 0,
+            header_trimmed_below: self.trimmed_below,
             max_instance: None,
         });
         let header = Record::Segment {
@@ -290,6 +295,7 @@ impl<D: Disk> DurableLog<D> {
             let sequence = current.sequence;
             self.disk.sync(&segment_name(sequence))?;
             self.start_segment(sequence + 1)?;
+            self.delete_trimmed_segments()?;
         }
         self.write(record)
     }
@@ -303,24 +309,31 @@ impl<D: Disk> DurableLog<D> {
         self.disk
             .append(&segment_name(segment.sequence), &self.scratch)?;
         segment.len += u64::from(len);
-        if let Record::Vote { instance, .. } = record {
+        // A decided mark lives as long as its vote: both keep the segment.
+        if let Record::Vote { instance, .. } | Record::Decided { instance, .. } = record {
             segment.max_instance = segment.max_instance.max(Some(*instance));
         }
         self.dirty = true;
         Ok((segment.sequence, offset, len))
     }
 
-    /// Deletes closed segments whose votes all lie below the trim point.
-    /// Their promises and trim point are restated by every later segment.
+    /// Deletes segments whose votes all lie below the trim point restated
+    /// by the first record of the newest *closed* segment (synced, and not
+    /// the one a crash can tear). A trim record at the tail alone never
+    /// deletes anything: if a torn tail took it, the votes it released
+    /// would be missing without a trim point that says so. Promises are
+    /// restated by every later segment, so nothing else is lost.
     fn delete_trimmed_segments(&mut self) -> Result<(), StorageError> {
-        let active = self.segments.len() - 1;
-        let mut keep = Vec::with_capacity(self.segments.len());
+        let count = self.segments.len();
+        if count < 3 {
+            return Ok(());
+        }
+        let authority = count - 2;
+        let below = self.segments[authority].header_trimmed_below;
+        let mut keep = Vec::with_capacity(count);
         let mut removed = false;
         for (i, segment) in self.segments.drain(..).enumerate() {
-            let obsolete = i < active
-                && segment
-                    .max_instance
-                    .is_none_or(|max| max < self.trimmed_below);
+            let obsolete = i < authority && segment.max_instance.is_none_or(|max| max < below);
             if obsolete {
                 self.disk.remove(&segment_name(segment.sequence))?;
                 removed = true;
@@ -364,9 +377,14 @@ fn replay<D: Disk>(disk: &mut D) -> Result<Replay, StorageError> {
                                 )))
                             }
                         }
+                        let header_trimmed_below = match &record {
+                            Record::Segment { snapshot, .. } => snapshot.trimmed_below,
+                            _ => unreachable!("checked above"),
+                        };
                         replay.segments.push(Segment {
                             sequence,
                             len: 0,
+                            header_trimmed_below,
                             max_instance: None,
                         });
                         first = false;
@@ -435,7 +453,11 @@ impl<D: Disk> AcceptorLog for DurableLog<D> {
         if instance < self.trimmed_below {
             return Ok(());
         }
-        if self.instance_promises.get(&instance).is_some_and(|b| *b >= ballot) {
+        if self
+            .instance_promises
+            .get(&instance)
+            .is_some_and(|b| *b >= ballot)
+        {
             return Ok(());
         }
         self.append(&Record::InstancePromise { instance, ballot })?;
@@ -489,9 +511,7 @@ impl<D: Disk> AcceptorLog for DurableLog<D> {
             return Ok(None);
         };
         let name = segment_name(entry.segment);
-        let bytes = self
-            .disk
-            .read_at(&name, entry.offset, entry.len as usize)?;
+        let bytes = self.disk.read_at(&name, entry.offset, entry.len as usize)?;
         match decode_at(&bytes, 0) {
             Ok((
                 Record::Vote {
@@ -523,9 +543,6 @@ impl<D: Disk> AcceptorLog for DurableLog<D> {
             return Ok(());
         }
         self.append(&Record::Trim { below })?;
-        // Durable before any segment goes: a trim point that a crash rolled
-        // back would turn deleted votes into silent gaps.
-        self.sync()?;
         self.trimmed_below = below;
         self.end = self.end.max(below);
         self.index = self.index.split_off(&below);

@@ -29,7 +29,7 @@ mod record;
 mod sim_disk;
 
 pub use disk::{Disk, FsDisk};
-pub use durable_log::{DurableLog, Durability, SEGMENT_BYTES_DEFAULT};
+pub use durable_log::{Durability, DurableLog, SEGMENT_BYTES_DEFAULT};
 pub use log::{AcceptorLog, LogRecord, Recovered, StorageError};
 pub use memory_ring::MemoryRing;
 pub use open::open_log;

@@ -285,7 +285,9 @@ fn decode_body(body: &[u8]) -> Result<Record, String> {
             }
         }
         kind::BOOT => Record::Boot { boot_id: c.u128()? },
-        kind::PROMISE => Record::Promise { ballot: c.ballot()? },
+        kind::PROMISE => Record::Promise {
+            ballot: c.ballot()?,
+        },
         kind::INSTANCE_PROMISE => Record::InstancePromise {
             instance: c.instance()?,
             ballot: c.ballot()?,

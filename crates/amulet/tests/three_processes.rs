@@ -314,3 +314,38 @@ fn a_restarted_node_catches_up_and_agrees() {
     eprintln!("restart: agreed on {} values", agreed.count);
     cluster.remove_files();
 }
+
+#[test]
+fn a_sync_durable_acceptor_killed_and_restarted_votes_again() {
+    // Thesis §3.4.1: a sync-durable acceptor keeps every promise and vote
+    // it acted on, so after SIGKILL it recovers its log (cutting a torn
+    // tail if the kill came mid-append) and returns as a voting acceptor.
+    let mut cluster = Cluster::start_with_window("sync-restart", "sync", 4000, 500, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    cluster.children[2].kill().unwrap();
+    cluster.children[2].wait().unwrap();
+    let restarted = cluster.spawn(3, 3000, 500);
+    cluster.children[2] = restarted;
+    let reports = cluster.finish(4000);
+    let agreed = check_agreement(&reports);
+    assert_eq!(reports[2]["incarnation"].as_u64(), Some(2));
+    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(true));
+    eprintln!("sync restart: agreed on {} values", agreed.count);
+    cluster.remove_files();
+}
+
+#[test]
+fn an_async_durable_acceptor_killed_and_restarted_votes_again() {
+    // A process crash loses nothing the OS was given: same boot, intact.
+    let mut cluster = Cluster::start_with_window("async-restart", "async", 4000, 500, 1);
+    std::thread::sleep(Duration::from_millis(500));
+    cluster.children[2].kill().unwrap();
+    cluster.children[2].wait().unwrap();
+    let restarted = cluster.spawn(3, 3000, 500);
+    cluster.children[2] = restarted;
+    let reports = cluster.finish(4000);
+    let agreed = check_agreement(&reports);
+    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(true));
+    eprintln!("async restart: agreed on {} values", agreed.count);
+    cluster.remove_files();
+}

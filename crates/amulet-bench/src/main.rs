@@ -38,7 +38,7 @@ struct Args {
     #[arg(long)]
     warmup_ms: Option<u64>,
     /// Outstanding values at the proposer, for every scenario (default:
-    /// by value size: 2048 for 200 B, 1024 for 1 KiB, 128 for 32 KiB).
+    /// by value size: 2048 for 200 B, 1024 for 1 KiB, 256 for 32 KiB).
     #[arg(long)]
     window: Option<u32>,
     /// Runs per scenario, in rounds over the matrix; the median is

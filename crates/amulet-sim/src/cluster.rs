@@ -113,7 +113,7 @@ pub fn run_with(seed: u64, options: SwarmOptions, bug: Bug, verbose: bool) -> Se
 /// The limits the simulated streams run with: the defaults, except a
 /// memory ring large enough that a learner restarting from instance 0 can
 /// always catch up within a run (trimming is exercised by storage tests).
-fn sim_limits() -> StreamLimits {
+pub(crate) fn sim_limits() -> StreamLimits {
     StreamLimits {
         memory_ring_slots: 1 << 20,
         ..StreamLimits::default()
@@ -545,7 +545,7 @@ fn history_name(stream: StreamId, id: ValueId) -> ValueId {
 }
 
 /// Group commit: every dirty log of the process becomes durable.
-fn sync_logs(process: &mut MulticastNode) {
+pub(crate) fn sync_logs(process: &mut MulticastNode) {
     let streams: Vec<StreamId> = process.streams().keys().copied().collect();
     for stream in streams {
         let log = process.stream_mut(stream).expect("listed stream").log_mut();
@@ -557,7 +557,7 @@ fn sync_logs(process: &mut MulticastNode) {
 
 /// A cheap digest of a message for the trace: its stream, kind, and the
 /// numbers that identify it. (Hashing whole batches would dominate the run.)
-fn envelope_digest(envelope: &Envelope) -> u64 {
+pub(crate) fn envelope_digest(envelope: &Envelope) -> u64 {
     let batch_digest = |batch: &Batch| match batch {
         Batch::Values(values) => values.first().map_or(0, |v| v.id.sequence) ^ values.len() as u64,
         Batch::Skip(count) => count.wrapping_mul(31),

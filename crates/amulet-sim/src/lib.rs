@@ -11,6 +11,7 @@
 
 pub mod checker;
 pub mod cluster;
+pub mod dmap;
 pub mod history;
 pub mod nemesis;
 pub mod network;

@@ -1,9 +1,12 @@
 //! `amulet-sim`: run one seed verbosely (`--seed N`) or a swarm of seeds
-//! (`--seeds N [--start S]`). Exits non-zero on any violation.
+//! (`--seeds N [--start S]`), of the multicast cluster or (`--dmap`) of
+//! DMap on it. Exits non-zero on any violation.
 
 use amulet_sim::cluster::{self, Bug};
-use amulet_sim::runner::{print_failure, run_swarm};
-use clap::Parser;
+use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
+use amulet_sim::SeedOutcome;
+use clap::{Parser, ValueEnum};
 use std::process::ExitCode;
 
 /// Deterministic simulation of Amulet under faults, with checkers.
@@ -25,6 +28,10 @@ struct Arguments {
     /// Run a deliberately broken variant (to see the checkers catch it).
     #[arg(long, value_enum, default_value = "none")]
     bug: BugArg,
+    /// Simulate DMap (partitioned replicas, clients, linearizability
+    /// checker) instead of the bare multicast layer.
+    #[arg(long)]
+    dmap: bool,
 }
 
 /// The broken variants selectable from the command line.
@@ -36,11 +43,21 @@ enum BugArg {
     DeliverBeforeDecision,
     IgnorePhase1Votes,
     MergeIgnoresSkips,
+    /// DMap: multi-partition commands complete without signals.
+    SkipSignals,
 }
 
 impl BugArg {
+    fn dmap_bug(self) -> DmapBug {
+        match self {
+            BugArg::SkipSignals => DmapBug::CompleteWithoutSignals,
+            _ => DmapBug::None,
+        }
+    }
+
     fn bug(self) -> Bug {
         match self {
+            BugArg::SkipSignals => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -53,10 +70,31 @@ impl BugArg {
 
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
-    let bug = arguments.bug.bug();
+    let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
+    let run = move |seed: u64, verbose: bool| -> SeedOutcome {
+        if arguments.dmap {
+            run_dmap_seed(seed, verbose, dmap_bug)
+        } else {
+            cluster::run_seed(seed, verbose, bug)
+        }
+    };
+    let command = match (arguments.dmap, arguments.bug) {
+        (false, BugArg::None) => "amulet-sim".to_string(),
+        (dmap, bug) => {
+            let mut command = "amulet-sim".to_string();
+            if dmap {
+                command.push_str(" --dmap");
+            }
+            if !matches!(bug, BugArg::None) {
+                let name = bug.to_possible_value().expect("not skipped");
+                command.push_str(&format!(" --bug {}", name.get_name()));
+            }
+            command
+        }
+    };
     match (arguments.seed, arguments.seeds) {
-        (Some(seed), _) => replay(seed, arguments.check_determinism, bug),
-        (None, Some(count)) => swarm(arguments.start, count, bug),
+        (Some(seed), _) => replay(seed, arguments.check_determinism, &command, run),
+        (None, Some(count)) => swarm(arguments.start, count, &command, run),
         (None, None) => {
             eprintln!("error: give --seed N or --seeds N (see --help)");
             ExitCode::from(2)
@@ -64,11 +102,16 @@ fn main() -> ExitCode {
     }
 }
 
-fn replay(seed: u64, check_determinism: bool, bug: Bug) -> ExitCode {
-    let outcome = cluster::run_seed(seed, true, bug);
+fn replay(
+    seed: u64,
+    check_determinism: bool,
+    command: &str,
+    run: impl Fn(u64, bool) -> SeedOutcome,
+) -> ExitCode {
+    let outcome = run(seed, true);
     println!("seed={seed} trace_hash={:016x}", outcome.trace_hash);
     if check_determinism {
-        let again = cluster::run_seed(seed, false, bug);
+        let again = run(seed, false);
         if again.trace_hash != outcome.trace_hash {
             println!(
                 "NONDETERMINISTIC seed={seed}: trace_hash {:016x} then {:016x}",
@@ -82,13 +125,18 @@ fn replay(seed: u64, check_determinism: bool, bug: Bug) -> ExitCode {
         println!("seeds=1 violations=0");
         return ExitCode::SUCCESS;
     }
-    print_failure(seed, &outcome);
+    print_failure_replayed_by(seed, &outcome, command);
     println!("seeds=1 violations={}", outcome.violations.len());
     ExitCode::FAILURE
 }
 
-fn swarm(start: u64, count: u64, bug: Bug) -> ExitCode {
-    let summary = run_swarm(start, count, |seed| cluster::run_seed(seed, false, bug));
+fn swarm(
+    start: u64,
+    count: u64,
+    command: &str,
+    run: impl Fn(u64, bool) -> SeedOutcome,
+) -> ExitCode {
+    let summary = run_swarm_replayed_by(start, count, command, |seed| run(seed, false));
     println!("elapsed_seconds={:.3}", summary.elapsed.as_secs_f64());
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {

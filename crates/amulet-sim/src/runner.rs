@@ -64,7 +64,12 @@ pub fn run_seed(seed: u64, verbose: bool) -> SeedOutcome {
 
 /// Prints a failing seed's replay command and its violations.
 pub fn print_failure(seed: u64, outcome: &SeedOutcome) {
-    println!("FAILED seed={seed} (replay: amulet-sim --seed {seed})");
+    print_failure_replayed_by(seed, outcome, "amulet-sim");
+}
+
+/// Like [`print_failure`], with the command (and flags) that replays it.
+pub fn print_failure_replayed_by(seed: u64, outcome: &SeedOutcome, command: &str) {
+    println!("FAILED seed={seed} (replay: {command} --seed {seed})");
     for violation in outcome.violations.iter().take(VIOLATIONS_SHOWN_MAX) {
         println!("  {violation}");
     }
@@ -99,6 +104,16 @@ pub fn run_catching(seed: u64, run: &impl Fn(u64) -> SeedOutcome) -> SeedOutcome
 
 /// Runs seeds `start .. start + count` with `run`, printing each failure.
 pub fn run_swarm(start: u64, count: u64, run: impl Fn(u64) -> SeedOutcome) -> SwarmSummary {
+    run_swarm_replayed_by(start, count, "amulet-sim", run)
+}
+
+/// Like [`run_swarm`], naming the command that replays a failed seed.
+pub fn run_swarm_replayed_by(
+    start: u64,
+    count: u64,
+    command: &str,
+    run: impl Fn(u64) -> SeedOutcome,
+) -> SwarmSummary {
     // Wall-clock time of the swarm, for the report only; runs never see it.
     #[allow(clippy::disallowed_methods)]
     let began = Instant::now();
@@ -109,7 +124,7 @@ pub fn run_swarm(start: u64, count: u64, run: impl Fn(u64) -> SeedOutcome) -> Sw
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;
             summary.failed_seeds.push(seed);
-            print_failure(seed, &outcome);
+            print_failure_replayed_by(seed, &outcome, command);
         }
     }
     summary.elapsed = began.elapsed();

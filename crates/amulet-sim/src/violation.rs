@@ -16,6 +16,12 @@ pub enum Property {
     /// Everything a correct proposer multicast reaches every correct
     /// subscriber (checked after the healed phase).
     Validity,
+    /// A replicated service's history has no linearization (DMap: every
+    /// operation appears to take effect at one instant between its call
+    /// and its reply, in an order a sequential map explains).
+    Linearizability,
+    /// After healing, clients' operations complete.
+    Progress,
     /// An invariant the protocol asserts about itself failed (the run
     /// panicked); a protocol-level safety check fired before any checker.
     Invariant,

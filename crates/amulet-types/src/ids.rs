@@ -66,6 +66,24 @@ pub struct ValueId {
     pub sequence: u64,
 }
 
+/// A partition of the replicated state: one replica group with its own
+/// stream (DMap §III: one group of replicas per shard).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PartitionId(pub u32);
+
+/// Version of the partition map. Every change of the map, ordered by the
+/// global stream, increases it; commands carry the version their client
+/// routed by (DMap §III-B a).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct MapVersion(pub u64);
+
+/// A client session: commands carry (session, sequence) so a retry takes
+/// effect once (design decision 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SessionId(pub u64);
+
 /// Time as an input (microseconds since an arbitrary epoch). Protocol cores
 /// never read a clock; the caller passes this in.
 #[derive(
@@ -93,7 +111,7 @@ macro_rules! display_as_number {
         }
     )*};
 }
-display_as_number!(NodeId => "n", StreamId => "s", Instance => "i");
+display_as_number!(NodeId => "n", StreamId => "s", Instance => "i", PartitionId => "p", MapVersion => "v", SessionId => "c");
 
 impl fmt::Display for Ballot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

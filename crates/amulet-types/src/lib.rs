@@ -7,4 +7,6 @@ mod config;
 mod ids;
 
 pub use config::{ConfigError, StorageMode, StreamConfig, StreamLimits};
-pub use ids::{Ballot, Instance, NodeId, StreamId, TimeMicros, ValueId};
+pub use ids::{
+    Ballot, Instance, MapVersion, NodeId, PartitionId, SessionId, StreamId, TimeMicros, ValueId,
+};

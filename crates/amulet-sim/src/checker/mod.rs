@@ -4,6 +4,7 @@
 
 pub mod agreement;
 pub mod integrity;
+pub mod linearizability;
 pub mod order;
 pub mod validity;
 

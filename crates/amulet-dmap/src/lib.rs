@@ -1,0 +1,33 @@
+//! DMap's state machine (DMap §III; thesis ch. 5): the named, bytewise
+//! ordered maps one partition holds, executed deterministically over the
+//! order the multicast layer delivers.
+//!
+//! This crate knows nothing of streams, replicas or partition maps. The
+//! replication layer (`amulet-smr`) routes each [`MapCommand`] to the
+//! partitions that hold its keys, has every replica of those partitions
+//! [`PartitionState::execute`] it at the same point of the order, and
+//! [`combine`]s the partial replies of a command that spans partitions
+//! (size, range reads, putAll, snapshots, ...) into the one reply the
+//! client sees.
+//!
+//! Maps are `imbl::OrdMap`s: cloning one is O(1) and shares structure, so a
+//! snapshot for an iterator is a clone held until it is released or its
+//! lease ends, and writers never wait for readers (design decision 9).
+#![deny(missing_docs)]
+
+mod combine;
+mod command;
+mod error;
+mod limits;
+mod map_name;
+mod partition_state;
+mod reply;
+mod smr_machine;
+
+pub use combine::combine;
+pub use command::{KeyBound, MapCommand, Nearest, RangeQuery};
+pub use error::MapError;
+pub use limits::MapLimits;
+pub use map_name::MapName;
+pub use partition_state::{ExecContext, PartitionState, SnapshotId, SnapshotPage};
+pub use reply::{Entry, MapReply};

@@ -1,0 +1,43 @@
+//! Every size limit of a map, named, with its unit and why.
+
+use serde::{Deserialize, Serialize};
+
+/// Limits checked at the edge (the node refuses a request that breaks one)
+/// and again on execution, so a command that slipped through still changes
+/// nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MapLimits {
+    /// Longest key, bytes. Keys are compared and copied on every level of
+    /// the tree; 16 KiB is far above any sensible key.
+    pub key_bytes_max: usize,
+    /// Longest value, bytes. A value travels in one multicast batch, whose
+    /// `value_bytes_max` (4 MiB) bounds it from above.
+    pub value_bytes_max: usize,
+    /// Most entries one range read or snapshot page returns.
+    pub range_entries_max: u32,
+    /// Most entries in one `putAll`.
+    pub put_all_entries_max: usize,
+    /// Most key and value bytes in one `putAll`; it travels as one value of
+    /// the global stream.
+    pub put_all_bytes_max: usize,
+    /// Longest snapshot lease, µs. A snapshot keeps old versions alive; a
+    /// forgotten one must not pin memory for long.
+    pub snapshot_lease_micros_max: u64,
+    /// Most open snapshots per partition.
+    pub snapshots_max: usize,
+}
+
+impl Default for MapLimits {
+    fn default() -> Self {
+        MapLimits {
+            key_bytes_max: 16 * 1024,
+            value_bytes_max: 1024 * 1024,
+            range_entries_max: 10_000,
+            put_all_entries_max: 10_000,
+            put_all_bytes_max: 3 * 1024 * 1024,
+            snapshot_lease_micros_max: 10 * 60 * 1_000_000,
+            snapshots_max: 1024,
+        }
+    }
+}

@@ -1,0 +1,313 @@
+//! One partition's maps and open snapshots, and the deterministic
+//! execution of commands on them.
+
+use crate::{Entry, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest, RangeQuery};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// A map's entries: a persistent B-tree, so `clone` is O(1) and a clone
+/// is an immutable snapshot that shares every unchanged node.
+pub type Entries = imbl::OrdMap<Bytes, Bytes>;
+
+/// Identifies an open snapshot. The replication layer derives it from the
+/// command's place in the global order, so every partition gives the same
+/// snapshot the same id.
+pub type SnapshotId = u64;
+
+/// What execution may depend on besides the command, all of it decided by
+/// the order (so every replica computes the same result).
+pub struct ExecContext<'a> {
+    /// Replicated time, µs: advanced by timestamps carried in ordered
+    /// commands, never by a local clock. Leases end by it.
+    pub now_micros: u64,
+    /// The id an `OpenSnapshot` executed now gets.
+    pub snapshot_id: SnapshotId,
+    /// Whether this partition owns `key` (a `putAll` applies only the
+    /// entries of the partition that executes it).
+    pub owns_key: &'a dyn Fn(&[u8]) -> bool,
+}
+
+/// One page of a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotPage {
+    /// Entries after the cursor, ascending.
+    pub entries: Vec<Entry>,
+    /// Whether entries remain after the last one.
+    pub more: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Snapshot {
+    entries: Entries,
+    lease_until_micros: u64,
+}
+
+/// The maps of one partition and its open snapshots.
+#[derive(Clone, Debug, Default)]
+pub struct PartitionState {
+    limits: MapLimits,
+    maps: BTreeMap<MapName, Entries>,
+    snapshots: BTreeMap<SnapshotId, Snapshot>,
+}
+
+impl PartitionState {
+    /// An empty partition.
+    pub fn new(limits: MapLimits) -> PartitionState {
+        PartitionState {
+            limits,
+            maps: BTreeMap::new(),
+            snapshots: BTreeMap::new(),
+        }
+    }
+
+    /// The limits commands are checked against.
+    pub fn limits(&self) -> &MapLimits {
+        &self.limits
+    }
+
+    /// This partition's entries of `map`.
+    pub fn entries(&self, map: &MapName) -> Option<&Entries> {
+        self.maps.get(map)
+    }
+
+    /// The maps this partition knows.
+    pub fn map_names(&self) -> impl Iterator<Item = &MapName> {
+        self.maps.keys()
+    }
+
+    /// Open snapshots.
+    pub fn snapshot_count(&self) -> usize {
+        self.snapshots.len()
+    }
+
+    /// Executes `command` and returns this partition's reply. Deterministic:
+    /// the same state, command and context give the same reply and state.
+    /// A failed command changes nothing (every check precedes every write).
+    pub fn execute(&mut self, command: &MapCommand, ctx: &ExecContext<'_>) -> MapReply {
+        self.expire_snapshots(ctx.now_micros);
+        if let Err(error) = command.validate(&self.limits) {
+            return MapReply::Failed(error);
+        }
+        match self.execute_valid(command, ctx) {
+            Ok(reply) => reply,
+            Err(error) => MapReply::Failed(error),
+        }
+    }
+
+    fn execute_valid(
+        &mut self,
+        command: &MapCommand,
+        ctx: &ExecContext<'_>,
+    ) -> Result<MapReply, MapError> {
+        use MapCommand::*;
+        match command {
+            CreateMap { map, .. } => {
+                if self.maps.contains_key(map) {
+                    return Err(MapError::MapExists(map.to_string()));
+                }
+                self.maps.insert(map.clone(), Entries::new());
+                Ok(MapReply::Done)
+            }
+            DropMap { map } => {
+                self.maps
+                    .remove(map)
+                    .ok_or_else(|| MapError::UnknownMap(map.to_string()))?;
+                Ok(MapReply::Done)
+            }
+            ReleaseSnapshot { snapshot } => {
+                // Idempotent: a lease may already have ended it here.
+                self.snapshots.remove(snapshot);
+                Ok(MapReply::Done)
+            }
+            OpenSnapshot { map, lease_micros } => {
+                let entries = self.map(map)?.clone();
+                if self.snapshots.len() >= self.limits.snapshots_max
+                    && !self.snapshots.contains_key(&ctx.snapshot_id)
+                {
+                    return Err(MapError::TooManySnapshots(self.limits.snapshots_max));
+                }
+                let lease_until_micros = ctx.now_micros.saturating_add(*lease_micros);
+                self.snapshots.insert(
+                    ctx.snapshot_id,
+                    Snapshot {
+                        entries,
+                        lease_until_micros,
+                    },
+                );
+                Ok(MapReply::Snapshot(ctx.snapshot_id))
+            }
+            _ => self.execute_on_map(command, ctx),
+        }
+    }
+
+    fn execute_on_map(
+        &mut self,
+        command: &MapCommand,
+        ctx: &ExecContext<'_>,
+    ) -> Result<MapReply, MapError> {
+        use MapCommand::*;
+        let name = command.map().expect("every other command names a map");
+        let entries = self
+            .maps
+            .get_mut(name)
+            .ok_or_else(|| MapError::UnknownMap(name.to_string()))?;
+        let reply = match command {
+            Get { key, .. } => MapReply::Value(entries.get(key).cloned()),
+            ContainsKey { key, .. } => MapReply::Flag(entries.contains_key(key)),
+            Put { key, value, .. } => MapReply::Value(entries.insert(key.clone(), value.clone())),
+            Remove { key, .. } => MapReply::Value(entries.remove(key)),
+            PutIfAbsent { key, value, .. } => match entries.get(key) {
+                Some(existing) => MapReply::Value(Some(existing.clone())),
+                None => {
+                    entries.insert(key.clone(), value.clone());
+                    MapReply::Value(None)
+                }
+            },
+            Replace { key, value, .. } => match entries.get(key) {
+                Some(_) => MapReply::Value(entries.insert(key.clone(), value.clone())),
+                None => MapReply::Value(None),
+            },
+            ReplaceIfEquals {
+                key,
+                expected,
+                value,
+                ..
+            } => {
+                let matches = entries.get(key) == Some(expected);
+                if matches {
+                    entries.insert(key.clone(), value.clone());
+                }
+                MapReply::Flag(matches)
+            }
+            RemoveIfEquals { key, expected, .. } => {
+                let matches = entries.get(key) == Some(expected);
+                if matches {
+                    entries.remove(key);
+                }
+                MapReply::Flag(matches)
+            }
+            PutAll { entries: new, .. } => {
+                for (key, value) in new.iter().filter(|(k, _)| (ctx.owns_key)(k)) {
+                    entries.insert(key.clone(), value.clone());
+                }
+                MapReply::Done
+            }
+            ContainsValue { value, .. } => MapReply::Flag(entries.values().any(|v| v == value)),
+            Size { .. } => MapReply::Count(entries.len() as u64),
+            IsEmpty { .. } => MapReply::Flag(entries.is_empty()),
+            Clear { .. } => {
+                *entries = Entries::new();
+                MapReply::Done
+            }
+            FirstEntry { .. } => MapReply::Entry(entries.get_min().cloned()),
+            LastEntry { .. } => MapReply::Entry(entries.get_max().cloned()),
+            NearestEntry { key, nearest, .. } => {
+                MapReply::Entry(nearest_entry(entries, key, *nearest))
+            }
+            Range { range, .. } => range_read(entries, range),
+            CreateMap { .. } | DropMap { .. } | OpenSnapshot { .. } | ReleaseSnapshot { .. } => {
+                unreachable!("handled by execute_valid")
+            }
+        };
+        Ok(reply)
+    }
+
+    fn map(&self, name: &MapName) -> Result<&Entries, MapError> {
+        self.maps
+            .get(name)
+            .ok_or_else(|| MapError::UnknownMap(name.to_string()))
+    }
+
+    /// Up to `limit` entries of snapshot `id` with keys above `after`
+    /// (from the first key when `None`). Snapshots never change, so any
+    /// replica that executed the `OpenSnapshot` serves its pages without
+    /// ordering them.
+    pub fn snapshot_page(
+        &self,
+        id: SnapshotId,
+        after: Option<&[u8]>,
+        limit: u32,
+    ) -> Result<SnapshotPage, MapError> {
+        if limit == 0 || limit > self.limits.range_entries_max {
+            return Err(MapError::BadRange(format!(
+                "page limit {limit} outside 1..={}",
+                self.limits.range_entries_max
+            )));
+        }
+        let snapshot = self
+            .snapshots
+            .get(&id)
+            .ok_or(MapError::UnknownSnapshot(id))?;
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        let mut iter = snapshot
+            .entries
+            .range::<_, [u8]>((from, Bound::Unbounded))
+            .map(|(k, v)| (k.clone(), v.clone()));
+        let entries: Vec<Entry> = iter.by_ref().take(limit as usize).collect();
+        let more = iter.next().is_some();
+        Ok(SnapshotPage { entries, more })
+    }
+
+    /// Ends snapshots whose lease passed by replicated time `now_micros`.
+    pub fn expire_snapshots(&mut self, now_micros: u64) {
+        self.snapshots
+            .retain(|_, snapshot| snapshot.lease_until_micros > now_micros);
+    }
+}
+
+fn nearest_entry(entries: &Entries, key: &[u8], nearest: Nearest) -> Option<Entry> {
+    let found = match nearest {
+        Nearest::Floor => entries
+            .range::<_, [u8]>((Bound::Unbounded, Bound::Included(key)))
+            .next_back(),
+        Nearest::Lower => entries
+            .range::<_, [u8]>((Bound::Unbounded, Bound::Excluded(key)))
+            .next_back(),
+        Nearest::Ceiling => entries
+            .range::<_, [u8]>((Bound::Included(key), Bound::Unbounded))
+            .next(),
+        Nearest::Higher => entries
+            .range::<_, [u8]>((Bound::Excluded(key), Bound::Unbounded))
+            .next(),
+    };
+    found.map(|(k, v)| (k.clone(), v.clone()))
+}
+
+fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
+    fn bound(b: &Option<crate::KeyBound>) -> Bound<&[u8]> {
+        match b {
+            None => Bound::Unbounded,
+            Some(b) if b.inclusive => Bound::Included(&b.key[..]),
+            Some(b) => Bound::Excluded(&b.key[..]),
+        }
+    }
+    if let (Some(from), Some(to)) = (&range.from, &range.to) {
+        // An empty range with equal ends: ordered-map range() would panic.
+        if from.key == to.key && !(from.inclusive && to.inclusive) {
+            return MapReply::Entries {
+                entries: Vec::new(),
+                more: false,
+            };
+        }
+    }
+    let iter = entries.range::<_, [u8]>((bound(&range.from), bound(&range.to)));
+    let limit = range.limit as usize;
+    let clone = |(k, v): (&Bytes, &Bytes)| (k.clone(), v.clone());
+    let mut taken: Vec<Entry>;
+    let more;
+    if range.reverse {
+        let mut iter = iter.rev();
+        taken = iter.by_ref().take(limit).map(clone).collect();
+        more = iter.next().is_some();
+    } else {
+        let mut iter = iter;
+        taken = iter.by_ref().take(limit).map(clone).collect();
+        more = iter.next().is_some();
+    }
+    taken.shrink_to_fit();
+    MapReply::Entries {
+        entries: taken,
+        more,
+    }
+}

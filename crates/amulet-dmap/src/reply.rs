@@ -1,0 +1,36 @@
+//! What a map command answers.
+
+use crate::MapError;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// A key and its value.
+pub type Entry = (Bytes, Bytes);
+
+/// The reply to a [`crate::MapCommand`], or one partition's part of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MapReply {
+    /// A value, or none (get, put, remove, putIfAbsent, replace).
+    Value(Option<Bytes>),
+    /// Yes or no (containsKey, containsValue, isEmpty, conditional
+    /// replace and remove).
+    Flag(bool),
+    /// A count (size).
+    Count(u64),
+    /// An entry, or none (first, last, floor, ceiling, higher, lower).
+    Entry(Option<Entry>),
+    /// Entries of a range in the order asked; `more` when the range has
+    /// entries beyond the last one returned.
+    Entries {
+        /// The entries.
+        entries: Vec<Entry>,
+        /// Whether the limit cut the range short.
+        more: bool,
+    },
+    /// A snapshot was opened.
+    Snapshot(u64),
+    /// Done, nothing to return (create, drop, putAll, clear, release).
+    Done,
+    /// The command failed and changed nothing.
+    Failed(MapError),
+}

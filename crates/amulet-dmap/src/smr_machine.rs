@@ -1,0 +1,102 @@
+//! DMap as a replicated state machine: where each command's keys live, and
+//! which commands change the partition map.
+
+use crate::{ExecContext, MapCommand, MapReply, Nearest, PartitionState};
+use amulet_smr::{Keys, KeyspaceChange, Placement, StateMachine};
+use std::ops::Bound;
+
+impl StateMachine for PartitionState {
+    type Command = MapCommand;
+    type Reply = MapReply;
+
+    fn placement(command: &MapCommand) -> Placement {
+        use MapCommand::*;
+        let keys = match command {
+            CreateMap { .. } | DropMap { .. } | ReleaseSnapshot { .. } => {
+                return Placement {
+                    keyspace: None,
+                    keys: Keys::All,
+                }
+            }
+            Get { key, .. }
+            | ContainsKey { key, .. }
+            | Put { key, .. }
+            | Remove { key, .. }
+            | PutIfAbsent { key, .. }
+            | Replace { key, .. }
+            | ReplaceIfEquals { key, .. }
+            | RemoveIfEquals { key, .. } => Keys::One(key.clone()),
+            PutAll { entries, .. } if !entries.is_empty() => {
+                Keys::Many(entries.iter().map(|(k, _)| k.clone()).collect())
+            }
+            NearestEntry { key, nearest, .. } => match nearest {
+                Nearest::Floor => Keys::Range(Bound::Unbounded, Bound::Included(key.clone())),
+                Nearest::Lower => Keys::Range(Bound::Unbounded, Bound::Excluded(key.clone())),
+                Nearest::Ceiling => Keys::Range(Bound::Included(key.clone()), Bound::Unbounded),
+                Nearest::Higher => Keys::Range(Bound::Excluded(key.clone()), Bound::Unbounded),
+            },
+            Range { range, .. } => {
+                let bound = |b: &Option<crate::KeyBound>| match b {
+                    None => Bound::Unbounded,
+                    Some(b) if b.inclusive => Bound::Included(b.key.clone()),
+                    Some(b) => Bound::Excluded(b.key.clone()),
+                };
+                Keys::Range(bound(&range.from), bound(&range.to))
+            }
+            PutAll { .. }
+            | ContainsValue { .. }
+            | Size { .. }
+            | IsEmpty { .. }
+            | Clear { .. }
+            | FirstEntry { .. }
+            | LastEntry { .. }
+            | OpenSnapshot { .. } => Keys::All,
+        };
+        Placement {
+            keyspace: command.map().map(|m| m.as_str().to_string()),
+            keys,
+        }
+    }
+
+    fn validate(&self, command: &MapCommand) -> Result<(), MapReply> {
+        command.validate(self.limits()).map_err(MapReply::Failed)
+    }
+
+    fn execute(&mut self, command: &MapCommand, ctx: &amulet_smr::ExecContext<'_>) -> MapReply {
+        let ctx = ExecContext {
+            now_micros: ctx.now_micros,
+            snapshot_id: ctx.global_position,
+            owns_key: ctx.owns_key,
+        };
+        PartitionState::execute(self, command, &ctx)
+    }
+
+    fn combine(command: &MapCommand, partials: &[MapReply]) -> MapReply {
+        crate::combine(command, partials)
+    }
+
+    fn needs_global_order(command: &MapCommand) -> bool {
+        // The snapshot's id is its global position.
+        matches!(command, MapCommand::OpenSnapshot { .. })
+    }
+
+    fn is_read_only(command: &MapCommand) -> bool {
+        command.is_read_only()
+    }
+
+    fn keyspace_request(command: &MapCommand) -> Option<KeyspaceChange> {
+        Self::keyspace_change(command, &MapReply::Done)
+    }
+
+    fn keyspace_change(command: &MapCommand, reply: &MapReply) -> Option<KeyspaceChange> {
+        match (command, reply) {
+            (MapCommand::CreateMap { map, layout }, MapReply::Done) => Some(
+                KeyspaceChange::Create(map.as_str().to_string(), layout.clone()),
+            ),
+            (MapCommand::DropMap { map }, MapReply::Done) => {
+                Some(KeyspaceChange::Drop(map.as_str().to_string()))
+            }
+            _ => None,
+        }
+    }
+}

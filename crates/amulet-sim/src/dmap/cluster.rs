@@ -1,0 +1,673 @@
+//! The DMap cluster of one seed: partitions × 3 replicas, the global
+//! stream, simulated clients, the network and the nemesis.
+
+use crate::checker::linearizability::{self, Call, Verdict};
+use crate::cluster::{envelope_digest, sim_limits, sync_logs};
+use crate::dmap::client::{Phase, Send, SimClient};
+use crate::dmap::workload;
+use crate::dmap::{MapOp, Observed, SortedMapModel};
+use crate::nemesis::{CrashGroup, FaultEvent, Nemesis, NemesisConfig};
+use crate::network::Network;
+use crate::rng::Rng;
+use crate::runner::{SeedOutcome, SeedStats};
+use crate::sim_log::SimStore;
+use crate::swarm::SwarmOptions;
+use crate::trace::TraceHash;
+use crate::violation::{Property, Violation};
+use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapReply, PartitionState};
+use amulet_multicast::MulticastNode;
+use amulet_smr::{
+    ClientReply, ClientRequest, Layout, Output, PartitionInfo, PartitionMap, Replica,
+    ReplicaConfig, ReplicaMessage, RequestId,
+};
+use amulet_types::{
+    NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
+};
+use amulet_wire::Envelope;
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+const TICK_MICROS: u64 = 1_000;
+const ASYNC_SYNC_MICROS: u64 = 5_000;
+/// Replicas per partition.
+const REPLICAS: u32 = 3;
+/// Client addresses start here (nodes are numbered from 1).
+const CLIENT_ENDPOINT_BASE: u32 = 1_000;
+/// Configurations the linearizability search may explore per seed.
+const CHECK_STEP_BUDGET: u64 = 20_000_000;
+/// The healed phase stops starting operations this long before the end,
+/// so the last ones can complete.
+const DRAIN_MICROS: u64 = 3_000_000;
+
+/// Deliberately broken variants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DmapBug {
+    /// The correct system.
+    #[default]
+    None,
+    /// Multi-partition commands complete without the signal exchange.
+    CompleteWithoutSignals,
+}
+
+/// Messages on the simulated network.
+#[derive(Clone, Debug)]
+enum SimMessage {
+    Paxos(Envelope),
+    Replica(ReplicaMessage),
+    Request {
+        tag: u64,
+        request: ClientRequest<MapCommand>,
+    },
+    Reply {
+        tag: u64,
+        reply: ClientReply<MapReply>,
+    },
+}
+
+struct NodeProcess {
+    multicast: MulticastNode,
+    replica: Replica<PartitionState>,
+    /// Requests received here: who asked, with which tag.
+    pending: BTreeMap<RequestId, (NodeId, u64)>,
+}
+
+struct NodeSlot {
+    partition: PartitionId,
+    stores: BTreeMap<StreamId, SimStore>,
+    incarnation: u32,
+    process: Option<NodeProcess>,
+}
+
+struct DmapCluster {
+    bug: DmapBug,
+    verbose: bool,
+    options: SwarmOptions,
+    configs: Vec<StreamConfig>,
+    initial_map: PartitionMap,
+    initial_state: PartitionState,
+    network: Network<SimMessage>,
+    nemesis: Nemesis,
+    slots: BTreeMap<NodeId, NodeSlot>,
+    clients: Vec<SimClient>,
+    client_rng: Rng,
+    disk_rng: Rng,
+    calls: Vec<Call<MapOp, Observed>>,
+    violations: Vec<Violation>,
+    trace: TraceHash,
+    now: TimeMicros,
+    healed: bool,
+}
+
+/// Runs one DMap seed with the fault mix it draws.
+pub fn run_dmap_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    let mut rng = Rng::new(seed ^ 0x646D_6170);
+    let mut options = SwarmOptions::draw(&mut rng);
+    // Shorter phases than the multicast swarm: every client operation is
+    // checked, and the search grows with the history.
+    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
+    options.liveness_phase_micros = 6_000_000;
+    run_dmap_with(seed, options, bug, verbose)
+}
+
+/// Runs one DMap seed with the given fault mix.
+pub fn run_dmap_with(seed: u64, options: SwarmOptions, bug: DmapBug, verbose: bool) -> SeedOutcome {
+    if verbose {
+        println!("dmap seed={seed} bug={bug:?} options={options:#?}");
+    }
+    let mut cluster = DmapCluster::new(seed, options, bug, verbose);
+    cluster.run();
+    cluster.outcome()
+}
+
+/// The initial partition map and its keyspace layout for `partitions`.
+fn initial_map(rng: &mut Rng, partitions: u32) -> (PartitionMap, Layout) {
+    let infos = (1..=partitions)
+        .map(|p| {
+            let first = (p - 1) * REPLICAS + 1;
+            (
+                PartitionId(p),
+                PartitionInfo {
+                    stream: StreamId(p + 1),
+                    replicas: (first..first + REPLICAS).map(NodeId).collect(),
+                },
+            )
+        })
+        .collect();
+    let mut map = PartitionMap::uniform(StreamId(1), infos);
+    let layout = if rng.chance(0.5) {
+        Layout::Hash
+    } else {
+        // Split the keys a..f evenly.
+        let splits: [&[u8]; 3] = [b"", b"c", b"e"];
+        let step = if partitions == 2 { 2 } else { 1 };
+        Layout::Range(
+            (0..partitions)
+                .map(|p| {
+                    let split = if p == 0 {
+                        b"" as &[u8]
+                    } else {
+                        splits[(p * step).min(2) as usize]
+                    };
+                    (Bytes::copy_from_slice(split), PartitionId(p + 1))
+                })
+                .collect(),
+        )
+    };
+    map.create_keyspace(workload::map_name().as_str(), layout.clone())
+        .expect("the initial layout is valid");
+    (map, layout)
+}
+
+impl DmapCluster {
+    fn new(seed: u64, options: SwarmOptions, bug: DmapBug, verbose: bool) -> DmapCluster {
+        let mut rng = Rng::new(seed ^ 0x7265_706C);
+        let storage = match rng.below(3) {
+            0 => StorageMode::Memory,
+            1 => StorageMode::AsyncDurable,
+            _ => StorageMode::SyncDurable,
+        };
+        let partitions = rng.range(1, 3) as u32;
+        let (initial_map, layout) = initial_map(&mut rng, partitions);
+        let mut initial_state = PartitionState::new(MapLimits::default());
+        let everything = |_: &[u8]| true;
+        let created = initial_state.execute(
+            &MapCommand::CreateMap {
+                map: workload::map_name(),
+                layout,
+            },
+            &ExecContext {
+                now_micros: 0,
+                snapshot_id: 0,
+                owns_key: &everything,
+            },
+        );
+        assert_eq!(created, MapReply::Done);
+        let nodes: Vec<NodeId> = initial_map
+            .partitions
+            .values()
+            .flat_map(|p| p.replicas.iter().copied())
+            .collect();
+        let mut configs = vec![StreamConfig {
+            stream: initial_map.global_stream,
+            acceptors: initial_map.partitions[&PartitionId(1)].replicas.clone(),
+            learners: nodes[REPLICAS as usize..].to_vec(),
+            storage,
+            limits: sim_limits(),
+        }];
+        for info in initial_map.partitions.values() {
+            configs.push(StreamConfig {
+                stream: info.stream,
+                acceptors: info.replicas.clone(),
+                learners: Vec::new(),
+                storage,
+                limits: sim_limits(),
+            });
+        }
+        if verbose {
+            println!("storage={storage:?} partitions={partitions} map={initial_map:#?}");
+        }
+        let mut slots = BTreeMap::new();
+        for (partition, info) in &initial_map.partitions {
+            for &node in &info.replicas {
+                let stores = configs
+                    .iter()
+                    .filter(|c| c.members().contains(&node))
+                    .map(|c| (c.stream, SimStore::new(storage)))
+                    .collect();
+                slots.insert(
+                    node,
+                    NodeSlot {
+                        partition: *partition,
+                        stores,
+                        incarnation: 0,
+                        process: None,
+                    },
+                );
+            }
+        }
+        let nemesis_config = NemesisConfig {
+            storage: nodes.iter().map(|n| (*n, storage)).collect(),
+            groups: configs
+                .iter()
+                .map(|c| CrashGroup::minority(c.acceptors.clone()))
+                .collect(),
+            down_max: nodes.len() / 2,
+            nodes: nodes.clone(),
+        };
+        let safety_end = TimeMicros(options.safety_phase_micros);
+        let nemesis = Nemesis::new(
+            nemesis_config,
+            options.faults.clone(),
+            safety_end,
+            rng.fork(),
+        );
+        let network = Network::new(options.network.clone(), rng.fork());
+        let client_count = rng.range(2, 4) as u32;
+        let clients = (0..client_count)
+            .map(|c| {
+                SimClient::new(
+                    NodeId(CLIENT_ENDPOINT_BASE + c),
+                    SessionId(u64::from(c) + 1),
+                    initial_map.clone(),
+                )
+            })
+            .collect();
+        let mut cluster = DmapCluster {
+            bug,
+            verbose,
+            options,
+            configs,
+            initial_map,
+            initial_state,
+            network,
+            nemesis,
+            slots,
+            clients,
+            client_rng: rng.fork(),
+            disk_rng: rng.fork(),
+            calls: Vec::new(),
+            violations: Vec::new(),
+            trace: TraceHash::new(),
+            now: TimeMicros(0),
+            healed: false,
+        };
+        for node in nodes {
+            cluster.start(node);
+        }
+        for c in 0..cluster.clients.len() {
+            let send = cluster.clients[c].start(0, &mut cluster.client_rng);
+            cluster.send_request(c, send);
+        }
+        cluster
+    }
+
+    fn run(&mut self) {
+        let end = TimeMicros(self.options.safety_phase_micros + self.options.liveness_phase_micros);
+        let issue_until = end.0 - DRAIN_MICROS;
+        let mut next_tick = TimeMicros(0);
+        loop {
+            let next = [
+                self.network.next_event_time(),
+                self.nemesis.next_event_time(),
+                Some(next_tick),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("the tick is always scheduled");
+            if next > end {
+                break;
+            }
+            self.now = next;
+            let coordinators = self.coordinators();
+            for event in self.nemesis.poll(next, || coordinators.clone()) {
+                self.apply(event);
+            }
+            for (from, to, message) in self.network.deliver_due(next) {
+                self.trace
+                    .event(next, 0, from, to, message_digest(&message));
+                self.deliver(from, to, message);
+            }
+            if next_tick <= next {
+                self.tick(next.0 < issue_until);
+                next_tick = next_tick.plus(TICK_MICROS);
+            }
+        }
+        self.now = end;
+    }
+
+    fn coordinators(&self) -> Vec<NodeId> {
+        self.slots
+            .iter()
+            .filter(|(_, slot)| {
+                slot.process
+                    .as_ref()
+                    .is_some_and(|p| p.multicast.streams().values().any(|s| s.is_coordinator()))
+            })
+            .map(|(node, _)| *node)
+            .collect()
+    }
+
+    fn apply(&mut self, event: FaultEvent) {
+        if self.verbose {
+            println!("t={}us fault {event:?}", self.now.0);
+        }
+        self.trace.event(
+            self.now,
+            1,
+            NodeId(0),
+            NodeId(0),
+            TraceHash::digest_debug(&event),
+        );
+        match event {
+            FaultEvent::PartitionStart { blocked, .. } => self.network.block_links(&blocked),
+            FaultEvent::PartitionEnd => self.network.unblock_all(),
+            FaultEvent::CrashProcess { node, .. } => {
+                self.crash(node);
+                for store in self.slots[&node].stores.values() {
+                    store.crash_process();
+                }
+            }
+            FaultEvent::CrashMachine { node } => {
+                self.crash(node);
+                for store in self.slots[&node].stores.values() {
+                    store.crash_machine(&mut self.disk_rng);
+                }
+            }
+            FaultEvent::RestartProcess { node } | FaultEvent::RestartMachine { node } => {
+                self.start(node)
+            }
+            FaultEvent::Heal => {
+                self.network.heal();
+                self.healed = true;
+            }
+        }
+    }
+
+    fn crash(&mut self, node: NodeId) {
+        self.network.drop_to(node);
+        let slot = self.slots.get_mut(&node).expect("known node");
+        slot.process
+            .take()
+            .expect("the nemesis crashes only nodes that are up");
+    }
+
+    /// Starts `node` as a new incarnation: its acceptor logs reopen, its
+    /// replica starts from the initial state and replays the streams.
+    fn start(&mut self, node: NodeId) {
+        let now = self.now;
+        let slot = self.slots.get_mut(&node).expect("known node");
+        slot.incarnation += 1;
+        let streams = self
+            .configs
+            .iter()
+            .filter(|c| slot.stores.contains_key(&c.stream))
+            .map(|c| (c.clone(), slot.stores[&c.stream].open()))
+            .collect();
+        let multicast = MulticastNode::new(node, streams, slot.incarnation, now);
+        let config = ReplicaConfig::new(node, slot.incarnation, slot.partition);
+        let mut replica =
+            Replica::new(config, self.initial_map.clone(), self.initial_state.clone());
+        replica.set_bug_complete_without_signals(self.bug == DmapBug::CompleteWithoutSignals);
+        slot.process = Some(NodeProcess {
+            multicast,
+            replica,
+            pending: BTreeMap::new(),
+        });
+    }
+
+    fn deliver(&mut self, from: NodeId, to: NodeId, message: SimMessage) {
+        let now = self.now;
+        if to.0 >= CLIENT_ENDPOINT_BASE {
+            if let SimMessage::Reply { tag, reply } = message {
+                self.client_reply((to.0 - CLIENT_ENDPOINT_BASE) as usize, tag, reply);
+            }
+            return;
+        }
+        let Some(process) = self.slots.get_mut(&to).and_then(|s| s.process.as_mut()) else {
+            return;
+        };
+        match message {
+            SimMessage::Paxos(envelope) => process.multicast.on_message(now, from, envelope),
+            SimMessage::Replica(message) => process.replica.on_message(message),
+            SimMessage::Request { tag, request } => {
+                let id = process.replica.submit(now.0, request);
+                process.pending.insert(id, (from, tag));
+            }
+            SimMessage::Reply { .. } => {}
+        }
+        self.flush(to);
+    }
+
+    fn tick(&mut self, issuing: bool) {
+        let now = self.now;
+        let sync_async = now.0.is_multiple_of(ASYNC_SYNC_MICROS);
+        let nodes: Vec<NodeId> = self.slots.keys().copied().collect();
+        for node in nodes {
+            let Some(process) = self.slots.get_mut(&node).and_then(|s| s.process.as_mut()) else {
+                continue;
+            };
+            process.multicast.tick(now);
+            process.replica.tick(now.0);
+            if sync_async {
+                sync_logs(&mut process.multicast);
+            }
+            self.flush(node);
+        }
+        for c in 0..self.clients.len() {
+            self.read_snapshot(c);
+            let send = self.clients[c].tick(now.0, issuing, &mut self.client_rng, &mut self.calls);
+            if let Some(send) = send {
+                self.send_request(c, send);
+            }
+        }
+    }
+
+    fn send_request(&mut self, client: usize, send: Send) {
+        let from = self.clients[client].endpoint;
+        let message = SimMessage::Request {
+            tag: send.tag,
+            request: send.request,
+        };
+        self.network.send(self.now, from, send.to, message);
+    }
+
+    fn client_reply(&mut self, client: usize, tag: u64, reply: ClientReply<MapReply>) {
+        let result = self.clients[client].on_reply(
+            self.now.0,
+            tag,
+            reply,
+            self.healed,
+            &mut self.client_rng,
+            &mut self.calls,
+        );
+        match result {
+            Ok(Some(send)) => self.send_request(client, send),
+            Ok(None) => {}
+            Err(message) => self.violations.push(Violation::new(
+                Property::Linearizability,
+                format!("client {client}: {message}"),
+            )),
+        }
+    }
+
+    /// A client reading a snapshot takes every partition's pages from a
+    /// live replica that executed the snapshot's opening. Snapshots never
+    /// change, so the pages are read directly (no ordering, no network).
+    fn read_snapshot(&mut self, client: usize) {
+        let Phase::Reading {
+            call,
+            snapshot,
+            opened_at,
+        } = self.clients[client].phase.clone()
+        else {
+            return;
+        };
+        let mut entries = Vec::new();
+        let partitions: Vec<PartitionId> = self.initial_map.partitions.keys().copied().collect();
+        for partition in partitions {
+            let ready = self.slots.values().find_map(|slot| {
+                let process = slot.process.as_ref()?;
+                (slot.partition == partition && process.replica.global_position() >= snapshot)
+                    .then_some(&process.replica)
+            });
+            let Some(replica) = ready else {
+                return; // try again next tick
+            };
+            let mut after: Option<Bytes> = None;
+            loop {
+                match replica.state().snapshot_page(snapshot, after.as_deref(), 2) {
+                    Ok(page) => {
+                        after = page.entries.last().map(|(k, _)| k.clone());
+                        entries.extend(page.entries);
+                        if !page.more {
+                            break;
+                        }
+                    }
+                    Err(error) => {
+                        self.violations.push(Violation::new(
+                            Property::Linearizability,
+                            format!("snapshot {snapshot} unreadable at {partition}: {error}"),
+                        ));
+                        self.clients[client].phase = Phase::Thinking { until: u64::MAX };
+                        return;
+                    }
+                }
+            }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        let now = self.now.0;
+        let healed = self.healed;
+        self.clients[client].scanned(
+            now,
+            healed,
+            &mut self.client_rng,
+            &mut self.calls[call],
+            entries,
+            opened_at,
+        );
+        // Release it; release is idempotent, so no session is needed.
+        let version = self.clients[client].map.version;
+        let to = self.initial_map.partitions[&PartitionId(1)].replicas[0];
+        let request = ClientRequest {
+            map_version: version,
+            session: None,
+            body: amulet_smr::Body::App(MapCommand::ReleaseSnapshot { snapshot }),
+        };
+        let from = self.clients[client].endpoint;
+        self.network
+            .send(self.now, from, to, SimMessage::Request { tag: 0, request });
+    }
+
+    /// Moves a node's outputs along until it is quiet: multicast
+    /// deliveries feed the replica, whose proposals feed the multicast.
+    fn flush(&mut self, node: NodeId) {
+        let now = self.now;
+        loop {
+            let Some(process) = self.slots.get_mut(&node).and_then(|s| s.process.as_mut()) else {
+                return;
+            };
+            let mut effects = process.multicast.drain();
+            if !effects.sends_after_sync.is_empty() {
+                sync_logs(&mut process.multicast);
+            }
+            for merged in &effects.delivered {
+                process
+                    .replica
+                    .on_deliver(merged.stream, &merged.value.bytes);
+            }
+            let outputs = process.replica.drain();
+            let mut replies = Vec::new();
+            let mut proposed = false;
+            for output in outputs {
+                match output {
+                    Output::Propose { stream, value } => {
+                        // A refusal (queue full) is retried by the client.
+                        let _ = process.multicast.multicast(now, stream, value);
+                        proposed = true;
+                    }
+                    Output::Send { to, message } => {
+                        replies.push((to, SimMessage::Replica(message)));
+                    }
+                    Output::Reply { request, reply } => {
+                        if let Some((client, tag)) = process.pending.remove(&request) {
+                            replies.push((client, SimMessage::Reply { tag, reply }));
+                        }
+                    }
+                }
+            }
+            let quiet = effects.delivered.is_empty() && !proposed;
+            for (to, envelope) in effects
+                .sends
+                .drain(..)
+                .chain(effects.sends_after_sync.drain(..))
+            {
+                self.network
+                    .send(now, node, to, SimMessage::Paxos(envelope));
+            }
+            for (to, message) in replies {
+                self.network.send(now, node, to, message);
+            }
+            if quiet {
+                return;
+            }
+        }
+    }
+
+    fn outcome(mut self) -> SeedOutcome {
+        self.check_progress();
+        let verdict =
+            linearizability::check(SortedMapModel::default(), &self.calls, CHECK_STEP_BUDGET);
+        match verdict {
+            Verdict::Linearizable => {}
+            Verdict::NotLinearizable { deepest, stuck_at } => {
+                let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
+                sorted.sort_by_key(|c| c.invoke);
+                let call = sorted.get(stuck_at);
+                self.violations.push(Violation::new(
+                    Property::Linearizability,
+                    format!(
+                        "no linearization of {} calls; the deepest order placed {deepest} completed calls, then could not place {call:?}",
+                        self.calls.len()
+                    ),
+                ));
+            }
+            Verdict::Unknown => self.violations.push(Violation::new(
+                Property::Linearizability,
+                format!(
+                    "checker gave up after {CHECK_STEP_BUDGET} steps on {} calls",
+                    self.calls.len()
+                ),
+            )),
+        }
+        if self.verbose {
+            let completed = self.calls.iter().filter(|c| c.complete.is_some()).count();
+            println!(
+                "calls={} completed={completed} violations={}",
+                self.calls.len(),
+                self.violations.len()
+            );
+        }
+        SeedOutcome {
+            violations: self.violations,
+            trace_hash: self.trace.value(),
+            stats: SeedStats {
+                values_proposed: self.calls.len() as u64,
+                deliveries: self.calls.iter().filter(|c| c.complete.is_some()).count() as u64,
+                learner_incarnations: self.slots.values().map(|s| u64::from(s.incarnation)).sum(),
+                virtual_micros: self.now.0,
+                trace_events: self.trace.events(),
+                network: self.network.stats(),
+                nemesis: self.nemesis.stats(),
+            },
+        }
+    }
+
+    /// After healing every client completes operations, and the last one
+    /// each started has completed by the end.
+    fn check_progress(&mut self) {
+        for (c, client) in self.clients.iter().enumerate() {
+            let idle = matches!(client.phase, Phase::Thinking { .. });
+            if client.completed_after_heal == 0 || !idle {
+                self.violations.push(Violation::new(
+                    Property::Progress,
+                    format!(
+                        "client {c} completed {} operations after healing and ends in {:?}",
+                        client.completed_after_heal, client.phase
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn message_digest(message: &SimMessage) -> u64 {
+    match message {
+        SimMessage::Paxos(envelope) => envelope_digest(envelope),
+        SimMessage::Replica(m) => TraceHash::digest(&(1u8, m.encode().to_vec())),
+        SimMessage::Request { tag, request } => {
+            TraceHash::digest(&(2u8, *tag, request.map_version.0))
+        }
+        SimMessage::Reply { tag, .. } => TraceHash::digest(&(3u8, *tag)),
+    }
+}

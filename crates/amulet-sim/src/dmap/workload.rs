@@ -1,0 +1,117 @@
+//! The operations simulated clients draw: a small key space (so whole-map
+//! operations stay checkable) and every kind of map command.
+
+use crate::dmap::MapOp;
+use crate::rng::Rng;
+use amulet_dmap::{KeyBound, MapCommand, MapName, Nearest, RangeQuery};
+use bytes::Bytes;
+
+/// Keys are single letters `a..=f`.
+const KEYS: u64 = 6;
+/// Values are `0..4`.
+const VALUES: u64 = 4;
+
+/// The simulated map.
+pub fn map_name() -> MapName {
+    MapName::new("sim").expect("valid name")
+}
+
+fn key(rng: &mut Rng) -> Bytes {
+    Bytes::from(vec![b'a' + rng.below(KEYS) as u8])
+}
+
+fn value(rng: &mut Rng) -> Bytes {
+    Bytes::from(vec![b'0' + rng.below(VALUES) as u8])
+}
+
+fn bound(rng: &mut Rng) -> Option<KeyBound> {
+    rng.chance(0.7).then(|| KeyBound {
+        key: key(rng),
+        inclusive: rng.chance(0.5),
+    })
+}
+
+/// Draws the next operation.
+pub fn draw(rng: &mut Rng) -> MapOp {
+    let map = map_name();
+    let command = match rng.below(100) {
+        0..=21 => MapCommand::Put {
+            map,
+            key: key(rng),
+            value: value(rng),
+        },
+        22..=35 => MapCommand::Get { map, key: key(rng) },
+        36..=42 => MapCommand::Remove { map, key: key(rng) },
+        43..=48 => MapCommand::PutIfAbsent {
+            map,
+            key: key(rng),
+            value: value(rng),
+        },
+        49..=52 => MapCommand::Replace {
+            map,
+            key: key(rng),
+            value: value(rng),
+        },
+        53..=56 => MapCommand::ReplaceIfEquals {
+            map,
+            key: key(rng),
+            expected: value(rng),
+            value: value(rng),
+        },
+        57..=59 => MapCommand::RemoveIfEquals {
+            map,
+            key: key(rng),
+            expected: value(rng),
+        },
+        60..=62 => MapCommand::ContainsKey { map, key: key(rng) },
+        63..=67 => {
+            let entries = (0..rng.range(1, 3))
+                .map(|_| (key(rng), value(rng)))
+                .collect();
+            MapCommand::PutAll { map, entries }
+        }
+        68..=72 => MapCommand::Size { map },
+        73..=74 => MapCommand::IsEmpty { map },
+        75..=76 => MapCommand::ContainsValue {
+            map,
+            value: value(rng),
+        },
+        77 => MapCommand::Clear { map },
+        78..=79 => MapCommand::FirstEntry { map },
+        80..=81 => MapCommand::LastEntry { map },
+        82..=86 => {
+            let nearest = *rng
+                .pick(&[
+                    Nearest::Floor,
+                    Nearest::Ceiling,
+                    Nearest::Higher,
+                    Nearest::Lower,
+                ])
+                .expect("not empty");
+            MapCommand::NearestEntry {
+                map,
+                key: key(rng),
+                nearest,
+            }
+        }
+        87..=93 => {
+            let (mut from, mut to) = (bound(rng), bound(rng));
+            if let (Some(f), Some(t)) = (&from, &to) {
+                if f.key > t.key {
+                    std::mem::swap(&mut from, &mut to);
+                }
+            }
+            MapCommand::Range {
+                map,
+                range: RangeQuery {
+                    from,
+                    to,
+                    limit: rng.range(1, 4) as u32,
+                    reverse: rng.chance(0.3),
+                },
+            }
+        }
+        _ => return MapOp::Scan,
+    };
+    MapOp::Command(command)
+}

@@ -1,0 +1,103 @@
+//! What replicas multicast (a command with its origin, session and map
+//! version) and what they send each other (signals).
+
+use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Where a command entered the system: the replica that answers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Origin {
+    /// The receiving node.
+    pub node: NodeId,
+    /// Its run, so a restarted node never answers its previous run's
+    /// requests while it replays them.
+    pub incarnation: u32,
+    /// The request's number at that node and run.
+    pub request: u64,
+}
+
+/// What a multicast command does.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Body<C> {
+    /// A service command.
+    App(C),
+    /// Opens (or renews) the envelope's session for `lease_micros` of
+    /// global time. Global stream only.
+    OpenSession {
+        /// Lease length, µs.
+        lease_micros: u64,
+    },
+    /// Renews the envelope's session. Global stream only.
+    KeepAlive {
+        /// Lease length from now, µs.
+        lease_micros: u64,
+    },
+    /// Ends the envelope's session. Global stream only.
+    CloseSession,
+}
+
+/// One command as the streams order it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandEnvelope<C> {
+    /// Who answers.
+    pub origin: Origin,
+    /// The origin's clock when it proposed, µs: replicated time advances
+    /// to the greatest timestamp delivered.
+    pub timestamp_micros: u64,
+    /// The partition map version the client routed by.
+    pub map_version: MapVersion,
+    /// Session and sequence, for exactly-once; `None` for a command that
+    /// may take effect more than once if retried.
+    pub session: Option<(SessionId, u64)>,
+    /// The command.
+    pub body: Body<C>,
+}
+
+impl<C: Serialize + serde::de::DeserializeOwned> CommandEnvelope<C> {
+    /// Encodes for multicast.
+    pub fn encode(&self) -> Bytes {
+        Bytes::from(postcard::to_allocvec(self).expect("encoding to memory cannot fail"))
+    }
+
+    /// Decodes a delivered value. Total: bad bytes are an error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
+        postcard::from_bytes(bytes)
+    }
+}
+
+/// Messages between replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplicaMessage {
+    /// S-SMR signal: `partition` executed the multi-partition command at
+    /// `global_position`, with this encoded partial reply (`None` when the
+    /// sender no longer holds it).
+    Signal {
+        /// The command's global position.
+        global_position: u64,
+        /// The sender's partition.
+        partition: PartitionId,
+        /// The encoded partial reply.
+        partial: Option<Bytes>,
+    },
+    /// A replica waiting for signals asks again (signals are datagrams
+    /// that may be lost).
+    SignalRequest {
+        /// The command's global position.
+        global_position: u64,
+        /// The asker.
+        from: NodeId,
+    },
+}
+
+impl ReplicaMessage {
+    /// Encodes for the wire.
+    pub fn encode(&self) -> Bytes {
+        Bytes::from(postcard::to_allocvec(self).expect("encoding to memory cannot fail"))
+    }
+
+    /// Decodes. Total: bad bytes are an error.
+    pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
+        postcard::from_bytes(bytes)
+    }
+}

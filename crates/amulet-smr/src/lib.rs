@@ -1,0 +1,33 @@
+//! Partitioned state machine replication over atomic multicast (thesis
+//! §2.7, ch. 5; DMap §III-B; S-SMR).
+//!
+//! A [`Replica`] of one partition executes a deterministic
+//! [`StateMachine`] over the merged delivery of its partition's stream and
+//! the global stream. It is sans-IO: the caller feeds it client requests,
+//! delivered values, peer messages and ticks with the current time, and
+//! drains [`Output`]s (values to multicast, messages to other replicas,
+//! replies to clients).
+//!
+//! - The [`PartitionMap`] (token ring for hash-partitioned keyspaces, key
+//!   ranges for range-partitioned ones, replica sets, versioned) is part of
+//!   the replicated state and changes only through the global stream.
+//!   Every command carries its client's map version; a stale one is
+//!   answered with the current map.
+//! - Commands of one partition go on its stream; commands that span
+//!   partitions go on the global stream, and every involved replica sends
+//!   its partial result to the other involved partitions and waits for one
+//!   from each before it completes (the signal exchange of S-SMR).
+//! - Client sessions make retries take effect once ([`SessionTable`]).
+#![deny(missing_docs)]
+
+mod envelope;
+mod partition_map;
+mod replica;
+mod session_table;
+mod state_machine;
+
+pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
+pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, PartitionMapError, Placement};
+pub use replica::{ClientReply, ClientRequest, Output, Replica, ReplicaConfig, RequestId};
+pub use session_table::{SessionCheck, SessionTable};
+pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};

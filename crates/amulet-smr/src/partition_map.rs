@@ -1,0 +1,388 @@
+//! The partition map (DMap §III; MRP-Store §3.5.1): which partition holds
+//! a key of a keyspace, which stream orders each partition, and which
+//! nodes replicate it. Versioned; changed only by commands of the global
+//! stream, so every replica changes it at the same point of the order.
+
+use amulet_types::{MapVersion, NodeId, PartitionId, StreamId};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// One partition: the stream that orders its commands and its replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    /// The partition's own stream.
+    pub stream: StreamId,
+    /// Nodes holding a replica.
+    pub replicas: Vec<NodeId>,
+}
+
+/// How a keyspace (a named map) spreads its keys, chosen at creation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Layout {
+    /// By the key's 32-bit token on the map's token ring (DMap's scheme):
+    /// even spread, but a range read touches every partition.
+    Hash,
+    /// By key ranges (MRP-Store §3.5.1): each entry is the least key of a
+    /// range and the partition holding `[key, next key)`. The first key is
+    /// empty. A range read inside one range is a single-partition command.
+    Range(Vec<(Bytes, PartitionId)>),
+}
+
+/// Which keys of which keyspace a command touches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// The keyspace; `None` for commands on every partition of the cluster
+    /// (creating a keyspace, releasing a snapshot).
+    pub keyspace: Option<String>,
+    /// The keys.
+    pub keys: Keys,
+}
+
+/// The keys a command touches within its keyspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// One key.
+    One(Bytes),
+    /// Several keys.
+    Many(Vec<Bytes>),
+    /// Every key between two bounds.
+    Range(Bound<Bytes>, Bound<Bytes>),
+    /// Every key.
+    All,
+}
+
+/// Why a map or a route is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionMapError {
+    /// The keyspace is not in the map.
+    #[error("no keyspace named {0:?}")]
+    UnknownKeyspace(String),
+    /// Creating a keyspace that exists.
+    #[error("keyspace {0:?} exists")]
+    KeyspaceExists(String),
+    /// A structural rule is broken.
+    #[error("invalid partition map: {0}")]
+    Invalid(String),
+}
+
+/// The partition map.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionMap {
+    /// Increases with every change.
+    pub version: MapVersion,
+    /// The stream every replica subscribes to; orders multi-partition
+    /// commands and map changes.
+    pub global_stream: StreamId,
+    /// Partitions by id.
+    pub partitions: BTreeMap<PartitionId, PartitionInfo>,
+    /// Hash layout: `(first token, partition)` sorted by token, starting at
+    /// token 0; a partition holds tokens up to the next entry's.
+    pub token_ring: Vec<(u32, PartitionId)>,
+    /// Keyspaces and their layouts.
+    pub keyspaces: BTreeMap<String, Layout>,
+}
+
+/// The token of a key: CRC-32C of its bytes (Castagnoli polynomial, as in
+/// iSCSI and `java.util.zip.CRC32C`), so every client language computes it
+/// with a standard library.
+pub fn token(key: &[u8]) -> u32 {
+    crc32c::crc32c(key)
+}
+
+impl PartitionMap {
+    /// Version 1 of a map whose partitions split the token ring evenly.
+    pub fn uniform(
+        global_stream: StreamId,
+        partitions: Vec<(PartitionId, PartitionInfo)>,
+    ) -> PartitionMap {
+        let count = partitions.len().max(1) as u64;
+        let token_ring = partitions
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| ((((i as u64) << 32) / count) as u32, *id))
+            .collect();
+        PartitionMap {
+            version: MapVersion(1),
+            global_stream,
+            partitions: partitions.into_iter().collect(),
+            token_ring,
+            keyspaces: BTreeMap::new(),
+        }
+    }
+
+    /// Checks the structure: partitions with replicas and distinct streams,
+    /// a token ring starting at 0 in increasing order over known
+    /// partitions, range layouts starting at the empty key in increasing
+    /// order over known partitions.
+    pub fn validate(&self) -> Result<(), PartitionMapError> {
+        let invalid = |why: String| Err(PartitionMapError::Invalid(why));
+        if self.partitions.is_empty() {
+            return invalid("no partitions".into());
+        }
+        let mut streams = vec![self.global_stream];
+        for (id, info) in &self.partitions {
+            if info.replicas.is_empty() {
+                return invalid(format!("partition {id} has no replicas"));
+            }
+            streams.push(info.stream);
+        }
+        streams.sort();
+        if streams.windows(2).any(|w| w[0] == w[1]) {
+            return invalid(
+                "two partitions (or a partition and the global stream) share a stream".into(),
+            );
+        }
+        if self.token_ring.first().map(|e| e.0) != Some(0)
+            || self.token_ring.windows(2).any(|w| w[0].0 >= w[1].0)
+            || self
+                .token_ring
+                .iter()
+                .any(|e| !self.partitions.contains_key(&e.1))
+        {
+            return invalid(
+                "token ring must start at 0, increase, and name known partitions".into(),
+            );
+        }
+        for (name, layout) in &self.keyspaces {
+            if let Layout::Range(ranges) = layout {
+                if ranges.first().map(|r| r.0.is_empty()) != Some(true)
+                    || ranges.windows(2).any(|w| w[0].0 >= w[1].0)
+                    || ranges.iter().any(|r| !self.partitions.contains_key(&r.1))
+                {
+                    return invalid(format!(
+                        "ranges of {name:?} must start at the empty key, increase, and name known partitions"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The partition holding `key` of `keyspace`.
+    pub fn partition_of(
+        &self,
+        keyspace: &str,
+        key: &[u8],
+    ) -> Result<PartitionId, PartitionMapError> {
+        match self.layout(keyspace)? {
+            Layout::Hash => Ok(self.token_owner(token(key))),
+            Layout::Range(ranges) => Ok(range_owner(ranges, key)),
+        }
+    }
+
+    fn token_owner(&self, token: u32) -> PartitionId {
+        let at = self.token_ring.partition_point(|e| e.0 <= token);
+        self.token_ring[at.checked_sub(1).expect("the ring starts at token 0")].1
+    }
+
+    fn layout(&self, keyspace: &str) -> Result<&Layout, PartitionMapError> {
+        self.keyspaces
+            .get(keyspace)
+            .ok_or_else(|| PartitionMapError::UnknownKeyspace(keyspace.to_string()))
+    }
+
+    /// The partitions a command placed at `placement` involves, sorted.
+    pub fn partitions_for(
+        &self,
+        placement: &Placement,
+    ) -> Result<Vec<PartitionId>, PartitionMapError> {
+        let Some(keyspace) = &placement.keyspace else {
+            return Ok(self.partitions.keys().copied().collect());
+        };
+        let layout = self.layout(keyspace)?;
+        let mut involved: Vec<PartitionId> = match (&placement.keys, layout) {
+            (Keys::One(key), _) => vec![self.partition_of(keyspace, key)?],
+            (Keys::Many(keys), _) => keys
+                .iter()
+                .map(|k| self.partition_of(keyspace, k))
+                .collect::<Result<_, _>>()?,
+            (Keys::Range(from, to), Layout::Range(ranges)) => ranges_overlapping(ranges, from, to),
+            (Keys::All, Layout::Range(ranges)) => ranges.iter().map(|r| r.1).collect(),
+            (Keys::Range(..) | Keys::All, Layout::Hash) => {
+                self.token_ring.iter().map(|e| e.1).collect()
+            }
+        };
+        involved.sort();
+        involved.dedup();
+        if involved.is_empty() {
+            // An empty range (or no keys): any one partition answers it,
+            // with nothing; take the lowest so every replica agrees.
+            involved.push(
+                *self
+                    .partitions
+                    .keys()
+                    .next()
+                    .expect("validated: partitions exist"),
+            );
+        }
+        Ok(involved)
+    }
+
+    /// Partitions `node` replicates.
+    pub fn partitions_of(&self, node: NodeId) -> Vec<PartitionId> {
+        self.partitions
+            .iter()
+            .filter(|(_, info)| info.replicas.contains(&node))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Adds a keyspace; a new version.
+    pub fn create_keyspace(&mut self, name: &str, layout: Layout) -> Result<(), PartitionMapError> {
+        if self.keyspaces.contains_key(name) {
+            return Err(PartitionMapError::KeyspaceExists(name.to_string()));
+        }
+        let mut next = self.clone();
+        next.keyspaces.insert(name.to_string(), layout);
+        next.validate()?;
+        next.version = MapVersion(self.version.0 + 1);
+        *self = next;
+        Ok(())
+    }
+
+    /// Removes a keyspace; a new version.
+    pub fn drop_keyspace(&mut self, name: &str) -> Result<(), PartitionMapError> {
+        self.keyspaces
+            .remove(name)
+            .ok_or_else(|| PartitionMapError::UnknownKeyspace(name.to_string()))?;
+        self.version = MapVersion(self.version.0 + 1);
+        Ok(())
+    }
+}
+
+fn range_owner(ranges: &[(Bytes, PartitionId)], key: &[u8]) -> PartitionId {
+    let at = ranges.partition_point(|r| &r.0[..] <= key);
+    ranges[at.checked_sub(1).expect("ranges start at the empty key")].1
+}
+
+/// Partitions whose range `[lower_i, lower_{i+1})` meets `(from, to)`.
+fn ranges_overlapping(
+    ranges: &[(Bytes, PartitionId)],
+    from: &Bound<Bytes>,
+    to: &Bound<Bytes>,
+) -> Vec<PartitionId> {
+    let mut out = Vec::new();
+    for (i, (lower, partition)) in ranges.iter().enumerate() {
+        let upper = ranges.get(i + 1).map(|r| &r.0);
+        // The range's keys are >= lower and < upper.
+        let below_to = match to {
+            Bound::Unbounded => true,
+            Bound::Included(t) => lower <= t,
+            Bound::Excluded(t) => lower < t,
+        };
+        let above_from = match (from, upper) {
+            (_, None) | (Bound::Unbounded, _) => true,
+            (Bound::Included(f) | Bound::Excluded(f), Some(u)) => f < u,
+        };
+        if below_to && above_from {
+            out.push(*partition);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(n: u32) -> PartitionMap {
+        PartitionMap::uniform(
+            StreamId(0),
+            (1..=n)
+                .map(|p| {
+                    (
+                        PartitionId(p),
+                        PartitionInfo {
+                            stream: StreamId(p),
+                            replicas: vec![NodeId(p)],
+                        },
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn the_token_ring_spreads_keys_over_every_partition() {
+        let mut m = map(3);
+        m.create_keyspace("h", Layout::Hash).unwrap();
+        assert_eq!(m.version, MapVersion(2));
+        let mut counts = BTreeMap::new();
+        for i in 0..3000u32 {
+            *counts
+                .entry(m.partition_of("h", &i.to_be_bytes()).unwrap())
+                .or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 3);
+        assert!(counts.values().all(|&c| c > 800), "{counts:?}");
+    }
+
+    #[test]
+    fn token_is_crc32c() {
+        // The standard CRC-32C check value.
+        assert_eq!(token(b"123456789"), 0xE306_9283);
+    }
+
+    #[test]
+    fn a_range_read_inside_one_range_touches_one_partition() {
+        let mut m = map(3);
+        let ranges = vec![
+            (Bytes::new(), PartitionId(1)),
+            (Bytes::from_static(b"g"), PartitionId(2)),
+            (Bytes::from_static(b"p"), PartitionId(3)),
+        ];
+        m.create_keyspace("r", Layout::Range(ranges)).unwrap();
+        let place = |from: Bound<Bytes>, to: Bound<Bytes>| Placement {
+            keyspace: Some("r".into()),
+            keys: Keys::Range(from, to),
+        };
+        let b = |s: &'static str| Bytes::from_static(s.as_bytes());
+        assert_eq!(m.partition_of("r", b"a").unwrap(), PartitionId(1));
+        assert_eq!(m.partition_of("r", b"g").unwrap(), PartitionId(2));
+        assert_eq!(m.partition_of("r", b"zz").unwrap(), PartitionId(3));
+        assert_eq!(
+            m.partitions_for(&place(Bound::Included(b("h")), Bound::Excluded(b("p"))))
+                .unwrap(),
+            vec![PartitionId(2)]
+        );
+        assert_eq!(
+            m.partitions_for(&place(Bound::Included(b("a")), Bound::Included(b("g"))))
+                .unwrap(),
+            vec![PartitionId(1), PartitionId(2)]
+        );
+        assert_eq!(
+            m.partitions_for(&place(Bound::Excluded(b("f")), Bound::Excluded(b("g"))))
+                .unwrap(),
+            vec![PartitionId(1)]
+        );
+        assert_eq!(
+            m.partitions_for(&place(Bound::Unbounded, Bound::Unbounded))
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+
+    #[test]
+    fn bad_maps_are_refused() {
+        let mut m = map(2);
+        assert!(m
+            .create_keyspace(
+                "r",
+                Layout::Range(vec![(Bytes::from_static(b"a"), PartitionId(1))])
+            )
+            .is_err());
+        assert!(m
+            .create_keyspace("r", Layout::Range(vec![(Bytes::new(), PartitionId(9))]))
+            .is_err());
+        assert_eq!(m.version, MapVersion(1), "a refused change changes nothing");
+        m.create_keyspace("h", Layout::Hash).unwrap();
+        assert!(m.create_keyspace("h", Layout::Hash).is_err());
+        assert!(m.partition_of("nope", b"k").is_err());
+        let mut shared = map(2);
+        shared.partitions.get_mut(&PartitionId(2)).unwrap().stream = StreamId(1);
+        assert!(shared.validate().is_err());
+    }
+}

@@ -1,0 +1,734 @@
+//! A replica of one partition: executes the merged delivery of its
+//! partition stream and the global stream (thesis §2.7; DMap §III-B).
+
+use crate::{
+    Body, CommandEnvelope, ExecContext, KeyspaceChange, Origin, PartitionMap, Placement,
+    ReplicaMessage, SessionCheck, SessionTable, StateMachine,
+};
+use amulet_types::{MapVersion, NodeId, PartitionId, SessionId, StreamId};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+
+/// A client request's number at the replica that received it.
+pub type RequestId = u64;
+
+/// Limits and identity of a replica.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    /// This node.
+    pub node: NodeId,
+    /// This node's run (increases at every restart).
+    pub incarnation: u32,
+    /// The partition replicated.
+    pub partition: PartitionId,
+    /// How long a replica waits for a missing signal before asking again,
+    /// µs. Signals are single messages that may be lost.
+    pub signal_retry_micros: u64,
+    /// Bytes of partial replies kept to answer late signal requests. A
+    /// replica that lags more than this behind another partition gets
+    /// "partial gone" and answers its client `Lost` (the command did take
+    /// effect).
+    pub signal_cache_bytes_max: usize,
+    /// Longest session lease a client may ask for, µs.
+    pub session_lease_micros_max: u64,
+}
+
+impl ReplicaConfig {
+    /// Defaults for `node`'s replica of `partition`.
+    pub fn new(node: NodeId, incarnation: u32, partition: PartitionId) -> ReplicaConfig {
+        ReplicaConfig {
+            node,
+            incarnation,
+            partition,
+            signal_retry_micros: 50_000,
+            signal_cache_bytes_max: 64 * 1024 * 1024,
+            session_lease_micros_max: 10 * 60 * 1_000_000,
+        }
+    }
+}
+
+/// A client's request as the receiving replica sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientRequest<C> {
+    /// The partition map version the client routed by.
+    pub map_version: MapVersion,
+    /// Session and sequence, if any.
+    pub session: Option<(SessionId, u64)>,
+    /// The command.
+    pub body: Body<C>,
+}
+
+/// The answer to a client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientReply<R> {
+    /// The service's reply (which may itself report a failure).
+    Done(R),
+    /// The session request succeeded.
+    SessionOk,
+    /// The client's partition map is out of date: here is the current one;
+    /// the command was not executed.
+    StaleMap(Box<PartitionMap>),
+    /// This node does not replicate the partition the command belongs to.
+    NotAReplica(Box<PartitionMap>),
+    /// The command names a keyspace the map does not have.
+    UnknownKeyspace(String),
+    /// The session is unknown (expired or closed); open a new one.
+    SessionExpired,
+    /// The session already executed a later sequence.
+    StaleSequence,
+    /// A request field is out of bounds; nothing was ordered.
+    Invalid(String),
+    /// A multi-partition command took effect but another partition's part
+    /// of the reply is no longer available.
+    Lost,
+}
+
+/// What the caller must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output<R> {
+    /// Multicast `value` on `stream`.
+    Propose {
+        /// The stream.
+        stream: StreamId,
+        /// An encoded [`CommandEnvelope`].
+        value: Bytes,
+    },
+    /// Send a message to another replica.
+    Send {
+        /// Destination node.
+        to: NodeId,
+        /// The message.
+        message: ReplicaMessage,
+    },
+    /// Answer a client request received here.
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The answer.
+        reply: ClientReply<R>,
+    },
+}
+
+/// A multi-partition command executed here and waiting for the signals of
+/// the other involved partitions; execution of later commands waits too.
+struct Waiting<C> {
+    global_position: u64,
+    envelope: CommandEnvelope<C>,
+    command: C,
+    involved: Vec<PartitionId>,
+    /// Encoded partial replies by partition; `None`: the partition executed
+    /// the command but no longer holds its partial.
+    partials: BTreeMap<PartitionId, Option<Bytes>>,
+    asked_at_micros: u64,
+}
+
+/// Early signals are kept for at most this many future commands.
+const EARLY_SIGNAL_COMMANDS_MAX: usize = 4096;
+
+/// A replica of one partition.
+pub struct Replica<S: StateMachine> {
+    config: ReplicaConfig,
+    map: PartitionMap,
+    state: S,
+    sessions: SessionTable<ClientReply<S::Reply>>,
+    /// Greatest timestamp of any executed command.
+    local_clock_micros: u64,
+    /// Greatest timestamp of a global-stream command: sessions expire by
+    /// it, identically in every partition.
+    global_clock_micros: u64,
+    /// Global-stream commands delivered so far.
+    global_position: u64,
+    /// Delivered, not yet executed (waiting behind `waiting`).
+    queue: VecDeque<(bool, CommandEnvelope<S::Command>)>,
+    waiting: Option<Waiting<S::Command>>,
+    early_signals: BTreeMap<u64, BTreeMap<PartitionId, Option<Bytes>>>,
+    signal_cache: BTreeMap<u64, Bytes>,
+    signal_cache_bytes: usize,
+    next_request: RequestId,
+    now_micros: u64,
+    undecodable: u64,
+    outputs: Vec<Output<S::Reply>>,
+    complete_without_signals: bool,
+}
+
+impl<S: StateMachine> Replica<S> {
+    /// A replica starting from `map` and `state` (the initial
+    /// configuration, or a checkpoint).
+    pub fn new(config: ReplicaConfig, map: PartitionMap, state: S) -> Replica<S> {
+        assert!(
+            map.partitions.contains_key(&config.partition),
+            "{} is not in the partition map",
+            config.partition
+        );
+        Replica {
+            config,
+            map,
+            state,
+            sessions: SessionTable::default(),
+            local_clock_micros: 0,
+            global_clock_micros: 0,
+            global_position: 0,
+            queue: VecDeque::new(),
+            waiting: None,
+            early_signals: BTreeMap::new(),
+            signal_cache: BTreeMap::new(),
+            signal_cache_bytes: 0,
+            next_request: 1,
+            now_micros: 0,
+            undecodable: 0,
+            outputs: Vec::new(),
+            complete_without_signals: false,
+        }
+    }
+
+    /// A deliberately broken variant, for the simulator to show that its
+    /// checkers catch it: multi-partition commands complete on this
+    /// partition's partial alone, without the signal exchange.
+    pub fn set_bug_complete_without_signals(&mut self, on: bool) {
+        self.complete_without_signals = on;
+    }
+
+    /// The service state.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// The current partition map.
+    pub fn map(&self) -> &PartitionMap {
+        &self.map
+    }
+
+    /// Global-stream commands executed (or being executed).
+    pub fn global_position(&self) -> u64 {
+        self.global_position
+    }
+
+    /// Whether execution waits for signals.
+    pub fn is_waiting(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// Delivered commands not executed yet.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Delivered values that did not decode (a bug or corruption upstream).
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable
+    }
+
+    /// Open sessions.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The stream of this replica's partition.
+    pub fn stream(&self) -> StreamId {
+        self.map.partitions[&self.config.partition].stream
+    }
+
+    /// Outputs produced since the last drain.
+    pub fn drain(&mut self) -> Vec<Output<S::Reply>> {
+        std::mem::take(&mut self.outputs)
+    }
+
+    /// A client request received at this replica: checked at the edge, then
+    /// proposed on the stream that orders it. The reply comes later as an
+    /// [`Output::Reply`] with the returned id (or at once for a refusal).
+    pub fn submit(&mut self, now_micros: u64, request: ClientRequest<S::Command>) -> RequestId {
+        self.now_micros = self.now_micros.max(now_micros);
+        let id = self.next_request;
+        self.next_request += 1;
+        match self.route_request(&request) {
+            Ok(stream) => {
+                let envelope = CommandEnvelope {
+                    origin: Origin {
+                        node: self.config.node,
+                        incarnation: self.config.incarnation,
+                        request: id,
+                    },
+                    timestamp_micros: now_micros,
+                    map_version: request.map_version,
+                    session: request.session,
+                    body: request.body,
+                };
+                self.outputs.push(Output::Propose {
+                    stream,
+                    value: envelope.encode(),
+                });
+            }
+            Err(reply) => self.outputs.push(Output::Reply { request: id, reply }),
+        }
+        id
+    }
+
+    /// The stream a request goes on, or the refusal.
+    fn route_request(
+        &self,
+        request: &ClientRequest<S::Command>,
+    ) -> Result<StreamId, ClientReply<S::Reply>> {
+        let command = match &request.body {
+            Body::App(command) => command,
+            Body::OpenSession { lease_micros } | Body::KeepAlive { lease_micros } => {
+                if request.session.is_none() {
+                    return Err(ClientReply::Invalid(
+                        "a session request needs a session id".into(),
+                    ));
+                }
+                if *lease_micros == 0 || *lease_micros > self.config.session_lease_micros_max {
+                    return Err(ClientReply::Invalid(format!(
+                        "session lease {lease_micros} µs outside 1..={}",
+                        self.config.session_lease_micros_max
+                    )));
+                }
+                return Ok(self.map.global_stream);
+            }
+            Body::CloseSession => {
+                if request.session.is_none() {
+                    return Err(ClientReply::Invalid("closing needs a session id".into()));
+                }
+                return Ok(self.map.global_stream);
+            }
+        };
+        self.state.validate(command).map_err(ClientReply::Done)?;
+        self.check_keyspace_request(command)?;
+        if request.map_version < self.map.version {
+            return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
+        }
+        let placement = S::placement(command);
+        let involved = self.involved(&placement)?;
+        if !involved.contains(&self.config.partition) {
+            return Err(ClientReply::NotAReplica(Box::new(self.map.clone())));
+        }
+        Ok(
+            if is_global(&placement, &involved) || S::needs_global_order(command) {
+                self.map.global_stream
+            } else {
+                self.stream()
+            },
+        )
+    }
+
+    /// Refuses a keyspace change the current map cannot take.
+    fn check_keyspace_request(&self, command: &S::Command) -> Result<(), ClientReply<S::Reply>> {
+        let Some(change) = S::keyspace_request(command) else {
+            return Ok(());
+        };
+        let mut next = self.map.clone();
+        let result = match change {
+            KeyspaceChange::Create(name, layout) => next.create_keyspace(&name, layout),
+            KeyspaceChange::Drop(name) => next.drop_keyspace(&name),
+        };
+        result.map_err(|e| match e {
+            crate::PartitionMapError::UnknownKeyspace(name) => ClientReply::UnknownKeyspace(name),
+            other => ClientReply::Invalid(other.to_string()),
+        })
+    }
+
+    fn involved(&self, placement: &Placement) -> Result<Vec<PartitionId>, ClientReply<S::Reply>> {
+        self.map.partitions_for(placement).map_err(|e| match e {
+            crate::PartitionMapError::UnknownKeyspace(name) => ClientReply::UnknownKeyspace(name),
+            other => ClientReply::Invalid(other.to_string()),
+        })
+    }
+
+    /// A value delivered by the merge of this replica's streams, in merge
+    /// order. Values of other streams are not this replica's and ignored.
+    pub fn on_deliver(&mut self, stream: StreamId, value: &[u8]) {
+        let global = stream == self.map.global_stream;
+        if !global && stream != self.stream() {
+            return;
+        }
+        match CommandEnvelope::decode(value) {
+            Ok(envelope) => self.queue.push_back((global, envelope)),
+            Err(_) => {
+                // Still a position of the order: count it so the global
+                // position agrees with other partitions.
+                self.undecodable += 1;
+                if global {
+                    self.queue.push_back((true, undecodable_marker()));
+                }
+            }
+        }
+        self.run();
+    }
+
+    /// A message from another replica.
+    pub fn on_message(&mut self, message: ReplicaMessage) {
+        match message {
+            ReplicaMessage::Signal {
+                global_position,
+                partition,
+                partial,
+            } => self.on_signal(global_position, partition, partial),
+            ReplicaMessage::SignalRequest {
+                global_position,
+                from,
+            } => self.on_signal_request(global_position, from),
+        }
+    }
+
+    /// Time passes: ask again for signals that have not come.
+    pub fn tick(&mut self, now_micros: u64) {
+        self.now_micros = self.now_micros.max(now_micros);
+        let Some(waiting) = &mut self.waiting else {
+            return;
+        };
+        if self.now_micros.saturating_sub(waiting.asked_at_micros) < self.config.signal_retry_micros
+        {
+            return;
+        }
+        waiting.asked_at_micros = self.now_micros;
+        let position = waiting.global_position;
+        let missing: Vec<PartitionId> = waiting
+            .involved
+            .iter()
+            .filter(|p| !waiting.partials.contains_key(p))
+            .copied()
+            .collect();
+        for partition in missing {
+            for &to in &self.map.partitions[&partition].replicas {
+                self.outputs.push(Output::Send {
+                    to,
+                    message: ReplicaMessage::SignalRequest {
+                        global_position: position,
+                        from: self.config.node,
+                    },
+                });
+            }
+        }
+    }
+
+    fn run(&mut self) {
+        while self.waiting.is_none() {
+            let Some((global, envelope)) = self.queue.pop_front() else {
+                break;
+            };
+            self.execute(global, envelope);
+        }
+    }
+
+    fn execute(&mut self, global: bool, envelope: CommandEnvelope<S::Command>) {
+        if global {
+            self.global_position += 1;
+            self.global_clock_micros = self.global_clock_micros.max(envelope.timestamp_micros);
+            self.sessions.expire(self.global_clock_micros);
+        }
+        self.local_clock_micros = self.local_clock_micros.max(envelope.timestamp_micros);
+        match envelope.body.clone() {
+            Body::App(command) => self.execute_app(global, envelope, command),
+            body => self.execute_session(global, &envelope, body),
+        }
+    }
+
+    fn is_mine(&self, origin: &Origin) -> bool {
+        origin.node == self.config.node && origin.incarnation == self.config.incarnation
+    }
+
+    fn answer(&mut self, origin: &Origin, reply: ClientReply<S::Reply>) {
+        if self.is_mine(origin) {
+            self.outputs.push(Output::Reply {
+                request: origin.request,
+                reply,
+            });
+        }
+    }
+
+    fn execute_session(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        body: Body<S::Command>,
+    ) {
+        let Some((session, _)) = envelope.session else {
+            return; // refused at the edge; a forged one does nothing
+        };
+        if !global {
+            return; // sessions change only through the global stream
+        }
+        let lease_max = self.config.session_lease_micros_max;
+        let until = |lease: u64| {
+            self.global_clock_micros
+                .saturating_add(lease.min(lease_max))
+        };
+        let reply = match body {
+            Body::OpenSession { lease_micros } => {
+                self.sessions.open(session, until(lease_micros));
+                ClientReply::SessionOk
+            }
+            Body::KeepAlive { lease_micros } => {
+                if self.sessions.renew(session, until(lease_micros)) {
+                    ClientReply::SessionOk
+                } else {
+                    ClientReply::SessionExpired
+                }
+            }
+            Body::CloseSession => {
+                self.sessions.close(session);
+                ClientReply::SessionOk
+            }
+            Body::App(_) => unreachable!("handled by execute_app"),
+        };
+        self.answer(&envelope.origin, reply);
+    }
+
+    fn execute_app(
+        &mut self,
+        global: bool,
+        envelope: CommandEnvelope<S::Command>,
+        command: S::Command,
+    ) {
+        let origin = envelope.origin;
+        if envelope.map_version != self.map.version {
+            // The same verdict in every partition: map changes are ordered
+            // by the global stream.
+            return self.answer(&origin, ClientReply::StaleMap(Box::new(self.map.clone())));
+        }
+        let involved = match self.involved(&S::placement(&command)) {
+            Ok(involved) => involved,
+            Err(reply) => return self.answer(&origin, reply),
+        };
+        let placement = S::placement(&command);
+        if !global && (is_global(&placement, &involved) || S::needs_global_order(&command)) {
+            // Only the edge proposes; a command that spans partitions on a
+            // partition stream would run in one partition alone.
+            return self.answer(
+                &origin,
+                ClientReply::Invalid("command needs the global stream".into()),
+            );
+        }
+        let in_me = involved.contains(&self.config.partition);
+        if !global && !in_me {
+            return self.answer(
+                &origin,
+                ClientReply::NotAReplica(Box::new(self.map.clone())),
+            );
+        }
+        if let Err(reply) = self.state.validate(&command) {
+            return self.answer(&origin, ClientReply::Done(reply));
+        }
+        let tracked = envelope.session.filter(|_| !S::is_read_only(&command));
+        if let Some((session, sequence)) = tracked {
+            let check = if global {
+                self.sessions.check_global(session, sequence)
+            } else {
+                self.sessions.check_local(session, sequence)
+            };
+            match check {
+                SessionCheck::Fresh => {}
+                SessionCheck::Duplicate(reply) => {
+                    return self.answer(&origin, reply.unwrap_or(ClientReply::Lost));
+                }
+                SessionCheck::Stale => return self.answer(&origin, ClientReply::StaleSequence),
+                SessionCheck::Unknown => return self.answer(&origin, ClientReply::SessionExpired),
+            }
+        }
+        if let Err(reply) = self.check_keyspace_request(&command) {
+            return self.answer(&origin, reply);
+        }
+        if !in_me {
+            // Not involved, but every partition keeps the same global record.
+            if let Some((session, sequence)) = tracked {
+                self.sessions.record_global(session, sequence, None);
+            }
+            return;
+        }
+        let partial = self.execute_here(&command);
+        if !global || involved.len() == 1 || self.complete_without_signals {
+            let change = S::keyspace_change(&command, &partial);
+            let reply = ClientReply::Done(partial);
+            return self.complete(global, &envelope, change, reply);
+        }
+        self.start_waiting(envelope, command, involved, partial);
+    }
+
+    fn execute_here(&mut self, command: &S::Command) -> S::Reply {
+        let placement = S::placement(command);
+        let map = &self.map;
+        let me = self.config.partition;
+        let owns = |key: &[u8]| match &placement.keyspace {
+            Some(keyspace) => map.partition_of(keyspace, key) == Ok(me),
+            None => true,
+        };
+        let ctx = ExecContext {
+            now_micros: self.local_clock_micros,
+            global_position: self.global_position,
+            owns_key: &owns,
+        };
+        self.state.execute(command, &ctx)
+    }
+
+    fn complete(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        change: Option<KeyspaceChange>,
+        reply: ClientReply<S::Reply>,
+    ) {
+        if let Some(change) = change {
+            let applied = match change {
+                KeyspaceChange::Create(name, layout) => self.map.create_keyspace(&name, layout),
+                KeyspaceChange::Drop(name) => self.map.drop_keyspace(&name),
+            };
+            // Keyspaces mirror the service's catalog, which every partition
+            // holds identically; a refused change means they diverged.
+            applied.expect("keyspace change agrees with the service catalog");
+        }
+        let tracked = envelope.session.filter(|_| match &envelope.body {
+            Body::App(command) => !S::is_read_only(command),
+            _ => false,
+        });
+        if let Some((session, sequence)) = tracked {
+            if global {
+                self.sessions
+                    .record_global(session, sequence, Some(reply.clone()));
+            } else {
+                self.sessions.record_local(session, sequence, reply.clone());
+            }
+        }
+        self.answer(&envelope.origin, reply);
+    }
+
+    fn start_waiting(
+        &mut self,
+        envelope: CommandEnvelope<S::Command>,
+        command: S::Command,
+        involved: Vec<PartitionId>,
+        partial: S::Reply,
+    ) {
+        let position = self.global_position;
+        let encoded =
+            Bytes::from(postcard::to_allocvec(&partial).expect("encoding to memory cannot fail"));
+        self.cache_signal(position, encoded.clone());
+        for partition in involved.iter().filter(|p| **p != self.config.partition) {
+            for &to in &self.map.partitions[partition].replicas {
+                self.outputs.push(Output::Send {
+                    to,
+                    message: ReplicaMessage::Signal {
+                        global_position: position,
+                        partition: self.config.partition,
+                        partial: Some(encoded.clone()),
+                    },
+                });
+            }
+        }
+        let mut partials = self.early_signals.remove(&position).unwrap_or_default();
+        partials.retain(|p, _| involved.contains(p));
+        partials.insert(self.config.partition, Some(encoded));
+        // Forget early signals of commands now behind us.
+        self.early_signals = self.early_signals.split_off(&position);
+        self.waiting = Some(Waiting {
+            global_position: position,
+            envelope,
+            command,
+            involved,
+            partials,
+            asked_at_micros: self.now_micros,
+        });
+        self.try_complete();
+    }
+
+    fn cache_signal(&mut self, position: u64, partial: Bytes) {
+        self.signal_cache_bytes += partial.len();
+        self.signal_cache.insert(position, partial);
+        while self.signal_cache_bytes > self.config.signal_cache_bytes_max
+            && self.signal_cache.len() > 1
+        {
+            let (_, evicted) = self.signal_cache.pop_first().expect("not empty");
+            self.signal_cache_bytes -= evicted.len();
+        }
+    }
+
+    fn on_signal(&mut self, position: u64, partition: PartitionId, partial: Option<Bytes>) {
+        if let Some(waiting) = &mut self.waiting {
+            if waiting.global_position == position {
+                if waiting.involved.contains(&partition) {
+                    let slot = waiting.partials.entry(partition).or_insert(None);
+                    if slot.is_none() {
+                        *slot = partial;
+                    }
+                }
+                self.try_complete();
+                return;
+            }
+        }
+        if position > self.global_position {
+            let entry = self.early_signals.entry(position).or_default();
+            let slot = entry.entry(partition).or_insert(None);
+            if slot.is_none() {
+                *slot = partial;
+            }
+            while self.early_signals.len() > EARLY_SIGNAL_COMMANDS_MAX {
+                self.early_signals.pop_last();
+            }
+        }
+    }
+
+    fn on_signal_request(&mut self, position: u64, from: NodeId) {
+        let partial = match self.signal_cache.get(&position) {
+            Some(partial) => Some(partial.clone()),
+            // Executed long ago: say so, without the partial.
+            None if position < self.global_position => None,
+            // Not executed yet: our signal goes out when it is.
+            None => return,
+        };
+        self.outputs.push(Output::Send {
+            to: from,
+            message: ReplicaMessage::Signal {
+                global_position: position,
+                partition: self.config.partition,
+                partial,
+            },
+        });
+    }
+
+    fn try_complete(&mut self) {
+        let done = self
+            .waiting
+            .as_ref()
+            .is_some_and(|w| w.involved.iter().all(|p| w.partials.contains_key(p)));
+        if !done {
+            return;
+        }
+        let waiting = self.waiting.take().expect("checked above");
+        let mine = waiting.partials[&self.config.partition]
+            .as_ref()
+            .and_then(|b| postcard::from_bytes::<S::Reply>(b).ok())
+            .expect("our own partial decodes");
+        let change = S::keyspace_change(&waiting.command, &mine);
+        let decoded: Option<Vec<S::Reply>> = waiting
+            .partials
+            .values()
+            .map(|p| p.as_ref().and_then(|b| postcard::from_bytes(b).ok()))
+            .collect();
+        let reply = match decoded {
+            Some(partials) => ClientReply::Done(S::combine(&waiting.command, &partials)),
+            None => ClientReply::Lost,
+        };
+        self.complete(true, &waiting.envelope, change, reply);
+        self.run();
+    }
+}
+
+/// Whether a command goes on the global stream.
+fn is_global(placement: &Placement, involved: &[PartitionId]) -> bool {
+    placement.keyspace.is_none() || involved.len() > 1
+}
+
+/// Stands for an undecodable global value: counts as a position, does
+/// nothing.
+fn undecodable_marker<C>() -> CommandEnvelope<C> {
+    CommandEnvelope {
+        origin: Origin {
+            node: NodeId(u32::MAX),
+            incarnation: u32::MAX,
+            request: 0,
+        },
+        timestamp_micros: 0,
+        map_version: MapVersion(0),
+        session: None,
+        body: Body::CloseSession,
+    }
+}

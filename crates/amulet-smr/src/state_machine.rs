@@ -1,0 +1,70 @@
+//! What a replicated service provides to the replication layer.
+
+use crate::{Layout, Placement};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+
+/// What execution may depend on besides the command. All of it is decided
+/// by the order, so every replica computes the same.
+pub struct ExecContext<'a> {
+    /// Replicated time, µs: the greatest timestamp carried by a command
+    /// this replica executed. Never a local clock.
+    pub now_micros: u64,
+    /// Commands of the global stream delivered so far, this one included:
+    /// the same number at every partition for the same command.
+    pub global_position: u64,
+    /// Whether this partition holds `key` of the command's keyspace.
+    pub owns_key: &'a dyn Fn(&[u8]) -> bool,
+}
+
+/// A change of the partition map a command makes when it succeeds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyspaceChange {
+    /// A keyspace is created with this layout.
+    Create(String, Layout),
+    /// A keyspace is dropped.
+    Drop(String),
+}
+
+/// A deterministic service the replicas of a partition execute.
+pub trait StateMachine {
+    /// A client command.
+    type Command: Clone + Debug + Serialize + DeserializeOwned;
+    /// A reply, or one partition's part of it.
+    type Reply: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
+
+    /// The keys the command touches, for routing.
+    fn placement(command: &Self::Command) -> Placement;
+
+    /// Checks sizes and shapes; the error is the reply. Run at the edge.
+    fn validate(&self, command: &Self::Command) -> Result<(), Self::Reply>;
+
+    /// Executes the command on this partition's state.
+    fn execute(&mut self, command: &Self::Command, ctx: &ExecContext<'_>) -> Self::Reply;
+
+    /// The reply from every involved partition's partial reply, given in
+    /// increasing partition order.
+    fn combine(command: &Self::Command, partials: &[Self::Reply]) -> Self::Reply;
+
+    /// Whether the command must be ordered by the global stream even when
+    /// it involves one partition: its effect is named by its global
+    /// position (a snapshot), so that position must be unique and the
+    /// same in every partition.
+    fn needs_global_order(_command: &Self::Command) -> bool {
+        false
+    }
+
+    /// Whether the command never changes state (no reply is recorded for
+    /// it: a retried read just reads again).
+    fn is_read_only(command: &Self::Command) -> bool;
+
+    /// The partition map change the command asks for, if any. The replica
+    /// refuses the command unchanged when the map cannot take the change
+    /// (an invalid layout, a keyspace that exists).
+    fn keyspace_request(command: &Self::Command) -> Option<KeyspaceChange>;
+
+    /// The partition map change the command makes if `reply` says it
+    /// succeeded. Only commands placed on every partition may change it.
+    fn keyspace_change(command: &Self::Command, reply: &Self::Reply) -> Option<KeyspaceChange>;
+}

@@ -9,6 +9,9 @@ use amulet_dmap::{MapCommand, MapReply};
 use amulet_smr::{Body, ClientReply, ClientRequest, PartitionMap, StateMachine};
 use amulet_types::{NodeId, PartitionId, SessionId};
 
+/// Chance that an operation of a map-churning client creates or drops
+/// another map instead.
+const MAP_CHURN_PROBABILITY: f64 = 0.03;
 /// Time without a reply before the request is sent again, µs.
 pub const RETRY_MICROS: u64 = 300_000;
 /// Snapshot lease: the whole run.
@@ -31,8 +34,10 @@ pub enum Phase {
     },
     /// Waiting for the reply to `call`.
     Waiting {
-        /// Index of the call in the history.
-        call: usize,
+        /// Index of the call in the history; `None` for a command on
+        /// another map (creating and dropping maps changes the partition
+        /// map's version under the other clients' feet).
+        call: Option<usize>,
         /// The command sent.
         command: MapCommand,
         /// Last send.
@@ -75,6 +80,8 @@ pub struct SimClient {
     pub phase: Phase,
     /// Operations it completed after the network healed.
     pub completed_after_heal: u64,
+    /// Whether it sometimes creates or drops another map.
+    pub churns_maps: bool,
 }
 
 impl SimClient {
@@ -88,6 +95,7 @@ impl SimClient {
             tag: 0,
             phase: Phase::Opening { sent_at: 0 },
             completed_after_heal: 0,
+            churns_maps: false,
         }
     }
 
@@ -164,6 +172,16 @@ impl SimClient {
             Phase::Thinking { until } if now >= until && issue => {
                 self.tag += 1;
                 self.sequence += 1;
+                if self.churns_maps && rng.chance(MAP_CHURN_PROBABILITY) {
+                    let command = workload::draw_map_churn(rng);
+                    self.phase = Phase::Waiting {
+                        call: None,
+                        command: command.clone(),
+                        sent_at: now,
+                        reopen: false,
+                    };
+                    return Some(self.command_request(&command, rng));
+                }
                 let op = workload::draw(rng);
                 let command = match &op {
                     MapOp::Command(command) => command.clone(),
@@ -179,7 +197,7 @@ impl SimClient {
                     result: None,
                 });
                 self.phase = Phase::Waiting {
-                    call: calls.len() - 1,
+                    call: Some(calls.len() - 1),
                     command: command.clone(),
                     sent_at: now,
                     reopen: false,
@@ -241,10 +259,57 @@ impl SimClient {
                 }
                 Ok(None)
             }
+            (
+                Phase::Waiting {
+                    call: None,
+                    command,
+                    ..
+                },
+                ClientReply::Done(reply),
+            ) => {
+                let expected = matches!(
+                    reply,
+                    MapReply::Done | MapReply::Failed(amulet_dmap::MapError::MapExists(_))
+                ) || matches!(
+                    (&command, &reply),
+                    (
+                        MapCommand::DropMap { .. },
+                        MapReply::Failed(amulet_dmap::MapError::UnknownMap(_))
+                    )
+                );
+                if !expected {
+                    return Err(format!("unexpected reply {reply:?} to {command:?}"));
+                }
+                self.phase = think(rng);
+                Ok(None)
+            }
+            (
+                Phase::Waiting {
+                    call: None,
+                    command: MapCommand::DropMap { .. },
+                    ..
+                },
+                ClientReply::UnknownKeyspace(_),
+            ) => {
+                self.phase = think(rng);
+                Ok(None)
+            }
+            (
+                Phase::Waiting {
+                    call: None,
+                    command,
+                    ..
+                },
+                ClientReply::Invalid(why),
+            ) if matches!(command, MapCommand::CreateMap { .. }) && why.contains("exists") => {
+                self.phase = think(rng);
+                Ok(None)
+            }
             (Phase::Waiting { call, command, .. }, reply) => match reply {
                 ClientReply::Done(MapReply::Snapshot(snapshot))
-                    if calls[call].op == MapOp::Scan =>
+                    if call.is_some_and(|c| calls[c].op == MapOp::Scan) =>
                 {
+                    let call = call.expect("checked");
                     self.phase = Phase::Reading {
                         call,
                         snapshot,
@@ -253,6 +318,7 @@ impl SimClient {
                     Ok(None)
                 }
                 ClientReply::Done(reply) => {
+                    let call = call.expect("admin replies are handled above");
                     if calls[call].op == MapOp::Scan {
                         return Err(format!("opening a snapshot failed: {reply:?}"));
                     }

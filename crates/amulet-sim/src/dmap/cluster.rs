@@ -243,13 +243,16 @@ impl DmapCluster {
         );
         let network = Network::new(options.network.clone(), rng.fork());
         let client_count = rng.range(2, 4) as u32;
+        let churn = rng.chance(0.5);
         let clients = (0..client_count)
             .map(|c| {
-                SimClient::new(
+                let mut client = SimClient::new(
                     NodeId(CLIENT_ENDPOINT_BASE + c),
                     SessionId(u64::from(c) + 1),
                     initial_map.clone(),
-                )
+                );
+                client.churns_maps = churn && c == 0;
+                client
             })
             .collect();
         let mut cluster = DmapCluster {
@@ -622,8 +625,14 @@ impl DmapCluster {
         }
         if self.verbose {
             let completed = self.calls.iter().filter(|c| c.complete.is_some()).count();
+            let versions: Vec<u64> = self
+                .slots
+                .values()
+                .filter_map(|s| s.process.as_ref())
+                .map(|p| p.replica.map().version.0)
+                .collect();
             println!(
-                "calls={} completed={completed} violations={}",
+                "calls={} completed={completed} violations={} map versions at the end={versions:?}",
                 self.calls.len(),
                 self.violations.len()
             );

@@ -115,3 +115,17 @@ pub fn draw(rng: &mut Rng) -> MapOp {
     };
     MapOp::Command(command)
 }
+
+/// Creates or drops one of two other maps: each changes the partition
+/// map's version, so every client's in-flight command meets a stale map.
+pub fn draw_map_churn(rng: &mut Rng) -> MapCommand {
+    let map = MapName::new(format!("churn-{}", rng.below(2))).expect("valid name");
+    if rng.chance(0.5) {
+        MapCommand::CreateMap {
+            map,
+            layout: amulet_smr::Layout::Hash,
+        }
+    } else {
+        MapCommand::DropMap { map }
+    }
+}

@@ -1,0 +1,386 @@
+//! The table of bad requests at a replica's edge (`Replica::submit`, what
+//! the node calls for every client request): each gets its documented
+//! answer, nothing is proposed, and nothing changes.
+
+use amulet_dmap::{
+    KeyBound, MapCommand, MapError, MapLimits, MapName, MapReply, PartitionState, RangeQuery,
+};
+use amulet_smr::{
+    Body, ClientReply, ClientRequest, CommandEnvelope, Layout, Origin, Output, PartitionInfo,
+    PartitionMap, Replica, ReplicaConfig,
+};
+use amulet_types::{MapVersion, NodeId, PartitionId, SessionId, StreamId};
+use bytes::Bytes;
+
+fn map_name() -> MapName {
+    MapName::new("m").unwrap()
+}
+
+/// Two partitions (nodes 1-3 and 4-6); the replica of partition 1 at
+/// node 1, with map "m" (hash layout) created.
+fn replica() -> Replica<PartitionState> {
+    let partition = |p: u32| {
+        (
+            PartitionId(p),
+            PartitionInfo {
+                stream: StreamId(p + 1),
+                replicas: (3 * p - 2..=3 * p).map(NodeId).collect(),
+            },
+        )
+    };
+    let mut map = PartitionMap::uniform(StreamId(1), vec![partition(1), partition(2)]);
+    map.create_keyspace("m", Layout::Hash).unwrap();
+    let mut state = PartitionState::new(MapLimits::default());
+    let all = |_: &[u8]| true;
+    let ctx = amulet_dmap::ExecContext {
+        now_micros: 0,
+        snapshot_id: 0,
+        owns_key: &all,
+    };
+    state.execute(
+        &MapCommand::CreateMap {
+            map: map_name(),
+            layout: Layout::Hash,
+        },
+        &ctx,
+    );
+    Replica::new(ReplicaConfig::new(NodeId(1), 1, PartitionId(1)), map, state)
+}
+
+/// A key partition 1 holds, and one partition 2 holds.
+fn keys(replica: &Replica<PartitionState>) -> (Bytes, Bytes) {
+    let owner = |k: &Bytes| replica.map().partition_of("m", k).unwrap();
+    let mut mine = None;
+    let mut theirs = None;
+    for i in 0..100u8 {
+        let key = Bytes::from(vec![i]);
+        match owner(&key) {
+            PartitionId(1) => mine = mine.or(Some(key)),
+            _ => theirs = theirs.or(Some(key)),
+        }
+    }
+    (mine.unwrap(), theirs.unwrap())
+}
+
+fn request(
+    version: u64,
+    session: Option<(SessionId, u64)>,
+    body: Body<MapCommand>,
+) -> ClientRequest<MapCommand> {
+    ClientRequest {
+        map_version: MapVersion(version),
+        session,
+        body,
+    }
+}
+
+fn app(version: u64, command: MapCommand) -> ClientRequest<MapCommand> {
+    request(version, Some((SessionId(1), 1)), Body::App(command))
+}
+
+#[test]
+fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
+    let mut replica = replica();
+    let (mine, theirs) = keys(&replica);
+    let version = replica.map().version.0;
+    let limits = MapLimits::default();
+    let big_key = Bytes::from(vec![0u8; limits.key_bytes_max + 1]);
+    let big_value = Bytes::from(vec![0u8; limits.value_bytes_max + 1]);
+    let bound = |k: &'static [u8]| {
+        Some(KeyBound {
+            key: Bytes::from_static(k),
+            inclusive: true,
+        })
+    };
+    let range = |from, to, limit| MapCommand::Range {
+        map: map_name(),
+        range: RangeQuery {
+            from,
+            to,
+            limit,
+            reverse: false,
+        },
+    };
+    type Check = fn(&ClientReply<MapReply>) -> bool;
+    let table: Vec<(&str, ClientRequest<MapCommand>, Check)> = vec![
+        (
+            "oversized key",
+            app(
+                version,
+                MapCommand::Put {
+                    map: map_name(),
+                    key: big_key.clone(),
+                    value: Bytes::new(),
+                },
+            ),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::KeyTooLarge { .. }))
+                )
+            },
+        ),
+        (
+            "oversized value",
+            app(
+                version,
+                MapCommand::Put {
+                    map: map_name(),
+                    key: mine.clone(),
+                    value: big_value.clone(),
+                },
+            ),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::ValueTooLarge { .. }))
+                )
+            },
+        ),
+        (
+            "unknown map",
+            app(
+                version,
+                MapCommand::Get {
+                    map: MapName::new("nope").unwrap(),
+                    key: mine.clone(),
+                },
+            ),
+            |r| matches!(r, ClientReply::UnknownKeyspace(name) if name == "nope"),
+        ),
+        (
+            "range start above its end",
+            app(version, range(bound(b"z"), bound(b"a"), 10)),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::BadRange(_)))
+                )
+            },
+        ),
+        (
+            "range limit zero",
+            app(version, range(None, None, 0)),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::BadRange(_)))
+                )
+            },
+        ),
+        (
+            "range limit above range_entries_max",
+            app(version, range(None, None, limits.range_entries_max + 1)),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::BadRange(_)))
+                )
+            },
+        ),
+        (
+            "stale partition map version",
+            app(
+                version - 1,
+                MapCommand::Get {
+                    map: map_name(),
+                    key: mine.clone(),
+                },
+            ),
+            |r| matches!(r, ClientReply::StaleMap(m) if m.version.0 >= 2),
+        ),
+        (
+            "key of a partition this node does not replicate",
+            app(
+                version,
+                MapCommand::Put {
+                    map: map_name(),
+                    key: theirs.clone(),
+                    value: Bytes::new(),
+                },
+            ),
+            |r| matches!(r, ClientReply::NotAReplica(_)),
+        ),
+        (
+            "putAll over put_all_entries_max",
+            app(
+                version,
+                MapCommand::PutAll {
+                    map: map_name(),
+                    entries: vec![(mine.clone(), Bytes::new()); limits.put_all_entries_max + 1],
+                },
+            ),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::TooManyEntries { .. }))
+                )
+            },
+        ),
+        (
+            "snapshot lease of zero",
+            app(
+                version,
+                MapCommand::OpenSnapshot {
+                    map: map_name(),
+                    lease_micros: 0,
+                },
+            ),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Done(MapReply::Failed(MapError::BadLease { .. }))
+                )
+            },
+        ),
+        (
+            "creating a map that exists",
+            app(
+                version,
+                MapCommand::CreateMap {
+                    map: map_name(),
+                    layout: Layout::Hash,
+                },
+            ),
+            |r| matches!(r, ClientReply::Invalid(why) if why.contains("exists")),
+        ),
+        (
+            "range layout naming an unknown partition",
+            app(
+                version,
+                MapCommand::CreateMap {
+                    map: MapName::new("r").unwrap(),
+                    layout: Layout::Range(vec![(Bytes::new(), PartitionId(9))]),
+                },
+            ),
+            |r| matches!(r, ClientReply::Invalid(_)),
+        ),
+        (
+            "dropping an unknown map",
+            app(
+                version,
+                MapCommand::DropMap {
+                    map: MapName::new("nope").unwrap(),
+                },
+            ),
+            |r| matches!(r, ClientReply::UnknownKeyspace(_)),
+        ),
+        (
+            "opening a session without a session id",
+            request(
+                version,
+                None,
+                Body::OpenSession {
+                    lease_micros: 1_000,
+                },
+            ),
+            |r| matches!(r, ClientReply::Invalid(_)),
+        ),
+        (
+            "session lease of zero",
+            request(
+                version,
+                Some((SessionId(1), 0)),
+                Body::OpenSession { lease_micros: 0 },
+            ),
+            |r| matches!(r, ClientReply::Invalid(_)),
+        ),
+        (
+            "session lease above the maximum",
+            request(
+                version,
+                Some((SessionId(1), 0)),
+                Body::KeepAlive {
+                    lease_micros: u64::MAX,
+                },
+            ),
+            |r| matches!(r, ClientReply::Invalid(_)),
+        ),
+    ];
+    for (name, request, expected) in table {
+        let id = replica.submit(0, request);
+        let outputs = replica.drain();
+        assert_eq!(outputs.len(), 1, "{name}: {outputs:?}");
+        match &outputs[0] {
+            Output::Reply { request, reply } => {
+                assert_eq!(*request, id, "{name}");
+                assert!(expected(reply), "{name}: got {reply:?}");
+            }
+            other => panic!("{name}: proposed instead of refusing: {other:?}"),
+        }
+        assert_eq!(replica.map().version.0, version, "{name} changed the map");
+        assert_eq!(
+            replica.state().entries(&map_name()).map(|e| e.len()),
+            Some(0),
+            "{name} changed the data"
+        );
+    }
+}
+
+#[test]
+fn a_command_of_an_unknown_session_is_refused_at_execution() {
+    let mut replica = replica();
+    let (mine, _) = keys(&replica);
+    let version = replica.map().version.0;
+    replica.submit(
+        0,
+        app(
+            version,
+            MapCommand::Put {
+                map: map_name(),
+                key: mine,
+                value: Bytes::new(),
+            },
+        ),
+    );
+    let Output::Propose { stream, value } = replica.drain().remove(0) else {
+        panic!("a valid command is proposed");
+    };
+    replica.on_deliver(stream, &value);
+    let outputs = replica.drain();
+    assert!(
+        matches!(
+            &outputs[..],
+            [Output::Reply {
+                reply: ClientReply::SessionExpired,
+                ..
+            }]
+        ),
+        "{outputs:?}"
+    );
+    assert_eq!(replica.state().entries(&map_name()).unwrap().len(), 0);
+}
+
+#[test]
+fn undecodable_delivered_values_are_counted_and_change_nothing() {
+    let mut replica = replica();
+    let global = replica.map().global_stream;
+    let stream = replica.stream();
+    for junk in [
+        &b""[..],
+        b"\xff\xff\xff\xff",
+        b"garbage that is not an envelope",
+    ] {
+        replica.on_deliver(stream, junk);
+        replica.on_deliver(global, junk);
+    }
+    assert_eq!(replica.undecodable(), 6);
+    assert!(replica.drain().is_empty());
+    // Undecodable global values still count as positions of the global
+    // order, so snapshot ids stay the same in every partition.
+    assert_eq!(replica.global_position(), 3);
+    // A forged envelope naming another node as origin gets no reply here.
+    let forged = CommandEnvelope {
+        origin: Origin {
+            node: NodeId(5),
+            incarnation: 1,
+            request: 1,
+        },
+        timestamp_micros: 0,
+        map_version: replica.map().version,
+        session: None,
+        body: Body::App(MapCommand::Size { map: map_name() }),
+    };
+    replica.on_deliver(stream, &forged.encode());
+    assert!(replica.drain().is_empty());
+}

@@ -102,6 +102,11 @@ async fn read_connection(
                 Frame::Hello(_) => {
                     return Err(Closed::Refused(format!("{peer} sent a second Hello")))
                 }
+                Frame::Replica(_) => {
+                    // Replica messages arrive once the node hosts replicas
+                    // (issue 3); until then they have no recipient.
+                    tracing::debug!(%peer, "dropped a replica message: no replica here");
+                }
             }
         }
         if stream.read_buf(&mut buffer).await? == 0 {
@@ -123,7 +128,7 @@ async fn read_hello(
     loop {
         match decoder.decode(buffer)? {
             Some(Frame::Hello(hello)) => return Ok(hello),
-            Some(Frame::Envelope(_)) => {
+            Some(Frame::Envelope(_) | Frame::Replica(_)) => {
                 return Err(Closed::Refused("first frame is not a Hello".into()))
             }
             None => {

@@ -1,13 +1,10 @@
 //! The frame format of peer links (thesis A.3): every message on a TCP
 //! connection travels in a frame
 //! `[magic u16][kind u8][len u32][crc32c u32][body; len]`, little endian,
-//! with the CRC32C over the body. The first frame on every connection is a
-//! [`Hello`]; every later one carries an [`Envelope`].
-//!
-//! The kind byte is outside the checksum, but a flipped kind is still
-//! caught: a Hello body is exactly [`HELLO_BODY_BYTES`] long and no
-//! envelope encodes to that length (the shortest is 13 bytes, the next
-//! 17), so the body cannot decode as the other kind.
+//! with the CRC32C over the kind byte and the body. The first frame on every
+//! connection is a [`Hello`]; every later one carries an [`Envelope`] of a
+//! stream, or an opaque [`Frame::Replica`] message of the replication layer
+//! (S-SMR signals), which this crate does not interpret.
 
 use crate::codec::{encoded_len, put_envelope};
 use crate::message::Envelope;
@@ -28,6 +25,8 @@ pub const HELLO_BODY_BYTES: usize = 16;
 pub(crate) const KIND_HELLO: u8 = 1;
 /// Kind byte of a [`Frame::Envelope`].
 pub(crate) const KIND_ENVELOPE: u8 = 2;
+/// Kind byte of a [`Frame::Replica`].
+pub(crate) const KIND_REPLICA: u8 = 3;
 
 /// Offset of the body length in the header.
 pub(crate) const LEN_OFFSET: usize = 3;
@@ -53,6 +52,14 @@ pub enum Frame {
     Hello(Hello),
     /// A peer message.
     Envelope(Envelope),
+    /// A message between replicas, encoded by the replication layer.
+    Replica(bytes::Bytes),
+}
+
+/// The frame checksum: CRC32C over the kind byte, then the body, so a
+/// flipped kind is caught like a flipped body byte.
+pub(crate) fn frame_crc(kind: u8, body: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&[kind]), body)
 }
 
 /// Appends `frame` to `out`: header, then body, with the CRC32C computed
@@ -66,6 +73,7 @@ pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
     let (kind, body_bytes) = match frame {
         Frame::Hello(_) => (KIND_HELLO, HELLO_BODY_BYTES),
         Frame::Envelope(envelope) => (KIND_ENVELOPE, encoded_len(envelope)),
+        Frame::Replica(bytes) => (KIND_REPLICA, bytes.len()),
     };
     let len = u32::try_from(body_bytes).expect("amulet-wire: frame body exceeds u32::MAX");
     out.reserve(FRAME_HEADER_BYTES + body_bytes);
@@ -81,10 +89,11 @@ pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
             out.put_u32_le(hello.incarnation);
         }
         Frame::Envelope(envelope) => put_envelope(envelope, out),
+        Frame::Replica(bytes) => out.put_slice(bytes),
     }
     let body_start = start + FRAME_HEADER_BYTES;
     debug_assert_eq!(out.len() - body_start, body_bytes);
-    let crc = crc32c::crc32c(&out[body_start..]);
+    let crc = frame_crc(kind, &out[body_start..]);
     out[start + CRC_OFFSET..body_start].copy_from_slice(&crc.to_le_bytes());
 }
 
@@ -105,7 +114,7 @@ mod tests {
         encode_frame(&Frame::Hello(hello), &mut out);
         let body: &[u8] = &[8, 7, 6, 5, 4, 3, 2, 1, 9, 0, 0, 0, 3, 0, 0, 0];
         let mut expected = vec![0xEE, 0x7E, 0xA3, KIND_HELLO, 16, 0, 0, 0];
-        expected.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
+        expected.extend_from_slice(&frame_crc(KIND_HELLO, body).to_le_bytes());
         expected.extend_from_slice(body);
         assert_eq!(&out[..], &expected[..]);
     }
@@ -131,7 +140,7 @@ mod tests {
         );
         assert_eq!(
             &out[CRC_OFFSET..FRAME_HEADER_BYTES],
-            &crc32c::crc32c(&body).to_le_bytes()
+            &frame_crc(KIND_ENVELOPE, &body).to_le_bytes()
         );
         assert_eq!(&out[FRAME_HEADER_BYTES..], &body[..]);
     }

@@ -3,8 +3,8 @@
 use crate::codec::decode_envelope;
 use crate::error::DecodeError;
 use crate::frame::{
-    Frame, Hello, CRC_OFFSET, FRAME_HEADER_BYTES, FRAME_MAGIC, HELLO_BODY_BYTES, KIND_ENVELOPE,
-    KIND_HELLO, LEN_OFFSET,
+    frame_crc, Frame, Hello, CRC_OFFSET, FRAME_HEADER_BYTES, FRAME_MAGIC, HELLO_BODY_BYTES,
+    KIND_ENVELOPE, KIND_HELLO, KIND_REPLICA, LEN_OFFSET,
 };
 use amulet_types::NodeId;
 use bytes::{Bytes, BytesMut};
@@ -65,11 +65,12 @@ impl FrameDecoder {
         let kind = buf[2];
         let frame = buf.split_to(frame_bytes).freeze();
         let body = frame.slice(FRAME_HEADER_BYTES..);
-        if crc32c::crc32c(&body) != u32::from_le_bytes(crc) {
+        if frame_crc(kind, &body) != u32::from_le_bytes(crc) {
             return Err(DecodeError::BadChecksum);
         }
         match kind {
             KIND_HELLO => Ok(Some(Frame::Hello(decode_hello(&body)?))),
+            KIND_REPLICA => Ok(Some(Frame::Replica(body))),
             _ => Ok(Some(Frame::Envelope(decode_envelope(body)?))),
         }
     }
@@ -86,7 +87,7 @@ impl FrameDecoder {
         let Some(&kind) = buf.get(2) else {
             return Ok(None);
         };
-        if kind != KIND_HELLO && kind != KIND_ENVELOPE {
+        if !matches!(kind, KIND_HELLO | KIND_ENVELOPE | KIND_REPLICA) {
             return Err(DecodeError::UnknownTag {
                 what: "frame kind",
                 tag: kind,
@@ -192,6 +193,34 @@ mod tests {
         }
         assert_eq!(frames, vec![hello(), phase2(), phase2()]);
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn replica_frames_carry_their_bytes_unchanged() {
+        let replica = Frame::Replica(Bytes::from_static(b"a signal"));
+        let empty = Frame::Replica(Bytes::new());
+        let mut buf = encoded(&[hello(), replica.clone(), phase2(), empty.clone()]);
+        let mut decoder = FrameDecoder::new(MAX);
+        let mut frames = Vec::new();
+        while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+            frames.push(frame);
+        }
+        assert_eq!(frames, vec![hello(), replica, phase2(), empty]);
+    }
+
+    #[test]
+    fn a_flipped_kind_byte_is_caught_by_the_checksum() {
+        // An envelope body is also a valid replica body: only the
+        // checksum, which covers the kind, tells them apart.
+        for (frame, to) in [
+            (phase2(), KIND_REPLICA),
+            (Frame::Replica(Bytes::from_static(b"x")), KIND_ENVELOPE),
+        ] {
+            let mut buf = encoded(&[frame]);
+            buf[2] = to;
+            let mut decoder = FrameDecoder::new(MAX);
+            assert_eq!(decoder.decode(&mut buf), Err(DecodeError::BadChecksum));
+        }
     }
 
     #[test]

@@ -94,7 +94,8 @@ fn fix_crc(stream: &mut [u8], at: usize) {
     let Some(body) = stream.get(body_start..body_start + len) else {
         return;
     };
-    let crc = crc32c::crc32c(body).to_le_bytes();
+    // The checksum covers the kind byte, then the body.
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&[header[2]]), body).to_le_bytes();
     stream[at + CRC_OFFSET..body_start].copy_from_slice(&crc);
 }
 

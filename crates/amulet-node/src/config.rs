@@ -51,6 +51,30 @@ pub struct StreamEntry {
     pub limits: StreamLimits,
 }
 
+/// One `[[smr.partitions]]` entry.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartitionEntry {
+    /// Partition id.
+    pub id: u32,
+    /// The partition's own stream.
+    pub stream: u32,
+    /// Nodes holding a replica; each must be a member of `stream` and of
+    /// the global stream.
+    pub replicas: Vec<u32>,
+}
+
+/// The `[smr]` section: the initial partition map of the replicated
+/// services (DMap). Identical in every node's file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SmrEntry {
+    /// The stream every replica subscribes to.
+    pub global_stream: u32,
+    /// The partitions.
+    pub partitions: Vec<PartitionEntry>,
+}
+
 /// A node's configuration file.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,6 +91,9 @@ pub struct NodeConfig {
     pub peers: BTreeMap<String, String>,
     /// Every stream of the cluster.
     pub streams: Vec<StreamEntry>,
+    /// Partitioned replication, if the cluster serves DMap.
+    #[serde(default)]
+    pub smr: Option<SmrEntry>,
 }
 
 /// A configuration that cannot run, with what is wrong.
@@ -177,6 +204,9 @@ impl NodeConfig {
                 self.node
             )));
         }
+        if self.smr.is_some() {
+            self.partition_map()?;
+        }
         // The merge takes one M for all streams; streams disagreeing on it
         // would merge differently at different learners.
         let m = mine[0].limits.merge_instances_per_round;
@@ -190,6 +220,54 @@ impl NodeConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The initial partition map of `[smr]`, checked: a valid map whose
+    /// streams exist and whose replicas learn both their partition's
+    /// stream and the global stream. `Ok(None)` without `[smr]`.
+    pub fn partition_map(&self) -> Result<Option<amulet_smr::PartitionMap>, ConfigError> {
+        let Some(smr) = &self.smr else {
+            return Ok(None);
+        };
+        let member = |stream: u32, node: u32| {
+            self.streams
+                .iter()
+                .find(|s| s.id == stream)
+                .map(|s| stream_config(s).members().contains(&NodeId(node)))
+        };
+        let mut partitions = Vec::new();
+        for p in &smr.partitions {
+            for &node in &p.replicas {
+                for stream in [p.stream, smr.global_stream] {
+                    match member(stream, node) {
+                        None => {
+                            return Err(invalid(format!("partition {}: no stream {stream}", p.id)))
+                        }
+                        Some(false) => {
+                            return Err(invalid(format!(
+                                "partition {}: replica {node} is not a member of stream {stream}",
+                                p.id
+                            )))
+                        }
+                        Some(true) => {}
+                    }
+                }
+            }
+            partitions.push((
+                amulet_types::PartitionId(p.id),
+                amulet_smr::PartitionInfo {
+                    stream: StreamId(p.stream),
+                    replicas: p.replicas.iter().map(|n| NodeId(*n)).collect(),
+                },
+            ));
+        }
+        let count = partitions.len();
+        let map = amulet_smr::PartitionMap::uniform(StreamId(smr.global_stream), partitions);
+        if map.partitions.len() != count {
+            return Err(invalid("[smr]: a partition id is listed twice"));
+        }
+        map.validate().map_err(|e| invalid(format!("[smr]: {e}")))?;
+        Ok(Some(map))
     }
 
     /// Largest frame a peer may send: one full batch plus one maximal value
@@ -290,6 +368,41 @@ pipeline_instances_max = 32
         assert_eq!(mine[1].storage, StorageMode::SyncDurable);
         assert_eq!(mine[1].limits.pipeline_instances_max, 32);
         assert!(config.frame_bytes_max() > mine[0].limits.value_bytes_max);
+    }
+
+    #[test]
+    fn the_smr_section_gives_a_checked_partition_map() {
+        let smr = "\n[smr]\nglobal_stream = 1\n\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1, 2, 3]\n";
+        let map = NodeConfig::parse(&format!("{GOOD}{smr}"))
+            .unwrap()
+            .partition_map()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            map.partitions_of(NodeId(2)),
+            vec![amulet_types::PartitionId(1)]
+        );
+        assert!(NodeConfig::parse(GOOD)
+            .unwrap()
+            .partition_map()
+            .unwrap()
+            .is_none());
+        let bad = [
+            (smr.replace("stream = 2", "stream = 9"), "no stream 9"),
+            (
+                smr.replace("replicas = [1, 2, 3]", "replicas = [1, 2, 4]"),
+                "not a member",
+            ),
+            (smr.replace("stream = 2", "stream = 1"), "share a stream"),
+            (
+                format!("{smr}\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1]\n"),
+                "listed twice",
+            ),
+        ];
+        for (section, expected) in bad {
+            let error = error_of(&format!("{GOOD}{section}"));
+            assert!(error.contains(expected), "{expected}: {error}");
+        }
     }
 
     #[test]

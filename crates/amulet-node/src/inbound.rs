@@ -3,7 +3,7 @@
 //! a warning; it never stops the node.
 
 use amulet_types::NodeId;
-use amulet_wire::{DecodeError, Envelope, Frame, FrameDecoder, Hello};
+use amulet_wire::{DecodeError, Frame, FrameDecoder, Hello};
 use bytes::BytesMut;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ enum Closed {
 pub async fn accept_loop(
     listener: TcpListener,
     spec: Arc<InboundSpec>,
-    inbound: mpsc::Sender<(NodeId, Envelope)>,
+    inbound: mpsc::Sender<(NodeId, Frame)>,
 ) {
     loop {
         match listener.accept().await {
@@ -74,7 +74,7 @@ pub async fn accept_loop(
 async fn read_connection(
     mut stream: TcpStream,
     spec: &InboundSpec,
-    inbound: mpsc::Sender<(NodeId, Envelope)>,
+    inbound: mpsc::Sender<(NodeId, Frame)>,
 ) -> Result<(), Closed> {
     let _ = stream.set_nodelay(true);
     let mut decoder = FrameDecoder::new(spec.frame_bytes_max);
@@ -93,20 +93,11 @@ async fn read_connection(
             .decode(&mut buffer)
             .map_err(|e| peer_error(peer, e))?
         {
-            match frame {
-                Frame::Envelope(envelope) => {
-                    if inbound.send((peer, envelope)).await.is_err() {
-                        return Ok(()); // the node is stopping
-                    }
-                }
-                Frame::Hello(_) => {
-                    return Err(Closed::Refused(format!("{peer} sent a second Hello")))
-                }
-                Frame::Replica(_) => {
-                    // Replica messages arrive once the node hosts replicas
-                    // (issue 3); until then they have no recipient.
-                    tracing::debug!(%peer, "dropped a replica message: no replica here");
-                }
+            if let Frame::Hello(_) = frame {
+                return Err(Closed::Refused(format!("{peer} sent a second Hello")));
+            }
+            if inbound.send((peer, frame)).await.is_err() {
+                return Ok(()); // the node is stopping
             }
         }
         if stream.read_buf(&mut buffer).await? == 0 {

@@ -1,8 +1,10 @@
 //! The handle other tasks use to talk to a running node's event loop.
 
 use crate::digest::DigestPoint;
+use amulet_dmap::{MapCommand, MapReply};
 use amulet_multicast::MulticastError;
-use amulet_types::{StreamId, ValueId};
+use amulet_smr::{ClientReply, ClientRequest};
+use amulet_types::{PartitionId, StreamId, ValueId};
 use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
@@ -17,6 +19,12 @@ pub(crate) enum Command {
     },
     /// A snapshot of counters.
     Stats(oneshot::Sender<NodeStats>),
+    /// A client request for the replica of `partition`.
+    Submit {
+        partition: PartitionId,
+        request: ClientRequest<MapCommand>,
+        reply: oneshot::Sender<ClientReply<MapReply>>,
+    },
     /// Stop the loop (logs are synced first).
     Shutdown,
 }
@@ -86,6 +94,25 @@ impl NodeHandle {
             .await
             .map_err(|_| HandleError::Stopped)?
             .map_err(HandleError::Refused)
+    }
+
+    /// Hands a DMap request to this node's replica of `partition` and
+    /// waits for its answer (the caller bounds the wait: a request whose
+    /// proposal was lost is never answered, and is retried).
+    pub async fn submit(
+        &self,
+        partition: PartitionId,
+        request: ClientRequest<MapCommand>,
+    ) -> Result<ClientReply<MapReply>, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Submit {
+                partition,
+                request,
+                reply,
+            })
+            .map_err(|_| HandleError::Stopped)?;
+        answer.await.map_err(|_| HandleError::Stopped)
     }
 
     /// Counters, or `None` if the node stopped.

@@ -1,7 +1,7 @@
 //! The writer of one outbound peer connection.
 
 use amulet_types::NodeId;
-use amulet_wire::{encode_frame, Envelope, Frame, Hello};
+use amulet_wire::{encode_frame, Frame, Hello};
 use bytes::BytesMut;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,7 +35,7 @@ pub struct OutboundSpec {
 /// coalescing whatever has queued up since the last write into one
 /// `write_all`: under load this turns thousands of small messages into a
 /// few large writes. Ends when the queue is closed and drained.
-pub async fn peer_writer(spec: OutboundSpec, mut queue: mpsc::UnboundedReceiver<Envelope>) {
+pub async fn peer_writer(spec: OutboundSpec, mut queue: mpsc::UnboundedReceiver<Frame>) {
     let mut backoff = BACKOFF_MIN;
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
@@ -69,12 +69,12 @@ pub async fn peer_writer(spec: OutboundSpec, mut queue: mpsc::UnboundedReceiver<
                 return;
             };
             buffer.clear();
-            encode_frame(&Frame::Envelope(first), &mut buffer);
+            encode_frame(&first, &mut buffer);
             let mut taken = 1;
             while buffer.len() < WRITE_BYTES_MAX {
                 match queue.try_recv() {
-                    Ok(envelope) => {
-                        encode_frame(&Frame::Envelope(envelope), &mut buffer);
+                    Ok(frame) => {
+                        encode_frame(&frame, &mut buffer);
                         taken += 1;
                     }
                     Err(_) => break,

@@ -10,13 +10,19 @@ use crate::load::{LoadGenerator, LoadReport, LoadSpec};
 use crate::node_handle::{Command, NodeHandle, NodeStats, StreamStatus};
 use crate::storage_setup::{open_logs, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
+use amulet_dmap::{MapLimits, MapReply, PartitionState};
 use amulet_multicast::{Merged, MulticastNode};
-use amulet_types::{NodeId, StorageMode, StreamId, TimeMicros};
-use amulet_wire::{Envelope, Hello};
+use amulet_smr::{
+    ClientReply, Output, PartitionMap, Replica, ReplicaConfig, ReplicaMessage, RequestId,
+};
+use amulet_types::{NodeId, PartitionId, StorageMode, StreamId, TimeMicros};
+use amulet_wire::{Envelope, Frame, Hello};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// Peer messages handled before effects are flushed, so one busy link
@@ -91,6 +97,8 @@ impl Node {
         #[allow(clippy::disallowed_methods)] // the runtime is the clock of the sans-IO core
         let epoch = Instant::now();
         let node = MulticastNode::new(me, logs, incarnation, TimeMicros(0));
+        let partition_map = config.partition_map()?;
+        let replicas = start_replicas(me, incarnation, partition_map.as_ref());
         let (commands, command_rx) = mpsc::unbounded_channel();
         let event_loop = EventLoop {
             me,
@@ -104,6 +112,9 @@ impl Node {
             storage,
             digest: DeliveryDigest::default(),
             load: load.map(|spec| LoadGenerator::new(me, spec)),
+            partition_map,
+            replicas,
+            pending: BTreeMap::new(),
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -161,13 +172,40 @@ struct EventLoop {
     node: MulticastNode,
     /// `None` once shut down.
     transport: Option<Transport>,
-    inbound: mpsc::Receiver<(NodeId, Envelope)>,
+    inbound: mpsc::Receiver<(NodeId, Frame)>,
     commands: mpsc::UnboundedReceiver<Command>,
     deliveries: Option<mpsc::UnboundedSender<Merged>>,
     epoch: Instant,
     storage: Vec<(StreamId, StorageMode)>,
     digest: DeliveryDigest,
     load: Option<LoadGenerator>,
+    /// The initial partition map, when the node serves DMap.
+    partition_map: Option<PartitionMap>,
+    /// DMap replicas of the partitions this node replicates. A restarted
+    /// node's replicas start empty and replay their streams (no
+    /// checkpoints yet).
+    replicas: BTreeMap<PartitionId, Replica<PartitionState>>,
+    /// Client requests waiting for their reply.
+    pending: BTreeMap<(PartitionId, RequestId), oneshot::Sender<ClientReply<MapReply>>>,
+}
+
+/// The replicas `me` runs, from the initial partition map.
+fn start_replicas(
+    me: NodeId,
+    incarnation: u32,
+    map: Option<&PartitionMap>,
+) -> BTreeMap<PartitionId, Replica<PartitionState>> {
+    let Some(map) = map else {
+        return BTreeMap::new();
+    };
+    map.partitions_of(me)
+        .into_iter()
+        .map(|partition| {
+            let config = ReplicaConfig::new(me, incarnation, partition);
+            let state = PartitionState::new(MapLimits::default());
+            (partition, Replica::new(config, map.clone(), state))
+        })
+        .collect()
 }
 
 impl EventLoop {
@@ -234,12 +272,12 @@ impl EventLoop {
                     None | Some(Command::Shutdown) => return self.flush(),
                     Some(command) => self.on_command(command),
                 },
-                Some((from, envelope)) = self.inbound.recv() => {
+                Some((from, frame)) = self.inbound.recv() => {
                     let now = self.now();
-                    self.node.on_message(now, from, envelope);
+                    self.on_frame(now, from, frame);
                     for _ in 1..INPUTS_PER_FLUSH_MAX {
                         match self.inbound.try_recv() {
-                            Ok((from, envelope)) => self.node.on_message(now, from, envelope),
+                            Ok((from, frame)) => self.on_frame(now, from, frame),
                             Err(_) => break,
                         }
                     }
@@ -250,6 +288,9 @@ impl EventLoop {
             if now.since(last_tick) >= tick_micros {
                 last_tick = now;
                 self.node.tick(now);
+                for replica in self.replicas.values_mut() {
+                    replica.tick(now.0);
+                }
             }
             if now.since(last_async_sync) >= async_sync_micros {
                 last_async_sync = now;
@@ -279,7 +320,80 @@ impl EventLoop {
                     streams: self.stream_status(),
                 });
             }
+            Command::Submit {
+                partition,
+                request,
+                reply,
+            } => {
+                let now = self.now();
+                match self.replicas.get_mut(&partition) {
+                    Some(replica) => {
+                        let id = replica.submit(now.0, request);
+                        self.pending.insert((partition, id), reply);
+                    }
+                    None => {
+                        let answer = match &self.partition_map {
+                            Some(map) => ClientReply::NotAReplica(Box::new(map.clone())),
+                            None => ClientReply::Invalid(
+                                "this cluster serves no DMap ([smr] is not configured)".into(),
+                            ),
+                        };
+                        let _ = reply.send(answer);
+                    }
+                }
+            }
             Command::Shutdown => {}
+        }
+    }
+
+    fn on_frame(&mut self, now: TimeMicros, from: NodeId, frame: Frame) {
+        match frame {
+            Frame::Envelope(envelope) => self.node.on_message(now, from, envelope),
+            Frame::Replica(bytes) => match ReplicaMessage::decode(&bytes) {
+                Ok(message) => {
+                    for replica in self.replicas.values_mut() {
+                        replica.on_message(message.clone());
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(peer = %from, %error, "undecodable replica message dropped")
+                }
+            },
+            Frame::Hello(_) => {}
+        }
+    }
+
+    /// Carries out what the replicas asked for: proposals become new
+    /// multicast effects, flushed by the caller.
+    fn drain_replicas(&mut self, now: TimeMicros) {
+        let partitions: Vec<PartitionId> = self.replicas.keys().copied().collect();
+        for partition in partitions {
+            let outputs = self.replicas.get_mut(&partition).expect("listed").drain();
+            for output in outputs {
+                match output {
+                    Output::Propose { stream, value } => {
+                        // A refusal (proposer queue full) surfaces as the
+                        // client's timeout; it retries.
+                        if let Err(error) = self.node.multicast(now, stream, value) {
+                            tracing::debug!(?error, "replica proposal refused");
+                        }
+                    }
+                    Output::Send { to, message } => {
+                        if to == self.me {
+                            for replica in self.replicas.values_mut() {
+                                replica.on_message(message.clone());
+                            }
+                        } else if let Some(transport) = self.transport.as_mut() {
+                            transport.send_replica(to, message.encode());
+                        }
+                    }
+                    Output::Reply { request, reply } => {
+                        if let Some(waiter) = self.pending.remove(&(partition, request)) {
+                            let _ = waiter.send(reply);
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -321,6 +435,8 @@ impl EventLoop {
     /// Carries out everything the node asked for since the last flush.
     fn flush(&mut self) -> anyhow::Result<()> {
         for _ in 0..LOOPBACK_ROUNDS_MAX {
+            let now = self.now();
+            self.drain_replicas(now);
             let effects = self.node.drain();
             if effects.is_empty() {
                 return Ok(());
@@ -342,10 +458,14 @@ impl EventLoop {
                 if let Some(load) = self.load.as_mut() {
                     load.delivered(now, &merged);
                 }
+                for replica in self.replicas.values_mut() {
+                    replica.on_deliver(merged.stream, &merged.value.bytes);
+                }
                 if let Some(deliveries) = &self.deliveries {
                     let _ = deliveries.send(merged);
                 }
             }
+
             for envelope in local {
                 self.node.on_message(now, self.me, envelope);
             }

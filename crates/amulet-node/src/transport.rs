@@ -6,7 +6,7 @@
 use crate::inbound::{accept_loop, InboundSpec};
 use crate::outbound::{peer_writer, OutboundSpec};
 use amulet_types::NodeId;
-use amulet_wire::{Envelope, Hello};
+use amulet_wire::{Envelope, Frame, Hello};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,7 +49,7 @@ impl Transport {
     /// of every peer message, tagged with the sender from its Hello.
     pub async fn start(
         spec: TransportSpec,
-    ) -> anyhow::Result<(Transport, mpsc::Receiver<(NodeId, Envelope)>)> {
+    ) -> anyhow::Result<(Transport, mpsc::Receiver<(NodeId, Frame)>)> {
         let listener = TcpListener::bind(spec.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", spec.listen))?;
@@ -98,6 +98,15 @@ impl Transport {
     /// Queues `envelope` for `to`. Unknown peers are ignored (the protocol
     /// only addresses stream members, which configuration checks exist).
     pub fn send(&mut self, to: NodeId, envelope: Envelope) {
+        self.send_frame(to, Frame::Envelope(envelope));
+    }
+
+    /// Queues an encoded replica message for `to`.
+    pub fn send_replica(&mut self, to: NodeId, bytes: bytes::Bytes) {
+        self.send_frame(to, Frame::Replica(bytes));
+    }
+
+    fn send_frame(&mut self, to: NodeId, frame: Frame) {
         let Some(queue) = self.writers.get_mut(&to) else {
             return;
         };
@@ -109,7 +118,7 @@ impl Transport {
             return;
         }
         queue.queued.fetch_add(1, Ordering::Relaxed);
-        let _ = queue.sender.send(envelope);
+        let _ = queue.sender.send(frame);
     }
 
     /// Stops accepting, lets writers flush what is queued (bounded by
@@ -135,7 +144,7 @@ impl Transport {
 
 /// The queue of one peer's writer and how full it is.
 struct PeerQueue {
-    sender: mpsc::UnboundedSender<Envelope>,
+    sender: mpsc::UnboundedSender<Frame>,
     /// Messages queued and not yet taken by the writer.
     queued: Arc<AtomicUsize>,
     /// Messages dropped because the queue was full.

@@ -4,6 +4,7 @@
 use crate::{MapError, MapLimits, MapName};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use std::ops::Bound;
 
 /// One end of a key range.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +30,18 @@ pub struct RangeQuery {
 }
 
 impl RangeQuery {
+    /// The range's ends as `Bound`s.
+    pub fn bounds(&self) -> (Bound<&Bytes>, Bound<&Bytes>) {
+        fn bound(end: &Option<KeyBound>) -> Bound<&Bytes> {
+            match end {
+                None => Bound::Unbounded,
+                Some(b) if b.inclusive => Bound::Included(&b.key),
+                Some(b) => Bound::Excluded(&b.key),
+            }
+        }
+        (bound(&self.from), bound(&self.to))
+    }
+
     /// Whether `key` lies in the range.
     pub fn contains(&self, key: &[u8]) -> bool {
         let above_from = match &self.from {

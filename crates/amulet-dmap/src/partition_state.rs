@@ -275,13 +275,6 @@ fn nearest_entry(entries: &Entries, key: &[u8], nearest: Nearest) -> Option<Entr
 }
 
 fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
-    fn bound(b: &Option<crate::KeyBound>) -> Bound<&[u8]> {
-        match b {
-            None => Bound::Unbounded,
-            Some(b) if b.inclusive => Bound::Included(&b.key[..]),
-            Some(b) => Bound::Excluded(&b.key[..]),
-        }
-    }
     if let (Some(from), Some(to)) = (&range.from, &range.to) {
         // An empty range with equal ends: ordered-map range() would panic.
         if from.key == to.key && !(from.inclusive && to.inclusive) {
@@ -291,23 +284,19 @@ fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
             };
         }
     }
-    let iter = entries.range::<_, [u8]>((bound(&range.from), bound(&range.to)));
-    let limit = range.limit as usize;
-    let clone = |(k, v): (&Bytes, &Bytes)| (k.clone(), v.clone());
-    let mut taken: Vec<Entry>;
-    let more;
-    if range.reverse {
-        let mut iter = iter.rev();
-        taken = iter.by_ref().take(limit).map(clone).collect();
-        more = iter.next().is_some();
+    let (from, to) = range.bounds();
+    let bounds = (from.map(|k| &k[..]), to.map(|k| &k[..]));
+    let iter = entries.range::<_, [u8]>(bounds);
+    let mut iter: Box<dyn Iterator<Item = (&Bytes, &Bytes)>> = if range.reverse {
+        Box::new(iter.rev())
     } else {
-        let mut iter = iter;
-        taken = iter.by_ref().take(limit).map(clone).collect();
-        more = iter.next().is_some();
-    }
-    taken.shrink_to_fit();
-    MapReply::Entries {
-        entries: taken,
-        more,
-    }
+        Box::new(iter)
+    };
+    let entries: Vec<Entry> = iter
+        .by_ref()
+        .take(range.limit as usize)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let more = iter.next().is_some();
+    MapReply::Entries { entries, more }
 }

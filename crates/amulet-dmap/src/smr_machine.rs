@@ -11,6 +11,12 @@ impl StateMachine for PartitionState {
 
     fn placement(command: &MapCommand) -> Placement {
         use MapCommand::*;
+        if let Some(key) = command.single_key() {
+            return Placement {
+                keyspace: command.map().map(|m| m.as_str().to_string()),
+                keys: Keys::One(key.clone()),
+            };
+        }
         let keys = match command {
             CreateMap { .. } | DropMap { .. } | ReleaseSnapshot { .. } => {
                 return Placement {
@@ -18,14 +24,6 @@ impl StateMachine for PartitionState {
                     keys: Keys::All,
                 }
             }
-            Get { key, .. }
-            | ContainsKey { key, .. }
-            | Put { key, .. }
-            | Remove { key, .. }
-            | PutIfAbsent { key, .. }
-            | Replace { key, .. }
-            | ReplaceIfEquals { key, .. }
-            | RemoveIfEquals { key, .. } => Keys::One(key.clone()),
             PutAll { entries, .. } if !entries.is_empty() => {
                 Keys::Many(entries.iter().map(|(k, _)| k.clone()).collect())
             }
@@ -36,13 +34,17 @@ impl StateMachine for PartitionState {
                 Nearest::Higher => Keys::Range(Bound::Excluded(key.clone()), Bound::Unbounded),
             },
             Range { range, .. } => {
-                let bound = |b: &Option<crate::KeyBound>| match b {
-                    None => Bound::Unbounded,
-                    Some(b) if b.inclusive => Bound::Included(b.key.clone()),
-                    Some(b) => Bound::Excluded(b.key.clone()),
-                };
-                Keys::Range(bound(&range.from), bound(&range.to))
+                let (from, to) = range.bounds();
+                Keys::Range(from.cloned(), to.cloned())
             }
+            Get { .. }
+            | ContainsKey { .. }
+            | Put { .. }
+            | Remove { .. }
+            | PutIfAbsent { .. }
+            | Replace { .. }
+            | ReplaceIfEquals { .. }
+            | RemoveIfEquals { .. } => unreachable!("single-key commands returned above"),
             PutAll { .. }
             | ContainsValue { .. }
             | Size { .. }

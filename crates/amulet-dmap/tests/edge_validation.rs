@@ -6,46 +6,13 @@ use amulet_dmap::{
     KeyBound, MapCommand, MapError, MapLimits, MapName, MapReply, PartitionState, RangeQuery,
 };
 use amulet_smr::{
-    Body, ClientReply, ClientRequest, CommandEnvelope, Layout, Origin, Output, PartitionInfo,
-    PartitionMap, Replica, ReplicaConfig,
+    Body, ClientReply, ClientRequest, CommandEnvelope, Layout, Origin, Output, Replica,
 };
-use amulet_types::{MapVersion, NodeId, PartitionId, SessionId, StreamId};
+use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use bytes::Bytes;
 
-fn map_name() -> MapName {
-    MapName::new("m").unwrap()
-}
-
-/// Two partitions (nodes 1-3 and 4-6); the replica of partition 1 at
-/// node 1, with map "m" (hash layout) created.
-fn replica() -> Replica<PartitionState> {
-    let partition = |p: u32| {
-        (
-            PartitionId(p),
-            PartitionInfo {
-                stream: StreamId(p + 1),
-                replicas: (3 * p - 2..=3 * p).map(NodeId).collect(),
-            },
-        )
-    };
-    let mut map = PartitionMap::uniform(StreamId(1), vec![partition(1), partition(2)]);
-    map.create_keyspace("m", Layout::Hash).unwrap();
-    let mut state = PartitionState::new(MapLimits::default());
-    let all = |_: &[u8]| true;
-    let ctx = amulet_dmap::ExecContext {
-        now_micros: 0,
-        snapshot_id: 0,
-        owns_key: &all,
-    };
-    state.execute(
-        &MapCommand::CreateMap {
-            map: map_name(),
-            layout: Layout::Hash,
-        },
-        &ctx,
-    );
-    Replica::new(ReplicaConfig::new(NodeId(1), 1, PartitionId(1)), map, state)
-}
+mod common;
+use common::{map_name, replica};
 
 /// A key partition 1 holds, and one partition 2 holds.
 fn keys(replica: &Replica<PartitionState>) -> (Bytes, Bytes) {
@@ -80,7 +47,7 @@ fn app(version: u64, command: MapCommand) -> ClientRequest<MapCommand> {
 
 #[test]
 fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
-    let mut replica = replica();
+    let mut replica = replica(1, 1, 64 << 20);
     let (mine, theirs) = keys(&replica);
     let version = replica.map().version.0;
     let limits = MapLimits::default();
@@ -319,7 +286,7 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
 
 #[test]
 fn a_command_of_an_unknown_session_is_refused_at_execution() {
-    let mut replica = replica();
+    let mut replica = replica(1, 1, 64 << 20);
     let (mine, _) = keys(&replica);
     let version = replica.map().version.0;
     replica.submit(
@@ -353,7 +320,7 @@ fn a_command_of_an_unknown_session_is_refused_at_execution() {
 
 #[test]
 fn undecodable_delivered_values_are_counted_and_change_nothing() {
-    let mut replica = replica();
+    let mut replica = replica(1, 1, 64 << 20);
     let global = replica.map().global_stream;
     let stream = replica.stream();
     for junk in [

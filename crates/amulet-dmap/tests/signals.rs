@@ -3,52 +3,13 @@
 //! commands wait behind it; signals that arrive early are kept, lost ones
 //! are asked for again, and one no longer held makes the reply `Lost`.
 
-use amulet_dmap::{MapCommand, MapLimits, MapName, MapReply, PartitionState};
-use amulet_smr::{
-    Body, ClientReply, ClientRequest, Layout, Output, PartitionInfo, PartitionMap, Replica,
-    ReplicaConfig, ReplicaMessage,
-};
+use amulet_dmap::{MapCommand, MapReply, PartitionState};
+use amulet_smr::{Body, ClientReply, ClientRequest, Output, Replica, ReplicaMessage};
 use amulet_types::{NodeId, PartitionId, StreamId};
 use bytes::Bytes;
 
-fn map_name() -> MapName {
-    MapName::new("m").unwrap()
-}
-
-fn partition_map() -> PartitionMap {
-    let partition = |p: u32| {
-        (
-            PartitionId(p),
-            PartitionInfo {
-                stream: StreamId(p + 1),
-                replicas: (3 * p - 2..=3 * p).map(NodeId).collect(),
-            },
-        )
-    };
-    let mut map = PartitionMap::uniform(StreamId(1), vec![partition(1), partition(2)]);
-    map.create_keyspace("m", Layout::Hash).unwrap();
-    map
-}
-
-fn replica(node: u32, partition: u32, cache_bytes: usize) -> Replica<PartitionState> {
-    let mut state = PartitionState::new(MapLimits::default());
-    let all = |_: &[u8]| true;
-    let ctx = amulet_dmap::ExecContext {
-        now_micros: 0,
-        snapshot_id: 0,
-        owns_key: &all,
-    };
-    state.execute(
-        &MapCommand::CreateMap {
-            map: map_name(),
-            layout: Layout::Hash,
-        },
-        &ctx,
-    );
-    let mut config = ReplicaConfig::new(NodeId(node), 1, PartitionId(partition));
-    config.signal_cache_bytes_max = cache_bytes;
-    Replica::new(config, partition_map(), state)
-}
+mod common;
+use common::{map_name, replica};
 
 /// A `Size` submitted at `at`: the encoded envelope it proposes.
 fn size_command(at: &mut Replica<PartitionState>) -> Bytes {

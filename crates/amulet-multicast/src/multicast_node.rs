@@ -107,6 +107,11 @@ impl MulticastNode {
         &self.streams
     }
 
+    /// Whether this node coordinates any of its streams.
+    pub fn coordinates_any(&self) -> bool {
+        self.streams.values().any(|s| s.is_coordinator())
+    }
+
     /// Mutable access to one stream (for syncing its log, trimming).
     pub fn stream_mut(&mut self, stream: StreamId) -> Option<&mut StreamNode> {
         self.streams.get_mut(&stream)

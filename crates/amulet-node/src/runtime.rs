@@ -435,8 +435,10 @@ impl EventLoop {
     /// Carries out everything the node asked for since the last flush.
     fn flush(&mut self) -> anyhow::Result<()> {
         for _ in 0..LOOPBACK_ROUNDS_MAX {
-            let now = self.now();
-            self.drain_replicas(now);
+            if !self.replicas.is_empty() {
+                let now = self.now();
+                self.drain_replicas(now);
+            }
             let effects = self.node.drain();
             if effects.is_empty() {
                 return Ok(());

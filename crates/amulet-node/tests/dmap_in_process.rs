@@ -10,15 +10,8 @@ use amulet_types::{MapVersion, PartitionId, SessionId};
 use bytes::Bytes;
 use std::time::Duration;
 
-fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
+mod common;
+use common::free_ports;
 
 const SMR: &str =
     "\n[smr]\nglobal_stream = 1\n\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1, 2, 3]\n";

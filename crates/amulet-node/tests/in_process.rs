@@ -5,19 +5,12 @@ use amulet_node::{local_cluster_toml, Node, NodeConfig};
 use amulet_types::StreamId;
 use bytes::Bytes;
 use std::time::Duration;
+
+mod common;
+use common::free_ports;
 use tokio::sync::mpsc;
 
 const VALUES_PER_NODE: usize = 200;
-
-fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn handles_multicast_and_every_node_delivers_the_same_order() {

@@ -11,11 +11,11 @@
 
 use crate::checker;
 use crate::history::History;
-use crate::nemesis::{CrashGroup, FaultEvent, Nemesis, NemesisConfig};
+use crate::nemesis::{next_instant, CrashGroup, FaultEvent, Nemesis, NemesisConfig};
 use crate::network::Network;
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
-use crate::sim_log::SimStore;
+use crate::sim_log::{crash_stores, SimStore};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
 use amulet_multicast::{MergeBug, MulticastNode};
@@ -242,15 +242,7 @@ impl Cluster {
         let propose_until = TimeMicros(safety_end + self.options.liveness_phase_micros / 2);
         let mut next_tick = TimeMicros(0);
         loop {
-            let next = [
-                self.network.next_event_time(),
-                self.nemesis.next_event_time(),
-                Some(next_tick),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("the tick is always scheduled");
+            let next = next_instant(&self.network, &self.nemesis, next_tick);
             if next > end {
                 break;
             }
@@ -321,11 +313,7 @@ impl Cluster {
     fn coordinators(&self) -> Vec<NodeId> {
         self.slots
             .iter()
-            .filter(|(_, slot)| {
-                slot.process
-                    .as_ref()
-                    .is_some_and(|p| p.streams().values().any(|s| s.is_coordinator()))
-            })
+            .filter(|(_, slot)| slot.process.as_ref().is_some_and(|p| p.coordinates_any()))
             .map(|(node, _)| *node)
             .collect()
     }
@@ -346,16 +334,11 @@ impl Cluster {
             FaultEvent::PartitionEnd => self.network.unblock_all(),
             FaultEvent::CrashProcess { node, .. } => {
                 self.crash(node);
-                for store in self.slots[&node].stores.values() {
-                    store.crash_process();
-                }
+                crash_stores(self.slots[&node].stores.values(), None);
             }
             FaultEvent::CrashMachine { node } => {
                 self.crash(node);
-                let slot = &self.slots[&node];
-                for store in slot.stores.values() {
-                    store.crash_machine(&mut self.disk_rng);
-                }
+                crash_stores(self.slots[&node].stores.values(), Some(&mut self.disk_rng));
             }
             FaultEvent::RestartProcess { node } | FaultEvent::RestartMachine { node } => {
                 self.start(node)

@@ -391,6 +391,24 @@ fn restart_event(node: NodeId, kind: CrashKind) -> FaultEvent {
     }
 }
 
+/// The next instant anything happens in a simulated run: a message is due,
+/// the nemesis acts, or the periodic tick at `next_tick`.
+pub fn next_instant<M: Clone>(
+    network: &crate::network::Network<M>,
+    nemesis: &Nemesis,
+    next_tick: TimeMicros,
+) -> TimeMicros {
+    [
+        network.next_event_time(),
+        nemesis.next_event_time(),
+        Some(next_tick),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .expect("the tick is always scheduled")
+}
+
 #[cfg(test)]
 #[path = "nemesis_tests.rs"]
 mod tests;

@@ -319,6 +319,23 @@ impl AcceptorLog for SimLog {
     }
 }
 
+/// A crash of the node holding `stores`: a process crash keeps what was
+/// written; a machine crash (`machine_rng` given) loses what was not
+/// synced and may tear the tail.
+pub fn crash_stores<'a>(
+    stores: impl IntoIterator<Item = &'a SimStore>,
+    machine_rng: Option<&mut Rng>,
+) {
+    match machine_rng {
+        None => stores.into_iter().for_each(SimStore::crash_process),
+        Some(rng) => {
+            for store in stores {
+                store.crash_machine(rng);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

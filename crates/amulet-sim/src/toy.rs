@@ -9,7 +9,7 @@ pub mod node;
 
 use crate::checker;
 use crate::history::History;
-use crate::nemesis::{FaultEvent, Nemesis, NemesisConfig};
+use crate::nemesis::{next_instant, FaultEvent, Nemesis, NemesisConfig};
 use crate::network::Network;
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
@@ -132,15 +132,7 @@ impl ToyCluster {
         let propose_until = TimeMicros(safety_end + self.options.liveness_phase_micros / 2);
         let mut next_tick = TimeMicros(0);
         loop {
-            let next = [
-                self.network.next_event_time(),
-                self.nemesis.next_event_time(),
-                Some(next_tick),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("the tick is always scheduled");
+            let next = next_instant(&self.network, &self.nemesis, next_tick);
             if next > end {
                 break;
             }

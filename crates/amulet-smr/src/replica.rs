@@ -486,11 +486,11 @@ impl<S: StateMachine> Replica<S> {
             // by the global stream.
             return self.answer(&origin, ClientReply::StaleMap(Box::new(self.map.clone())));
         }
-        let involved = match self.involved(&S::placement(&command)) {
+        let placement = S::placement(&command);
+        let involved = match self.involved(&placement) {
             Ok(involved) => involved,
             Err(reply) => return self.answer(&origin, reply),
         };
-        let placement = S::placement(&command);
         if !global && (is_global(&placement, &involved) || S::needs_global_order(&command)) {
             // Only the edge proposes; a command that spans partitions on a
             // partition stream would run in one partition alone.
@@ -535,7 +535,7 @@ impl<S: StateMachine> Replica<S> {
             }
             return;
         }
-        let partial = self.execute_here(&command);
+        let partial = self.execute_here(&command, &placement);
         if !global || involved.len() == 1 || self.complete_without_signals {
             let change = S::keyspace_change(&command, &partial);
             let reply = ClientReply::Done(partial);
@@ -544,8 +544,7 @@ impl<S: StateMachine> Replica<S> {
         self.start_waiting(envelope, command, involved, partial);
     }
 
-    fn execute_here(&mut self, command: &S::Command) -> S::Reply {
-        let placement = S::placement(command);
+    fn execute_here(&mut self, command: &S::Command, placement: &Placement) -> S::Reply {
         let map = &self.map;
         let me = self.config.partition;
         let owns = |key: &[u8]| match &placement.keyspace {

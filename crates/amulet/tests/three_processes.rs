@@ -294,6 +294,24 @@ fn two_nodes_go_on_after_the_third_is_killed() {
     cluster.remove_files();
 }
 
+/// Runs three nodes with `storage`, SIGKILLs node 3 after `kill_after_ms`,
+/// restarts it on the same data directory, and checks that it comes back
+/// as incarnation 2, voting or not as `voting`, and that all three agree.
+fn kill_and_restart_node_3(name: &str, storage: &str, kill_after_ms: u64, voting: bool) {
+    let mut cluster = Cluster::start_with_window(name, storage, 4000, 500, 1);
+    std::thread::sleep(Duration::from_millis(kill_after_ms));
+    cluster.children[2].kill().unwrap();
+    cluster.children[2].wait().unwrap();
+    let restarted = cluster.spawn(3, 3000, 500);
+    cluster.children[2] = restarted;
+    let reports = cluster.finish(4000);
+    let agreed = check_agreement(&reports);
+    assert_eq!(reports[2]["incarnation"].as_u64(), Some(2));
+    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(voting));
+    eprintln!("{name}: agreed on {} values", agreed.count);
+    cluster.remove_files();
+}
+
 #[test]
 fn a_restarted_node_catches_up_and_agrees() {
     // Node 3 is killed early and restarted on the same data directory: a
@@ -301,18 +319,7 @@ fn a_restarted_node_catches_up_and_agrees() {
     // It must learn the streams from the start and agree with the others.
     // A memory ring keeps only its last `memory_ring_slots` instances, so
     // the load is light enough for the others to still hold everything.
-    let mut cluster = Cluster::start_with_window("restart", "memory", 4000, 500, 1);
-    std::thread::sleep(Duration::from_millis(300));
-    cluster.children[2].kill().unwrap();
-    cluster.children[2].wait().unwrap();
-    let restarted = cluster.spawn(3, 3000, 500);
-    cluster.children[2] = restarted;
-    let reports = cluster.finish(4000);
-    let agreed = check_agreement(&reports);
-    assert_eq!(reports[2]["incarnation"].as_u64(), Some(2));
-    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(false));
-    eprintln!("restart: agreed on {} values", agreed.count);
-    cluster.remove_files();
+    kill_and_restart_node_3("restart", "memory", 300, false);
 }
 
 #[test]
@@ -320,32 +327,11 @@ fn a_sync_durable_acceptor_killed_and_restarted_votes_again() {
     // Thesis §3.4.1: a sync-durable acceptor keeps every promise and vote
     // it acted on, so after SIGKILL it recovers its log (cutting a torn
     // tail if the kill came mid-append) and returns as a voting acceptor.
-    let mut cluster = Cluster::start_with_window("sync-restart", "sync", 4000, 500, 1);
-    std::thread::sleep(Duration::from_millis(500));
-    cluster.children[2].kill().unwrap();
-    cluster.children[2].wait().unwrap();
-    let restarted = cluster.spawn(3, 3000, 500);
-    cluster.children[2] = restarted;
-    let reports = cluster.finish(4000);
-    let agreed = check_agreement(&reports);
-    assert_eq!(reports[2]["incarnation"].as_u64(), Some(2));
-    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(true));
-    eprintln!("sync restart: agreed on {} values", agreed.count);
-    cluster.remove_files();
+    kill_and_restart_node_3("sync-restart", "sync", 500, true);
 }
 
 #[test]
 fn an_async_durable_acceptor_killed_and_restarted_votes_again() {
     // A process crash loses nothing the OS was given: same boot, intact.
-    let mut cluster = Cluster::start_with_window("async-restart", "async", 4000, 500, 1);
-    std::thread::sleep(Duration::from_millis(500));
-    cluster.children[2].kill().unwrap();
-    cluster.children[2].wait().unwrap();
-    let restarted = cluster.spawn(3, 3000, 500);
-    cluster.children[2] = restarted;
-    let reports = cluster.finish(4000);
-    let agreed = check_agreement(&reports);
-    assert_eq!(reports[2]["streams"][0]["voting"].as_bool(), Some(true));
-    eprintln!("async restart: agreed on {} values", agreed.count);
-    cluster.remove_files();
+    kill_and_restart_node_3("async-restart", "async", 500, true);
 }

@@ -246,18 +246,15 @@ impl SimClient {
                 self.phase = think(rng);
                 Ok(None)
             }
-            (Phase::Waiting { .. }, ClientReply::SessionOk) => {
+            (Phase::Waiting { call, command, .. }, ClientReply::SessionOk) => {
                 // The session is open again: resend the command now.
-                if let Phase::Waiting { call, command, .. } = self.phase.clone() {
-                    self.phase = Phase::Waiting {
-                        call,
-                        command: command.clone(),
-                        sent_at: now,
-                        reopen: false,
-                    };
-                    return Ok(Some(self.command_request(&command, rng)));
-                }
-                Ok(None)
+                self.phase = Phase::Waiting {
+                    call,
+                    command: command.clone(),
+                    sent_at: now,
+                    reopen: false,
+                };
+                Ok(Some(self.command_request(&command, rng)))
             }
             (
                 Phase::Waiting {

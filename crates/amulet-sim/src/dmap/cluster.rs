@@ -6,11 +6,11 @@ use crate::cluster::{envelope_digest, sim_limits, sync_logs};
 use crate::dmap::client::{Phase, Send, SimClient};
 use crate::dmap::workload;
 use crate::dmap::{MapOp, Observed, SortedMapModel};
-use crate::nemesis::{CrashGroup, FaultEvent, Nemesis, NemesisConfig};
+use crate::nemesis::{next_instant, CrashGroup, FaultEvent, Nemesis, NemesisConfig};
 use crate::network::Network;
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
-use crate::sim_log::SimStore;
+use crate::sim_log::{crash_stores, SimStore};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
 use crate::violation::{Property, Violation};
@@ -289,15 +289,7 @@ impl DmapCluster {
         let issue_until = end.0 - DRAIN_MICROS;
         let mut next_tick = TimeMicros(0);
         loop {
-            let next = [
-                self.network.next_event_time(),
-                self.nemesis.next_event_time(),
-                Some(next_tick),
-            ]
-            .into_iter()
-            .flatten()
-            .min()
-            .expect("the tick is always scheduled");
+            let next = next_instant(&self.network, &self.nemesis, next_tick);
             if next > end {
                 break;
             }
@@ -325,7 +317,7 @@ impl DmapCluster {
             .filter(|(_, slot)| {
                 slot.process
                     .as_ref()
-                    .is_some_and(|p| p.multicast.streams().values().any(|s| s.is_coordinator()))
+                    .is_some_and(|p| p.multicast.coordinates_any())
             })
             .map(|(node, _)| *node)
             .collect()
@@ -347,15 +339,11 @@ impl DmapCluster {
             FaultEvent::PartitionEnd => self.network.unblock_all(),
             FaultEvent::CrashProcess { node, .. } => {
                 self.crash(node);
-                for store in self.slots[&node].stores.values() {
-                    store.crash_process();
-                }
+                crash_stores(self.slots[&node].stores.values(), None);
             }
             FaultEvent::CrashMachine { node } => {
                 self.crash(node);
-                for store in self.slots[&node].stores.values() {
-                    store.crash_machine(&mut self.disk_rng);
-                }
+                crash_stores(self.slots[&node].stores.values(), Some(&mut self.disk_rng));
             }
             FaultEvent::RestartProcess { node } | FaultEvent::RestartMachine { node } => {
                 self.start(node)

@@ -1,0 +1,45 @@
+//! The cluster the replica tests share: two partitions (nodes 1-3 on
+//! stream 2, nodes 4-6 on stream 3; the global stream is 1) and map "m"
+//! spread by hash, created in every replica's initial state.
+
+use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapName, PartitionState};
+use amulet_smr::{Layout, PartitionInfo, PartitionMap, Replica, ReplicaConfig};
+use amulet_types::{NodeId, PartitionId, StreamId};
+
+/// The map every test uses.
+pub fn map_name() -> MapName {
+    MapName::new("m").unwrap()
+}
+
+/// The replica of `partition` at `node`, keeping `signal_cache_bytes` of
+/// partial replies for late signal requests.
+pub fn replica(node: u32, partition: u32, signal_cache_bytes: usize) -> Replica<PartitionState> {
+    let info = |p: u32| {
+        (
+            PartitionId(p),
+            PartitionInfo {
+                stream: StreamId(p + 1),
+                replicas: (3 * p - 2..=3 * p).map(NodeId).collect(),
+            },
+        )
+    };
+    let mut map = PartitionMap::uniform(StreamId(1), vec![info(1), info(2)]);
+    map.create_keyspace("m", Layout::Hash).unwrap();
+    let mut state = PartitionState::new(MapLimits::default());
+    let all = |_: &[u8]| true;
+    let ctx = ExecContext {
+        now_micros: 0,
+        snapshot_id: 0,
+        owns_key: &all,
+    };
+    state.execute(
+        &MapCommand::CreateMap {
+            map: map_name(),
+            layout: Layout::Hash,
+        },
+        &ctx,
+    );
+    let mut config = ReplicaConfig::new(NodeId(node), 1, PartitionId(partition));
+    config.signal_cache_bytes_max = signal_cache_bytes;
+    Replica::new(config, map, state)
+}

@@ -73,6 +73,10 @@ pub struct SmrEntry {
     pub global_stream: u32,
     /// The partitions.
     pub partitions: Vec<PartitionEntry>,
+    /// Client API (gRPC) address of every node, by id: each node listens
+    /// on its own and tells clients all of them with the partition map.
+    #[serde(default)]
+    pub clients: BTreeMap<String, String>,
 }
 
 /// A node's configuration file.
@@ -206,6 +210,7 @@ impl NodeConfig {
         }
         if self.smr.is_some() {
             self.partition_map()?;
+            self.client_addresses()?;
         }
         // The merge takes one M for all streams; streams disagreeing on it
         // would merge differently at different learners.
@@ -220,6 +225,38 @@ impl NodeConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Every node's client API address (`[smr] clients`), checked.
+    pub fn client_addresses(&self) -> Result<BTreeMap<NodeId, String>, ConfigError> {
+        let Some(smr) = &self.smr else {
+            return Ok(BTreeMap::new());
+        };
+        let known = self.known_nodes()?;
+        let mut out = BTreeMap::new();
+        for (id, addr) in &smr.clients {
+            let id: u32 = id
+                .parse()
+                .map_err(|_| invalid(format!("[smr] clients: node id {id:?} is not a number")))?;
+            if !known.contains(&id) {
+                return Err(invalid(format!(
+                    "[smr] clients: node {id} is not in [peers]"
+                )));
+            }
+            addr.parse::<SocketAddr>().map_err(|_| {
+                invalid(format!("[smr] clients: node {id}: {addr:?} is not ip:port"))
+            })?;
+            out.insert(NodeId(id), addr.clone());
+        }
+        Ok(out)
+    }
+
+    /// Where this node serves the client API, if it does.
+    pub fn client_listen(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        Ok(self
+            .client_addresses()?
+            .get(&self.me())
+            .map(|a| a.parse().expect("checked by client_addresses")))
     }
 
     /// The initial partition map of `[smr]`, checked: a valid map whose
@@ -308,6 +345,37 @@ pub fn local_cluster_toml(
             "\n[[streams]]\nid = {stream}\nacceptors = [{}]\nstorage = \"{storage}\"\n",
             members.join(", ")
         ));
+    }
+    text
+}
+
+/// The configuration of node `node` (1-based) in a local DMap cluster:
+/// one node per entry of `peer_ports`, each serving the client API on the
+/// matching entry of `client_ports`; stream 1 is the global stream and
+/// streams 2.. order the `partitions` partitions; every node is an
+/// acceptor of every stream and a replica of every partition.
+pub fn local_dmap_cluster_toml(
+    cluster: u64,
+    peer_ports: &[u16],
+    client_ports: &[u16],
+    node: u32,
+    data_dir: &Path,
+    partitions: u32,
+    storage: &str,
+) -> String {
+    let mut text = local_cluster_toml(cluster, peer_ports, node, data_dir, partitions + 1, storage);
+    let members: Vec<String> = (1..=peer_ports.len()).map(|i| i.to_string()).collect();
+    text.push_str("\n[smr]\nglobal_stream = 1\n");
+    for p in 1..=partitions {
+        text.push_str(&format!(
+            "\n[[smr.partitions]]\nid = {p}\nstream = {}\nreplicas = [{}]\n",
+            p + 1,
+            members.join(", ")
+        ));
+    }
+    text.push_str("\n[smr.clients]\n");
+    for (i, port) in client_ports.iter().enumerate() {
+        text.push_str(&format!("{} = \"127.0.0.1:{port}\"\n", i + 1));
     }
     text
 }
@@ -445,6 +513,46 @@ pipeline_instances_max = 32
         assert_eq!(config.listen.port(), 7002);
         assert_eq!(config.my_streams().len(), 2);
         assert_eq!(config.my_streams()[0].storage, StorageMode::AsyncDurable);
+    }
+
+    #[test]
+    fn local_dmap_cluster_configurations_are_valid() {
+        let text = local_dmap_cluster_toml(
+            9,
+            &[7011, 7012, 7013],
+            &[7001, 7002, 7003],
+            3,
+            Path::new("/tmp/x"),
+            3,
+            "sync",
+        );
+        let config = NodeConfig::parse(&text).unwrap();
+        let map = config.partition_map().unwrap().unwrap();
+        assert_eq!(map.partitions.len(), 3);
+        assert_eq!(map.partitions_of(NodeId(3)).len(), 3);
+        assert_eq!(
+            config.client_listen().unwrap(),
+            Some("127.0.0.1:7003".parse().unwrap())
+        );
+        assert_eq!(config.client_addresses().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn bad_client_addresses_are_refused() {
+        let text = local_dmap_cluster_toml(
+            9,
+            &[7011, 7012, 7013],
+            &[7001, 7002, 7003],
+            1,
+            Path::new("/tmp/x"),
+            1,
+            "sync",
+        );
+        assert!(error_of(&text.replace("127.0.0.1:7002", "nowhere")).contains("not ip:port"));
+        assert!(
+            error_of(&text.replace("\n3 = \"127.0.0.1:7003\"", "\n9 = \"127.0.0.1:7003\""))
+                .contains("not in [peers]")
+        );
     }
 
     #[test]

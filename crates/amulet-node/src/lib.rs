@@ -6,6 +6,7 @@
 //! measures throughput and latency without a client protocol.
 #![deny(missing_docs)]
 
+mod client_api;
 pub mod config;
 mod digest;
 mod inbound;
@@ -16,8 +17,10 @@ mod runtime;
 mod storage_setup;
 mod transport;
 
-pub use config::{local_cluster_toml, ConfigError, NodeConfig};
+pub use config::{local_cluster_toml, local_dmap_cluster_toml, ConfigError, NodeConfig};
 pub use digest::{common_prefix, DigestPoint, CHECKPOINT_EVERY_VALUES};
 pub use load::{LoadReport, LoadSpec};
-pub use node_handle::{HandleError, NodeHandle, NodeStats, StreamStatus};
+pub use node_handle::{
+    HandleError, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus,
+};
 pub use runtime::{Node, NodeReport};

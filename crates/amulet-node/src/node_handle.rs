@@ -1,9 +1,9 @@
 //! The handle other tasks use to talk to a running node's event loop.
 
 use crate::digest::DigestPoint;
-use amulet_dmap::{MapCommand, MapReply};
+use amulet_dmap::{MapCommand, MapError, MapReply, SnapshotPage};
 use amulet_multicast::MulticastError;
-use amulet_smr::{ClientReply, ClientRequest};
+use amulet_smr::{ClientReply, ClientRequest, PartitionMap};
 use amulet_types::{PartitionId, StreamId, ValueId};
 use bytes::Bytes;
 use serde::Serialize;
@@ -19,14 +19,55 @@ pub(crate) enum Command {
     },
     /// A snapshot of counters.
     Stats(oneshot::Sender<NodeStats>),
-    /// A client request for the replica of `partition`.
+    /// A client request for the replica of `partition` (any local replica
+    /// when `None`: session requests go on the global stream).
     Submit {
-        partition: PartitionId,
+        partition: Option<PartitionId>,
         request: ClientRequest<MapCommand>,
         reply: oneshot::Sender<ClientReply<MapReply>>,
     },
+    /// The current partition map (`None` without `[smr]`).
+    PartitionMap(oneshot::Sender<Option<PartitionMap>>),
+    /// A page of an open snapshot, read from the local replica.
+    SnapshotPage {
+        partition: PartitionId,
+        snapshot: u64,
+        after: Option<Bytes>,
+        limit: u32,
+        reply: oneshot::Sender<PageAnswer>,
+    },
     /// Stop the loop (logs are synced first).
     Shutdown,
+}
+
+/// The answer to a snapshot page request.
+#[derive(Debug)]
+pub enum PageAnswer {
+    /// The page.
+    Page(SnapshotPage),
+    /// The local replica has not executed the snapshot's opening yet.
+    Behind,
+    /// No local replica of the partition.
+    NotAReplica,
+    /// The snapshot is unknown or the page request is invalid.
+    Failed(MapError),
+}
+
+/// One local replica's state.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplicaStatus {
+    /// Its partition.
+    pub partition: u32,
+    /// The partition's stream.
+    pub stream: u32,
+    /// Global-stream values executed.
+    pub global_position: u64,
+    /// Commands waiting for signals or their turn.
+    pub queued: u64,
+    /// Open sessions.
+    pub sessions: u64,
+    /// Names of the maps it holds.
+    pub maps: Vec<String>,
 }
 
 /// One stream's state at a node.
@@ -55,6 +96,10 @@ pub struct NodeStats {
     pub delivered: DigestPoint,
     /// Per stream.
     pub streams: Vec<StreamStatus>,
+    /// Version of the partition map (0 without `[smr]`).
+    pub map_version: u64,
+    /// Per local DMap replica.
+    pub replicas: Vec<ReplicaStatus>,
 }
 
 /// Why a request to a node failed.
@@ -101,7 +146,7 @@ impl NodeHandle {
     /// proposal was lost is never answered, and is retried).
     pub async fn submit(
         &self,
-        partition: PartitionId,
+        partition: Option<PartitionId>,
         request: ClientRequest<MapCommand>,
     ) -> Result<ClientReply<MapReply>, HandleError> {
         let (reply, answer) = oneshot::channel();
@@ -109,6 +154,37 @@ impl NodeHandle {
             .send(Command::Submit {
                 partition,
                 request,
+                reply,
+            })
+            .map_err(|_| HandleError::Stopped)?;
+        answer.await.map_err(|_| HandleError::Stopped)
+    }
+
+    /// The current partition map (`Ok(None)` if the node serves no DMap).
+    pub async fn partition_map(&self) -> Result<Option<PartitionMap>, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::PartitionMap(reply))
+            .map_err(|_| HandleError::Stopped)?;
+        answer.await.map_err(|_| HandleError::Stopped)
+    }
+
+    /// Up to `limit` entries of snapshot `snapshot` after `after`, from
+    /// this node's replica of `partition`.
+    pub async fn snapshot_page(
+        &self,
+        partition: PartitionId,
+        snapshot: u64,
+        after: Option<Bytes>,
+        limit: u32,
+    ) -> Result<PageAnswer, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::SnapshotPage {
+                partition,
+                snapshot,
+                after,
+                limit,
                 reply,
             })
             .map_err(|_| HandleError::Stopped)?;

@@ -4,10 +4,11 @@
 //! once if a message must wait for durability (group commit), sends those,
 //! and hands deliveries to the application and the load generator.
 
+use crate::client_api::ClientApi;
 use crate::config::NodeConfig;
 use crate::digest::{DeliveryDigest, DigestPoint};
 use crate::load::{LoadGenerator, LoadReport, LoadSpec};
-use crate::node_handle::{Command, NodeHandle, NodeStats, StreamStatus};
+use crate::node_handle::{Command, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus};
 use crate::storage_setup::{open_logs, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
@@ -62,6 +63,8 @@ pub struct Node {
     handle: NodeHandle,
     task: JoinHandle<anyhow::Result<NodeReport>>,
     local_addr: SocketAddr,
+    /// The gRPC client API, when the node serves DMap.
+    api: Option<ClientApi>,
 }
 
 impl Node {
@@ -118,10 +121,27 @@ impl Node {
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
+        let handle = NodeHandle::new(commands);
+        let api = match config.client_listen()? {
+            Some(listen) => {
+                let api =
+                    ClientApi::start(listen, me, config.client_addresses()?, handle.clone()).await;
+                match api {
+                    Ok(api) => Some(api),
+                    Err(error) => {
+                        handle.shutdown();
+                        let _ = task.await;
+                        return Err(error);
+                    }
+                }
+            }
+            None => None,
+        };
         Ok(Node {
-            handle: NodeHandle::new(commands),
+            handle,
             task,
             local_addr,
+            api,
         })
     }
 
@@ -135,8 +155,17 @@ impl Node {
         self.local_addr
     }
 
-    /// Stops the node cleanly (logs synced) and returns its report.
+    /// The address the client API listens on, if it serves one.
+    pub fn client_addr(&self) -> Option<SocketAddr> {
+        self.api.as_ref().map(|a| a.local_addr())
+    }
+
+    /// Stops the node cleanly (client API first, then logs synced) and
+    /// returns its report.
     pub async fn stop(self) -> anyhow::Result<NodeReport> {
+        if let Some(api) = self.api {
+            api.stop().await;
+        }
         self.handle.shutdown();
         self.task.await?
     }
@@ -144,7 +173,11 @@ impl Node {
     /// Waits until the node stops by itself (an error) or is stopped
     /// through a handle.
     pub async fn join(self) -> anyhow::Result<NodeReport> {
-        self.task.await?
+        let report = self.task.await;
+        if let Some(api) = self.api {
+            api.stop().await;
+        }
+        report?
     }
 }
 
@@ -291,6 +324,9 @@ impl EventLoop {
                 for replica in self.replicas.values_mut() {
                     replica.tick(now.0);
                 }
+                // A request whose client gave up (its proposal may have
+                // been lost) is never answered: drop its waiter.
+                self.pending.retain(|_, waiter| !waiter.is_closed());
             }
             if now.since(last_async_sync) >= async_sync_micros {
                 last_async_sync = now;
@@ -318,6 +354,8 @@ impl EventLoop {
                 let _ = reply.send(NodeStats {
                     delivered: self.digest.current(),
                     streams: self.stream_status(),
+                    map_version: self.current_map().map_or(0, |m| m.version.0),
+                    replicas: self.replica_status(),
                 });
             }
             Command::Submit {
@@ -326,14 +364,15 @@ impl EventLoop {
                 reply,
             } => {
                 let now = self.now();
-                match self.replicas.get_mut(&partition) {
-                    Some(replica) => {
+                let partition = partition.or_else(|| self.replicas.keys().next().copied());
+                match partition.and_then(|p| self.replicas.get_mut(&p).map(|r| (p, r))) {
+                    Some((partition, replica)) => {
                         let id = replica.submit(now.0, request);
                         self.pending.insert((partition, id), reply);
                     }
                     None => {
-                        let answer = match &self.partition_map {
-                            Some(map) => ClientReply::NotAReplica(Box::new(map.clone())),
+                        let answer = match self.current_map() {
+                            Some(map) => ClientReply::NotAReplica(Box::new(map)),
                             None => ClientReply::Invalid(
                                 "this cluster serves no DMap ([smr] is not configured)".into(),
                             ),
@@ -341,6 +380,33 @@ impl EventLoop {
                         let _ = reply.send(answer);
                     }
                 }
+            }
+            Command::PartitionMap(reply) => {
+                let _ = reply.send(self.current_map());
+            }
+            Command::SnapshotPage {
+                partition,
+                snapshot,
+                after,
+                limit,
+                reply,
+            } => {
+                let answer = match self.replicas.get(&partition) {
+                    None => PageAnswer::NotAReplica,
+                    // The snapshot's id is the global position of its
+                    // opening: a replica that has not got there yet will.
+                    Some(replica) if replica.global_position() < snapshot => PageAnswer::Behind,
+                    Some(replica) => {
+                        match replica
+                            .state()
+                            .snapshot_page(snapshot, after.as_deref(), limit)
+                        {
+                            Ok(page) => PageAnswer::Page(page),
+                            Err(error) => PageAnswer::Failed(error),
+                        }
+                    }
+                };
+                let _ = reply.send(answer);
             }
             Command::Shutdown => {}
         }
@@ -395,6 +461,35 @@ impl EventLoop {
                 }
             }
         }
+    }
+
+    /// The newest partition map a local replica has executed, or the
+    /// configured one.
+    fn current_map(&self) -> Option<PartitionMap> {
+        self.replicas
+            .values()
+            .map(|r| r.map())
+            .max_by_key(|m| m.version)
+            .or(self.partition_map.as_ref())
+            .cloned()
+    }
+
+    fn replica_status(&self) -> Vec<ReplicaStatus> {
+        self.replicas
+            .iter()
+            .map(|(partition, r)| ReplicaStatus {
+                partition: partition.0,
+                stream: r.stream().0,
+                global_position: r.global_position(),
+                queued: r.queued() as u64,
+                sessions: r.sessions() as u64,
+                maps: r
+                    .state()
+                    .map_names()
+                    .map(|m| m.as_str().to_string())
+                    .collect(),
+            })
+            .collect()
     }
 
     fn stream_status(&self) -> Vec<StreamStatus> {

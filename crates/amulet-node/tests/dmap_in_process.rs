@@ -22,7 +22,7 @@ const SMR: &str =
 /// map's creation yet), each attempt bounded by a timeout.
 async fn ask(handle: &NodeHandle, request: ClientRequest<MapCommand>) -> ClientReply<MapReply> {
     for _ in 0..50 {
-        let attempt = handle.submit(PartitionId(1), request.clone());
+        let attempt = handle.submit(Some(PartitionId(1)), request.clone());
         match tokio::time::timeout(Duration::from_secs(2), attempt).await {
             Ok(Ok(ClientReply::SessionExpired | ClientReply::UnknownKeyspace(_))) | Err(_) => {
                 tokio::time::sleep(Duration::from_millis(20)).await

@@ -73,6 +73,12 @@ pub enum ClientReply<R> {
     NotAReplica(Box<PartitionMap>),
     /// The command names a keyspace the map does not have.
     UnknownKeyspace(String),
+    /// The command creates a keyspace the map has already.
+    KeyspaceExists(String),
+    /// The client routed by a newer partition map than this replica has
+    /// executed: it cannot judge the request yet. Nothing was ordered;
+    /// resend (here later, or at another replica).
+    Behind,
     /// The session is unknown (expired or closed); open a new one.
     SessionExpired,
     /// The session already executed a later sequence.
@@ -293,6 +299,11 @@ impl<S: StateMachine> Replica<S> {
             }
         };
         self.state.validate(command).map_err(ClientReply::Done)?;
+        // Judging a newer client's request by an older map would refuse a
+        // map the client saw created, or route by partitions since moved.
+        if request.map_version > self.map.version {
+            return Err(ClientReply::Behind);
+        }
         self.check_keyspace_request(command)?;
         if request.map_version < self.map.version {
             return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
@@ -323,6 +334,7 @@ impl<S: StateMachine> Replica<S> {
         };
         result.map_err(|e| match e {
             crate::PartitionMapError::UnknownKeyspace(name) => ClientReply::UnknownKeyspace(name),
+            crate::PartitionMapError::KeyspaceExists(name) => ClientReply::KeyspaceExists(name),
             other => ClientReply::Invalid(other.to_string()),
         })
     }

@@ -1,65 +1,92 @@
-//! `amulet dev`: start a local cluster and use it. Writes configurations
-//! for three nodes on 127.0.0.1, runs each as a child `amulet node` with a
-//! small load, prints what every node delivered once a second, then stops
-//! them and shows that their delivery orders agree.
+//! `amulet dev`: a whole local DMap cluster in one command. Three node
+//! processes on 127.0.0.1, each an acceptor of every stream and a replica
+//! of each of three partitions (3 partitions x 3 replicas), data under
+//! `./amulet-data`. Ctrl-C stops it cleanly; running it again on the same
+//! directory recovers the data (the acceptors' durable logs are replayed).
 
-use amulet_node::{common_prefix, local_cluster_toml, DigestPoint};
+use crate::order_demo::{stop, watch_interrupt, Children};
+use amulet_node::local_dmap_cluster_toml;
 use anyhow::Context;
-use serde::Deserialize;
-use std::io::{BufRead, BufReader};
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const NODES: usize = 3;
-const STREAMS: u32 = 2;
-/// Children stop by themselves this long after the planned end, so they
-/// never outlive a parent that was killed outright.
-const CHILD_GRACE_MS: u64 = 30_000;
-/// How long stopping children may take before they are killed.
-const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+const NODES: u16 = 3;
+/// The map `amulet dev` creates and the CLI uses by default.
+pub const DEFAULT_MAP: &str = "default";
+/// Where `amulet dev` keeps its cluster, and where the other commands look
+/// for it when no address is given.
+pub const DEFAULT_DIR: &str = "amulet-data";
+const CLUSTER_FILE: &str = "cluster.json";
 
 /// Options of `amulet dev`.
 #[derive(clap::Args)]
 pub struct DevArgs {
-    /// How long to run the cluster.
-    #[arg(long, default_value_t = 10)]
-    seconds: u64,
-    /// Where configurations, data and logs go (default: a fresh temporary
-    /// directory).
-    #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Acceptor storage: memory, async or sync.
-    #[arg(long, default_value = "memory")]
+    /// Where configurations, data and logs go; an existing cluster there
+    /// is restarted with its data.
+    #[arg(long, default_value = DEFAULT_DIR)]
+    dir: PathBuf,
+    /// Number of partitions of a new cluster.
+    #[arg(long, default_value_t = 3)]
+    partitions: u32,
+    /// Acceptor storage of a new cluster: sync (fsync before every vote),
+    /// async (fsync every 5 ms) or memory (lost when all nodes stop).
+    #[arg(long, default_value = "sync")]
     storage: String,
+    /// First port of a new cluster: clients use base+1..base+3, nodes talk
+    /// among themselves on base+11..base+13.
+    #[arg(long, default_value_t = 7100)]
+    base_port: u16,
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long)]
+    seconds: Option<u64>,
 }
 
-/// The parts of a node report `dev` reads back.
-#[derive(Deserialize)]
-struct Report {
-    node: u32,
-    values_all: u64,
-    window_micros: u64,
-    latency_p50_micros: u64,
-    latency_p99_micros: u64,
-    delivered: DigestPoint,
-    digest_checkpoints: Vec<DigestPoint>,
+/// What `amulet dev` writes once and reads again on every run.
+#[derive(Serialize, Deserialize)]
+pub struct ClusterFile {
+    /// Cluster id.
+    pub cluster: u64,
+    /// Client API ports.
+    pub client_ports: Vec<u16>,
+    /// Node-to-node ports.
+    pub peer_ports: Vec<u16>,
+    /// Partitions.
+    pub partitions: u32,
+    /// Acceptor storage.
+    pub storage: String,
+    /// Times the cluster was started.
+    #[serde(default)]
+    pub runs: u64,
 }
 
-/// Kills every child still running when dropped: no path out of `dev`,
-/// error or panic included, leaves nodes behind.
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            if let Ok(None) = child.try_wait() {
-                let _ = child.kill();
-            }
-            let _ = child.wait();
+impl ClusterFile {
+    /// Reads `dir/cluster.json`.
+    pub fn read(dir: &Path) -> anyhow::Result<Option<ClusterFile>> {
+        let path = dir.join(CLUSTER_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(serde_json::from_str(&text).with_context(|| {
+                format!("{} is not a cluster file", path.display())
+            })?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
         }
+    }
+
+    fn write(&self, dir: &Path) -> anyhow::Result<()> {
+        let path = dir.join(CLUSTER_FILE);
+        std::fs::write(&path, serde_json::to_string_pretty(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The client API addresses.
+    pub fn client_addresses(&self) -> Vec<String> {
+        self.client_ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect()
     }
 }
 
@@ -69,207 +96,145 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         ["memory", "async", "sync"].contains(&args.storage.as_str()),
         "--storage must be memory, async or sync"
     );
-    let dir = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("amulet-dev-{}", std::process::id())));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let ports = free_ports(NODES)?;
+    anyhow::ensure!(
+        (1..=16).contains(&args.partitions),
+        "--partitions must be 1 to 16"
+    );
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("cannot create {}", args.dir.display()))?;
+    let mut cluster = match ClusterFile::read(&args.dir)? {
+        Some(existing) => existing,
+        None => {
+            let base = args.base_port;
+            ClusterFile {
+                cluster: u64::from(std::process::id()) << 16 | u64::from(base),
+                client_ports: (1..=NODES).map(|i| base + i).collect(),
+                peer_ports: (1..=NODES).map(|i| base + 10 + i).collect(),
+                partitions: args.partitions,
+                storage: args.storage.clone(),
+                runs: 0,
+            }
+        }
+    };
+    cluster.runs += 1;
+    cluster.write(&args.dir)?;
     let exe = std::env::current_exe().context("cannot find the amulet executable")?;
     println!(
-        "amulet dev: {NODES} nodes, {STREAMS} streams, {} storage, in {}",
-        args.storage,
-        dir.display()
+        "amulet dev: {} partitions x {NODES} replicas, {} storage, data in {} (run {})",
+        cluster.partitions,
+        cluster.storage,
+        args.dir.display(),
+        cluster.runs
     );
     let interrupted = watch_interrupt()?;
-    let delivered: Arc<Vec<AtomicU64>> = Arc::new((0..NODES).map(|_| AtomicU64::new(0)).collect());
     let mut children = Children(Vec::new());
-    for node in 1..=NODES as u32 {
-        let data_dir = dir.join(format!("node-{node}"));
-        // A fresh cluster: memory acceptors only vote in a data
-        // directory's first run.
-        let _ = std::fs::remove_dir_all(&data_dir);
-        // A report left by an earlier run must not pass for this one's.
-        let _ = std::fs::remove_file(report_path(&dir, node));
-        let config_path = dir.join(format!("node-{node}.toml"));
-        let text = local_cluster_toml(
-            u64::from(std::process::id()),
-            &ports,
+    for node in 1..=u32::from(NODES) {
+        let data_dir = std::path::absolute(args.dir.join(format!("node-{node}")))?;
+        let config_path = args.dir.join(format!("node-{node}.toml"));
+        let text = local_dmap_cluster_toml(
+            cluster.cluster,
+            &cluster.peer_ports,
+            &cluster.client_ports,
             node,
             &data_dir,
-            STREAMS,
-            &args.storage,
+            cluster.partitions,
+            &cluster.storage,
         );
         std::fs::write(&config_path, text)?;
-        let log = std::fs::File::create(dir.join(format!("node-{node}.log")))?;
-        let mut child = Command::new(&exe)
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(args.dir.join(format!("node-{node}.log")))?;
+        let child = Command::new(&exe)
             .arg("node")
             .arg("--config")
             .arg(&config_path)
-            .args([
-                "--load-streams",
-                "1,2",
-                "--load-window",
-                "8",
-                "--load-warmup-ms",
-                "0",
-            ])
-            .arg("--duration-ms")
-            .arg((args.seconds * 1000 + CHILD_GRACE_MS).to_string())
-            .arg("--report")
-            .arg(report_path(&dir, node))
             .arg("--stop-on-stdin-eof")
-            .args(["--status-interval-ms", "200"])
+            .args(["--status-interval-ms", "60000"])
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::from(log))
             .spawn()
             .context("cannot start a node")?;
-        let stdout = child.stdout.take().context("no child stdout")?;
-        let delivered = delivered.clone();
-        std::thread::spawn(move || follow_status(stdout, &delivered[node as usize - 1]));
         children.0.push(child);
     }
-    for second in 1..=args.seconds {
-        for _ in 0..10 {
-            std::thread::sleep(Duration::from_millis(100));
-            if interrupted.load(Ordering::Relaxed) {
-                break;
-            }
-        }
+    let addresses = cluster.client_addresses();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let used = runtime.block_on(use_cluster(&addresses, cluster.runs));
+    if let Err(error) = used {
+        stop(&mut children)?;
+        return Err(error.context(format!(
+            "the cluster did not come up; see the node logs in {}",
+            args.dir.display()
+        )));
+    }
+    println!("serving clients on {}", addresses.join(", "));
+    println!("try, in another terminal:  amulet put hello world && amulet get hello && amulet scan && amulet status");
+    match args.seconds {
+        Some(s) => println!("stopping in {s} s (or on Ctrl-C)"),
+        None => println!("Ctrl-C stops the cluster; running `amulet dev` again recovers its data"),
+    }
+    #[allow(clippy::disallowed_methods)] // a wall-clock bound on the demo, not protocol time
+    let started = std::time::Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
         if interrupted.load(Ordering::Relaxed) {
-            println!("interrupted");
+            println!("interrupted; stopping the cluster");
+            break;
+        }
+        if args
+            .seconds
+            .is_some_and(|s| started.elapsed() >= Duration::from_secs(s))
+        {
+            println!("stopping the cluster");
             break;
         }
         for (i, child) in children.0.iter_mut().enumerate() {
             if let Some(status) = child.try_wait()? {
                 anyhow::bail!(
-                    "node {} exited early ({status}); see its log in {}",
+                    "node {} exited ({status}); see {}",
                     i + 1,
-                    dir.display()
+                    args.dir.join(format!("node-{}.log", i + 1)).display()
                 );
             }
         }
-        let counts: Vec<String> = delivered
-            .iter()
-            .enumerate()
-            .map(|(i, d)| format!("n{}={}", i + 1, d.load(Ordering::Relaxed)))
-            .collect();
-        println!("t={second:>3}s delivered: {}", counts.join(" "));
     }
+    drop(runtime);
     stop(&mut children)?;
-    summarize(&dir)
-}
-
-/// Closes every child's stdin (they stop cleanly and write reports), waits
-/// for them, and kills any that does not stop in time.
-fn stop(children: &mut Children) -> anyhow::Result<()> {
-    for child in &mut children.0 {
-        drop(child.stdin.take());
-    }
-    #[allow(clippy::disallowed_methods)] // a wall-clock bound on waiting, not protocol time
-    let started = std::time::Instant::now();
-    for (i, child) in children.0.iter_mut().enumerate() {
-        loop {
-            if let Some(status) = child.try_wait()? {
-                anyhow::ensure!(status.success(), "node {} failed ({status})", i + 1);
-                break;
-            }
-            if started.elapsed() > STOP_TIMEOUT {
-                let _ = child.kill();
-                anyhow::bail!("node {} did not stop in time and was killed", i + 1);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    println!("stopped cleanly; data kept in {}", args.dir.display());
     Ok(())
 }
 
-fn summarize(dir: &Path) -> anyhow::Result<()> {
-    let mut reports = Vec::new();
-    for node in 1..=NODES as u32 {
-        let path = report_path(dir, node);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let report: Report = serde_json::from_str(&text)?;
-        reports.push(report);
-    }
-    for r in &reports {
-        let rate = r.values_all * 1_000_000 / r.window_micros.max(1);
-        println!(
-            "node {}: delivered {} values, digest {:016x}; {} values/s, latency p50 {} us p99 {} us",
-            r.node,
-            r.delivered.count,
-            r.delivered.digest,
-            rate,
-            r.latency_p50_micros,
-            r.latency_p99_micros
-        );
-    }
-    let points: Vec<Vec<DigestPoint>> = reports
-        .iter()
-        .map(|r| {
-            let mut points = r.digest_checkpoints.clone();
-            points.push(r.delivered);
-            points
-        })
-        .collect();
-    match common_prefix(&points) {
-        Ok(agreed) => {
-            println!(
-                "all {NODES} nodes agree on the order of the first {} values (digest {:016x})",
-                agreed.count, agreed.digest
-            );
-            Ok(())
-        }
-        Err(disagreement) => anyhow::bail!("nodes DISAGREE: {disagreement}"),
-    }
+/// Waits for the cluster, makes sure the default map exists, and uses it:
+/// records this run, and shows what earlier runs left.
+async fn use_cluster(addresses: &[String], run: u64) -> anyhow::Result<()> {
+    let config = amulet_client::ClientConfig {
+        operation_timeout: Duration::from_secs(60),
+        ..Default::default()
+    };
+    let client = amulet_client::Client::connect_with(addresses.to_vec(), config).await?;
+    let map = client.create_map_if_absent(DEFAULT_MAP).await?;
+    let runs = client.create_map_if_absent("dev-runs").await?;
+    let earlier = runs.size().await?;
+    runs.put(
+        format!("run-{run:06}"),
+        format!("started at unix time {}", unix_seconds()),
+    )
+    .await?;
+    let entries = map.size().await?;
+    println!(
+        "cluster is up: map {DEFAULT_MAP:?} holds {entries} entries; {earlier} earlier run(s) recorded in map \"dev-runs\""
+    );
+    client.close().await;
+    Ok(())
 }
 
-fn report_path(dir: &Path, node: u32) -> PathBuf {
-    dir.join(format!("report-{node}.json"))
-}
-
-/// Reads a child's status lines, keeping its latest delivered count.
-fn follow_status(stdout: std::process::ChildStdout, delivered: &AtomicU64) {
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { return };
-        let count = line
-            .split_whitespace()
-            .find_map(|field| field.strip_prefix("delivered="))
-            .and_then(|n| n.parse().ok());
-        if let Some(count) = count {
-            delivered.store(count, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Ports free on 127.0.0.1 right now (bound to port 0 together, then
-/// released; another process could take one in between, which only makes
-/// a node fail to start with a clear error).
-pub fn free_ports(count: usize) -> anyhow::Result<Vec<u16>> {
-    let listeners = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<Vec<_>, _>>()?)
-}
-
-/// A flag set by Ctrl-C.
-fn watch_interrupt() -> anyhow::Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = flag.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::spawn(move || {
-        runtime.block_on(async {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                set.store(true, Ordering::Relaxed);
-            }
-        })
-    });
-    Ok(flag)
+#[allow(clippy::disallowed_methods)] // a label for humans, not protocol time
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -1,8 +1,10 @@
-//! `amulet`: run a node (`amulet node`), or start a local three-node
-//! cluster and use it (`amulet dev`).
+//! `amulet`: start a local cluster (`amulet dev`), run one node
+//! (`amulet node`), and use a cluster (`amulet get/put/del/scan/...`).
 
+mod client_commands;
 mod dev;
 mod node_command;
+mod order_demo;
 
 // The node keeps many 32 KiB values alive for a while (memory ring,
 // pipelines) and frees them in another order; glibc malloc returned and
@@ -16,9 +18,11 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "amulet",
     version,
-    about = "Amulet: ordered multicast over Ring Paxos streams"
+    about = "Amulet: a partitioned, replicated, linearizable ordered map over atomic multicast"
 )]
 struct Cli {
+    #[command(flatten)]
+    target: client_commands::Target,
     #[command(subcommand)]
     command: Command,
 }
@@ -27,9 +31,14 @@ struct Cli {
 enum Command {
     /// Run one node from its configuration file.
     Node(node_command::NodeArgs),
-    /// Start a local cluster of three nodes, load it, and show that every
-    /// node delivers the same values in the same order.
+    /// Start a local cluster (3 partitions x 3 replicas on 127.0.0.1, data
+    /// in ./amulet-data) and serve it until Ctrl-C.
     Dev(dev::DevArgs),
+    /// The ordering layer alone: three nodes multicast to two streams and
+    /// show that they deliver the same values in the same order.
+    OrderDemo(order_demo::OrderDemoArgs),
+    #[command(flatten)]
+    Client(client_commands::Op),
 }
 
 fn main() -> std::process::ExitCode {
@@ -45,6 +54,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Node(args) => node_command::run(args),
         Command::Dev(args) => dev::run(args),
+        Command::OrderDemo(args) => order_demo::run(args),
+        Command::Client(op) => client_commands::run(cli.target, op),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

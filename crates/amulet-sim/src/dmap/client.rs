@@ -297,8 +297,8 @@ impl SimClient {
                     command,
                     ..
                 },
-                ClientReply::Invalid(why),
-            ) if matches!(command, MapCommand::CreateMap { .. }) && why.contains("exists") => {
+                ClientReply::KeyspaceExists(_),
+            ) if matches!(command, MapCommand::CreateMap { .. }) => {
                 self.phase = think(rng);
                 Ok(None)
             }
@@ -324,6 +324,16 @@ impl SimClient {
                     self.completed_after_heal += u64::from(healed);
                     self.phase = think(rng);
                     Ok(None)
+                }
+                ClientReply::Behind => {
+                    // Nothing was ordered: resend (maybe elsewhere).
+                    self.phase = Phase::Waiting {
+                        call,
+                        command: command.clone(),
+                        sent_at: now,
+                        reopen: false,
+                    };
+                    Ok(Some(self.command_request(&command, rng)))
                 }
                 ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) => {
                     if map.version > self.map.version {

@@ -1,0 +1,416 @@
+//! Map commands on the wire: `MapRequest.op` to [`MapCommand`] (checked
+//! at the node's edge) and back (in clients).
+
+use crate::pb::{self, map_request::Op};
+use crate::reply_codec::map_error_status;
+use amulet_dmap::{KeyBound, MapCommand, MapName, Nearest, RangeQuery};
+use amulet_smr::Layout;
+use amulet_types::PartitionId;
+use bytes::Bytes;
+use tonic::Status;
+
+fn name(map: String) -> Result<MapName, Status> {
+    MapName::new(map).map_err(|e| map_error_status(&e))
+}
+
+fn bound(b: Option<pb::KeyBound>) -> Option<KeyBound> {
+    b.map(|b| KeyBound {
+        key: b.key,
+        inclusive: b.inclusive,
+    })
+}
+
+fn bound_to_pb(b: &Option<KeyBound>) -> Option<pb::KeyBound> {
+    b.as_ref().map(|b| pb::KeyBound {
+        key: b.key.clone(),
+        inclusive: b.inclusive,
+    })
+}
+
+/// A layout from the wire; absent means hash.
+pub fn layout_from_pb(layout: Option<pb::Layout>) -> Result<Layout, Status> {
+    match layout.and_then(|l| l.kind) {
+        None | Some(pb::layout::Kind::Hash(_)) => Ok(Layout::Hash),
+        Some(pb::layout::Kind::Range(r)) => {
+            if r.splits.is_empty() {
+                return Err(Status::invalid_argument(
+                    "a range layout needs at least one split (the empty key)",
+                ));
+            }
+            Ok(Layout::Range(
+                r.splits
+                    .into_iter()
+                    .map(|s| (s.start_key, PartitionId(s.partition)))
+                    .collect(),
+            ))
+        }
+    }
+}
+
+/// A layout for the wire.
+pub fn layout_to_pb(layout: &Layout) -> pb::Layout {
+    pb::Layout {
+        kind: Some(match layout {
+            Layout::Hash => pb::layout::Kind::Hash(pb::HashLayout {}),
+            Layout::Range(splits) => pb::layout::Kind::Range(pb::RangeLayout {
+                splits: splits
+                    .iter()
+                    .map(|(key, p)| pb::RangeSplit {
+                        start_key: key.clone(),
+                        partition: p.0,
+                    })
+                    .collect(),
+            }),
+        }),
+    }
+}
+
+/// The command a request names. Sizes and ranges are checked later, by
+/// the replica, against its limits.
+pub fn command_from_op(op: Option<Op>) -> Result<MapCommand, Status> {
+    let Some(op) = op else {
+        return Err(Status::invalid_argument("the request names no operation"));
+    };
+    Ok(match op {
+        Op::CreateMap(c) => MapCommand::CreateMap {
+            map: name(c.map)?,
+            layout: layout_from_pb(c.layout)?,
+        },
+        Op::DropMap(c) => MapCommand::DropMap { map: name(c.map)? },
+        Op::Get(c) => MapCommand::Get {
+            map: name(c.map)?,
+            key: c.key,
+        },
+        Op::ContainsKey(c) => MapCommand::ContainsKey {
+            map: name(c.map)?,
+            key: c.key,
+        },
+        Op::Put(c) => MapCommand::Put {
+            map: name(c.map)?,
+            key: c.key,
+            value: c.value,
+        },
+        Op::Remove(c) => MapCommand::Remove {
+            map: name(c.map)?,
+            key: c.key,
+        },
+        Op::PutIfAbsent(c) => MapCommand::PutIfAbsent {
+            map: name(c.map)?,
+            key: c.key,
+            value: c.value,
+        },
+        Op::Replace(c) => MapCommand::Replace {
+            map: name(c.map)?,
+            key: c.key,
+            value: c.value,
+        },
+        Op::ReplaceIfEquals(c) => MapCommand::ReplaceIfEquals {
+            map: name(c.map)?,
+            key: c.key,
+            expected: c.expected,
+            value: c.value,
+        },
+        Op::RemoveIfEquals(c) => MapCommand::RemoveIfEquals {
+            map: name(c.map)?,
+            key: c.key,
+            expected: c.expected,
+        },
+        Op::PutAll(c) => MapCommand::PutAll {
+            map: name(c.map)?,
+            entries: c.entries.into_iter().map(|e| (e.key, e.value)).collect(),
+        },
+        Op::ContainsValue(c) => MapCommand::ContainsValue {
+            map: name(c.map)?,
+            value: c.value,
+        },
+        Op::Size(c) => MapCommand::Size { map: name(c.map)? },
+        Op::IsEmpty(c) => MapCommand::IsEmpty { map: name(c.map)? },
+        Op::Clear(c) => MapCommand::Clear { map: name(c.map)? },
+        Op::FirstEntry(c) => MapCommand::FirstEntry { map: name(c.map)? },
+        Op::LastEntry(c) => MapCommand::LastEntry { map: name(c.map)? },
+        Op::NearestEntry(c) => MapCommand::NearestEntry {
+            nearest: match pb::Nearest::try_from(c.nearest) {
+                Ok(pb::Nearest::Floor) => Nearest::Floor,
+                Ok(pb::Nearest::Ceiling) => Nearest::Ceiling,
+                Ok(pb::Nearest::Higher) => Nearest::Higher,
+                Ok(pb::Nearest::Lower) => Nearest::Lower,
+                Ok(pb::Nearest::Unspecified) | Err(_) => {
+                    return Err(Status::invalid_argument(format!(
+                        "nearest must be FLOOR, CEILING, HIGHER or LOWER, not {}",
+                        c.nearest
+                    )))
+                }
+            },
+            map: name(c.map)?,
+            key: c.key,
+        },
+        Op::Range(c) => MapCommand::Range {
+            map: name(c.map)?,
+            range: RangeQuery {
+                from: bound(c.from),
+                to: bound(c.to),
+                limit: c.limit,
+                reverse: c.reverse,
+            },
+        },
+        Op::OpenSnapshot(c) => MapCommand::OpenSnapshot {
+            map: name(c.map)?,
+            lease_micros: c.lease_micros,
+        },
+        Op::ReleaseSnapshot(c) => MapCommand::ReleaseSnapshot {
+            snapshot: c.snapshot,
+        },
+    })
+}
+
+/// The wire form of a command.
+pub fn command_to_op(command: &MapCommand) -> Op {
+    let m = |map: &MapName| map.as_str().to_string();
+    let b = |bytes: &Bytes| bytes.clone();
+    match command {
+        MapCommand::CreateMap { map, layout } => Op::CreateMap(pb::CreateMap {
+            map: m(map),
+            layout: Some(layout_to_pb(layout)),
+        }),
+        MapCommand::DropMap { map } => Op::DropMap(pb::DropMap { map: m(map) }),
+        MapCommand::Get { map, key } => Op::Get(pb::Get {
+            map: m(map),
+            key: b(key),
+        }),
+        MapCommand::ContainsKey { map, key } => Op::ContainsKey(pb::ContainsKey {
+            map: m(map),
+            key: b(key),
+        }),
+        MapCommand::Put { map, key, value } => Op::Put(pb::Put {
+            map: m(map),
+            key: b(key),
+            value: b(value),
+        }),
+        MapCommand::Remove { map, key } => Op::Remove(pb::Remove {
+            map: m(map),
+            key: b(key),
+        }),
+        MapCommand::PutIfAbsent { map, key, value } => Op::PutIfAbsent(pb::PutIfAbsent {
+            map: m(map),
+            key: b(key),
+            value: b(value),
+        }),
+        MapCommand::Replace { map, key, value } => Op::Replace(pb::Replace {
+            map: m(map),
+            key: b(key),
+            value: b(value),
+        }),
+        MapCommand::ReplaceIfEquals {
+            map,
+            key,
+            expected,
+            value,
+        } => Op::ReplaceIfEquals(pb::ReplaceIfEquals {
+            map: m(map),
+            key: b(key),
+            expected: b(expected),
+            value: b(value),
+        }),
+        MapCommand::RemoveIfEquals { map, key, expected } => {
+            Op::RemoveIfEquals(pb::RemoveIfEquals {
+                map: m(map),
+                key: b(key),
+                expected: b(expected),
+            })
+        }
+        MapCommand::PutAll { map, entries } => Op::PutAll(pb::PutAll {
+            map: m(map),
+            entries: entries
+                .iter()
+                .map(|(key, value)| pb::Entry {
+                    key: b(key),
+                    value: b(value),
+                })
+                .collect(),
+        }),
+        MapCommand::ContainsValue { map, value } => Op::ContainsValue(pb::ContainsValue {
+            map: m(map),
+            value: b(value),
+        }),
+        MapCommand::Size { map } => Op::Size(pb::Size { map: m(map) }),
+        MapCommand::IsEmpty { map } => Op::IsEmpty(pb::IsEmpty { map: m(map) }),
+        MapCommand::Clear { map } => Op::Clear(pb::Clear { map: m(map) }),
+        MapCommand::FirstEntry { map } => Op::FirstEntry(pb::FirstEntry { map: m(map) }),
+        MapCommand::LastEntry { map } => Op::LastEntry(pb::LastEntry { map: m(map) }),
+        MapCommand::NearestEntry { map, key, nearest } => Op::NearestEntry(pb::NearestEntry {
+            map: m(map),
+            key: b(key),
+            nearest: match nearest {
+                Nearest::Floor => pb::Nearest::Floor,
+                Nearest::Ceiling => pb::Nearest::Ceiling,
+                Nearest::Higher => pb::Nearest::Higher,
+                Nearest::Lower => pb::Nearest::Lower,
+            } as i32,
+        }),
+        MapCommand::Range { map, range } => Op::Range(pb::Range {
+            map: m(map),
+            from: bound_to_pb(&range.from),
+            to: bound_to_pb(&range.to),
+            limit: range.limit,
+            reverse: range.reverse,
+        }),
+        MapCommand::OpenSnapshot { map, lease_micros } => Op::OpenSnapshot(pb::OpenSnapshot {
+            map: m(map),
+            lease_micros: *lease_micros,
+        }),
+        MapCommand::ReleaseSnapshot { snapshot } => Op::ReleaseSnapshot(pb::ReleaseSnapshot {
+            snapshot: *snapshot,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_command() -> Vec<MapCommand> {
+        let map = MapName::new("m").unwrap();
+        let k = Bytes::from_static(b"k");
+        let v = Bytes::from_static(b"v");
+        let mut all = vec![
+            MapCommand::CreateMap {
+                map: map.clone(),
+                layout: Layout::Range(vec![(Bytes::new(), PartitionId(1))]),
+            },
+            MapCommand::CreateMap {
+                map: map.clone(),
+                layout: Layout::Hash,
+            },
+            MapCommand::DropMap { map: map.clone() },
+            MapCommand::Get {
+                map: map.clone(),
+                key: k.clone(),
+            },
+            MapCommand::ContainsKey {
+                map: map.clone(),
+                key: k.clone(),
+            },
+            MapCommand::Put {
+                map: map.clone(),
+                key: k.clone(),
+                value: v.clone(),
+            },
+            MapCommand::Remove {
+                map: map.clone(),
+                key: k.clone(),
+            },
+            MapCommand::PutIfAbsent {
+                map: map.clone(),
+                key: k.clone(),
+                value: v.clone(),
+            },
+            MapCommand::Replace {
+                map: map.clone(),
+                key: k.clone(),
+                value: v.clone(),
+            },
+            MapCommand::ReplaceIfEquals {
+                map: map.clone(),
+                key: k.clone(),
+                expected: v.clone(),
+                value: k.clone(),
+            },
+            MapCommand::RemoveIfEquals {
+                map: map.clone(),
+                key: k.clone(),
+                expected: v.clone(),
+            },
+            MapCommand::PutAll {
+                map: map.clone(),
+                entries: vec![(k.clone(), v.clone()), (v.clone(), k.clone())],
+            },
+            MapCommand::ContainsValue {
+                map: map.clone(),
+                value: v.clone(),
+            },
+            MapCommand::Size { map: map.clone() },
+            MapCommand::IsEmpty { map: map.clone() },
+            MapCommand::Clear { map: map.clone() },
+            MapCommand::FirstEntry { map: map.clone() },
+            MapCommand::LastEntry { map: map.clone() },
+            MapCommand::Range {
+                map: map.clone(),
+                range: RangeQuery {
+                    from: Some(KeyBound {
+                        key: k.clone(),
+                        inclusive: false,
+                    }),
+                    to: None,
+                    limit: 7,
+                    reverse: true,
+                },
+            },
+            MapCommand::OpenSnapshot {
+                map: map.clone(),
+                lease_micros: 5,
+            },
+            MapCommand::ReleaseSnapshot { snapshot: 11 },
+        ];
+        for nearest in [
+            Nearest::Floor,
+            Nearest::Ceiling,
+            Nearest::Higher,
+            Nearest::Lower,
+        ] {
+            all.push(MapCommand::NearestEntry {
+                map: map.clone(),
+                key: k.clone(),
+                nearest,
+            });
+        }
+        all
+    }
+
+    #[test]
+    fn every_command_survives_the_wire() {
+        for command in every_command() {
+            assert_eq!(
+                command_from_op(Some(command_to_op(&command))).unwrap(),
+                command
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_without_an_operation_is_refused() {
+        assert_eq!(
+            command_from_op(None).unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn a_bad_map_name_or_nearest_is_refused() {
+        let bad_name = Op::Get(pb::Get {
+            map: "no spaces".into(),
+            key: Bytes::new(),
+        });
+        assert_eq!(
+            command_from_op(Some(bad_name)).unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
+        for nearest in [0, 5, -1] {
+            let op = Op::NearestEntry(pb::NearestEntry {
+                map: "m".into(),
+                key: Bytes::new(),
+                nearest,
+            });
+            assert_eq!(
+                command_from_op(Some(op)).unwrap_err().code(),
+                tonic::Code::InvalidArgument
+            );
+        }
+        let empty_layout = Op::CreateMap(pb::CreateMap {
+            map: "m".into(),
+            layout: Some(pb::Layout {
+                kind: Some(pb::layout::Kind::Range(pb::RangeLayout { splits: vec![] })),
+            }),
+        });
+        assert!(command_from_op(Some(empty_layout)).is_err());
+    }
+}

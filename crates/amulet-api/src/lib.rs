@@ -1,0 +1,24 @@
+//! The gRPC client API (`proto/amulet/v1/amulet.proto`): the generated
+//! messages and tonic service in [`pb`], and the conversions both ends
+//! use, so the node and every Rust client read the wire the same way.
+//!
+//! Decoding is total: a message from the wire becomes a typed command or a
+//! [`tonic::Status`] that says what is wrong with it, never a panic.
+#![deny(missing_docs)]
+
+mod command_codec;
+mod map_codec;
+mod reply_codec;
+
+/// Generated from `proto/amulet/v1/amulet.proto`.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    tonic::include_proto!("amulet.v1");
+}
+
+pub use command_codec::{command_from_op, command_to_op, layout_from_pb, layout_to_pb};
+pub use map_codec::{map_from_pb, map_to_pb};
+pub use reply_codec::{client_reply_to_response, error_kind, reply_from_response, ErrorKind};
+
+/// Metadata key naming an error a client library handles by itself.
+pub const ERROR_KEY: &str = "amulet-error";

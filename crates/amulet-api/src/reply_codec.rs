@@ -1,0 +1,296 @@
+//! Replies on the wire: a [`ClientReply`] becomes a `MapResponse` or a
+//! status with a documented code (the table in `amulet.proto`); clients
+//! read them back.
+
+use crate::{pb, ERROR_KEY};
+use amulet_dmap::{MapError, MapReply};
+use amulet_smr::ClientReply;
+use tonic::metadata::MetadataValue;
+use tonic::{Code, Status};
+
+/// The errors a client library handles by itself, named in a status's
+/// `amulet-error` metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The client's partition map is out of date.
+    StaleMap,
+    /// The node does not replicate the partition asked for.
+    NotAReplica,
+    /// The session is unknown (expired or closed).
+    SessionExpired,
+    /// The session already executed a later sequence.
+    StaleSequence,
+    /// The command took effect; part of its reply is no longer held.
+    ReplyLost,
+    /// The replica has not caught up with the client's map version; not
+    /// ordered.
+    Behind,
+}
+
+impl ErrorKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::StaleMap => "stale-map",
+            ErrorKind::NotAReplica => "not-a-replica",
+            ErrorKind::SessionExpired => "session-expired",
+            ErrorKind::StaleSequence => "stale-sequence",
+            ErrorKind::ReplyLost => "reply-lost",
+            ErrorKind::Behind => "behind",
+        }
+    }
+
+    fn status(self, code: Code, message: String) -> Status {
+        let mut status = Status::new(code, message);
+        status
+            .metadata_mut()
+            .insert(ERROR_KEY, MetadataValue::from_static(self.as_str()));
+        status
+    }
+}
+
+/// The kind a status names, if it is one a client handles by itself.
+pub fn error_kind(status: &Status) -> Option<ErrorKind> {
+    let value = status.metadata().get(ERROR_KEY)?.to_str().ok()?;
+    [
+        ErrorKind::StaleMap,
+        ErrorKind::NotAReplica,
+        ErrorKind::SessionExpired,
+        ErrorKind::StaleSequence,
+        ErrorKind::ReplyLost,
+        ErrorKind::Behind,
+    ]
+    .into_iter()
+    .find(|k| k.as_str() == value)
+}
+
+/// The status of a command that failed and changed nothing.
+pub(crate) fn map_error_status(error: &MapError) -> Status {
+    let code = match error {
+        MapError::UnknownMap(_) | MapError::UnknownSnapshot(_) => Code::NotFound,
+        MapError::MapExists(_) => Code::AlreadyExists,
+        MapError::TooManySnapshots(_) => Code::ResourceExhausted,
+        MapError::BadMapName(_)
+        | MapError::KeyTooLarge { .. }
+        | MapError::ValueTooLarge { .. }
+        | MapError::BadRange(_)
+        | MapError::TooManyEntries { .. }
+        | MapError::BadLease { .. } => Code::InvalidArgument,
+    };
+    Status::new(code, error.to_string())
+}
+
+/// What a replica answered, as the node returns it: the map reply
+/// (`None` for a session request that succeeded) or a status.
+pub fn client_reply_to_response(
+    reply: ClientReply<MapReply>,
+) -> Result<Option<pb::MapResponse>, Status> {
+    use pb::map_response::Result as R;
+    let result = match reply {
+        ClientReply::SessionOk => return Ok(None),
+        ClientReply::Done(MapReply::Failed(error)) => return Err(map_error_status(&error)),
+        ClientReply::Done(reply) => match reply {
+            MapReply::Value(value) => R::Value(pb::OptionalValue { value }),
+            MapReply::Flag(flag) => R::Flag(flag),
+            MapReply::Count(count) => R::Count(count),
+            MapReply::Entry(entry) => R::Entry(pb::OptionalEntry {
+                entry: entry.map(|(key, value)| pb::Entry { key, value }),
+            }),
+            MapReply::Entries { entries, more } => R::Entries(pb::Entries {
+                entries: entries
+                    .into_iter()
+                    .map(|(key, value)| pb::Entry { key, value })
+                    .collect(),
+                more,
+            }),
+            MapReply::Snapshot(id) => R::Snapshot(id),
+            MapReply::Done => R::Done(pb::Done {}),
+            MapReply::Failed(_) => unreachable!("handled above"),
+        },
+        ClientReply::StaleMap(map) => {
+            return Err(ErrorKind::StaleMap.status(
+                Code::FailedPrecondition,
+                format!(
+                    "stale partition map; the current version is {}",
+                    map.version.0
+                ),
+            ))
+        }
+        ClientReply::NotAReplica(map) => {
+            return Err(ErrorKind::NotAReplica.status(
+                Code::FailedPrecondition,
+                format!(
+                    "this node does not replicate that partition (map version {})",
+                    map.version.0
+                ),
+            ))
+        }
+        ClientReply::UnknownKeyspace(name) => {
+            return Err(Status::not_found(format!("no map named {name:?}")))
+        }
+        ClientReply::KeyspaceExists(name) => {
+            return Err(Status::already_exists(format!(
+                "a map named {name:?} already exists"
+            )))
+        }
+        ClientReply::SessionExpired => {
+            return Err(ErrorKind::SessionExpired.status(
+                Code::FailedPrecondition,
+                "the session is unknown (expired or closed); open a new one".into(),
+            ))
+        }
+        ClientReply::StaleSequence => {
+            return Err(ErrorKind::StaleSequence.status(
+                Code::FailedPrecondition,
+                "the session already executed a later sequence".into(),
+            ))
+        }
+        ClientReply::Behind => {
+            return Err(ErrorKind::Behind.status(
+                Code::Unavailable,
+                "this replica is behind the client's partition map; resend".into(),
+            ))
+        }
+        ClientReply::Invalid(why) => return Err(Status::invalid_argument(why)),
+        ClientReply::Lost => {
+            return Err(ErrorKind::ReplyLost.status(
+                Code::Unknown,
+                "the command took effect but part of its reply is no longer held".into(),
+            ))
+        }
+    };
+    Ok(Some(pb::MapResponse {
+        result: Some(result),
+    }))
+}
+
+/// A response read back into a map reply.
+pub fn reply_from_response(response: pb::MapResponse) -> Result<MapReply, Status> {
+    use pb::map_response::Result as R;
+    Ok(
+        match response
+            .result
+            .ok_or_else(|| Status::internal("the response carries no result"))?
+        {
+            R::Value(v) => MapReply::Value(v.value),
+            R::Flag(flag) => MapReply::Flag(flag),
+            R::Count(count) => MapReply::Count(count),
+            R::Entry(e) => MapReply::Entry(e.entry.map(|e| (e.key, e.value))),
+            R::Entries(e) => MapReply::Entries {
+                entries: e.entries.into_iter().map(|e| (e.key, e.value)).collect(),
+                more: e.more,
+            },
+            R::Snapshot(id) => MapReply::Snapshot(id),
+            R::Done(_) => MapReply::Done,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amulet_smr::PartitionMap;
+    use amulet_types::StreamId;
+    use bytes::Bytes;
+
+    #[test]
+    fn replies_survive_the_wire() {
+        let k = Bytes::from_static(b"k");
+        for reply in [
+            MapReply::Value(None),
+            MapReply::Value(Some(k.clone())),
+            MapReply::Flag(true),
+            MapReply::Count(3),
+            MapReply::Entry(None),
+            MapReply::Entry(Some((k.clone(), k.clone()))),
+            MapReply::Entries {
+                entries: vec![(k.clone(), k.clone())],
+                more: true,
+            },
+            MapReply::Snapshot(9),
+            MapReply::Done,
+        ] {
+            let response = client_reply_to_response(ClientReply::Done(reply.clone()))
+                .unwrap()
+                .unwrap();
+            assert_eq!(reply_from_response(response).unwrap(), reply);
+        }
+    }
+
+    #[test]
+    fn refusals_have_their_documented_codes_and_kinds() {
+        let map = Box::new(PartitionMap::uniform(StreamId(0), vec![]));
+        let cases = [
+            (
+                ClientReply::StaleMap(map.clone()),
+                Code::FailedPrecondition,
+                Some(ErrorKind::StaleMap),
+            ),
+            (
+                ClientReply::NotAReplica(map),
+                Code::FailedPrecondition,
+                Some(ErrorKind::NotAReplica),
+            ),
+            (
+                ClientReply::SessionExpired,
+                Code::FailedPrecondition,
+                Some(ErrorKind::SessionExpired),
+            ),
+            (
+                ClientReply::StaleSequence,
+                Code::FailedPrecondition,
+                Some(ErrorKind::StaleSequence),
+            ),
+            (ClientReply::Lost, Code::Unknown, Some(ErrorKind::ReplyLost)),
+            (
+                ClientReply::Behind,
+                Code::Unavailable,
+                Some(ErrorKind::Behind),
+            ),
+            (
+                ClientReply::Invalid("x".into()),
+                Code::InvalidArgument,
+                None,
+            ),
+            (
+                ClientReply::UnknownKeyspace("m".into()),
+                Code::NotFound,
+                None,
+            ),
+            (
+                ClientReply::KeyspaceExists("m".into()),
+                Code::AlreadyExists,
+                None,
+            ),
+            (
+                ClientReply::Done(MapReply::Failed(MapError::MapExists("m".into()))),
+                Code::AlreadyExists,
+                None,
+            ),
+            (
+                ClientReply::Done(MapReply::Failed(MapError::UnknownSnapshot(1))),
+                Code::NotFound,
+                None,
+            ),
+            (
+                ClientReply::Done(MapReply::Failed(MapError::TooManySnapshots(1))),
+                Code::ResourceExhausted,
+                None,
+            ),
+            (
+                ClientReply::Done(MapReply::Failed(MapError::BadRange("r".into()))),
+                Code::InvalidArgument,
+                None,
+            ),
+        ];
+        for (reply, code, kind) in cases {
+            let status = client_reply_to_response(reply).unwrap_err();
+            assert_eq!(status.code(), code, "{status:?}");
+            assert_eq!(error_kind(&status), kind);
+        }
+    }
+
+    #[test]
+    fn a_response_without_a_result_is_an_error() {
+        assert!(reply_from_response(pb::MapResponse { result: None }).is_err());
+    }
+}

@@ -1,0 +1,34 @@
+//! Client settings.
+
+use std::time::Duration;
+
+/// How a [`crate::Client`] behaves.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// How long one attempt may take before it is resent elsewhere.
+    pub attempt_timeout: Duration,
+    /// How long an operation may take in all, retries included.
+    pub operation_timeout: Duration,
+    /// Session lease asked for; an idle pooled session older than half of
+    /// it is renewed before use.
+    pub session_lease: Duration,
+    /// Entries per snapshot page.
+    pub page_entries: u32,
+    /// Snapshot lease asked for.
+    pub snapshot_lease: Duration,
+    /// Entries per range read page when iterating a range.
+    pub range_entries: u32,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            attempt_timeout: Duration::from_secs(2),
+            operation_timeout: Duration::from_secs(30),
+            session_lease: Duration::from_secs(120),
+            page_entries: 1_000,
+            snapshot_lease: Duration::from_secs(300),
+            range_entries: 1_000,
+        }
+    }
+}

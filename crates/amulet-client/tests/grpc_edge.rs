@@ -1,0 +1,411 @@
+//! The bad-input table at the gRPC edge (issue 3, "every malformed or
+//! invalid request gets its documented error and changes nothing"):
+//! three real nodes in this process serve the client API on 127.0.0.1;
+//! raw requests, each wrong in one way, get the status code and
+//! `amulet-error` kind that `proto/amulet/v1/amulet.proto` documents, and
+//! the map is the same afterwards.
+
+use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
+use amulet_api::{error_kind, ErrorKind};
+use amulet_client::{Bytes, Client};
+use amulet_node::{local_dmap_cluster_toml, Node, NodeConfig};
+use std::time::Duration;
+use tonic::Code;
+
+fn free_ports(count: usize) -> Vec<u16> {
+    let listeners: Vec<_> = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+fn map(name: &str) -> String {
+    name.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_requests_get_their_documented_status_and_change_nothing() {
+    let dir = std::env::temp_dir().join(format!("amulet-grpc-edge-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ports = free_ports(6);
+    let (peers, clients) = ports.split_at(3);
+    let mut nodes = Vec::new();
+    for node in 1..=3u32 {
+        let text = local_dmap_cluster_toml(
+            5,
+            peers,
+            clients,
+            node,
+            &dir.join(format!("node-{node}")),
+            2,
+            "memory",
+        );
+        let config = NodeConfig::parse(&text).unwrap();
+        nodes.push(Node::start(config, None, None).await.unwrap());
+    }
+    let address = format!("127.0.0.1:{}", clients[0]);
+    let client = Client::connect([address.clone()]).await.unwrap();
+    let m = client.create_map("m").await.unwrap();
+    m.put_all((0..20u32).map(|i| (format!("k{i:02}"), format!("v{i}"))))
+        .await
+        .unwrap();
+    let before = all_entries(&m).await;
+    assert_eq!(before.len(), 20);
+
+    let mut raw = AmuletClient::connect(format!("http://{address}"))
+        .await
+        .unwrap();
+    let version = client.partition_map().version.0;
+    let session = 4242u64;
+    raw.open_session(pb::OpenSessionRequest {
+        session,
+        lease_micros: 60_000_000,
+        map_version: version,
+    })
+    .await
+    .unwrap();
+    let key_of_partition_1 = (0..)
+        .map(|i| Bytes::from(format!("probe{i}")))
+        .find(|k| {
+            client
+                .partition_map()
+                .partition_of("m", k)
+                .is_ok_and(|p| p.0 == 1)
+        })
+        .unwrap();
+    let big = |n: usize| Bytes::from(vec![b'x'; n]);
+    let header = |partition: u32, session: u64, sequence: u64, version: u64| {
+        Some(pb::RequestHeader {
+            map_version: version,
+            partition,
+            session,
+            sequence,
+        })
+    };
+    let put = |key: Bytes, value: Bytes| {
+        Some(Op::Put(pb::Put {
+            map: map("m"),
+            key,
+            value,
+        }))
+    };
+    let k = key_of_partition_1.clone();
+    let range = |from: &str, to: &str, limit: u32| {
+        Some(Op::Range(pb::Range {
+            map: map("m"),
+            from: Some(pb::KeyBound {
+                key: Bytes::from(from.to_string()),
+                inclusive: true,
+            }),
+            to: Some(pb::KeyBound {
+                key: Bytes::from(to.to_string()),
+                inclusive: true,
+            }),
+            limit,
+            reverse: false,
+        }))
+    };
+    type Case = (&'static str, pb::MapRequest, Code, Option<ErrorKind>);
+    let mut sequence = 0u64;
+    let mut next = || {
+        sequence += 1;
+        sequence
+    };
+    let cases: Vec<Case> = vec![
+        (
+            "key above key_bytes_max (16 KiB)",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: put(big(16 * 1024 + 1), Bytes::new()),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "value above value_bytes_max (1 MiB)",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: put(k.clone(), big(1024 * 1024 + 1)),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "unknown map",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::Put(pb::Put {
+                    map: map("nope"),
+                    key: k.clone(),
+                    value: Bytes::new(),
+                })),
+            },
+            Code::NotFound,
+            None,
+        ),
+        (
+            "bad map name",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::Get(pb::Get {
+                    map: map("no spaces allowed"),
+                    key: k.clone(),
+                })),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "range start above its end",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: range("z", "a", 10),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "range limit 0",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: range("a", "z", 0),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "range limit above range_entries_max",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: range("a", "z", 10_001),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "no operation",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: None,
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "no header",
+            pb::MapRequest {
+                header: None,
+                op: put(k.clone(), Bytes::new()),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "nearest unspecified",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::NearestEntry(pb::NearestEntry {
+                    map: map("m"),
+                    key: k.clone(),
+                    nearest: 0,
+                })),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "sequence 0 in a session",
+            pb::MapRequest {
+                header: header(1, session, 0, version),
+                op: put(k.clone(), Bytes::new()),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "stale partition map version",
+            pb::MapRequest {
+                header: header(1, session, next(), version - 1),
+                op: put(k.clone(), Bytes::new()),
+            },
+            Code::FailedPrecondition,
+            Some(ErrorKind::StaleMap),
+        ),
+        (
+            "partition this node does not replicate",
+            pb::MapRequest {
+                header: header(99, session, next(), version),
+                op: put(k.clone(), Bytes::new()),
+            },
+            Code::FailedPrecondition,
+            Some(ErrorKind::NotAReplica),
+        ),
+        (
+            "key sent to the wrong partition",
+            pb::MapRequest {
+                header: header(2, session, next(), version),
+                op: put(k.clone(), Bytes::new()),
+            },
+            Code::FailedPrecondition,
+            Some(ErrorKind::NotAReplica),
+        ),
+        (
+            "stale session (never opened)",
+            pb::MapRequest {
+                header: header(1, 777_777, 1, version),
+                op: put(k.clone(), Bytes::new()),
+            },
+            Code::FailedPrecondition,
+            Some(ErrorKind::SessionExpired),
+        ),
+        (
+            "snapshot lease 0",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::OpenSnapshot(pb::OpenSnapshot {
+                    map: map("m"),
+                    lease_micros: 0,
+                })),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "putAll above put_all_entries_max",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::PutAll(pb::PutAll {
+                    map: map("m"),
+                    entries: (0..10_001u32)
+                        .map(|i| pb::Entry {
+                            key: Bytes::from(i.to_be_bytes().to_vec()),
+                            value: Bytes::new(),
+                        })
+                        .collect(),
+                })),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+        (
+            "creating a map that exists",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::CreateMap(pb::CreateMap {
+                    map: map("m"),
+                    layout: None,
+                })),
+            },
+            Code::AlreadyExists,
+            None,
+        ),
+        (
+            "range layout without splits",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::CreateMap(pb::CreateMap {
+                    map: map("r"),
+                    layout: Some(pb::Layout {
+                        kind: Some(pb::layout::Kind::Range(pb::RangeLayout { splits: vec![] })),
+                    }),
+                })),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
+    ];
+    let count = cases.len();
+    for (name, request, code, kind) in cases {
+        let status = tokio::time::timeout(Duration::from_secs(10), raw.execute(request))
+            .await
+            .unwrap_or_else(|_| panic!("{name}: no answer"))
+            .expect_err(name);
+        assert_eq!(status.code(), code, "{name}: {status:?}");
+        assert_eq!(error_kind(&status), kind, "{name}: {status:?}");
+        assert!(!status.message().is_empty(), "{name}: a status says why");
+    }
+    // Session requests and snapshot reads are checked too.
+    let status = raw
+        .open_session(pb::OpenSessionRequest {
+            session: 0,
+            lease_micros: 1,
+            map_version: version,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "session id 0");
+    let status = raw
+        .open_session(pb::OpenSessionRequest {
+            session: 9,
+            lease_micros: u64::MAX,
+            map_version: version,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status.code(),
+        Code::InvalidArgument,
+        "session lease too long"
+    );
+    let status = raw
+        .read_snapshot(pb::ReadSnapshotRequest {
+            partition: 1,
+            snapshot: 1,
+            after: None,
+            page_size: 10,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::NotFound, "unknown snapshot");
+    let status = raw
+        .read_snapshot(pb::ReadSnapshotRequest {
+            partition: 99,
+            snapshot: 1,
+            after: None,
+            page_size: 10,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        status.code(),
+        Code::FailedPrecondition,
+        "snapshot of a partition not replicated here"
+    );
+    // Garbage bytes where a message should be: a decoding error, not a crash.
+    let status = raw
+        .execute(pb::MapRequest {
+            header: header(1, session, 1_000, version),
+            op: Some(Op::Get(pb::Get {
+                map: map("m"),
+                key: k.clone(),
+            })),
+        })
+        .await;
+    assert!(
+        status.is_ok(),
+        "the node still serves after the table: {status:?}"
+    );
+
+    let after = all_entries(&m).await;
+    assert_eq!(after, before, "the bad requests changed nothing");
+    assert_eq!(client.partition_map().keyspaces.len(), 1);
+    eprintln!("{count} bad map requests and 4 bad session/snapshot requests refused");
+    client.close().await;
+    for node in nodes {
+        node.stop().await.unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn all_entries(m: &amulet_client::DMap) -> Vec<(Bytes, Bytes)> {
+    let mut snapshot = m.snapshot().await.unwrap();
+    let mut out = Vec::new();
+    while let Some(entry) = snapshot.next().await.unwrap() {
+        out.push(entry);
+    }
+    snapshot.close().await.unwrap();
+    out
+}

@@ -1,0 +1,358 @@
+//! The gRPC client API (`proto/amulet/v1/amulet.proto`) served by a node:
+//! each request is checked and handed to the local replica it names; the
+//! replica that received it is the one that answers (DMap §III-B).
+
+use crate::node_handle::{HandleError, NodeHandle, PageAnswer};
+use amulet_api::pb::{self, amulet_server::AmuletServer};
+use amulet_api::{client_reply_to_response, command_from_op, map_to_pb};
+use amulet_dmap::MapError;
+use amulet_smr::{Body, ClientRequest};
+use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
+use tokio_stream::{Stream, StreamExt};
+use tonic::{Request, Response, Status};
+
+/// How long a request may wait to be ordered and executed before the
+/// client is told DEADLINE_EXCEEDED (it resends with the same sequence).
+const EXECUTE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest request accepted: above the largest valid putAll (3 MiB) so
+/// that oversized values and batches get the map's own clear error.
+const REQUEST_BYTES_MAX: usize = 16 * 1024 * 1024;
+/// Snapshot page size when the client asks for the default.
+const PAGE_ENTRIES_DEFAULT: u32 = 1_000;
+/// How long a page request waits for a lagging replica to execute the
+/// snapshot's opening.
+const PAGE_BEHIND_WAIT: Duration = Duration::from_secs(10);
+const PAGE_BEHIND_POLL: Duration = Duration::from_millis(2);
+
+/// The running server.
+pub(crate) struct ClientApi {
+    local_addr: SocketAddr,
+    shutdown: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl ClientApi {
+    /// Binds `listen` and serves the API for the node behind `handle`.
+    pub(crate) async fn start(
+        listen: SocketAddr,
+        me: NodeId,
+        addresses: BTreeMap<NodeId, String>,
+        handle: NodeHandle,
+    ) -> anyhow::Result<ClientApi> {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot bind the client API on {listen}: {e}"))?;
+        let local_addr = listener.local_addr()?;
+        // Small requests and replies: Nagle would hold each for an ACK.
+        let incoming = TcpListenerStream::new(listener).map(|stream| {
+            stream.inspect(|s| {
+                let _ = s.set_nodelay(true);
+            })
+        });
+        let service = Service {
+            me,
+            addresses,
+            handle,
+        };
+        let (shutdown, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let server = tonic::transport::Server::builder()
+                .add_service(
+                    AmuletServer::new(service).max_decoding_message_size(REQUEST_BYTES_MAX),
+                )
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = stopped.await;
+                });
+            if let Err(error) = server.await {
+                tracing::error!(%error, "client API stopped");
+            }
+        });
+        tracing::info!(node = %me, %local_addr, "client API listening");
+        Ok(ClientApi {
+            local_addr,
+            shutdown,
+            task,
+        })
+    }
+
+    /// The bound address.
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting, lets running requests finish, and returns.
+    pub(crate) async fn stop(self) {
+        let _ = self.shutdown.send(());
+        // Streams in flight end with the node; do not wait on them long.
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.task).await;
+    }
+}
+
+struct Service {
+    me: NodeId,
+    addresses: BTreeMap<NodeId, String>,
+    handle: NodeHandle,
+}
+
+fn stopped(_: HandleError) -> Status {
+    Status::unavailable("the node is stopping")
+}
+
+impl Service {
+    async fn submit(
+        &self,
+        partition: Option<PartitionId>,
+        request: ClientRequest<amulet_dmap::MapCommand>,
+    ) -> Result<Option<pb::MapResponse>, Status> {
+        let reply = tokio::time::timeout(EXECUTE_TIMEOUT, self.handle.submit(partition, request))
+            .await
+            .map_err(|_| {
+                Status::deadline_exceeded(
+                    "not executed in time; resend with the same session and sequence",
+                )
+            })?
+            .map_err(stopped)?;
+        client_reply_to_response(reply)
+    }
+
+    async fn session_request(
+        &self,
+        session: u64,
+        map_version: u64,
+        body: Body<amulet_dmap::MapCommand>,
+    ) -> Result<Response<pb::SessionResponse>, Status> {
+        if session == 0 {
+            return Err(Status::invalid_argument("session id 0 is reserved"));
+        }
+        let request = ClientRequest {
+            map_version: MapVersion(map_version),
+            session: Some((SessionId(session), 0)),
+            body,
+        };
+        self.submit(None, request).await?;
+        Ok(Response::new(pb::SessionResponse {}))
+    }
+}
+
+type PageStream = Pin<Box<dyn Stream<Item = Result<pb::SnapshotPage, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::amulet_server::Amulet for Service {
+    async fn get_partition_map(
+        &self,
+        _: Request<pb::GetPartitionMapRequest>,
+    ) -> Result<Response<pb::PartitionMap>, Status> {
+        let map = self
+            .handle
+            .partition_map()
+            .await
+            .map_err(stopped)?
+            .ok_or_else(|| Status::failed_precondition("this cluster serves no DMap"))?;
+        Ok(Response::new(map_to_pb(&map, &self.addresses)))
+    }
+
+    async fn open_session(
+        &self,
+        request: Request<pb::OpenSessionRequest>,
+    ) -> Result<Response<pb::SessionResponse>, Status> {
+        let r = request.into_inner();
+        self.session_request(
+            r.session,
+            r.map_version,
+            Body::OpenSession {
+                lease_micros: r.lease_micros,
+            },
+        )
+        .await
+    }
+
+    async fn keep_alive(
+        &self,
+        request: Request<pb::OpenSessionRequest>,
+    ) -> Result<Response<pb::SessionResponse>, Status> {
+        let r = request.into_inner();
+        self.session_request(
+            r.session,
+            r.map_version,
+            Body::KeepAlive {
+                lease_micros: r.lease_micros,
+            },
+        )
+        .await
+    }
+
+    async fn close_session(
+        &self,
+        request: Request<pb::CloseSessionRequest>,
+    ) -> Result<Response<pb::SessionResponse>, Status> {
+        let r = request.into_inner();
+        self.session_request(r.session, r.map_version, Body::CloseSession)
+            .await
+    }
+
+    async fn execute(
+        &self,
+        request: Request<pb::MapRequest>,
+    ) -> Result<Response<pb::MapResponse>, Status> {
+        let r = request.into_inner();
+        let header = r
+            .header
+            .ok_or_else(|| Status::invalid_argument("the request has no header"))?;
+        let command = command_from_op(r.op)?;
+        let session = match (header.session, header.sequence) {
+            (0, _) => None,
+            (_, 0) => {
+                return Err(Status::invalid_argument(
+                    "a request in a session needs a sequence number of 1 or more",
+                ))
+            }
+            (session, sequence) => Some((SessionId(session), sequence)),
+        };
+        let request = ClientRequest {
+            map_version: MapVersion(header.map_version),
+            session,
+            body: Body::App(command),
+        };
+        match self
+            .submit(Some(PartitionId(header.partition)), request)
+            .await?
+        {
+            Some(response) => Ok(Response::new(response)),
+            None => Err(Status::internal("a map command got a session reply")),
+        }
+    }
+
+    type ReadSnapshotStream = PageStream;
+
+    async fn read_snapshot(
+        &self,
+        request: Request<pb::ReadSnapshotRequest>,
+    ) -> Result<Response<PageStream>, Status> {
+        let r = request.into_inner();
+        let limit = if r.page_size == 0 {
+            PAGE_ENTRIES_DEFAULT
+        } else {
+            r.page_size
+        };
+        let partition = PartitionId(r.partition);
+        // The first page is read here, so a bad request fails the call
+        // itself rather than its stream.
+        let first = read_page(&self.handle, partition, r.snapshot, r.after, limit).await?;
+        // One page in flight: the client's reading paces the server, and
+        // memory on both sides stays within a page or two.
+        let (pages, rx) = mpsc::channel(1);
+        let handle = self.handle.clone();
+        let snapshot = r.snapshot;
+        tokio::spawn(async move {
+            let mut page = first;
+            loop {
+                let last = page.last;
+                let after = page.entries.last().map(|e| e.key.clone());
+                if pages.send(Ok(page)).await.is_err() || last {
+                    return;
+                }
+                page = match read_page(&handle, partition, snapshot, after, limit).await {
+                    Ok(page) => page,
+                    Err(status) => {
+                        let _ = pages.send(Err(status)).await;
+                        return;
+                    }
+                };
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn status(
+        &self,
+        _: Request<pb::StatusRequest>,
+    ) -> Result<Response<pb::StatusResponse>, Status> {
+        let stats = self
+            .handle
+            .stats()
+            .await
+            .ok_or_else(|| Status::unavailable("the node is stopping"))?;
+        Ok(Response::new(pb::StatusResponse {
+            node: self.me.0,
+            map_version: stats.map_version,
+            replicas: stats
+                .replicas
+                .into_iter()
+                .map(|r| pb::ReplicaStatus {
+                    partition: r.partition,
+                    stream: r.stream,
+                    global_position: r.global_position,
+                    queued: r.queued,
+                    sessions: r.sessions,
+                    maps: r.maps,
+                })
+                .collect(),
+            streams: stats
+                .streams
+                .into_iter()
+                .map(|s| pb::StreamStatus {
+                    stream: s.stream,
+                    decided_below: s.decided_below,
+                    coordinator: s.coordinator,
+                    voting: s.voting,
+                    values_delivered: s.values_delivered,
+                })
+                .collect(),
+        }))
+    }
+}
+
+/// One page, waiting (bounded) for a replica that has not yet executed the
+/// snapshot's opening.
+async fn read_page(
+    handle: &NodeHandle,
+    partition: PartitionId,
+    snapshot: u64,
+    after: Option<bytes::Bytes>,
+    limit: u32,
+) -> Result<pb::SnapshotPage, Status> {
+    let deadline = tokio::time::Instant::now() + PAGE_BEHIND_WAIT;
+    loop {
+        let answer = handle
+            .snapshot_page(partition, snapshot, after.clone(), limit)
+            .await
+            .map_err(stopped)?;
+        match answer {
+            PageAnswer::Page(page) => {
+                return Ok(pb::SnapshotPage {
+                    entries: page
+                        .entries
+                        .into_iter()
+                        .map(|(key, value)| pb::Entry { key, value })
+                        .collect(),
+                    last: !page.more,
+                })
+            }
+            PageAnswer::NotAReplica => {
+                return Err(Status::failed_precondition(format!(
+                    "this node does not replicate partition {}",
+                    partition.0
+                )))
+            }
+            PageAnswer::Failed(error) => {
+                return Err(match error {
+                    MapError::UnknownSnapshot(_) => Status::not_found(error.to_string()),
+                    other => Status::invalid_argument(other.to_string()),
+                })
+            }
+            PageAnswer::Behind if tokio::time::Instant::now() >= deadline => {
+                return Err(Status::unavailable(
+                    "this replica is behind the snapshot; try another replica",
+                ))
+            }
+            PageAnswer::Behind => tokio::time::sleep(PAGE_BEHIND_POLL).await,
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! `amulet get/put/del/scan/size/first/last/status/create-map/drop-map`:
+//! one operation against a cluster through the Rust client. Without
+//! `--addr` they talk to the `amulet dev` cluster of `./amulet-data`.
+
+use crate::dev::{ClusterFile, DEFAULT_DIR, DEFAULT_MAP};
+use amulet_client::{Bytes, Client, ClientConfig, KeyBound};
+use anyhow::Context;
+use std::path::Path;
+use std::time::Duration;
+
+/// Where the cluster is and which map to use.
+#[derive(clap::Args, Clone)]
+pub struct Target {
+    /// Client API addresses (host:port, comma separated); default: the
+    /// `amulet dev` cluster in ./amulet-data.
+    #[arg(long, value_delimiter = ',', global = true)]
+    addr: Vec<String>,
+    /// The map.
+    #[arg(long, default_value = DEFAULT_MAP, global = true)]
+    map: String,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 10, global = true)]
+    timeout_secs: u64,
+}
+
+/// One client operation.
+#[derive(clap::Subcommand, Clone)]
+pub enum Op {
+    /// Print the value of KEY.
+    Get { key: String },
+    /// Set KEY to VALUE.
+    Put { key: String, value: String },
+    /// Remove KEY.
+    Del { key: String },
+    /// Print entries in key order: the whole map from a snapshot, or a
+    /// linearizable range read when bounds or a limit are given.
+    Scan {
+        /// Least key (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Greatest key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Most entries.
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Descending order (range reads).
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// Print the number of entries.
+    Size,
+    /// Print the entry with the least key.
+    First,
+    /// Print the entry with the greatest key.
+    Last,
+    /// Create a (hash-partitioned) map named by --map.
+    CreateMap,
+    /// Drop the map named by --map and its entries.
+    DropMap,
+    /// Show partitions, streams, replicas, map version and health.
+    Status,
+}
+
+fn addresses(target: &Target) -> anyhow::Result<Vec<String>> {
+    if !target.addr.is_empty() {
+        return Ok(target.addr.clone());
+    }
+    match ClusterFile::read(Path::new(DEFAULT_DIR))? {
+        Some(cluster) => Ok(cluster.client_addresses()),
+        None => Ok((1..=3).map(|i| format!("127.0.0.1:{}", 7100 + i)).collect()),
+    }
+}
+
+fn show(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs one operation.
+pub fn run(target: Target, op: Op) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_async(target, op))
+}
+
+async fn run_async(target: Target, op: Op) -> anyhow::Result<()> {
+    let addresses = addresses(&target)?;
+    let config = ClientConfig {
+        operation_timeout: Duration::from_secs(target.timeout_secs.max(1)),
+        ..Default::default()
+    };
+    let client = Client::connect_with(addresses.clone(), config)
+        .await
+        .with_context(|| format!("cannot reach a node at {}", addresses.join(", ")))?;
+    let result = execute(&client, &target, op, &addresses).await;
+    client.close().await;
+    result
+}
+
+async fn execute(
+    client: &Client,
+    target: &Target,
+    op: Op,
+    addresses: &[String],
+) -> anyhow::Result<()> {
+    let map = client.map(&target.map)?;
+    match op {
+        Op::Get { key } => match map.get(key).await? {
+            Some(value) => println!("{}", show(&value)),
+            None => anyhow::bail!("no such key"),
+        },
+        Op::Put { key, value } => {
+            let previous = map.put(key, value).await?;
+            match previous {
+                Some(p) => println!("OK (was {})", show(&p)),
+                None => println!("OK"),
+            }
+        }
+        Op::Del { key } => match map.remove(key).await? {
+            Some(p) => println!("removed (was {})", show(&p)),
+            None => println!("no such key"),
+        },
+        Op::Scan {
+            from,
+            to,
+            limit,
+            reverse,
+        } => {
+            if from.is_none() && to.is_none() && limit.is_none() && !reverse {
+                let mut snapshot = map.snapshot().await?;
+                let mut count = 0u64;
+                while let Some((key, value)) = snapshot.next().await? {
+                    println!("{}\t{}", show(&key), show(&value));
+                    count += 1;
+                }
+                let id = snapshot.id();
+                snapshot.close().await?;
+                eprintln!("({count} entries, snapshot at global position {id})");
+            } else {
+                let bound = |k: Option<String>, inclusive: bool| {
+                    k.map(|k| KeyBound {
+                        key: Bytes::from(k),
+                        inclusive,
+                    })
+                };
+                let (entries, more) = map
+                    .range(
+                        bound(from, true),
+                        bound(to, false),
+                        limit.unwrap_or(1000),
+                        reverse,
+                    )
+                    .await?;
+                for (key, value) in &entries {
+                    println!("{}\t{}", show(key), show(value));
+                }
+                eprintln!(
+                    "({} entries{})",
+                    entries.len(),
+                    if more { ", more follow" } else { "" }
+                );
+            }
+        }
+        Op::Size => println!("{}", map.size().await?),
+        Op::First | Op::Last => {
+            let entry = if matches!(op, Op::First) {
+                map.first_entry().await?
+            } else {
+                map.last_entry().await?
+            };
+            match entry {
+                Some((key, value)) => println!("{}\t{}", show(&key), show(&value)),
+                None => anyhow::bail!("the map is empty"),
+            }
+        }
+        Op::CreateMap => {
+            client.create_map(&target.map).await?;
+            println!("created map {:?}", target.map);
+        }
+        Op::DropMap => {
+            client.drop_map(&target.map).await?;
+            println!("dropped map {:?}", target.map);
+        }
+        Op::Status => status(client, addresses).await?,
+    }
+    Ok(())
+}
+
+async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
+    let map = client.partition_map();
+    println!(
+        "partition map version {}, global stream {}",
+        map.version.0, map.global_stream.0
+    );
+    for (id, p) in &map.partitions {
+        let replicas: Vec<String> = p.replicas.iter().map(|n| n.0.to_string()).collect();
+        println!(
+            "  partition {}: stream {}, replicas [{}]",
+            id.0,
+            p.stream.0,
+            replicas.join(", ")
+        );
+    }
+    let maps: Vec<&String> = map.keyspaces.keys().collect();
+    println!("  maps: {maps:?}");
+    let mut addresses: Vec<(u32, String)> = client
+        .node_addresses()
+        .into_iter()
+        .map(|(n, a)| (n.0, a))
+        .collect();
+    if addresses.is_empty() {
+        addresses = seeds.iter().map(|a| (0, a.clone())).collect();
+    }
+    let mut healthy = 0;
+    for (node, address) in &addresses {
+        match client.status(address).await {
+            Ok(s) => {
+                healthy += 1;
+                let streams: Vec<String> = s
+                    .streams
+                    .iter()
+                    .map(|st| {
+                        format!(
+                            "s{}@{}{}",
+                            st.stream,
+                            st.decided_below,
+                            if st.coordinator { "*" } else { "" }
+                        )
+                    })
+                    .collect();
+                let replicas: Vec<String> = s
+                    .replicas
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "p{}(global {}, queued {}, sessions {})",
+                            r.partition, r.global_position, r.queued, r.sessions
+                        )
+                    })
+                    .collect();
+                println!(
+                    "node {node} {address}: up, map v{}; streams {} (decided below; * = coordinator); replicas {}",
+                    s.map_version,
+                    streams.join(" "),
+                    replicas.join(" ")
+                );
+            }
+            Err(e) => println!("node {node} {address}: DOWN ({e})"),
+        }
+    }
+    println!("health: {healthy}/{} nodes answer", addresses.len());
+    Ok(())
+}

@@ -1,0 +1,455 @@
+//! DMap on real processes (issue 3 acceptance): three `amulet node`
+//! processes on 127.0.0.1 serve three partitions, each node a replica of
+//! every partition (3 partitions x 3 replicas) with sync-durable
+//! acceptors. Clients write through the Rust client while each node in
+//! turn is killed with SIGKILL (one replica of every partition) and
+//! restarted; at the end every acknowledged write is present. A
+//! `putIfAbsent` whose reply is dropped (its node killed before it could
+//! answer) and resent with the same session and sequence applies once.
+//! A snapshot of 1,000,000 entries is iterated while writers change the
+//! map and equals the map as of the snapshot, with the client holding at
+//! most a page per partition. Every child is killed on every path and
+//! every wait is bounded.
+
+use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
+use amulet_client::{Bytes, Client, ClientConfig, Error};
+use amulet_node::local_dmap_cluster_toml;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const NODES: u32 = 3;
+const PARTITIONS: u32 = 3;
+
+struct Cluster {
+    dir: PathBuf,
+    peer_ports: Vec<u16>,
+    client_ports: Vec<u16>,
+    children: BTreeMap<u32, Child>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for child in self.children.values_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_ports(count: usize) -> Vec<u16> {
+    let listeners: Vec<_> = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+impl Cluster {
+    fn start(name: &str) -> Cluster {
+        let dir = std::env::temp_dir().join(format!("amulet-dmap-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ports = free_ports(2 * NODES as usize);
+        let mut cluster = Cluster {
+            dir,
+            peer_ports: ports[..NODES as usize].to_vec(),
+            client_ports: ports[NODES as usize..].to_vec(),
+            children: BTreeMap::new(),
+        };
+        for node in 1..=NODES {
+            let text = local_dmap_cluster_toml(
+                11,
+                &cluster.peer_ports,
+                &cluster.client_ports,
+                node,
+                &cluster.dir.join(format!("data-{node}")),
+                PARTITIONS,
+                "sync",
+            );
+            std::fs::write(cluster.dir.join(format!("node-{node}.toml")), text).unwrap();
+            cluster.spawn(node);
+        }
+        cluster
+    }
+
+    fn spawn(&mut self, node: u32) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join(format!("node-{node}.log")))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_amulet"))
+            .arg("node")
+            .arg("--config")
+            .arg(self.dir.join(format!("node-{node}.toml")))
+            .arg("--stop-on-stdin-eof")
+            .args(["--status-interval-ms", "60000"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        self.children.insert(node, child);
+    }
+
+    /// SIGKILL: no clean shutdown, no final sync.
+    fn kill(&mut self, node: u32) {
+        let mut child = self.children.remove(&node).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    fn addresses(&self) -> Vec<String> {
+        self.client_ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect()
+    }
+
+    fn address(&self, node: u32) -> String {
+        format!("127.0.0.1:{}", self.client_ports[node as usize - 1])
+    }
+
+    /// Stops every node cleanly (stdin closed) and checks they exit 0.
+    fn stop(mut self) {
+        #[allow(clippy::disallowed_methods)] // a wall-clock bound on the test
+        let started = std::time::Instant::now();
+        let nodes: Vec<u32> = self.children.keys().copied().collect();
+        for node in &nodes {
+            drop(self.children.get_mut(node).unwrap().stdin.take());
+        }
+        for node in nodes {
+            let child = self.children.get_mut(&node).unwrap();
+            loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    assert!(status.success(), "node {node} failed: {status}");
+                    break;
+                }
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "node {node} did not stop"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            self.children.remove(&node);
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn client_config() -> ClientConfig {
+    ClientConfig {
+        attempt_timeout: Duration::from_millis(1_500),
+        operation_timeout: Duration::from_secs(60),
+        ..Default::default()
+    }
+}
+
+/// Sends `op` as session `session`, sequence `sequence`, to `address`.
+async fn raw_execute(
+    address: &str,
+    partition: u32,
+    version: u64,
+    session: u64,
+    sequence: u64,
+    op: Op,
+) -> Result<pb::MapResponse, tonic::Status> {
+    let mut raw = AmuletClient::connect(format!("http://{address}"))
+        .await
+        .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+    let request = pb::MapRequest {
+        header: Some(pb::RequestHeader {
+            map_version: version,
+            partition,
+            session,
+            sequence,
+        }),
+        op: Some(op),
+    };
+    raw.execute(request).await.map(|r| r.into_inner())
+}
+
+#[test]
+fn section_3_acknowledged_writes_survive_sigkill_of_one_replica_per_partition() {
+    let mut cluster = Cluster::start("kill");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(Client::connect_with(cluster.addresses(), client_config()))
+        .unwrap();
+    let map = runtime.block_on(client.create_map("kill")).unwrap();
+
+    // A putIfAbsent whose reply is dropped: send it to node 3 in a
+    // session, kill node 3 before reading any reply, resend the same
+    // session and sequence to node 1.
+    let version = client.partition_map().version.0;
+    let key = Bytes::from_static(b"once");
+    let partition = client.partition_map().partition_of("kill", &key).unwrap().0;
+    let session = 0x5e55_1011u64;
+    runtime.block_on(async {
+        let mut raw = AmuletClient::connect(format!("http://{}", cluster.address(1)))
+            .await
+            .unwrap();
+        raw.open_session(pb::OpenSessionRequest {
+            session,
+            lease_micros: 600_000_000,
+            map_version: version,
+        })
+        .await
+        .unwrap();
+    });
+    let put_once = Op::PutIfAbsent(pb::PutIfAbsent {
+        map: "kill".into(),
+        key: key.clone(),
+        value: Bytes::from_static(b"first"),
+    });
+    let address3 = cluster.address(3);
+    let op = put_once.clone();
+    let in_flight = runtime.spawn(async move {
+        // The session's opening may not have reached node 3's replica yet
+        // ("session expired"): resend until it is ordered or node 3 dies.
+        for _ in 0..100 {
+            match raw_execute(&address3, partition, version, session, 1, op.clone()).await {
+                Err(s)
+                    if amulet_api::error_kind(&s)
+                        == Some(amulet_api::ErrorKind::SessionExpired) =>
+                {
+                    tokio::time::sleep(Duration::from_millis(10)).await
+                }
+                other => return other,
+            }
+        }
+        Err(tonic::Status::unknown("session never opened"))
+    });
+    // Wait until the putIfAbsent has been executed (another session sees
+    // its value), then kill node 3 and drop whatever it answered: the
+    // resend must not apply it a second time.
+    runtime.block_on(async {
+        for _ in 0..500 {
+            if map.get(key.clone()).await.unwrap().is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the first putIfAbsent was never executed");
+    });
+    cluster.kill(3);
+    in_flight.abort();
+    let resent = runtime.block_on(async {
+        for _ in 0..200 {
+            match raw_execute(
+                &cluster.address(1),
+                partition,
+                version,
+                session,
+                1,
+                put_once.clone(),
+            )
+            .await
+            {
+                Ok(reply) => return reply,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        panic!("the resent putIfAbsent never got an answer");
+    });
+    // The resend answers what the first execution answered ("absent: it
+    // was set"); had it applied again it would return "first".
+    assert_eq!(
+        resent.result,
+        Some(pb::map_response::Result::Value(pb::OptionalValue {
+            value: None
+        })),
+        "the resent putIfAbsent must return the first execution's reply"
+    );
+    cluster.spawn(3);
+
+    // Writers: unique keys, recording which writes were acknowledged.
+    let acked: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
+    let unknown: Arc<Mutex<Vec<String>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let map = map.clone();
+        let acked = acked.clone();
+        let unknown = unknown.clone();
+        let stop = stop.clone();
+        writers.push(runtime.spawn(async move {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) && i < 100_000 {
+                let key = format!("w{w}-{i:06}");
+                let value = format!("value of {key}");
+                match map.put(key.clone(), value.clone()).await {
+                    Ok(_) => {
+                        acked.lock().unwrap().insert(key, value);
+                    }
+                    Err(Error::OutcomeUnknown(_) | Error::Unavailable(_)) => {
+                        unknown.lock().unwrap().push(key);
+                    }
+                    Err(e) => panic!("write {key} failed: {e}"),
+                }
+                i += 1;
+            }
+        }));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    for node in 1..=NODES {
+        let before = acked.lock().unwrap().len();
+        cluster.kill(node);
+        std::thread::sleep(Duration::from_millis(1_500));
+        cluster.spawn(node);
+        std::thread::sleep(Duration::from_millis(2_500));
+        let after = acked.lock().unwrap().len();
+        assert!(
+            after > before,
+            "writes stalled around the kill of node {node} ({before} -> {after})"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        runtime.block_on(writer).unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    let unknown = unknown.lock().unwrap().clone();
+    assert!(acked.len() > 100, "too few writes: {}", acked.len());
+
+    // Every acknowledged write is present, read from a snapshot and by
+    // key; nothing else but writes that were attempted.
+    runtime.block_on(async {
+        let mut snapshot = map.snapshot().await.unwrap();
+        let mut found = BTreeMap::new();
+        while let Some((k, v)) = snapshot.next().await.unwrap() {
+            found.insert(
+                String::from_utf8(k.to_vec()).unwrap(),
+                String::from_utf8(v.to_vec()).unwrap(),
+            );
+        }
+        snapshot.close().await.unwrap();
+        assert_eq!(found.remove("once").as_deref(), Some("first"));
+        for (k, v) in &acked {
+            assert_eq!(found.get(k), Some(v), "acknowledged write {k} lost");
+        }
+        for k in found.keys() {
+            assert!(
+                acked.contains_key(k) || unknown.contains(k),
+                "{k} was never written"
+            );
+        }
+        for (k, v) in acked.iter().step_by(97) {
+            assert_eq!(
+                map.get(k.clone()).await.unwrap().as_deref(),
+                Some(v.as_bytes())
+            );
+        }
+        eprintln!(
+            "{} acknowledged writes present after killing each node once; {} with unknown outcome",
+            acked.len(),
+            unknown.len()
+        );
+    });
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
+#[test]
+fn section_3_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
+    const ENTRIES: u32 = 1_000_000;
+    const BATCH: u32 = 10_000;
+    let cluster = Cluster::start("million");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let config = ClientConfig {
+        page_entries: 1_000,
+        ..client_config()
+    };
+    let client = runtime
+        .block_on(Client::connect_with(cluster.addresses(), config))
+        .unwrap();
+    let map = runtime.block_on(client.create_map("million")).unwrap();
+    let key = |i: u32| Bytes::from(format!("key{i:08}"));
+    let value = |i: u32| Bytes::from(format!("v{i}"));
+    runtime.block_on(async {
+        for start in (0..ENTRIES).step_by(BATCH as usize) {
+            map.put_all((start..start + BATCH).map(|i| (key(i), value(i))))
+                .await
+                .unwrap();
+        }
+        assert_eq!(map.size().await.unwrap(), u64::from(ENTRIES));
+    });
+
+    let mut snapshot = runtime.block_on(map.snapshot()).unwrap();
+    // Writers start after the snapshot is open: they overwrite, remove
+    // and add keys while it is read, and none of that may show.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2u32 {
+        let map = map.clone();
+        let stop = stop.clone();
+        writers.push(runtime.spawn(async move {
+            let mut n = 0u32;
+            while !stop.load(Ordering::Relaxed) && n < 1_000_000 {
+                let i = (n * 7_919 + w * 13) % ENTRIES;
+                match n % 3 {
+                    0 => map
+                        .put(key(i), Bytes::from_static(b"changed"))
+                        .await
+                        .unwrap(),
+                    1 => map.remove(key(i)).await.unwrap(),
+                    _ => map
+                        .put(Bytes::from(format!("new{w}-{n}")), Bytes::new())
+                        .await
+                        .unwrap(),
+                };
+                n += 1;
+            }
+            n
+        }));
+    }
+    let page_bound = PARTITIONS as usize * 1_000;
+    let mut buffered_max = 0;
+    let mut count = 0u32;
+    runtime.block_on(async {
+        while let Some((k, v)) = snapshot.next().await.unwrap() {
+            assert_eq!(k, key(count), "entry {count} out of place");
+            assert_eq!(v, value(count), "entry {count} has a later value");
+            buffered_max = buffered_max.max(snapshot.buffered());
+            count += 1;
+        }
+    });
+    stop.store(true, Ordering::Relaxed);
+    let writes: u32 = writers
+        .into_iter()
+        .map(|w| runtime.block_on(w).unwrap())
+        .sum();
+    assert_eq!(count, ENTRIES, "the snapshot returned {count} entries");
+    assert!(
+        buffered_max <= page_bound,
+        "the client held {buffered_max} entries, above a page per partition ({page_bound})"
+    );
+    assert!(writes > 0, "the writers made no progress");
+    runtime.block_on(async {
+        // The writes did happen, after the snapshot's point.
+        let size = map.size().await.unwrap();
+        assert_ne!(size, u64::from(ENTRIES) + 1, "size {size}");
+        snapshot.close().await.unwrap();
+        client.close().await;
+    });
+    eprintln!(
+        "iterated {count} entries exactly while {writes} writes ran; client held at most {buffered_max} entries (bound {page_bound})"
+    );
+    drop(runtime);
+    cluster.stop();
+}

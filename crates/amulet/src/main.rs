@@ -1,6 +1,7 @@
 //! `amulet`: start a local cluster (`amulet dev`), run one node
 //! (`amulet node`), and use a cluster (`amulet get/put/del/scan/...`).
 
+mod bench_scan;
 mod client_commands;
 mod dev;
 mod node_command;
@@ -37,6 +38,16 @@ enum Command {
     /// The ordering layer alone: three nodes multicast to two streams and
     /// show that they deliver the same values in the same order.
     OrderDemo(order_demo::OrderDemoArgs),
+    /// Benchmark snapshot iteration against a get loop on a running
+    /// cluster.
+    BenchScan(bench_scan::BenchScanArgs),
+    /// YCSB-style closed-loop benchmark (amulet-loadgen): `amulet bench --
+    /// --backend amulet --workloads put-only,a ...`.
+    Bench {
+        /// Arguments of amulet-loadgen (see `amulet bench -- --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     #[command(flatten)]
     Client(client_commands::Op),
 }
@@ -55,6 +66,10 @@ fn main() -> std::process::ExitCode {
         Command::Node(args) => node_command::run(args),
         Command::Dev(args) => dev::run(args),
         Command::OrderDemo(args) => order_demo::run(args),
+        Command::BenchScan(args) => bench_scan::run(args),
+        Command::Bench { args } => {
+            amulet_loadgen::cli::main_from(std::iter::once("amulet bench".to_string()).chain(args))
+        }
         Command::Client(op) => client_commands::run(cli.target, op),
     };
     match result {

@@ -1,0 +1,13 @@
+//! Backends measured by the load generator; see the crate docs for adding
+//! one.
+
+pub mod amulet;
+#[cfg(feature = "etcd")]
+pub mod etcd;
+pub mod memory;
+pub mod redis;
+
+/// Which of `connections` shared connections client `client` uses.
+pub fn connection_for(client: usize, connections: usize) -> usize {
+    client % connections.max(1)
+}

@@ -294,11 +294,11 @@ impl SimClient {
             (
                 Phase::Waiting {
                     call: None,
-                    command,
+                    command: MapCommand::CreateMap { .. },
                     ..
                 },
                 ClientReply::KeyspaceExists(_),
-            ) if matches!(command, MapCommand::CreateMap { .. }) => {
+            ) => {
                 self.phase = think(rng);
                 Ok(None)
             }

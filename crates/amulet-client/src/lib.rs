@@ -5,6 +5,9 @@
 //! let client = amulet_client::Client::connect(["127.0.0.1:7101"]).await?;
 //! let users = client.create_map_if_absent("users").await?;
 //! users.put("alice", "admin").await?;
+//! // Typed keys: FoundationDB tuples sort like their values.
+//! use amulet_client::tuple::{pack, Element};
+//! users.put(pack(&[Element::from("user"), Element::from(42i64)]), "x").await?;
 //! assert_eq!(users.get("alice").await?.as_deref(), Some(&b"admin"[..]));
 //! let mut all = users.snapshot().await?;
 //! while let Some((key, value)) = all.next().await? {

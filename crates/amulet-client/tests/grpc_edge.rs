@@ -393,6 +393,22 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
     assert_eq!(after, before, "the bad requests changed nothing");
     assert_eq!(client.partition_map().keyspaces.len(), 1);
     eprintln!("{count} bad map requests and 4 bad session/snapshot requests refused");
+
+    // The node counted them: GET /metrics on the client port.
+    let metrics = http_get(&address, "/metrics").await;
+    for expected in [
+        "amulet_requests_total{op=\"put\",outcome=\"InvalidArgument\"}",
+        "amulet_requests_total{op=\"put\",outcome=\"FailedPrecondition\"}",
+        "amulet_request_duration_seconds_bucket",
+        "amulet_stream_decided_below{stream=\"1\"}",
+        "amulet_replica_global_position{partition=\"1\"}",
+        "amulet_partition_map_version",
+    ] {
+        assert!(
+            metrics.contains(expected),
+            "/metrics lacks {expected}:\n{metrics}"
+        );
+    }
     client.close().await;
     for node in nodes {
         node.stop().await.unwrap();
@@ -408,4 +424,20 @@ async fn all_entries(m: &amulet_client::DMap) -> Vec<(Bytes, Bytes)> {
     }
     snapshot.close().await.unwrap();
     out
+}
+
+/// A plain HTTP/1.1 GET, as a Prometheus scraper sends it.
+async fn http_get(address: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response))
+        .await
+        .expect("the metrics answer in time")
+        .unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text
 }

@@ -2,6 +2,7 @@
 //! each request is checked and handed to the local replica it names; the
 //! replica that received it is the one that answers (DMap §III-B).
 
+use crate::metrics::Metrics;
 use crate::node_handle::{HandleError, NodeHandle, PageAnswer};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
 use amulet_api::{client_reply_to_response, command_from_op, map_to_pb};
@@ -11,6 +12,7 @@ use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -56,17 +58,41 @@ impl ClientApi {
                 let _ = s.set_nodelay(true);
             })
         });
+        let metrics = Arc::new(Metrics::new());
         let service = Service {
             me,
             addresses,
-            handle,
+            handle: handle.clone(),
+            metrics: metrics.clone(),
         };
+        // `GET /metrics` (Prometheus text format) on the same port, over
+        // HTTP/1.1 as scrapers speak it.
+        let routes = tonic::service::Routes::new(
+            AmuletServer::new(service).max_decoding_message_size(REQUEST_BYTES_MAX),
+        )
+        .into_axum_router()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let handle = handle.clone();
+                let metrics = metrics.clone();
+                async move {
+                    let stats = handle.stats().await;
+                    (
+                        [(
+                            "content-type",
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        metrics.render(stats.as_ref()),
+                    )
+                }
+            }),
+        );
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let server = tonic::transport::Server::builder()
-                .add_service(
-                    AmuletServer::new(service).max_decoding_message_size(REQUEST_BYTES_MAX),
-                )
+                .accept_http1(true)
+                .add_routes(tonic::service::Routes::from(routes))
                 .serve_with_incoming_shutdown(incoming, async {
                     let _ = stopped.await;
                 });
@@ -99,6 +125,36 @@ struct Service {
     me: NodeId,
     addresses: BTreeMap<NodeId, String>,
     handle: NodeHandle,
+    metrics: Arc<Metrics>,
+}
+
+/// The metric label of a map operation.
+fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
+    use pb::map_request::Op::*;
+    match op {
+        None => "none",
+        Some(CreateMap(_)) => "create_map",
+        Some(DropMap(_)) => "drop_map",
+        Some(Get(_)) => "get",
+        Some(ContainsKey(_)) => "contains_key",
+        Some(Put(_)) => "put",
+        Some(Remove(_)) => "remove",
+        Some(PutIfAbsent(_)) => "put_if_absent",
+        Some(Replace(_)) => "replace",
+        Some(ReplaceIfEquals(_)) => "replace_if_equals",
+        Some(RemoveIfEquals(_)) => "remove_if_equals",
+        Some(PutAll(_)) => "put_all",
+        Some(ContainsValue(_)) => "contains_value",
+        Some(Size(_)) => "size",
+        Some(IsEmpty(_)) => "is_empty",
+        Some(Clear(_)) => "clear",
+        Some(FirstEntry(_)) => "first_entry",
+        Some(LastEntry(_)) => "last_entry",
+        Some(NearestEntry(_)) => "nearest_entry",
+        Some(Range(_)) => "range",
+        Some(OpenSnapshot(_)) => "open_snapshot",
+        Some(ReleaseSnapshot(_)) => "release_snapshot",
+    }
 }
 
 fn stopped(_: HandleError) -> Status {
@@ -128,6 +184,28 @@ impl Service {
         map_version: u64,
         body: Body<amulet_dmap::MapCommand>,
     ) -> Result<Response<pb::SessionResponse>, Status> {
+        let op = match body {
+            Body::OpenSession { .. } => "open_session",
+            Body::KeepAlive { .. } => "keep_alive",
+            Body::CloseSession => "close_session",
+            Body::App(_) => "app",
+        };
+        let started = tokio::time::Instant::now();
+        let result = self.session_request_inner(session, map_version, body).await;
+        self.metrics.request(
+            op,
+            &result.as_ref().map(|_| ()).map_err(|s| s.code()),
+            started.elapsed(),
+        );
+        result
+    }
+
+    async fn session_request_inner(
+        &self,
+        session: u64,
+        map_version: u64,
+        body: Body<amulet_dmap::MapCommand>,
+    ) -> Result<Response<pb::SessionResponse>, Status> {
         if session == 0 {
             return Err(Status::invalid_argument("session id 0 is reserved"));
         }
@@ -138,6 +216,34 @@ impl Service {
         };
         self.submit(None, request).await?;
         Ok(Response::new(pb::SessionResponse {}))
+    }
+
+    async fn execute_inner(&self, r: pb::MapRequest) -> Result<Response<pb::MapResponse>, Status> {
+        let header = r
+            .header
+            .ok_or_else(|| Status::invalid_argument("the request has no header"))?;
+        let command = command_from_op(r.op)?;
+        let session = match (header.session, header.sequence) {
+            (0, _) => None,
+            (_, 0) => {
+                return Err(Status::invalid_argument(
+                    "a request in a session needs a sequence number of 1 or more",
+                ))
+            }
+            (session, sequence) => Some((SessionId(session), sequence)),
+        };
+        let request = ClientRequest {
+            map_version: MapVersion(header.map_version),
+            session,
+            body: Body::App(command),
+        };
+        match self
+            .submit(Some(PartitionId(header.partition)), request)
+            .await?
+        {
+            Some(response) => Ok(Response::new(response)),
+            None => Err(Status::internal("a map command got a session reply")),
+        }
     }
 }
 
@@ -201,32 +307,16 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::MapRequest>,
     ) -> Result<Response<pb::MapResponse>, Status> {
+        let started = tokio::time::Instant::now();
         let r = request.into_inner();
-        let header = r
-            .header
-            .ok_or_else(|| Status::invalid_argument("the request has no header"))?;
-        let command = command_from_op(r.op)?;
-        let session = match (header.session, header.sequence) {
-            (0, _) => None,
-            (_, 0) => {
-                return Err(Status::invalid_argument(
-                    "a request in a session needs a sequence number of 1 or more",
-                ))
-            }
-            (session, sequence) => Some((SessionId(session), sequence)),
-        };
-        let request = ClientRequest {
-            map_version: MapVersion(header.map_version),
-            session,
-            body: Body::App(command),
-        };
-        match self
-            .submit(Some(PartitionId(header.partition)), request)
-            .await?
-        {
-            Some(response) => Ok(Response::new(response)),
-            None => Err(Status::internal("a map command got a session reply")),
-        }
+        let op = op_name(&r.op);
+        let result = self.execute_inner(r).await;
+        self.metrics.request(
+            op,
+            &result.as_ref().map(|_| ()).map_err(|s| s.code()),
+            started.elapsed(),
+        );
+        result
     }
 
     type ReadSnapshotStream = PageStream;

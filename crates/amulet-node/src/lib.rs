@@ -11,6 +11,7 @@ pub mod config;
 mod digest;
 mod inbound;
 pub mod load;
+mod metrics;
 mod node_handle;
 mod outbound;
 mod runtime;

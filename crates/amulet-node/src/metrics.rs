@@ -1,0 +1,198 @@
+//! Prometheus metrics of a node, served as `GET /metrics` on its client
+//! API port: client requests by operation and outcome with their latency
+//! (counted as they finish), and the node's stream and replica state
+//! (read from the event loop at each scrape).
+
+use crate::node_handle::NodeStats;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
+use std::time::Duration;
+
+type G = Gauge<u64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    op: &'static str,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamLabels {
+    stream: u32,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PartitionLabels {
+    partition: u32,
+}
+
+/// The node's metrics.
+pub(crate) struct Metrics {
+    registry: Mutex<Registry>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<OpLabels, Histogram>,
+    decided_below: Family<StreamLabels, G>,
+    instances_proposed: Family<StreamLabels, G>,
+    skips_proposed: Family<StreamLabels, G>,
+    values_delivered: Family<StreamLabels, G>,
+    coordinator: Family<StreamLabels, G>,
+    global_position: Family<PartitionLabels, G>,
+    queued: Family<PartitionLabels, G>,
+    sessions: Family<PartitionLabels, G>,
+    delivered: G,
+    map_version: G,
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("amulet");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Client requests answered, by operation and outcome (ok or the gRPC status code)",
+            requests.clone(),
+        );
+        let latency = Family::<OpLabels, Histogram>::new_with_constructor(|| {
+            // 50 µs .. ~52 s.
+            Histogram::new(exponential_buckets(0.000_05, 2.0, 21))
+        });
+        registry.register(
+            "request_duration_seconds",
+            "Time from receiving a client request to answering it (ordering, execution and signals included)",
+            latency.clone(),
+        );
+        let mut gauge = |name: &str, help: &str| {
+            let family = Family::<StreamLabels, G>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let decided_below = gauge(
+            "stream_decided_below",
+            "Every instance below this was decided and delivered here",
+        );
+        let instances_proposed = gauge(
+            "stream_instances_proposed",
+            "Instances this node proposed as coordinator (cumulative)",
+        );
+        let skips_proposed = gauge(
+            "stream_skips_proposed",
+            "Skip weight this node proposed as coordinator (cumulative)",
+        );
+        let values_delivered = gauge(
+            "stream_values_delivered",
+            "Values the stream delivered here (cumulative)",
+        );
+        let coordinator = gauge(
+            "stream_coordinator",
+            "1 if this node coordinates the stream",
+        );
+        let mut partition_gauge = |name: &str, help: &str| {
+            let family = Family::<PartitionLabels, G>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let global_position = partition_gauge(
+            "replica_global_position",
+            "Global-stream commands the replica executed",
+        );
+        let queued = partition_gauge(
+            "replica_queued",
+            "Commands waiting at the replica for signals or their turn",
+        );
+        let sessions = partition_gauge("replica_sessions", "Open client sessions at the replica");
+        let delivered = G::default();
+        registry.register(
+            "delivered_values",
+            "Values delivered by the merge (cumulative)",
+            delivered.clone(),
+        );
+        let map_version = G::default();
+        registry.register(
+            "partition_map_version",
+            "Version of the partition map",
+            map_version.clone(),
+        );
+        Metrics {
+            registry: Mutex::new(registry),
+            requests,
+            latency,
+            decided_below,
+            instances_proposed,
+            skips_proposed,
+            values_delivered,
+            coordinator,
+            global_position,
+            queued,
+            sessions,
+            delivered,
+            map_version,
+        }
+    }
+
+    /// Counts one answered request.
+    pub(crate) fn request(
+        &self,
+        op: &'static str,
+        outcome: &Result<(), tonic::Code>,
+        took: Duration,
+    ) {
+        let outcome = match outcome {
+            Ok(()) => "ok".to_string(),
+            Err(code) => format!("{code:?}"),
+        };
+        self.requests
+            .get_or_create(&RequestLabels { op, outcome })
+            .inc();
+        self.latency
+            .get_or_create(&OpLabels { op })
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text exposition, with the node's state as of `stats`.
+    pub(crate) fn render(&self, stats: Option<&NodeStats>) -> String {
+        if let Some(stats) = stats {
+            self.delivered.set(stats.delivered.count);
+            self.map_version.set(stats.map_version);
+            for s in &stats.streams {
+                let l = StreamLabels { stream: s.stream };
+                self.decided_below.get_or_create(&l).set(s.decided_below);
+                self.instances_proposed
+                    .get_or_create(&l)
+                    .set(s.instances_proposed);
+                self.skips_proposed.get_or_create(&l).set(s.skips_proposed);
+                self.values_delivered
+                    .get_or_create(&l)
+                    .set(s.values_delivered);
+                self.coordinator
+                    .get_or_create(&l)
+                    .set(u64::from(s.coordinator));
+            }
+            for r in &stats.replicas {
+                let l = PartitionLabels {
+                    partition: r.partition,
+                };
+                self.global_position
+                    .get_or_create(&l)
+                    .set(r.global_position);
+                self.queued.get_or_create(&l).set(r.queued);
+                self.sessions.get_or_create(&l).set(r.sessions);
+            }
+        }
+        let mut out = String::new();
+        let registry = self.registry.lock().expect("metrics lock");
+        encode(&mut out, &registry).expect("encoding to a string cannot fail");
+        out
+    }
+}

@@ -105,17 +105,6 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
             },
         ),
         (
-            "unknown map",
-            app(
-                version,
-                MapCommand::Get {
-                    map: MapName::new("nope").unwrap(),
-                    key: mine.clone(),
-                },
-            ),
-            |r| matches!(r, ClientReply::UnknownKeyspace(name) if name == "nope"),
-        ),
-        (
             "range start above its end",
             app(version, range(bound(b"z"), bound(b"a"), 10)),
             |r| {
@@ -201,17 +190,6 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
             },
         ),
         (
-            "creating a map that exists",
-            app(
-                version,
-                MapCommand::CreateMap {
-                    map: map_name(),
-                    layout: Layout::Hash,
-                },
-            ),
-            |r| matches!(r, ClientReply::KeyspaceExists(name) if name == "m"),
-        ),
-        (
             "range layout naming an unknown partition",
             app(
                 version,
@@ -221,16 +199,6 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
                 },
             ),
             |r| matches!(r, ClientReply::Invalid(_)),
-        ),
-        (
-            "dropping an unknown map",
-            app(
-                version,
-                MapCommand::DropMap {
-                    map: MapName::new("nope").unwrap(),
-                },
-            ),
-            |r| matches!(r, ClientReply::UnknownKeyspace(_)),
         ),
         (
             "opening a session without a session id",
@@ -350,4 +318,128 @@ fn undecodable_delivered_values_are_counted_and_change_nothing() {
     };
     replica.on_deliver(stream, &forged.encode());
     assert!(replica.drain().is_empty());
+}
+
+/// DMap §III, MRP-Store §3.5.1: the partition map is replicated state
+/// changed only by the global stream, so "no such map" and "the map exists"
+/// are verdicts on it that a replica may hold in an older version than
+/// other replicas have executed. The edge does not pronounce them: it
+/// orders the command on the global stream, and the verdict comes from
+/// execution, at the same point of the order in every replica.
+#[test]
+fn section_3_keyspace_verdicts_are_ordered_not_given_at_the_edge() {
+    let mut replica = replica(1, 1, 64 << 20);
+    let (mine, _) = keys(&replica);
+    let version = replica.map().version.0;
+    let global = replica.map().global_stream;
+    type Expect = fn(&ClientReply<MapReply>) -> bool;
+    let table: Vec<(&str, ClientRequest<MapCommand>, Expect)> = vec![
+        (
+            "unknown map",
+            app(
+                version,
+                MapCommand::Get {
+                    map: MapName::new("nope").unwrap(),
+                    key: mine.clone(),
+                },
+            ),
+            |r| matches!(r, ClientReply::UnknownKeyspace(name) if name == "nope"),
+        ),
+        (
+            "creating a map that exists",
+            app(
+                version,
+                MapCommand::CreateMap {
+                    map: map_name(),
+                    layout: Layout::Hash,
+                },
+            ),
+            |r| matches!(r, ClientReply::KeyspaceExists(name) if name == "m"),
+        ),
+        (
+            "dropping an unknown map",
+            app(
+                version,
+                MapCommand::DropMap {
+                    map: MapName::new("nope").unwrap(),
+                },
+            ),
+            |r| matches!(r, ClientReply::UnknownKeyspace(_)),
+        ),
+    ];
+    for (name, request, expected) in table {
+        // Outside a session, so the verdict is the map's, not the
+        // session table's.
+        let request = ClientRequest {
+            session: None,
+            ..request
+        };
+        let id = replica.submit(0, request);
+        let Output::Propose { stream, value } = replica.drain().remove(0) else {
+            panic!("{name}: refused at the edge instead of ordered");
+        };
+        assert_eq!(stream, global, "{name}: ordered on the global stream");
+        replica.on_deliver(stream, &value);
+        let outputs = replica.drain();
+        match &outputs[..] {
+            [Output::Reply { request, reply }] => {
+                assert_eq!(*request, id, "{name}");
+                assert!(expected(reply), "{name}: got {reply:?}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(replica.map().version.0, version, "{name} changed the map");
+    }
+}
+
+/// DMap §III-B: only the replica that received a request answers it. A
+/// node hosting replicas of several partitions has each of them execute the
+/// global commands it originated; their request ids are disjoint, so a
+/// reply to one replica's request is never taken for another's.
+#[test]
+fn section_3_b_replicas_of_one_node_never_share_a_request_id() {
+    let mut p1 = replica(1, 1, 64 << 20);
+    let mut p2 = replica(1, 2, 64 << 20);
+    let version = p1.map().version.0;
+    let (_, theirs) = keys(&p1);
+    let open = request(
+        version,
+        Some((SessionId(9), 0)),
+        Body::OpenSession {
+            lease_micros: 1_000_000,
+        },
+    );
+    let id1 = p1.submit(0, open);
+    let id2 = p2.submit(
+        0,
+        request(
+            version,
+            None,
+            Body::App(MapCommand::Get {
+                map: map_name(),
+                key: theirs,
+            }),
+        ),
+    );
+    assert_ne!(id1, id2, "request ids of one node's replicas collide");
+    let Output::Propose { stream, value } = p1.drain().remove(0) else {
+        panic!("the session opening is proposed");
+    };
+    p2.drain();
+    p1.on_deliver(stream, &value);
+    p2.on_deliver(stream, &value);
+    assert!(
+        p1.drain()
+            .iter()
+            .any(|o| matches!(o, Output::Reply { request, reply: ClientReply::SessionOk } if *request == id1)),
+        "the receiving replica answers"
+    );
+    for output in p2.drain() {
+        if let Output::Reply { request, .. } = output {
+            assert_ne!(
+                request, id2,
+                "partition 2 answered its pending request with partition 1's reply"
+            );
+        }
+    }
 }

@@ -162,6 +162,7 @@ impl<S: StateMachine> Replica<S> {
     /// A replica starting from `map` and `state` (the initial
     /// configuration, or a checkpoint).
     pub fn new(config: ReplicaConfig, map: PartitionMap, state: S) -> Replica<S> {
+        let partition_bits = config.partition.0;
         assert!(
             map.partitions.contains_key(&config.partition),
             "{} is not in the partition map",
@@ -180,7 +181,11 @@ impl<S: StateMachine> Replica<S> {
             early_signals: BTreeMap::new(),
             signal_cache: BTreeMap::new(),
             signal_cache_bytes: 0,
-            next_request: 1,
+            // Disjoint per partition: every replica of a node answers the
+            // global commands that node originated, so a node hosting
+            // several partitions must be able to tell which replica's
+            // request a reply is for.
+            next_request: (u64::from(partition_bits) << 40) + 1,
             now_micros: 0,
             undecodable: 0,
             outputs: Vec::new(),
@@ -304,12 +309,26 @@ impl<S: StateMachine> Replica<S> {
         if request.map_version > self.map.version {
             return Err(ClientReply::Behind);
         }
-        self.check_keyspace_request(command)?;
         if request.map_version < self.map.version {
             return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
         }
+        // "No such map" and "the map exists" are verdicts on the partition
+        // map, which this replica may hold in an older version than others
+        // have executed: refused here, a map created a moment ago could be
+        // denied to a client that saw it created elsewhere. Such commands
+        // are ordered on the global stream instead, and every replica
+        // judges them at the same point of the order (`execute_app`).
+        match self.check_keyspace_request(command) {
+            Err(ClientReply::UnknownKeyspace(_) | ClientReply::KeyspaceExists(_)) => {
+                return Ok(self.map.global_stream)
+            }
+            other => other?,
+        }
         let placement = S::placement(command);
-        let involved = self.involved(&placement)?;
+        let involved = match self.involved(&placement) {
+            Err(ClientReply::UnknownKeyspace(_)) => return Ok(self.map.global_stream),
+            other => other?,
+        };
         if !involved.contains(&self.config.partition) {
             return Err(ClientReply::NotAReplica(Box::new(self.map.clone())));
         }

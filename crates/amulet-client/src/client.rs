@@ -478,30 +478,6 @@ impl Client {
                     Some(ErrorKind::SessionExpired) => slot.open = false,
                     _ => {}
                 }
-                if status.code() == Code::NotFound && command.map().is_some() {
-                    // "No such map" from a replica that may not have
-                    // executed the map's creation yet: if another node's
-                    // map has it, resend with that newer version (a
-                    // lagging replica then answers "behind").
-                    let before = self.map_version();
-                    self.refresh_map().await;
-                    let name = command.map().map(|m| m.as_str().to_string());
-                    let known = name.is_some_and(|n| {
-                        self.inner
-                            .routing
-                            .read()
-                            .expect("routing lock")
-                            .map
-                            .keyspaces
-                            .contains_key(&n)
-                    });
-                    if known && self.map_version() > before {
-                        return Attempt::Retry {
-                            maybe_applied: false,
-                            why: status.message().to_string(),
-                        };
-                    }
-                }
                 self.on_status(status)
             }
             Err(_) => Attempt::Retry {

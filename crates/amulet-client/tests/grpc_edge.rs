@@ -8,19 +8,9 @@
 use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
 use amulet_api::{error_kind, ErrorKind};
 use amulet_client::{Bytes, Client};
-use amulet_node::{local_dmap_cluster_toml, Node, NodeConfig};
+use amulet_node::{free_local_ports, local_dmap_cluster_toml, Node, NodeConfig};
 use std::time::Duration;
 use tonic::Code;
-
-fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
 
 fn map(name: &str) -> String {
     name.to_string()
@@ -30,7 +20,7 @@ fn map(name: &str) -> String {
 async fn bad_requests_get_their_documented_status_and_change_nothing() {
     let dir = std::env::temp_dir().join(format!("amulet-grpc-edge-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_ports(6);
+    let ports = free_local_ports(6).unwrap();
     let (peers, clients) = ports.split_at(3);
     let mut nodes = Vec::new();
     for node in 1..=3u32 {

@@ -178,6 +178,17 @@ impl Service {
         client_reply_to_response(reply)
     }
 
+    /// Counts an answered request and its latency.
+    fn record<T>(
+        &self,
+        op: &'static str,
+        started: tokio::time::Instant,
+        result: &Result<T, Status>,
+    ) {
+        let outcome = result.as_ref().map(|_| ()).map_err(|s| s.code());
+        self.metrics.request(op, &outcome, started.elapsed());
+    }
+
     async fn session_request(
         &self,
         session: u64,
@@ -192,11 +203,7 @@ impl Service {
         };
         let started = tokio::time::Instant::now();
         let result = self.session_request_inner(session, map_version, body).await;
-        self.metrics.request(
-            op,
-            &result.as_ref().map(|_| ()).map_err(|s| s.code()),
-            started.elapsed(),
-        );
+        self.record(op, started, &result);
         result
     }
 
@@ -311,11 +318,7 @@ impl pb::amulet_server::Amulet for Service {
         let r = request.into_inner();
         let op = op_name(&r.op);
         let result = self.execute_inner(r).await;
-        self.metrics.request(
-            op,
-            &result.as_ref().map(|_| ()).map_err(|s| s.code()),
-            started.elapsed(),
-        );
+        self.record(op, started, &result);
         result
     }
 

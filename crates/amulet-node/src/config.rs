@@ -349,6 +349,19 @@ pub fn local_cluster_toml(
     text
 }
 
+/// `count` ports on 127.0.0.1 that were free a moment ago (bound together
+/// with port 0, then released for nodes to take; another process could take
+/// one in between, which makes a node fail to start with a clear error).
+pub fn free_local_ports(count: usize) -> std::io::Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
 /// The configuration of node `node` (1-based) in a local DMap cluster:
 /// one node per entry of `peer_ports`, each serving the client API on the
 /// matching entry of `client_ports`; stream 1 is the global stream and

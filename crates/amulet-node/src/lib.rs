@@ -18,7 +18,9 @@ mod runtime;
 mod storage_setup;
 mod transport;
 
-pub use config::{local_cluster_toml, local_dmap_cluster_toml, ConfigError, NodeConfig};
+pub use config::{
+    free_local_ports, local_cluster_toml, local_dmap_cluster_toml, ConfigError, NodeConfig,
+};
 pub use digest::{common_prefix, DigestPoint, CHECKPOINT_EVERY_VALUES};
 pub use load::{LoadReport, LoadSpec};
 pub use node_handle::{

@@ -372,7 +372,7 @@ impl EventLoop {
                     }
                     None => {
                         let answer = match self.current_map() {
-                            Some(map) => ClientReply::NotAReplica(Box::new(map)),
+                            Some(map) => ClientReply::NotAReplica(Box::new(map.clone())),
                             None => ClientReply::Invalid(
                                 "this cluster serves no DMap ([smr] is not configured)".into(),
                             ),
@@ -382,7 +382,7 @@ impl EventLoop {
                 }
             }
             Command::PartitionMap(reply) => {
-                let _ = reply.send(self.current_map());
+                let _ = reply.send(self.current_map().cloned());
             }
             Command::SnapshotPage {
                 partition,
@@ -465,13 +465,12 @@ impl EventLoop {
 
     /// The newest partition map a local replica has executed, or the
     /// configured one.
-    fn current_map(&self) -> Option<PartitionMap> {
+    fn current_map(&self) -> Option<&PartitionMap> {
         self.replicas
             .values()
             .map(|r| r.map())
             .max_by_key(|m| m.version)
             .or(self.partition_map.as_ref())
-            .cloned()
     }
 
     fn replica_status(&self) -> Vec<ReplicaStatus> {

@@ -10,9 +10,6 @@ use amulet_types::{MapVersion, PartitionId, SessionId};
 use bytes::Bytes;
 use std::time::Duration;
 
-mod common;
-use common::free_ports;
-
 const SMR: &str =
     "\n[smr]\nglobal_stream = 1\n\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1, 2, 3]\n";
 
@@ -38,7 +35,7 @@ async fn ask(handle: &NodeHandle, request: ClientRequest<MapCommand>) -> ClientR
 async fn three_nodes_serve_a_linearizable_map() {
     let dir = std::env::temp_dir().join(format!("amulet-dmap-in-process-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_ports(3);
+    let ports = amulet_node::free_local_ports(3).unwrap();
     let mut nodes = Vec::new();
     for node in 1..=3u32 {
         let data_dir = dir.join(format!("node-{node}"));

@@ -6,8 +6,6 @@ use amulet_types::StreamId;
 use bytes::Bytes;
 use std::time::Duration;
 
-mod common;
-use common::free_ports;
 use tokio::sync::mpsc;
 
 const VALUES_PER_NODE: usize = 200;
@@ -16,7 +14,7 @@ const VALUES_PER_NODE: usize = 200;
 async fn handles_multicast_and_every_node_delivers_the_same_order() {
     let dir = std::env::temp_dir().join(format!("amulet-in-process-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_ports(3);
+    let ports = amulet_node::free_local_ports(3).unwrap();
     let mut nodes = Vec::new();
     let mut receivers = Vec::new();
     for node in 1..=3u32 {

@@ -3,7 +3,7 @@
 //! small load, prints what every node delivered once a second, then stops
 //! them and shows that their delivery orders agree.
 
-use amulet_node::{common_prefix, local_cluster_toml, DigestPoint};
+use amulet_node::{common_prefix, free_local_ports, local_cluster_toml, DigestPoint};
 use anyhow::Context;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader};
@@ -73,7 +73,7 @@ pub fn run(args: OrderDemoArgs) -> anyhow::Result<()> {
         std::env::temp_dir().join(format!("amulet-order-demo-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let ports = free_ports(NODES)?;
+    let ports = free_local_ports(NODES)?;
     let exe = std::env::current_exe().context("cannot find the amulet executable")?;
     println!(
         "amulet order-demo: {NODES} nodes, {STREAMS} streams, {} storage, in {}",
@@ -241,19 +241,6 @@ fn follow_status(stdout: std::process::ChildStdout, delivered: &AtomicU64) {
             delivered.store(count, Ordering::Relaxed);
         }
     }
-}
-
-/// Ports free on 127.0.0.1 right now (bound to port 0 together, then
-/// released; another process could take one in between, which only makes
-/// a node fail to start with a clear error).
-pub fn free_ports(count: usize) -> anyhow::Result<Vec<u16>> {
-    let listeners = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<Vec<_>, _>>()?)
 }
 
 /// A flag set by Ctrl-C.

@@ -13,7 +13,7 @@
 
 use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
 use amulet_client::{Bytes, Client, ClientConfig, Error};
-use amulet_node::local_dmap_cluster_toml;
+use amulet_node::{free_local_ports, local_dmap_cluster_toml};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -40,22 +40,12 @@ impl Drop for Cluster {
     }
 }
 
-fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
-
 impl Cluster {
     fn start(name: &str) -> Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-dmap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let ports = free_ports(2 * NODES as usize);
+        let ports = free_local_ports(2 * NODES as usize).unwrap();
         let mut cluster = Cluster {
             dir,
             peer_ports: ports[..NODES as usize].to_vec(),

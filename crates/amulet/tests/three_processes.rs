@@ -3,7 +3,7 @@
 //! Every child is killed on every path (guard with Drop), and every wait
 //! is bounded.
 
-use amulet_node::{common_prefix, local_cluster_toml, DigestPoint};
+use amulet_node::{common_prefix, free_local_ports, local_cluster_toml, DigestPoint};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -31,16 +31,6 @@ impl Drop for Cluster {
     }
 }
 
-fn free_ports(count: usize) -> Vec<u16> {
-    let listeners: Vec<_> = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
-
 impl Cluster {
     /// Starts three nodes with load on both streams for `duration_ms`.
     fn start(name: &str, storage: &str, duration_ms: u64, warmup_ms: u64) -> Cluster {
@@ -58,7 +48,7 @@ impl Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let ports = free_ports(NODES as usize);
+        let ports = free_local_ports(NODES as usize).unwrap();
         let mut cluster = Cluster {
             dir: dir.clone(),
             ports: ports.clone(),

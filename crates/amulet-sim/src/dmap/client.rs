@@ -287,11 +287,8 @@ impl SimClient {
                     ..
                 },
                 ClientReply::UnknownKeyspace(_),
-            ) => {
-                self.phase = think(rng);
-                Ok(None)
-            }
-            (
+            )
+            | (
                 Phase::Waiting {
                     call: None,
                     command: MapCommand::CreateMap { .. },
@@ -325,19 +322,15 @@ impl SimClient {
                     self.phase = think(rng);
                     Ok(None)
                 }
-                ClientReply::Behind => {
-                    // Nothing was ordered: resend (maybe elsewhere).
-                    self.phase = Phase::Waiting {
-                        call,
-                        command: command.clone(),
-                        sent_at: now,
-                        reopen: false,
-                    };
-                    Ok(Some(self.command_request(&command, rng)))
-                }
-                ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) => {
-                    if map.version > self.map.version {
-                        self.map = *map;
+                reply @ (ClientReply::Behind
+                | ClientReply::StaleMap(_)
+                | ClientReply::NotAReplica(_)) => {
+                    // Nothing was ordered: adopt a newer map if given, and
+                    // resend (maybe elsewhere).
+                    if let ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) = reply {
+                        if map.version > self.map.version {
+                            self.map = *map;
+                        }
                     }
                     self.phase = Phase::Waiting {
                         call,

@@ -1,0 +1,66 @@
+"""The seven RPCs of the Amulet service, bound by hand to a channel (see
+setup.py for why the service stubs are not generated)."""
+
+from __future__ import annotations
+
+import grpc
+
+from amulet.v1 import amulet_pb2 as pb
+
+# Largest reply accepted: a range read of many large values (as in the
+# Rust client).
+REPLY_BYTES_MAX = 256 * 1024 * 1024
+
+_SERVICE = "/amulet.v1.Amulet/"
+
+
+class AmuletStub:
+    """Callables for the service's methods on one channel."""
+
+    def __init__(self, channel: grpc.Channel):
+        def unary(name, request, reply):
+            return channel.unary_unary(
+                _SERVICE + name,
+                request_serializer=request.SerializeToString,
+                response_deserializer=reply.FromString,
+            )
+
+        self.GetPartitionMap = unary("GetPartitionMap", pb.GetPartitionMapRequest, pb.PartitionMap)
+        self.OpenSession = unary("OpenSession", pb.OpenSessionRequest, pb.SessionResponse)
+        self.KeepAlive = unary("KeepAlive", pb.OpenSessionRequest, pb.SessionResponse)
+        self.CloseSession = unary("CloseSession", pb.CloseSessionRequest, pb.SessionResponse)
+        self.Execute = unary("Execute", pb.MapRequest, pb.MapResponse)
+        self.Status = unary("Status", pb.StatusRequest, pb.StatusResponse)
+        self.ReadSnapshot = channel.unary_stream(
+            _SERVICE + "ReadSnapshot",
+            request_serializer=pb.ReadSnapshotRequest.SerializeToString,
+            response_deserializer=pb.SnapshotPage.FromString,
+        )
+
+
+def open_channel(address: str) -> grpc.Channel:
+    """An insecure channel to ``address`` (host:port)."""
+    return grpc.insecure_channel(
+        address,
+        options=[
+            ("grpc.max_receive_message_length", REPLY_BYTES_MAX),
+            ("grpc.max_send_message_length", REPLY_BYTES_MAX),
+            # Fail fast and retry elsewhere rather than waiting out a
+            # long reconnect backoff after a node restarts.
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+            ("grpc.enable_retries", 0),
+        ],
+    )
+
+
+def error_kind(error: grpc.RpcError) -> str | None:
+    """The ``amulet-error`` metadata value of a failed call, if any."""
+    try:
+        metadata = error.trailing_metadata() or ()
+    except Exception:  # noqa: BLE001 - not every RpcError carries metadata
+        return None
+    for key, value in metadata:
+        if key == "amulet-error":
+            return value.decode() if isinstance(value, bytes) else value
+    return None

@@ -1,0 +1,382 @@
+"""The client: partition-map cache, routing, sessions and retries.
+
+It follows the Rust client (``crates/amulet-client/src/client.rs``), the
+reference implementation of the client protocol of
+``proto/amulet/v1/amulet.proto``:
+
+- the partition map is cached and fetched again when a node answers
+  ``stale-map`` or ``not-a-replica``, or after a map is created or dropped;
+- each operation goes to a random replica of the first partition it
+  involves, stamped with the cached map version;
+- each operation runs in a session (random id) at the session's next
+  sequence number, one operation in flight per session; after
+  DEADLINE_EXCEEDED, UNAVAILABLE, a timeout or ``behind`` it is resent with
+  the *same* sequence, so it applies at most once however often it is sent;
+- ``session-expired`` reopens the session; a session idle for half its
+  lease is renewed with KeepAlive before it is used again.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from typing import Iterable
+
+import grpc
+
+from amulet import errors
+from amulet._rpc import AmuletStub, error_kind, open_channel
+from amulet.routing import Placement, Routing
+from amulet.sessions import SessionPool, SessionSlot
+from amulet.v1 import amulet_pb2 as pb
+
+# Pause between attempts, doubled up to BACKOFF_MAX (seconds).
+BACKOFF_MIN = 0.01
+BACKOFF_MAX = 0.5
+
+# 1 to 128 ASCII letters, digits, '_', '-', '.' (crates/amulet-dmap/src/map_name.rs).
+MAP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+# Ops that change no state: an abandoned resend of one leaves nothing unknown.
+READ_ONLY_OPS = frozenset(
+    {
+        "get",
+        "contains_key",
+        "contains_value",
+        "size",
+        "is_empty",
+        "first_entry",
+        "last_entry",
+        "nearest_entry",
+        "range",
+    }
+)
+
+# Retried statuses without an amulet-error kind: the request may have taken
+# effect (the same sequence makes a resend safe).
+_RETRY_CODES = frozenset(
+    {
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.UNKNOWN,
+    }
+)
+
+
+class _Retry(Exception):
+    """One attempt failed in a way the protocol retries."""
+
+    def __init__(self, why: str, maybe_applied: bool):
+        super().__init__(why)
+        self.maybe_applied = maybe_applied
+
+
+def check_map_name(name: str) -> str:
+    if not isinstance(name, str) or not MAP_NAME.fullmatch(name):
+        raise errors.InvalidArgument(
+            f"bad map name {name!r}: use 1 to 128 ASCII letters, digits, '_', '-' or '.'"
+        )
+    return name
+
+
+class Client:
+    """A connection to an Amulet cluster, shared freely between threads.
+
+    ``seeds`` are client API addresses (``host:port``) of any nodes; the
+    rest are learned from the partition map. Use it as a context manager
+    (or call ``close()``) to close its sessions and channels.
+
+    Timeouts are in seconds: ``attempt_timeout`` bounds one request before
+    it is resent elsewhere, ``operation_timeout`` an operation with all its
+    retries.
+    """
+
+    def __init__(
+        self,
+        seeds: str | Iterable[str],
+        *,
+        attempt_timeout: float = 2.0,
+        operation_timeout: float = 30.0,
+        session_lease: float = 120.0,
+        snapshot_lease: float = 300.0,
+        page_entries: int = 1000,
+        range_entries: int = 1000,
+    ):
+        self.seeds = [seeds] if isinstance(seeds, str) else list(seeds)
+        if not self.seeds:
+            raise errors.InvalidArgument("no seed address given")
+        self.attempt_timeout = attempt_timeout
+        self.operation_timeout = operation_timeout
+        self.session_lease = session_lease
+        self.snapshot_lease = snapshot_lease
+        self.page_entries = page_entries
+        self.range_entries = range_entries
+        self._lock = threading.Lock()
+        self._channels: dict[str, tuple[grpc.Channel, AmuletStub]] = {}
+        self._sessions = SessionPool()
+        self._closed = False
+        self._routing = self._connect()
+
+    # ---- lifecycle -------------------------------------------------------
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the idle sessions (best effort: they would expire anyway)
+        and every channel."""
+        if self._closed:
+            return
+        self._closed = True
+        for slot in self._sessions.drain():
+            if not slot.open:
+                continue
+            try:
+                _, stub = self._any_node()
+                stub.CloseSession(
+                    pb.CloseSessionRequest(session=slot.id, map_version=self._routing.version),
+                    timeout=self.attempt_timeout,
+                )
+            except (grpc.RpcError, errors.AmuletError):
+                pass
+        with self._lock:
+            channels, self._channels = self._channels, {}
+        for channel, _ in channels.values():
+            channel.close()
+
+    # ---- maps ------------------------------------------------------------
+
+    def map(self, name: str, *, key_codec=None, value_codec=None):
+        """A ``MutableMapping`` view of the map ``name`` (which need not exist
+        yet), with typed keys (default: one tuple-layer element) and values
+        (default: bytes). See ``amulet.codecs``."""
+        from amulet.map import AmuletMap
+
+        return AmuletMap(self.bytes_map(name), key_codec=key_codec, value_codec=value_codec)
+
+    def bytes_map(self, name: str):
+        """The byte-level API of the map ``name``: one request per call."""
+        from amulet.bytemap import ByteMap
+
+        return ByteMap(self, check_map_name(name))
+
+    def create_map(self, name: str, *, ranges=None, key_codec=None, value_codec=None):
+        """Creates the map ``name`` and returns ``map(name)``.
+
+        Without ``ranges`` it is hash-partitioned. ``ranges`` is a list of
+        ``(start_key: bytes, partition_id)``, sorted, the first starting at
+        ``b""``: a range-partitioned map whose keys from each start up to the
+        next live in that partition. Raises ``AlreadyExists``.
+        """
+        layout = pb.Layout(hash=pb.HashLayout())
+        if ranges is not None:
+            layout = pb.Layout(
+                range=pb.RangeLayout(
+                    splits=[pb.RangeSplit(start_key=bytes(k), partition=p) for k, p in ranges]
+                )
+            )
+        self.execute("create_map", pb.CreateMap(map=check_map_name(name), layout=layout), Placement(None, "all"))
+        return self.map(name, key_codec=key_codec, value_codec=value_codec)
+
+    def create_map_if_absent(self, name: str, *, key_codec=None, value_codec=None):
+        """The map ``name``, created (hash-partitioned) if it does not exist."""
+        try:
+            return self.create_map(name, key_codec=key_codec, value_codec=value_codec)
+        except errors.AlreadyExists:
+            return self.map(name, key_codec=key_codec, value_codec=value_codec)
+
+    def drop_map(self, name: str) -> None:
+        """Drops the map ``name`` and its entries. Raises ``NotFound``."""
+        self.execute("drop_map", pb.DropMap(map=check_map_name(name)), Placement(None, "all"))
+
+    # ---- cluster ---------------------------------------------------------
+
+    def partition_map(self) -> Routing:
+        """The cached partition map (do not modify it)."""
+        return self._routing
+
+    def status(self, address: str) -> pb.StatusResponse:
+        """The Status of the node at ``address``."""
+        try:
+            return self._stub(address).Status(pb.StatusRequest(), timeout=self.attempt_timeout)
+        except grpc.RpcError as e:
+            raise errors.from_status(e.code(), e.details() or "") from None
+
+    def refresh_map(self, address: str | None = None) -> None:
+        """Fetches the partition map (from ``address``, or any node) and
+        keeps it if it is not older than the cached one."""
+        try:
+            if address is None:
+                address, _ = self._any_node()
+            routing = self._fetch_map(address)
+        except (grpc.RpcError, errors.AmuletError, ValueError):
+            return
+        with self._lock:
+            if routing.version >= self._routing.version:
+                self._routing = routing
+
+    # ---- the protocol ----------------------------------------------------
+
+    def execute(self, op: str, message, placement: Placement) -> pb.MapResponse:
+        """Runs one map request (``op`` is the MapRequest oneof field, e.g.
+        ``"put"``) in a session, retrying as the protocol allows; returns the
+        MapResponse or raises an ``AmuletError``."""
+        if self._closed:
+            raise errors.AmuletError("the client is closed")
+        slot = self._sessions.take()
+        address = None
+        try:
+            response, address = self._execute_in(slot, op, message, placement)
+            return response
+        finally:
+            # The sequence is used up whatever happened: a later operation
+            # must not be mistaken for a resend of this one.
+            slot.next_sequence += 1
+            self._sessions.give_back(slot)
+            if op in ("create_map", "drop_map"):
+                # The map version moved; the node that answered has the new
+                # map, so later requests carry its version and replicas not
+                # there yet answer "behind" rather than "no such map".
+                self.refresh_map(address)
+
+    def _execute_in(self, slot: SessionSlot, op: str, message, placement: Placement):
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = BACKOFF_MIN
+        maybe_applied = False
+        while True:
+            try:
+                self._ensure_session(slot)
+                return self._attempt(slot, op, message, placement)
+            except _Retry as retry:
+                maybe_applied |= retry.maybe_applied
+                last = str(retry)
+            if time.monotonic() + backoff >= deadline:
+                why = f"gave up after {self.operation_timeout}s: {last}"
+                if maybe_applied and op not in READ_ONLY_OPS:
+                    raise errors.OutcomeUnknown(why)
+                raise errors.Unavailable(why)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _ensure_session(self, slot: SessionSlot) -> None:
+        """Opens the session, or renews it with KeepAlive if half its lease
+        has passed since it was last renewed."""
+        if slot.open and time.monotonic() - slot.renewed <= self.session_lease / 2:
+            return
+        address, stub = self._any_node()
+        request = pb.OpenSessionRequest(
+            session=slot.id,
+            lease_micros=int(self.session_lease * 1_000_000),
+            map_version=self._routing.version,
+        )
+        call = stub.KeepAlive if slot.open else stub.OpenSession
+        sent = time.monotonic()
+        try:
+            call(request, timeout=self.attempt_timeout)
+        except grpc.RpcError as e:
+            self._on_error(e, slot, address)
+        slot.open = True
+        slot.renewed = sent
+
+    def _attempt(self, slot: SessionSlot, op: str, message, placement: Placement):
+        routing = self._routing
+        partition = routing.first_partition(placement)
+        replicas = routing.replica_addresses(partition)
+        if not replicas:
+            raise errors.ProtocolError(f"no address for a replica of partition {partition}")
+        address = random.choice(replicas)
+        request = pb.MapRequest(
+            header=pb.RequestHeader(
+                map_version=routing.version,
+                partition=partition,
+                session=slot.id,
+                sequence=slot.next_sequence,
+            ),
+            **{op: message},
+        )
+        try:
+            response = self._stub(address).Execute(request, timeout=self.attempt_timeout)
+        except grpc.RpcError as e:
+            self._on_error(e, slot, address)
+        return response, address
+
+    def _on_error(self, error: grpc.RpcError, slot: SessionSlot, address: str):
+        """Raises _Retry for what the protocol retries, else the final error."""
+        code, message, kind = error.code(), error.details() or "", error_kind(error)
+        if kind in ("stale-map", "not-a-replica"):
+            self.refresh_map()
+            raise _Retry(f"{address}: {message}", maybe_applied=False)
+        if kind == "session-expired":
+            slot.open = False
+            raise _Retry(f"{address}: {message}", maybe_applied=False)
+        if kind == "behind":
+            raise _Retry(f"{address}: {message}", maybe_applied=False)
+        if kind == "stale-sequence":
+            raise errors.ProtocolError("the session ran ahead of this client", code)
+        if kind == "reply-lost":
+            raise errors.OutcomeUnknown(message, code)
+        if code in _RETRY_CODES:
+            raise _Retry(f"{address}: {code.name}: {message}", maybe_applied=True)
+        raise errors.from_status(code, message)
+
+    # ---- channels and the map --------------------------------------------
+
+    def _stub(self, address: str) -> AmuletStub:
+        """The stub of ``address``'s channel, opened once and reused (gRPC
+        channels are thread-safe and multiplex calls)."""
+        with self._lock:
+            entry = self._channels.get(address)
+            if entry is None:
+                channel = open_channel(address)
+                entry = (channel, AmuletStub(channel))
+                self._channels[address] = entry
+            return entry[1]
+
+    def _any_node(self) -> tuple[str, AmuletStub]:
+        addresses = list(self._routing.addresses.values()) or self.seeds
+        address = random.choice(addresses)
+        return address, self._stub(address)
+
+    def _fetch_map(self, address: str) -> Routing:
+        message = self._stub(address).GetPartitionMap(
+            pb.GetPartitionMapRequest(), timeout=self.attempt_timeout
+        )
+        return Routing.from_pb(message)
+
+    def _connect(self) -> Routing:
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = BACKOFF_MIN
+        last = ""
+        while True:
+            for seed in self.seeds:
+                try:
+                    return self._fetch_map(seed)
+                except grpc.RpcError as e:
+                    last = f"{seed}: {e.code().name}: {e.details()}"
+                except ValueError as e:
+                    last = f"{seed}: {e}"
+            if time.monotonic() + backoff >= deadline:
+                self.close()
+                raise errors.Unavailable(f"no seed answered with a partition map ({last})")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    # ---- snapshots (used by amulet.snapshot) -------------------------------
+
+    def _read_snapshot(self, partition: int, snapshot: int, after: bytes | None):
+        """A stream of one partition's pages of a snapshot, after ``after``,
+        from a random replica. The stream's deadline is the snapshot lease:
+        the snapshot is gone by then anyway."""
+        replicas = self._routing.replica_addresses(partition)
+        if not replicas:
+            raise errors.ProtocolError(f"no address for a replica of partition {partition}")
+        request = pb.ReadSnapshotRequest(partition=partition, snapshot=snapshot, page_size=self.page_entries)
+        if after is not None:
+            request.after = after
+        return self._stub(random.choice(replicas)).ReadSnapshot(request, timeout=self.snapshot_lease)

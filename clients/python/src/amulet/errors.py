@@ -1,0 +1,100 @@
+"""What an operation can fail with, after the client's own retries.
+
+Every server error is an ``AmuletError``; the subclass says what happened
+and whether the operation may have taken effect. The table mirrors the
+status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
+``amulet_client::Error``::
+
+    AmuletError
+    ├── InvalidArgument     INVALID_ARGUMENT, OUT_OF_RANGE; also a ValueError
+    ├── NotFound            NOT_FOUND (unknown map or snapshot)
+    ├── AlreadyExists       ALREADY_EXISTS (create_map of an existing map)
+    ├── ResourceExhausted   RESOURCE_EXHAUSTED (too many open snapshots)
+    ├── OutcomeUnknown      the write may or may not have taken effect
+    ├── Unavailable         no node answered before the deadline
+    └── ProtocolError       a node answered something this client cannot use
+
+All but ``OutcomeUnknown`` (and ``Unavailable`` after a write was sent)
+changed nothing. Python-level misuse raises the usual built-ins instead:
+``KeyError`` for a missing key in ``m[k]`` / ``del m[k]``, ``TypeError`` for
+a key or value a codec cannot encode.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+__all__ = [
+    "AmuletError",
+    "InvalidArgument",
+    "NotFound",
+    "AlreadyExists",
+    "ResourceExhausted",
+    "OutcomeUnknown",
+    "Unavailable",
+    "ProtocolError",
+    "from_status",
+]
+
+
+class AmuletError(Exception):
+    """Base class of every error the cluster or the protocol reports.
+
+    ``code`` is the final gRPC status code (``None`` when no node answered
+    or the client refused the request itself).
+    """
+
+    def __init__(self, message: str, code: grpc.StatusCode | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class InvalidArgument(AmuletError, ValueError):
+    """The request is invalid (key or value too large, bad range, bad map
+    name, ...); nothing changed."""
+
+
+class NotFound(AmuletError):
+    """No such map or snapshot; nothing changed."""
+
+
+class AlreadyExists(AmuletError):
+    """The map exists already; nothing changed."""
+
+
+class ResourceExhausted(AmuletError):
+    """A limit of the cluster was reached (open snapshots); nothing changed."""
+
+
+class OutcomeUnknown(AmuletError):
+    """The operation may or may not have taken effect: the deadline passed
+    while it was being resent, or part of its reply was lost after it took
+    effect."""
+
+
+class Unavailable(AmuletError):
+    """No node could be reached before the deadline."""
+
+
+class ProtocolError(AmuletError):
+    """A node answered something this client does not understand."""
+
+
+_BY_CODE = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.UNKNOWN: OutcomeUnknown,
+    grpc.StatusCode.DEADLINE_EXCEEDED: OutcomeUnknown,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+}
+
+
+def from_status(code: grpc.StatusCode, message: str) -> AmuletError:
+    """The error a final status means."""
+    kind = _BY_CODE.get(code)
+    if kind is None:
+        return ProtocolError(f"{code.name}: {message}", code)
+    return kind(message, code)

@@ -1,0 +1,117 @@
+"""Snapshot iterators (DMap §III-B): a snapshot is opened through the global
+stream at one point of the order; every partition's part is then streamed in
+pages, each partition from a random replica, and merged here in key order.
+The iterator holds at most one page per partition, whatever the map's size.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+import grpc
+
+from amulet import errors
+from amulet.routing import Placement
+from amulet.v1 import amulet_pb2 as pb
+
+# Stream errors that are the snapshot's (released, expired, bad request),
+# not the replica's: no other replica would answer differently.
+_FINAL = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT})
+
+
+class _Source:
+    """One partition's part of the snapshot."""
+
+    def __init__(self, partition: int):
+        self.partition = partition
+        self.stream = None
+        self.page: deque = deque()
+        # Last key taken from this partition: where a broken stream resumes.
+        self.resume_after: bytes | None = None
+        # The partition's last page was received.
+        self.finished = False
+
+
+class Snapshot:
+    """An open snapshot of a map, iterated once in ascending key order as
+    ``(key, value)`` pairs of bytes. A context manager: leaving it (or
+    ``close()``) releases the snapshot in the cluster; its lease frees it
+    anyway."""
+
+    def __init__(self, client, snapshot_id: int, partitions: list[int]):
+        self.client = client
+        self.id = snapshot_id
+        self._sources = [_Source(p) for p in partitions]
+        self._released = False
+
+    def __repr__(self) -> str:
+        return f"Snapshot({self.id})"
+
+    def __enter__(self) -> "Snapshot":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __iter__(self) -> "Snapshot":
+        return self
+
+    def buffered(self) -> int:
+        """Entries held in this iterator now (at most a page per partition)."""
+        return sum(len(s.page) for s in self._sources)
+
+    def __next__(self) -> tuple[bytes, bytes]:
+        for source in self._sources:
+            if not source.page and not source.finished:
+                self._refill(source)
+        least = None
+        for source in self._sources:
+            if source.page and (least is None or source.page[0].key < least.page[0].key):
+                least = source
+        if least is None:
+            raise StopIteration
+        entry = least.page.popleft()
+        least.resume_after = entry.key
+        return entry.key, entry.value
+
+    def _refill(self, source: _Source) -> None:
+        """Reads the source's next page, reopening its stream at another
+        replica (after the last key taken) if it broke."""
+        deadline = time.monotonic() + self.client.operation_timeout
+        backoff = 0.01
+        while True:
+            try:
+                if source.stream is None:
+                    source.stream = self.client._read_snapshot(source.partition, self.id, source.resume_after)
+                page: pb.SnapshotPage = next(source.stream)
+                source.finished = page.last
+                source.page = deque(page.entries)
+                if source.finished:
+                    source.stream = None
+                if source.page or source.finished:
+                    return
+                continue
+            except StopIteration:
+                # Ended without a last page: the replica went away.
+                why = "the stream ended early"
+            except grpc.RpcError as e:
+                if e.code() in _FINAL:
+                    raise errors.from_status(e.code(), e.details() or "") from None
+                why = f"{e.code().name}: {e.details()}"
+            source.stream = None
+            if time.monotonic() + backoff >= deadline:
+                raise errors.Unavailable(f"reading snapshot {self.id} of partition {source.partition}: {why}")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+
+    def close(self) -> None:
+        """Releases the snapshot in the cluster (once)."""
+        if self._released:
+            return
+        self._released = True
+        for source in self._sources:
+            if source.stream is not None:
+                source.stream.cancel()
+                source.stream = None
+        self.client.execute("release_snapshot", pb.ReleaseSnapshot(snapshot=self.id), Placement(None, "all"))

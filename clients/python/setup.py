@@ -1,7 +1,9 @@
 """Generates the protobuf messages of proto/amulet/v1/amulet.proto into the
 build (amulet/v1/amulet_pb2.py) when the package is built, so the repo holds
 no generated code and a `pip install ./clients/python` on a fresh machine
-gets messages that match the proto it was built from.
+gets messages that match the proto it was built from. An editable install
+(`pip install -e .`, as test.sh does) generates them into src/amulet/v1/
+instead, which git ignores.
 
 Only the messages are generated: the seven RPCs are bound by hand in
 amulet/_rpc.py, which spares the runtime a dependency on the exact grpcio
@@ -49,7 +51,12 @@ def generate(out_dir: Path) -> None:
 class BuildWithProto(build_py):
     def run(self):
         super().run()
-        generate(Path(self.build_lib))
+        if getattr(self, "editable_mode", False):
+            # `pip install -e .`: the package is imported from src/, so the
+            # messages go there (src/amulet/v1/ is ignored by git).
+            generate(HERE / "src")
+        else:
+            generate(Path(self.build_lib))
 
 
 setup(cmdclass={"build_py": BuildWithProto})

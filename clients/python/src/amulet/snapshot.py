@@ -39,11 +39,13 @@ class Snapshot:
     ``close()``) releases the snapshot in the cluster; its lease frees it
     anyway."""
 
-    def __init__(self, client, snapshot_id: int, partitions: list[int]):
+    def __init__(self, client, snapshot_id: int, partitions: list[int], *, owner: bool = True):
         self.client = client
         self.id = snapshot_id
+        self.partitions = list(partitions)
         self._sources = [_Source(p) for p in partitions]
-        self._released = False
+        # Only the iterator that opened the snapshot releases it.
+        self._released = not owner
 
     def __repr__(self) -> str:
         return f"Snapshot({self.id})"
@@ -56,6 +58,13 @@ class Snapshot:
 
     def __iter__(self) -> "Snapshot":
         return self
+
+    def reread(self) -> "Snapshot":
+        """A fresh iterator over the same snapshot, from its first key. The
+        snapshot stays open: closing the new iterator does not release it,
+        and once this one is closed (or the lease ends) reading it raises
+        ``NotFound``."""
+        return Snapshot(self.client, self.id, self.partitions, owner=False)
 
     def buffered(self) -> int:
         """Entries held in this iterator now (at most a page per partition)."""
@@ -106,12 +115,13 @@ class Snapshot:
             backoff = min(backoff * 2, 0.5)
 
     def close(self) -> None:
-        """Releases the snapshot in the cluster (once)."""
-        if self._released:
-            return
-        self._released = True
+        """Stops reading and releases the snapshot in the cluster (once; an
+        iterator made by ``reread`` only stops reading)."""
         for source in self._sources:
             if source.stream is not None:
                 source.stream.cancel()
                 source.stream = None
+        if self._released:
+            return
+        self._released = True
         self.client.execute("release_snapshot", pb.ReleaseSnapshot(snapshot=self.id), Placement(None, "all"))

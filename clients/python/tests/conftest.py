@@ -1,0 +1,34 @@
+import secrets
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cluster import DevCluster  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """One `amulet dev` cluster for the whole test session."""
+    dev = DevCluster()
+    dev.start()
+    try:
+        yield dev
+    finally:
+        dev.stop()
+
+
+@pytest.fixture(scope="session")
+def client(cluster):
+    import amulet
+
+    with amulet.Client(cluster.addresses) as c:
+        yield c
+
+
+@pytest.fixture
+def fresh_map_name():
+    """A map name no other test (or earlier run) uses."""
+    return f"py-{secrets.token_hex(6)}"

@@ -1,0 +1,258 @@
+"""The Python runner of the shared client scenarios
+(spec/conformance/scenarios.json; the format is spec/conformance/README.md).
+
+Each scenario is one test, in file order, on the session's cluster. Every
+op is one request of the byte-level API (``amulet.ByteMap``). Error classes
+map from the client's exceptions: ``amulet.InvalidArgument`` ->
+``invalid_argument``, ``NotFound`` -> ``not_found``, ``AlreadyExists`` ->
+``already_exists``, ``ResourceExhausted`` -> ``resource_exhausted``; any
+other exception fails the step.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+import pytest
+
+import amulet
+
+SPEC = Path(__file__).resolve().parents[3] / "spec" / "conformance" / "scenarios.json"
+DOC = json.loads(SPEC.read_text())
+SCENARIOS = DOC["scenarios"]
+RUN_ID = secrets.token_hex(4)
+
+ERROR_CLASSES = {
+    amulet.InvalidArgument: "invalid_argument",
+    amulet.NotFound: "not_found",
+    amulet.AlreadyExists: "already_exists",
+    amulet.ResourceExhausted: "resource_exhausted",
+}
+
+# The arguments each op takes (besides "op" and exactly one of
+# "expect"/"error"); a key outside these is an error of the runner.
+ARGS = {
+    "create_map": ({"map"}, {"layout"}),
+    "drop_map": ({"map"}, set()),
+    "get": ({"map", "key"}, set()),
+    "contains_key": ({"map", "key"}, set()),
+    "put": ({"map", "key", "value"}, set()),
+    "remove": ({"map", "key"}, set()),
+    "put_if_absent": ({"map", "key", "value"}, set()),
+    "replace": ({"map", "key", "value"}, set()),
+    "replace_if_equals": ({"map", "key", "expected", "value"}, set()),
+    "remove_if_equals": ({"map", "key", "expected"}, set()),
+    "put_all": ({"map", "entries"}, set()),
+    "contains_value": ({"map", "value"}, set()),
+    "size": ({"map"}, set()),
+    "is_empty": ({"map"}, set()),
+    "clear": ({"map"}, set()),
+    "first_entry": ({"map"}, set()),
+    "last_entry": ({"map"}, set()),
+    "nearest_entry": ({"map", "key", "nearest"}, set()),
+    "range": ({"map", "limit"}, {"from", "to", "reverse"}),
+    "snapshot": ({"map"}, set()),
+    "snapshot_open": ({"map", "name"}, set()),
+    "snapshot_read": ({"name"}, set()),
+    "snapshot_release": ({"name"}, set()),
+}
+
+
+class RunnerError(Exception):
+    """The file asks for something this runner does not know."""
+
+
+def data(value) -> bytes:
+    """BYTES: lowercase hex, or {"repeat": hex, "times": n}."""
+    if isinstance(value, str):
+        return bytes.fromhex(value)
+    if isinstance(value, dict) and set(value) == {"repeat", "times"}:
+        return bytes.fromhex(value["repeat"]) * value["times"]
+    raise RunnerError(f"not BYTES: {value!r}")
+
+
+def bound(value):
+    if value is None:
+        return None
+    if set(value) != {"key", "inclusive"}:
+        raise RunnerError(f"not a bound: {value!r}")
+    return data(value["key"]), bool(value["inclusive"])
+
+
+def hexed(entry):
+    return None if entry is None else [entry[0].hex(), entry[1].hex()]
+
+
+def same(got, expected) -> bool:
+    """Exact equality of JSON values (so false is not 0)."""
+    return json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+class Runner:
+    def __init__(self, client: amulet.Client, index: int):
+        self.client = client
+        self.prefix = f"c{RUN_ID}-{index}-"
+        self.snapshots: dict[str, amulet.Snapshot] = {}
+
+    def close(self) -> None:
+        for snapshot in self.snapshots.values():
+            try:
+                snapshot.close()
+            except amulet.AmuletError:
+                pass
+
+    def map(self, step) -> amulet.ByteMap:
+        return self.client.bytes_map(self.prefix + step["map"])
+
+    def run(self, step):
+        """The step's result as a JSON value, or raises what the client raised."""
+        op = step["op"]
+        if op not in ARGS:
+            raise RunnerError(f"unknown op {op!r}")
+        required, optional = ARGS[op]
+        given = set(step) - {"op", "expect", "error"}
+        if not required <= given or given - required - optional:
+            raise RunnerError(f"{op} takes {sorted(required)} and optionally {sorted(optional)}, got {sorted(given)}")
+        if ("expect" in step) == ("error" in step):
+            raise RunnerError("a step has exactly one of expect and error")
+
+        if op == "create_map":
+            return self.create_map(self.prefix + step["map"], step.get("layout"))
+        if op == "drop_map":
+            self.client.drop_map(self.prefix + step["map"])
+            return None
+        if op == "snapshot_read":
+            snapshot = self.snapshots.get(step["name"])
+            if snapshot is None:
+                raise RunnerError(f"no snapshot named {step['name']!r}")
+            with snapshot.reread() as again:
+                return [[k.hex(), v.hex()] for k, v in again]
+        if op == "snapshot_release":
+            snapshot = self.snapshots.get(step["name"])
+            if snapshot is None:
+                raise RunnerError(f"no snapshot named {step['name']!r}")
+            snapshot.close()
+            return None
+
+        m = self.map(step)
+        if op == "get":
+            value = m.get(data(step["key"]))
+            return None if value is None else value.hex()
+        if op == "contains_key":
+            return m.contains_key(data(step["key"]))
+        if op in ("put", "put_if_absent", "replace"):
+            value = getattr(m, op)(data(step["key"]), data(step["value"]))
+            return None if value is None else value.hex()
+        if op == "remove":
+            value = m.remove(data(step["key"]))
+            return None if value is None else value.hex()
+        if op == "replace_if_equals":
+            return m.replace_if_equals(data(step["key"]), data(step["expected"]), data(step["value"]))
+        if op == "remove_if_equals":
+            return m.remove_if_equals(data(step["key"]), data(step["expected"]))
+        if op == "put_all":
+            entries = []
+            for entry in step["entries"]:
+                if not isinstance(entry, list) or len(entry) != 2:
+                    raise RunnerError(f"not an ENTRY: {entry!r}")
+                entries.append((data(entry[0]), data(entry[1])))
+            m.put_all(entries)
+            return None
+        if op == "contains_value":
+            return m.contains_value(data(step["value"]))
+        if op == "size":
+            return m.size()
+        if op == "is_empty":
+            return m.is_empty()
+        if op == "clear":
+            m.clear()
+            return None
+        if op == "first_entry":
+            return hexed(m.first_entry())
+        if op == "last_entry":
+            return hexed(m.last_entry())
+        if op == "nearest_entry":
+            if step["nearest"] not in ("floor", "ceiling", "higher", "lower"):
+                raise RunnerError(f"unknown nearest {step['nearest']!r}")
+            return hexed(m.nearest_entry(data(step["key"]), step["nearest"]))
+        if op == "range":
+            limit = step["limit"]
+            if not isinstance(limit, int) or isinstance(limit, bool):
+                raise RunnerError(f"limit must be an integer, not {limit!r}")
+            entries, more = m.range(bound(step.get("from")), bound(step.get("to")), limit, bool(step.get("reverse", False)))
+            return {"entries": [hexed(e) for e in entries], "more": more}
+        if op == "snapshot":
+            with m.snapshot() as snapshot:
+                return [[k.hex(), v.hex()] for k, v in snapshot]
+        if op == "snapshot_open":
+            if step["name"] in self.snapshots:
+                raise RunnerError(f"snapshot {step['name']!r} opened twice")
+            self.snapshots[step["name"]] = m.snapshot()
+            return None
+        raise RunnerError(f"unhandled op {op!r}")
+
+    def create_map(self, name: str, layout):
+        if layout is None or layout == {"hash": {}}:
+            self.client.create_map(name)
+            return None
+        if set(layout) != {"range"}:
+            raise RunnerError(f"unknown layout {layout!r}")
+        partitions = sorted(self.client.partition_map().partitions)
+        ranges = []
+        for split in layout["range"]:
+            if set(split) != {"start", "partition"}:
+                raise RunnerError(f"not a range split: {split!r}")
+            ranges.append((data(split["start"]), partitions[split["partition"]]))
+        self.client.create_map(name, ranges=ranges)
+        return None
+
+
+def outcome(runner: Runner, step):
+    """("expect", result) or ("error", class) of one step."""
+    try:
+        return "expect", runner.run(step)
+    except RunnerError:
+        raise
+    except amulet.AmuletError as e:
+        for kind, name in ERROR_CLASSES.items():
+            if isinstance(e, kind):
+                return "error", name
+        return "error", f"{type(e).__name__}: {e}"
+
+
+def short(value, width: int = 300) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= width else text[:width] + f"... ({len(text)} chars)"
+
+
+@pytest.mark.parametrize("index", range(len(SCENARIOS)), ids=[s["name"] for s in SCENARIOS])
+def test_scenario(client, index):
+    scenario = SCENARIOS[index]
+    runner = Runner(client, index)
+    try:
+        for i, step in enumerate(scenario["steps"]):
+            wanted = ("expect", step["expect"]) if "expect" in step else ("error", step["error"])
+            got = outcome(runner, step)
+            if got[0] != wanted[0] or not same(got[1], wanted[1]):
+                pytest.fail(
+                    f"scenario {scenario['name']!r} step {i} ({step['op']}): "
+                    f"wanted {wanted[0]} {short(wanted[1])}, got {got[0]} {short(got[1])}",
+                    pytrace=False,
+                )
+    finally:
+        runner.close()
+
+
+def test_scenario_file_shape():
+    """Names are unique; every step has a known op, exactly one of expect
+    and error, and sits on one line of the file."""
+    names = [s["name"] for s in SCENARIOS]
+    assert len(names) == len(set(names))
+    steps = [step for scenario in SCENARIOS for step in scenario["steps"]]
+    for step in steps:
+        assert step.get("op") in ARGS, step
+        assert ("expect" in step) != ("error" in step), step
+    lines = [line.strip().rstrip(",") for line in SPEC.read_text().splitlines()]
+    assert [json.loads(line) for line in lines if line.startswith('{"op"')] == steps

@@ -1,0 +1,147 @@
+"""Bad input: what the client refuses itself and what the cluster refuses,
+each with its documented exception, changing nothing."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+import amulet
+from amulet.routing import Placement
+from amulet.v1 import amulet_pb2 as pb
+
+
+@pytest.fixture
+def raw(client, fresh_map_name):
+    client.create_map(fresh_map_name)
+    return client.bytes_map(fresh_map_name)
+
+
+@pytest.mark.parametrize("name", ["", "a b", "a/b", "café", "x" * 129, "tab\t", 42, None])
+def test_bad_map_names_are_refused_before_sending(client, name):
+    with pytest.raises(amulet.InvalidArgument):
+        client.bytes_map(name)
+    with pytest.raises(amulet.InvalidArgument):
+        client.map(name)
+    with pytest.raises(amulet.InvalidArgument):
+        client.create_map(name)
+    with pytest.raises(amulet.InvalidArgument):
+        client.drop_map(name)
+
+
+def test_invalid_argument_is_also_a_value_error(raw):
+    with pytest.raises(ValueError):
+        raw.put(b"k" * 16385, b"v")
+
+
+def test_limits_of_keys_values_and_put_all(raw):
+    raw.put(b"k" * 16384, b"")
+    for call in [
+        lambda: raw.put(b"k" * 16385, b"v"),
+        lambda: raw.get(b"k" * 16385),
+        lambda: raw.nearest_entry(b"k" * 16385, "ceiling"),
+        lambda: raw.range((b"k" * 16385, True), None, 10),
+        lambda: raw.put(b"k", b"v" * (1024 * 1024 + 1)),
+        lambda: raw.contains_value(b"v" * (1024 * 1024 + 1)),
+        lambda: raw.put_all([(b"%05d" % i, b"") for i in range(10_001)]),
+        lambda: raw.put_all([(b"a", b"v" * 1024 * 1024)] * 3 + [(b"b", b"v")]),
+    ]:
+        with pytest.raises(amulet.InvalidArgument) as e:
+            call()
+        assert e.value.code is not None  # the cluster's verdict
+    assert raw.size() == 1
+
+
+def test_bad_ranges(raw):
+    raw.put_all([(b"a", b"1"), (b"b", b"2")])
+    for lower, upper, limit in [
+        ((b"b", True), (b"a", True), 10),
+        ((b"b", False), (b"a", True), 10),
+        (None, None, 0),
+        (None, None, 10_001),
+    ]:
+        with pytest.raises(amulet.InvalidArgument):
+            raw.range(lower, upper, limit)
+    assert raw.range((b"a", False), (b"a", False), 1) == ([], False)
+
+
+def test_typed_misuse_raises_builtins(raw):
+    with pytest.raises(TypeError):
+        raw.put("str key", b"v")
+    with pytest.raises(TypeError):
+        raw.put(b"k", "str value")
+    with pytest.raises(TypeError):
+        raw.put_all([(b"k", 1)])
+    with pytest.raises(ValueError):
+        raw.nearest_entry(b"k", "nearest")
+    assert raw.size() == 0
+
+
+def test_unknown_map_and_existing_map(client, fresh_map_name):
+    missing = client.bytes_map(fresh_map_name)
+    for call in [
+        lambda: missing.get(b"k"),
+        lambda: missing.put(b"k", b"v"),
+        lambda: missing.size(),
+        lambda: missing.range(None, None, 10),
+        lambda: missing.snapshot(),
+        lambda: client.drop_map(fresh_map_name),
+    ]:
+        with pytest.raises(amulet.NotFound):
+            call()
+    client.create_map(fresh_map_name)
+    with pytest.raises(amulet.AlreadyExists):
+        client.create_map(fresh_map_name)
+
+
+def test_bad_range_layouts(client, fresh_map_name):
+    p = sorted(client.partition_map().partitions)
+    for ranges in [[], [(b"a", p[0])], [(b"", p[0]), (b"m", p[1]), (b"c", p[2])], [(b"", p[0]), (b"", p[1])], [(b"", 999)]]:
+        with pytest.raises(amulet.InvalidArgument):
+            client.create_map(fresh_map_name, ranges=ranges)
+    with pytest.raises(amulet.NotFound):
+        client.bytes_map(fresh_map_name).size()
+
+
+def test_bad_snapshot_lease_and_nearest_at_the_edge(client, raw):
+    """Requests the typed API cannot build, sent through execute."""
+    with pytest.raises(amulet.InvalidArgument):
+        client.execute("open_snapshot", pb.OpenSnapshot(map=raw.name, lease_micros=0), Placement(raw.name, "all"))
+    with pytest.raises(amulet.InvalidArgument):
+        client.execute(
+            "nearest_entry", pb.NearestEntry(map=raw.name, key=b"k", nearest=pb.NEAREST_UNSPECIFIED),
+            Placement(raw.name, "all"),
+        )
+
+
+def test_released_snapshot_is_not_found(raw):
+    raw.put(b"k", b"v")
+    snapshot = raw.snapshot()
+    snapshot.close()
+    snapshot.close()  # once is enough; twice is harmless
+    with pytest.raises(amulet.NotFound):
+        list(snapshot.reread())
+
+
+def test_no_seeds_and_dead_seeds():
+    with pytest.raises(amulet.InvalidArgument):
+        amulet.Client([])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Nobody listens on `port` now: the client gives up within its deadline.
+    started = time.monotonic()
+    with pytest.raises(amulet.Unavailable):
+        amulet.Client(f"127.0.0.1:{port}", attempt_timeout=0.3, operation_timeout=1.0)
+    assert time.monotonic() - started < 10
+
+
+def test_closed_client_refuses_operations(cluster, fresh_map_name):
+    c = amulet.Client(cluster.addresses)
+    c.create_map(fresh_map_name)
+    c.close()
+    c.close()
+    with pytest.raises(amulet.AmuletError):
+        c.bytes_map(fresh_map_name).get(b"k")

@@ -1,0 +1,556 @@
+package io.amulet.client;
+
+import amulet.v1.AmuletGrpc;
+import amulet.v1.AmuletOuterClass.CloseSessionRequest;
+import amulet.v1.AmuletOuterClass.CreateMap;
+import amulet.v1.AmuletOuterClass.DropMap;
+import amulet.v1.AmuletOuterClass.GetPartitionMapRequest;
+import amulet.v1.AmuletOuterClass.HashLayout;
+import amulet.v1.AmuletOuterClass.Layout;
+import amulet.v1.AmuletOuterClass.MapRequest;
+import amulet.v1.AmuletOuterClass.MapResponse;
+import amulet.v1.AmuletOuterClass.OpenSessionRequest;
+import amulet.v1.AmuletOuterClass.RangeLayout;
+import amulet.v1.AmuletOuterClass.RangeSplit;
+import amulet.v1.AmuletOuterClass.ReadSnapshotRequest;
+import amulet.v1.AmuletOuterClass.RequestHeader;
+import amulet.v1.AmuletOuterClass.SnapshotPage;
+import amulet.v1.AmuletOuterClass.StatusRequest;
+import amulet.v1.AmuletOuterClass.StatusResponse;
+import com.google.protobuf.ByteString;
+import io.amulet.codec.KeyCodec;
+import io.amulet.codec.ValueCodec;
+import io.amulet.map.AmuletMap;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Metadata;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+/**
+ * A connection to an Amulet cluster, shared freely between threads. It
+ * follows the Rust client (crates/amulet-client/src/client.rs):
+ *
+ * <ul>
+ *   <li>the partition map is cached and fetched again when a node answers
+ *       {@code stale-map} or {@code not-a-replica}, and after a map is
+ *       created or dropped;
+ *   <li>each operation goes to a random replica of the first partition it
+ *       involves, stamped with the cached map version;
+ *   <li>each operation runs in a session (random id) at the session's next
+ *       sequence number, one operation in flight per session; after
+ *       DEADLINE_EXCEEDED, UNAVAILABLE, an attempt timeout or {@code behind}
+ *       it is resent with the same session and sequence, so it applies at
+ *       most once however often it is sent;
+ *   <li>{@code session-expired} reopens the session; a session idle for half
+ *       its lease is renewed (KeepAlive) before it is used again.
+ * </ul>
+ */
+public final class AmuletClient implements AutoCloseable {
+  /** Largest reply accepted (a range read of many large values). */
+  static final int REPLY_BYTES_MAX = 256 * 1024 * 1024;
+
+  private static final long BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+  private static final long BACKOFF_MAX_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+  private static final Pattern MAP_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,128}");
+  private static final Metadata.Key<String> AMULET_ERROR =
+      Metadata.Key.of("amulet-error", Metadata.ASCII_STRING_MARSHALLER);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final ClientConfig config;
+  private final List<String> seeds;
+  private volatile Routing routing;
+  private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
+  private final List<Session> idleSessions = new ArrayList<>();
+  private volatile boolean closed;
+
+  /** A session and its next sequence number; one operation at a time. */
+  static final class Session {
+    final long id;
+    long nextSequence = 1;
+    long renewedNanos;
+    boolean open;
+
+    Session() {
+      long id;
+      do {
+        id = RANDOM.nextLong();
+      } while (id == 0);
+      this.id = id;
+    }
+  }
+
+  /** One attempt failed in a way the protocol retries. */
+  private static final class Retry extends Exception {
+    private static final long serialVersionUID = 1L;
+    final boolean maybeApplied;
+
+    Retry(String why, boolean maybeApplied) {
+      super(why, null, false, false);
+      this.maybeApplied = maybeApplied;
+    }
+  }
+
+  private AmuletClient(List<String> seeds, ClientConfig config) {
+    this.seeds = List.copyOf(seeds);
+    this.config = config;
+  }
+
+  /** Connects through any of {@code seeds} (client API addresses, host:port). */
+  public static AmuletClient connect(List<String> seeds) {
+    return connect(seeds, ClientConfig.defaults());
+  }
+
+  /** Connects through any of {@code seeds} with {@code config}. */
+  public static AmuletClient connect(List<String> seeds, ClientConfig config) {
+    if (seeds.isEmpty()) {
+      throw new IllegalArgumentException("no seed address given");
+    }
+    AmuletClient client = new AmuletClient(seeds, config);
+    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
+    long backoff = BACKOFF_MIN_NANOS;
+    String last = "";
+    while (true) {
+      for (String seed : seeds) {
+        try {
+          client.routing = client.fetchMap(seed);
+          return client;
+        } catch (StatusRuntimeException e) {
+          last = seed + ": " + e.getStatus();
+        } catch (AmuletException e) {
+          last = seed + ": " + e.getMessage();
+        }
+      }
+      if (System.nanoTime() + backoff >= deadline) {
+        client.close();
+        throw new AmuletException(
+            AmuletException.Kind.UNAVAILABLE, "no seed answered with a partition map (" + last + ")");
+      }
+      sleepNanos(backoff);
+      backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
+    }
+  }
+
+  /** The settings. */
+  public ClientConfig config() {
+    return config;
+  }
+
+  /** The version of the cached partition map. */
+  public long partitionMapVersion() {
+    return routing.version;
+  }
+
+  /** The partition ids of the cluster, ascending. */
+  public List<Integer> partitionIds() {
+    return new ArrayList<>(routing.partitions.keySet());
+  }
+
+  /** The byte-level API of the map {@code name} (which need not exist yet). */
+  public ByteMap byteMap(String name) {
+    return new ByteMap(this, checkMapName(name));
+  }
+
+  /** A typed, sorted view of the map {@code name} (which need not exist yet). */
+  public <K, V> AmuletMap<K, V> map(String name, KeyCodec<K> keys, ValueCodec<V> values) {
+    return AmuletMap.of(byteMap(name), keys, values);
+  }
+
+  /** Creates a hash-partitioned map; throws ALREADY_EXISTS if it exists. */
+  public ByteMap createMap(String name) {
+    return createMap(name, Layout.newBuilder().setHash(HashLayout.getDefaultInstance()).build());
+  }
+
+  /**
+   * Creates a range-partitioned map: {@code starts[i]} (ascending, the first
+   * empty) begins the keys of partition {@code partitions[i]}.
+   */
+  public ByteMap createRangeMap(String name, List<byte[]> starts, List<Integer> partitions) {
+    if (starts.size() != partitions.size()) {
+      throw new IllegalArgumentException("one partition per range start");
+    }
+    RangeLayout.Builder layout = RangeLayout.newBuilder();
+    for (int i = 0; i < starts.size(); i++) {
+      layout.addSplits(
+          RangeSplit.newBuilder()
+              .setStartKey(ByteString.copyFrom(starts.get(i)))
+              .setPartition(partitions.get(i)));
+    }
+    return createMap(name, Layout.newBuilder().setRange(layout).build());
+  }
+
+  /** Creates a map with {@code layout}. */
+  public ByteMap createMap(String name, Layout layout) {
+    checkMapName(name);
+    execute(
+        MapRequest.newBuilder()
+            .setCreateMap(CreateMap.newBuilder().setMap(name).setLayout(layout))
+            .build(),
+        Placement.cluster());
+    return new ByteMap(this, name);
+  }
+
+  /** The map {@code name}, created (hash-partitioned) if it does not exist. */
+  public ByteMap createMapIfAbsent(String name) {
+    try {
+      return createMap(name);
+    } catch (AmuletException e) {
+      if (e.kind() == AmuletException.Kind.ALREADY_EXISTS) {
+        return byteMap(name);
+      }
+      throw e;
+    }
+  }
+
+  /** Drops the map {@code name} and its entries; throws NOT_FOUND if absent. */
+  public void dropMap(String name) {
+    checkMapName(name);
+    execute(
+        MapRequest.newBuilder().setDropMap(DropMap.newBuilder().setMap(name)).build(),
+        Placement.cluster());
+  }
+
+  /** The Status of the node at {@code address}. */
+  public StatusResponse status(String address) {
+    try {
+      return stub(address).status(StatusRequest.getDefaultInstance());
+    } catch (StatusRuntimeException e) {
+      throw AmuletException.fromStatus(e.getStatus());
+    }
+  }
+
+  /** Closes the idle sessions (best effort; they would expire anyway) and the channels. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    List<Session> idle;
+    synchronized (idleSessions) {
+      idle = new ArrayList<>(idleSessions);
+      idleSessions.clear();
+    }
+    for (Session s : idle) {
+      if (!s.open || routing == null) {
+        continue;
+      }
+      try {
+        stub(anyNode())
+            .closeSession(
+                CloseSessionRequest.newBuilder()
+                    .setSession(s.id)
+                    .setMapVersion(routing.version)
+                    .build());
+      } catch (RuntimeException e) {
+        // Best effort.
+      }
+    }
+    for (ManagedChannel c : channels.values()) {
+      c.shutdownNow();
+    }
+    for (ManagedChannel c : channels.values()) {
+      try {
+        c.awaitTermination(1, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    channels.clear();
+  }
+
+  static String checkMapName(String name) {
+    if (name == null || !MAP_NAME.matcher(name).matches()) {
+      throw new IllegalArgumentException(
+          "bad map name " + name + ": use 1 to 128 ASCII letters, digits, '_', '-' or '.'");
+    }
+    return name;
+  }
+
+  // ---- the protocol ------------------------------------------------------
+
+  private static boolean readOnly(MapRequest.OpCase op) {
+    switch (op) {
+      case GET:
+      case CONTAINS_KEY:
+      case CONTAINS_VALUE:
+      case SIZE:
+      case IS_EMPTY:
+      case FIRST_ENTRY:
+      case LAST_ENTRY:
+      case NEAREST_ENTRY:
+      case RANGE:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /**
+   * Runs one map request (its op set, no header) in a session, retrying as
+   * the protocol allows.
+   */
+  MapResponse execute(MapRequest op, Placement placement) {
+    if (closed) {
+      throw new IllegalStateException("the client is closed");
+    }
+    Session session = takeSession();
+    String[] answeredBy = new String[1];
+    boolean admin =
+        op.getOpCase() == MapRequest.OpCase.CREATE_MAP || op.getOpCase() == MapRequest.OpCase.DROP_MAP;
+    try {
+      return executeIn(session, op, placement, answeredBy);
+    } finally {
+      // The sequence is used up whatever happened: a later operation must
+      // not be mistaken for a resend of this one.
+      session.nextSequence++;
+      giveBack(session);
+      if (admin) {
+        // The map version moved; the node that answered has the new map.
+        refreshMap(answeredBy[0]);
+      }
+    }
+  }
+
+  private MapResponse executeIn(Session s, MapRequest op, Placement placement, String[] answeredBy) {
+    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
+    long backoff = BACKOFF_MIN_NANOS;
+    boolean maybeApplied = false;
+    String last;
+    while (true) {
+      try {
+        ensureSession(s);
+        return attempt(s, op, placement, answeredBy);
+      } catch (Retry r) {
+        maybeApplied |= r.maybeApplied;
+        last = r.getMessage();
+      }
+      if (System.nanoTime() + backoff >= deadline) {
+        String why = "gave up after " + config.operationTimeout() + ": " + last;
+        if (maybeApplied && !readOnly(op.getOpCase())) {
+          throw new AmuletException(AmuletException.Kind.OUTCOME_UNKNOWN, why);
+        }
+        throw new AmuletException(AmuletException.Kind.UNAVAILABLE, why);
+      }
+      sleepNanos(backoff);
+      backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
+    }
+  }
+
+  private void ensureSession(Session s) throws Retry {
+    long now = System.nanoTime();
+    if (s.open && now - s.renewedNanos <= config.sessionLease().toNanos() / 2) {
+      return;
+    }
+    String address = anyNode();
+    OpenSessionRequest request =
+        OpenSessionRequest.newBuilder()
+            .setSession(s.id)
+            .setLeaseMicros(config.sessionLease().toNanos() / 1000)
+            .setMapVersion(routing.version)
+            .build();
+    try {
+      AmuletGrpc.AmuletBlockingStub stub = attemptStub(address);
+      if (s.open) {
+        stub.keepAlive(request);
+      } else {
+        stub.openSession(request);
+      }
+    } catch (StatusRuntimeException e) {
+      onError(e, s, address);
+    }
+    s.open = true;
+    s.renewedNanos = now;
+  }
+
+  private MapResponse attempt(Session s, MapRequest op, Placement placement, String[] answeredBy)
+      throws Retry {
+    Routing r = routing;
+    int partition = r.partitionsFor(placement).get(0);
+    List<String> replicas = r.replicaAddresses(partition);
+    if (replicas.isEmpty()) {
+      throw new AmuletException(
+          AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
+    }
+    String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
+    MapRequest request =
+        op.toBuilder()
+            .setHeader(
+                RequestHeader.newBuilder()
+                    .setMapVersion(r.version)
+                    .setPartition(partition)
+                    .setSession(s.id)
+                    .setSequence(s.nextSequence))
+            .build();
+    try {
+      MapResponse response = attemptStub(address).execute(request);
+      answeredBy[0] = address;
+      return response;
+    } catch (StatusRuntimeException e) {
+      onError(e, s, address);
+      throw new AssertionError("onError always throws");
+    }
+  }
+
+  /** Throws Retry for what the protocol retries, else the final error. */
+  private void onError(StatusRuntimeException e, Session s, String address) throws Retry {
+    Status status = e.getStatus();
+    Metadata trailers = e.getTrailers();
+    String kind = trailers == null ? null : trailers.get(AMULET_ERROR);
+    String message = address + ": " + status.getCode() + ": " + status.getDescription();
+    if (kind != null) {
+      switch (kind) {
+        case "stale-map":
+        case "not-a-replica":
+          refreshMap(null);
+          throw new Retry(message, false);
+        case "session-expired":
+          s.open = false;
+          throw new Retry(message, false);
+        case "behind":
+          throw new Retry(message, false);
+        case "stale-sequence":
+          throw new AmuletException(
+              AmuletException.Kind.PROTOCOL, "the session ran ahead of this client");
+        case "reply-lost":
+          throw new AmuletException(AmuletException.Kind.OUTCOME_UNKNOWN, message);
+        default:
+          break;
+      }
+    }
+    switch (status.getCode()) {
+      case DEADLINE_EXCEEDED:
+      case UNAVAILABLE:
+      case CANCELLED:
+      case UNKNOWN:
+        throw new Retry(message, true);
+      default:
+        throw AmuletException.fromStatus(status);
+    }
+  }
+
+  private Session takeSession() {
+    synchronized (idleSessions) {
+      if (!idleSessions.isEmpty()) {
+        return idleSessions.remove(idleSessions.size() - 1);
+      }
+    }
+    return new Session();
+  }
+
+  private void giveBack(Session s) {
+    synchronized (idleSessions) {
+      idleSessions.add(s);
+    }
+  }
+
+  // ---- channels and the map ----------------------------------------------
+
+  private ManagedChannel channel(String address) {
+    return channels.computeIfAbsent(
+        address,
+        a -> {
+          int colon = a.lastIndexOf(':');
+          if (colon < 0) {
+            throw new IllegalArgumentException("bad address " + a + ": use host:port");
+          }
+          return ManagedChannelBuilder.forAddress(
+                  a.substring(0, colon), Integer.parseInt(a.substring(colon + 1)))
+              .usePlaintext()
+              .maxInboundMessageSize(REPLY_BYTES_MAX)
+              .disableRetry()
+              .build();
+        });
+  }
+
+  private AmuletGrpc.AmuletBlockingStub stub(String address) {
+    return AmuletGrpc.newBlockingStub(channel(address))
+        .withDeadlineAfter(config.attemptTimeout().toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private AmuletGrpc.AmuletBlockingStub attemptStub(String address) {
+    return stub(address);
+  }
+
+  private String anyNode() {
+    Routing r = routing;
+    List<String> all = r == null ? seeds : new ArrayList<>(r.addresses.values());
+    if (all.isEmpty()) {
+      all = seeds;
+    }
+    return all.get(ThreadLocalRandom.current().nextInt(all.size()));
+  }
+
+  private Routing fetchMap(String address) {
+    return Routing.fromProto(stub(address).getPartitionMap(GetPartitionMapRequest.getDefaultInstance()));
+  }
+
+  /** Fetches the partition map (from {@code address}, or any node) and keeps it if not older. */
+  void refreshMap(String address) {
+    try {
+      Routing fresh = fetchMap(address != null ? address : anyNode());
+      synchronized (this) {
+        if (routing == null || fresh.version >= routing.version) {
+          routing = fresh;
+        }
+      }
+    } catch (RuntimeException e) {
+      // The next attempt tries again.
+    }
+  }
+
+  Routing routing() {
+    return routing;
+  }
+
+  /**
+   * A stream of one partition's pages of a snapshot, after {@code after},
+   * from a random replica; its deadline is the snapshot lease.
+   */
+  Iterator<SnapshotPage> readSnapshot(
+      io.grpc.Context.CancellableContext context, int partition, long snapshot, byte[] after) {
+    List<String> replicas = routing.replicaAddresses(partition);
+    if (replicas.isEmpty()) {
+      throw new AmuletException(
+          AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
+    }
+    String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
+    ReadSnapshotRequest.Builder request =
+        ReadSnapshotRequest.newBuilder()
+            .setPartition(partition)
+            .setSnapshot(snapshot)
+            .setPageSize(config.pageEntries());
+    if (after != null) {
+      request.setAfter(ByteString.copyFrom(after));
+    }
+    AmuletGrpc.AmuletBlockingStub stub =
+        AmuletGrpc.newBlockingStub(channel(address))
+            .withDeadlineAfter(config.snapshotLease().toMillis(), TimeUnit.MILLISECONDS);
+    try {
+      return context.call(() -> stub.readSnapshot(request.build()));
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static void sleepNanos(long nanos) {
+    try {
+      TimeUnit.NANOSECONDS.sleep(nanos);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AmuletException(AmuletException.Kind.UNAVAILABLE, "interrupted");
+    }
+  }
+}

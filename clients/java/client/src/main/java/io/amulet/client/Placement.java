@@ -1,0 +1,56 @@
+package io.amulet.client;
+
+import java.util.List;
+
+/** Which keys of which map a request touches (crates/amulet-smr Placement). */
+final class Placement {
+  enum Kind {
+    /** Every partition of the map, or of the cluster when map is null. */
+    ALL,
+    /** The partitions of these keys. */
+    KEYS,
+    /** The partitions between from and to (null: open). */
+    RANGE
+  }
+
+  final String map;
+  final Kind kind;
+  final List<byte[]> keys;
+  final byte[] from;
+  final boolean fromInclusive;
+  final byte[] to;
+  final boolean toInclusive;
+
+  private Placement(
+      String map, Kind kind, List<byte[]> keys, byte[] from, boolean fromInclusive, byte[] to,
+      boolean toInclusive) {
+    this.map = map;
+    this.kind = kind;
+    this.keys = keys;
+    this.from = from;
+    this.fromInclusive = fromInclusive;
+    this.to = to;
+    this.toInclusive = toInclusive;
+  }
+
+  /** Cluster-wide: create/drop a map, release a snapshot. */
+  static Placement cluster() {
+    return new Placement(null, Kind.ALL, List.of(), null, false, null, false);
+  }
+
+  static Placement all(String map) {
+    return new Placement(map, Kind.ALL, List.of(), null, false, null, false);
+  }
+
+  static Placement key(String map, byte[] key) {
+    return new Placement(map, Kind.KEYS, List.of(key), null, false, null, false);
+  }
+
+  static Placement keys(String map, List<byte[]> keys) {
+    return new Placement(map, Kind.KEYS, keys, null, false, null, false);
+  }
+
+  static Placement range(String map, byte[] from, boolean fromInclusive, byte[] to, boolean toInclusive) {
+    return new Placement(map, Kind.RANGE, List.of(), from, fromInclusive, to, toInclusive);
+  }
+}

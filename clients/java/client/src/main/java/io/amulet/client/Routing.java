@@ -1,0 +1,215 @@
+package io.amulet.client;
+
+import amulet.v1.AmuletOuterClass;
+import com.google.protobuf.ByteString;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.zip.CRC32C;
+
+/**
+ * A cached partition map and where each request goes, following
+ * crates/amulet-smr/src/partition_map.rs: a hash map's key lives in the
+ * partition owning its token (CRC-32C of the key) on the token ring; a range
+ * map's key in the partition of the last range starting at or below it. A
+ * request involving several partitions goes to the lowest of them.
+ * Immutable.
+ */
+final class Routing {
+  final long version;
+  /** Partition id to replica node ids. */
+  final TreeMap<Integer, List<Integer>> partitions;
+  /** First tokens (ascending, the first 0) and their partitions. */
+  final long[] ringTokens;
+  final int[] ringPartitions;
+  /** Map name to ranges (null: hash layout). */
+  final Map<String, Range[]> keyspaces;
+  /** Node id to client address. */
+  final Map<Integer, String> addresses;
+
+  /** One range of a range layout: keys from start (inclusive) up to the next start. */
+  static final class Range {
+    final byte[] start;
+    final int partition;
+
+    Range(byte[] start, int partition) {
+      this.start = start;
+      this.partition = partition;
+    }
+  }
+
+  private Routing(
+      long version,
+      TreeMap<Integer, List<Integer>> partitions,
+      long[] ringTokens,
+      int[] ringPartitions,
+      Map<String, Range[]> keyspaces,
+      Map<Integer, String> addresses) {
+    this.version = version;
+    this.partitions = partitions;
+    this.ringTokens = ringTokens;
+    this.ringPartitions = ringPartitions;
+    this.keyspaces = keyspaces;
+    this.addresses = addresses;
+  }
+
+  /** The routing of a GetPartitionMap reply; refuses a map it cannot route by. */
+  static Routing fromProto(AmuletOuterClass.PartitionMap m) {
+    TreeMap<Integer, List<Integer>> partitions = new TreeMap<>();
+    for (AmuletOuterClass.Partition p : m.getPartitionsList()) {
+      partitions.put(p.getId(), List.copyOf(p.getReplicasList()));
+    }
+    if (partitions.isEmpty()) {
+      throw new AmuletException(AmuletException.Kind.PROTOCOL, "the partition map has no partitions");
+    }
+    int n = m.getTokenRingCount();
+    long[] tokens = new long[n];
+    int[] owners = new int[n];
+    for (int i = 0; i < n; i++) {
+      tokens[i] = Integer.toUnsignedLong(m.getTokenRing(i).getFirstToken());
+      owners[i] = m.getTokenRing(i).getPartition();
+      if ((i == 0 && tokens[0] != 0) || (i > 0 && tokens[i] <= tokens[i - 1])) {
+        throw new AmuletException(
+            AmuletException.Kind.PROTOCOL, "the token ring must start at 0 and increase");
+      }
+    }
+    if (n == 0) {
+      throw new AmuletException(AmuletException.Kind.PROTOCOL, "the token ring is empty");
+    }
+    Map<String, Range[]> keyspaces = new java.util.HashMap<>();
+    for (AmuletOuterClass.Keyspace ks : m.getKeyspacesList()) {
+      if (ks.getLayout().getKindCase() == AmuletOuterClass.Layout.KindCase.RANGE) {
+        List<AmuletOuterClass.RangeSplit> splits = ks.getLayout().getRange().getSplitsList();
+        Range[] ranges = new Range[splits.size()];
+        for (int i = 0; i < ranges.length; i++) {
+          ranges[i] = new Range(splits.get(i).getStartKey().toByteArray(), splits.get(i).getPartition());
+          if ((i == 0 && ranges[0].start.length != 0)
+              || (i > 0 && Arrays.compareUnsigned(ranges[i - 1].start, ranges[i].start) >= 0)) {
+            throw new AmuletException(
+                AmuletException.Kind.PROTOCOL,
+                "the ranges of " + ks.getName() + " must start at the empty key and increase");
+          }
+        }
+        if (ranges.length == 0) {
+          throw new AmuletException(AmuletException.Kind.PROTOCOL, "no ranges for " + ks.getName());
+        }
+        keyspaces.put(ks.getName(), ranges);
+      } else {
+        keyspaces.put(ks.getName(), null);
+      }
+    }
+    Map<Integer, String> addresses = new TreeMap<>();
+    for (AmuletOuterClass.NodeAddress a : m.getNodesList()) {
+      addresses.put(a.getNode(), a.getAddress());
+    }
+    return new Routing(
+        m.getVersion(),
+        partitions,
+        tokens,
+        owners,
+        Collections.unmodifiableMap(keyspaces),
+        Collections.unmodifiableMap(addresses));
+  }
+
+  /** The token of a key: its CRC-32C. */
+  static long token(byte[] key) {
+    CRC32C crc = new CRC32C();
+    crc.update(key, 0, key.length);
+    return crc.getValue();
+  }
+
+  boolean knows(String map) {
+    return keyspaces.containsKey(map);
+  }
+
+  int partitionOf(String map, byte[] key) {
+    Range[] ranges = keyspaces.get(map);
+    if (ranges == null) {
+      long t = token(key);
+      int at = 0;
+      for (int i = 0; i < ringTokens.length && ringTokens[i] <= t; i++) {
+        at = i;
+      }
+      return ringPartitions[at];
+    }
+    int at = 0;
+    for (int i = 0; i < ranges.length && Arrays.compareUnsigned(ranges[i].start, key) <= 0; i++) {
+      at = i;
+    }
+    return ranges[at].partition;
+  }
+
+  /** The partitions a request involves, ascending; never empty. */
+  List<Integer> partitionsFor(Placement p) {
+    if (p.map == null) {
+      return new ArrayList<>(partitions.keySet());
+    }
+    if (!keyspaces.containsKey(p.map)) {
+      // Unknown to this (maybe stale) map: the lowest partition answers
+      // "stale" or "no such map".
+      return List.of(partitions.firstKey());
+    }
+    Range[] ranges = keyspaces.get(p.map);
+    TreeSet<Integer> involved = new TreeSet<>();
+    switch (p.kind) {
+      case KEYS:
+        for (byte[] k : p.keys) {
+          involved.add(partitionOf(p.map, k));
+        }
+        break;
+      case ALL:
+      case RANGE:
+        if (ranges == null) {
+          for (int owner : ringPartitions) {
+            involved.add(owner);
+          }
+        } else if (p.kind == Placement.Kind.ALL) {
+          for (Range r : ranges) {
+            involved.add(r.partition);
+          }
+        } else {
+          for (int i = 0; i < ranges.length; i++) {
+            byte[] lower = ranges[i].start;
+            byte[] upper = i + 1 < ranges.length ? ranges[i + 1].start : null;
+            boolean belowTo =
+                p.to == null
+                    || (p.toInclusive
+                        ? Arrays.compareUnsigned(lower, p.to) <= 0
+                        : Arrays.compareUnsigned(lower, p.to) < 0);
+            boolean aboveFrom =
+                upper == null || p.from == null || Arrays.compareUnsigned(p.from, upper) < 0;
+            if (belowTo && aboveFrom) {
+              involved.add(ranges[i].partition);
+            }
+          }
+        }
+        break;
+      default:
+        throw new AssertionError(p.kind);
+    }
+    if (involved.isEmpty()) {
+      involved.add(partitions.firstKey());
+    }
+    return new ArrayList<>(involved);
+  }
+
+  /** Client addresses of the replicas of a partition. */
+  List<String> replicaAddresses(int partition) {
+    List<String> out = new ArrayList<>();
+    for (int node : partitions.getOrDefault(partition, List.of())) {
+      String a = addresses.get(node);
+      if (a != null) {
+        out.add(a);
+      }
+    }
+    return out;
+  }
+
+  static ByteString bytes(byte[] b) {
+    return ByteString.copyFrom(b);
+  }
+}

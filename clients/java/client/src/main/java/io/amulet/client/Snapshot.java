@@ -1,0 +1,229 @@
+package io.amulet.client;
+
+import amulet.v1.AmuletOuterClass;
+import amulet.v1.AmuletOuterClass.MapRequest;
+import amulet.v1.AmuletOuterClass.SnapshotPage;
+import io.grpc.Context;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * An open snapshot of a map (DMap §III-B), iterated once in ascending key
+ * order: opened through the global stream at one point of the order, every
+ * partition's part is streamed in pages, each partition from a random
+ * replica, and merged here. The iterator holds at most one page per
+ * partition whatever the map's size; a broken stream resumes at another
+ * replica after the last key taken. {@link #close} releases the snapshot
+ * (its lease frees it anyway). Not thread-safe.
+ */
+public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, AutoCloseable {
+  private final AmuletClient client;
+  private final long id;
+  private final List<Source> sources = new ArrayList<>();
+  private final boolean owned;
+  private boolean released;
+
+  /** One partition's part of the snapshot. */
+  private static final class Source {
+    final int partition;
+    Context.CancellableContext context;
+    Iterator<SnapshotPage> stream;
+    ArrayDeque<AmuletOuterClass.Entry> page = new ArrayDeque<>();
+    /** Last key taken from this partition: where a broken stream resumes. */
+    byte[] resumeAfter;
+    boolean finished;
+
+    Source(int partition, byte[] after) {
+      this.partition = partition;
+      this.resumeAfter = after;
+    }
+
+    void cancel() {
+      if (context != null) {
+        context.cancel(null);
+        context = null;
+      }
+      stream = null;
+    }
+  }
+
+  Snapshot(AmuletClient client, long id, List<Integer> partitions, byte[] after) {
+    this(client, id, partitions, after, true);
+  }
+
+  Snapshot(AmuletClient client, long id, List<Integer> partitions, byte[] after, boolean owned) {
+    this.client = client;
+    this.id = id;
+    this.owned = owned;
+    for (int p : partitions) {
+      sources.add(new Source(p, after == null ? null : after.clone()));
+    }
+  }
+
+  /** The snapshot's id (its position in the global order). */
+  public long id() {
+    return id;
+  }
+
+  /** Entries held in this iterator now (at most a page per partition). */
+  public int buffered() {
+    int n = 0;
+    for (Source s : sources) {
+      n += s.page.size();
+    }
+    return n;
+  }
+
+  @Override
+  public boolean hasNext() {
+    for (Source s : sources) {
+      if (s.page.isEmpty() && !s.finished) {
+        refill(s);
+      }
+    }
+    for (Source s : sources) {
+      if (!s.page.isEmpty()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The least key the next call of {@link #next} returns, or null at the end. */
+  public byte[] peekKey() {
+    Source least = least();
+    return least == null ? null : least.page.peekFirst().getKey().toByteArray();
+  }
+
+  private Source least() {
+    if (!hasNext()) {
+      return null;
+    }
+    Source least = null;
+    for (Source s : sources) {
+      if (!s.page.isEmpty()
+          && (least == null
+              || compare(s.page.peekFirst().getKey(), least.page.peekFirst().getKey()) < 0)) {
+        least = s;
+      }
+    }
+    return least;
+  }
+
+  private static int compare(com.google.protobuf.ByteString a, com.google.protobuf.ByteString b) {
+    return com.google.protobuf.ByteString.unsignedLexicographicalComparator().compare(a, b);
+  }
+
+  @Override
+  public Map.Entry<byte[], byte[]> next() {
+    Source least = least();
+    if (least == null) {
+      throw new NoSuchElementException();
+    }
+    AmuletOuterClass.Entry e = least.page.pollFirst();
+    least.resumeAfter = e.getKey().toByteArray();
+    return ByteMap.entry(e);
+  }
+
+  /** Reads the source's next page, reopening its stream if it broke. */
+  private void refill(Source s) {
+    long deadline = System.nanoTime() + client.config().operationTimeout().toNanos();
+    long backoff = TimeUnit.MILLISECONDS.toNanos(10);
+    while (true) {
+      String why;
+      try {
+        if (s.stream == null) {
+          s.context = Context.current().withCancellation();
+          s.stream = client.readSnapshot(s.context, s.partition, id, s.resumeAfter);
+        }
+        if (s.stream.hasNext()) {
+          SnapshotPage page = s.stream.next();
+          s.finished = page.getLast();
+          s.page = new ArrayDeque<>(page.getEntriesList());
+          if (s.finished) {
+            s.cancel();
+          }
+          if (!s.page.isEmpty() || s.finished) {
+            return;
+          }
+          continue;
+        }
+        why = "the stream ended early";
+      } catch (StatusRuntimeException e) {
+        Status.Code code = e.getStatus().getCode();
+        if (code == Status.Code.NOT_FOUND || code == Status.Code.INVALID_ARGUMENT) {
+          s.cancel();
+          throw AmuletException.fromStatus(e.getStatus());
+        }
+        why = e.getStatus().toString();
+      }
+      s.cancel();
+      if (System.nanoTime() + backoff >= deadline) {
+        throw new AmuletException(
+            AmuletException.Kind.UNAVAILABLE,
+            "reading snapshot " + id + " of partition " + s.partition + ": " + why);
+      }
+      AmuletClient.sleepNanos(backoff);
+      backoff = Math.min(backoff * 2, TimeUnit.MILLISECONDS.toNanos(500));
+    }
+  }
+
+  /** Every partition's last page has been received (the rest is buffered here). */
+  public boolean drained() {
+    for (Source s : sources) {
+      if (!s.finished) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Releases the snapshot in the cluster (once) but keeps what is buffered:
+   * after {@link #drained()}, iteration goes on without the cluster.
+   */
+  public void release() {
+    if (released || !owned) {
+      return;
+    }
+    released = true;
+    release(client, id);
+  }
+
+  /** Stops reading and, for a snapshot this object opened, releases it (once). */
+  @Override
+  public void close() {
+    for (Source s : sources) {
+      s.cancel();
+      s.page.clear();
+      s.finished = true;
+    }
+    if (released || !owned) {
+      return;
+    }
+    released = true;
+    release(client, id);
+  }
+
+  static void release(AmuletClient client, long id) {
+    client.execute(
+        MapRequest.newBuilder()
+            .setReleaseSnapshot(AmuletOuterClass.ReleaseSnapshot.newBuilder().setSnapshot(id))
+            .build(),
+        Placement.cluster());
+  }
+
+  @Override
+  public String toString() {
+    return "Snapshot(" + id + ")";
+  }
+
+}

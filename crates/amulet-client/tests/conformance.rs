@@ -1,0 +1,905 @@
+//! The Rust runner of the shared client scenarios
+//! (`spec/conformance/scenarios.json`; the format is
+//! `spec/conformance/README.md`).
+//!
+//! It starts its own `amulet dev` cluster (the binary at `$AMULET_BIN`, by
+//! default `<repo>/target/release/amulet`: build it first with `cargo build
+//! --release -p amulet`) in a fresh temp dir with memory storage and base
+//! ports in 22000-22990, runs every scenario in file order through the
+//! `amulet-client` crate, and stops the cluster at the end, also on
+//! failure. Each op is one request of the byte-level API (`DMap`), except
+//! `snapshot_read`, which streams an open snapshot again with raw
+//! ReadSnapshot calls (the crate's `Snapshot` is read once).
+//!
+//! Error classes: `Error::InvalidArgument` is `invalid_argument`,
+//! `NotFound` `not_found`, `AlreadyExists` `already_exists`,
+//! `ResourceExhausted` `resource_exhausted`; any other error fails the
+//! step (and so does a raw status other than those four codes).
+
+// A process test: the wall clock bounds its waits and seeds its run id.
+#![allow(clippy::disallowed_methods)]
+
+use amulet_api::pb::{self, amulet_client::AmuletClient};
+use amulet_client::{Bytes, Client, DMap, Error, KeyBound, Nearest, Snapshot};
+use amulet_smr::{Keys, Layout, Placement};
+use amulet_types::PartitionId;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------- JSON
+
+/// A JSON value (a small parser: the workspace's serde_json is not a
+/// dependency of this crate).
+#[derive(Clone, Debug, PartialEq)]
+enum Json {
+    Null,
+    Bool(bool),
+    Number(i64),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Object(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+    fn keys(&self) -> Vec<&str> {
+        match self {
+            Json::Object(fields) => fields.iter().map(|(k, _)| k.as_str()).collect(),
+            _ => Vec::new(),
+        }
+    }
+    fn str(&self) -> &str {
+        match self {
+            Json::String(s) => s,
+            other => panic!("not a string: {other:?}"),
+        }
+    }
+    fn array(&self) -> &[Json] {
+        match self {
+            Json::Array(items) => items,
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+    fn bool(&self) -> bool {
+        match self {
+            Json::Bool(b) => *b,
+            other => panic!("not a bool: {other:?}"),
+        }
+    }
+    /// Compact text, for failure messages (cut at `width` characters).
+    fn show(&self, width: usize) -> String {
+        let mut out = String::new();
+        self.write(&mut out);
+        if out.len() > width {
+            let mut cut = width;
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!("{}... ({} chars)", &out[..cut], out.len())
+        } else {
+            out
+        }
+    }
+    fn write(&self, out: &mut String) {
+        match self {
+            Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Number(n) => out.push_str(&n.to_string()),
+            Json::String(s) => out.push_str(&format!("{s:?}")),
+            Json::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Json::Object(fields) => {
+                out.push('{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&format!("{k:?}: "));
+                    v.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+struct Parser<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl Parser<'_> {
+    fn parse(text: &str) -> Json {
+        let mut p = Parser {
+            text: text.as_bytes(),
+            at: 0,
+        };
+        let value = p.value();
+        p.space();
+        assert_eq!(p.at, p.text.len(), "trailing characters in the JSON");
+        value
+    }
+    fn space(&mut self) {
+        while self.at < self.text.len() && self.text[self.at].is_ascii_whitespace() {
+            self.at += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) {
+        self.space();
+        assert_eq!(
+            self.text.get(self.at),
+            Some(&c),
+            "JSON: expected {:?} at byte {}",
+            c as char,
+            self.at
+        );
+        self.at += 1;
+    }
+    fn peek(&mut self) -> u8 {
+        self.space();
+        *self.text.get(self.at).expect("JSON: unexpected end")
+    }
+    fn literal(&mut self, word: &str, value: Json) -> Json {
+        assert!(
+            self.text[self.at..].starts_with(word.as_bytes()),
+            "JSON: bad literal at byte {}",
+            self.at
+        );
+        self.at += word.len();
+        value
+    }
+    fn value(&mut self) -> Json {
+        match self.peek() {
+            b'{' => {
+                self.eat(b'{');
+                let mut fields = Vec::new();
+                if self.peek() == b'}' {
+                    self.eat(b'}');
+                    return Json::Object(fields);
+                }
+                loop {
+                    let key = self.string();
+                    self.eat(b':');
+                    fields.push((key, self.value()));
+                    if self.peek() == b',' {
+                        self.eat(b',');
+                    } else {
+                        self.eat(b'}');
+                        // Key order does not matter in JSON objects.
+                        fields.sort_by(|a, b| a.0.cmp(&b.0));
+                        return Json::Object(fields);
+                    }
+                }
+            }
+            b'[' => {
+                self.eat(b'[');
+                let mut items = Vec::new();
+                if self.peek() == b']' {
+                    self.eat(b']');
+                    return Json::Array(items);
+                }
+                loop {
+                    items.push(self.value());
+                    if self.peek() == b',' {
+                        self.eat(b',');
+                    } else {
+                        self.eat(b']');
+                        return Json::Array(items);
+                    }
+                }
+            }
+            b'"' => Json::String(self.string()),
+            b't' => self.literal("true", Json::Bool(true)),
+            b'f' => self.literal("false", Json::Bool(false)),
+            b'n' => self.literal("null", Json::Null),
+            _ => {
+                let start = self.at;
+                while self.at < self.text.len()
+                    && (self.text[self.at] == b'-' || self.text[self.at].is_ascii_digit())
+                {
+                    self.at += 1;
+                }
+                let number = std::str::from_utf8(&self.text[start..self.at]).unwrap();
+                Json::Number(
+                    number
+                        .parse()
+                        .unwrap_or_else(|_| panic!("JSON: bad number at byte {start}")),
+                )
+            }
+        }
+    }
+    fn hex4(&mut self) -> u32 {
+        let digits = std::str::from_utf8(&self.text[self.at..self.at + 4]).unwrap();
+        self.at += 4;
+        u32::from_str_radix(digits, 16).expect("JSON: bad \\u escape")
+    }
+    fn string(&mut self) -> String {
+        self.eat(b'"');
+        let mut out = Vec::new();
+        loop {
+            let c = self.text[self.at];
+            self.at += 1;
+            match c {
+                b'"' => return String::from_utf8(out).expect("JSON: strings are UTF-8"),
+                b'\\' => {
+                    let e = self.text[self.at];
+                    self.at += 1;
+                    let ch = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let mut code = self.hex4();
+                            if (0xd800..0xdc00).contains(&code) {
+                                assert_eq!(&self.text[self.at..self.at + 2], b"\\u");
+                                self.at += 2;
+                                let low = self.hex4();
+                                code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+                            }
+                            char::from_u32(code).expect("JSON: bad \\u escape")
+                        }
+                        other => panic!("JSON: bad escape \\{}", other as char),
+                    };
+                    let mut buf = [0u8; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                _ => out.push(c),
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the cluster
+
+const PORT_LOW: u16 = 22000;
+const PORT_HIGH: u16 = 22990;
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+/// The cluster stops itself after this long even if this process dies.
+const LIFETIME_SECONDS: u64 = 900;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn amulet_bin() -> PathBuf {
+    let path = std::env::var_os("AMULET_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/release/amulet"));
+    assert!(
+        path.is_file(),
+        "no amulet binary at {}: build it (cargo build --release -p amulet) or set AMULET_BIN",
+        path.display()
+    );
+    path
+}
+
+fn ports_free(ports: &[u16]) -> bool {
+    ports
+        .iter()
+        .all(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
+}
+
+/// An `amulet dev` cluster, stopped (its whole process group) on drop.
+struct DevCluster {
+    child: Option<Child>,
+    dir: PathBuf,
+    addresses: Vec<String>,
+}
+
+impl DevCluster {
+    fn start() -> DevCluster {
+        let binary = amulet_bin();
+        let mut last = String::new();
+        let seed = std::process::id() as u64
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+        for attempt in 0..8u64 {
+            let slots = u64::from((PORT_HIGH - 20 - PORT_LOW) / 20);
+            let mixed = (seed.wrapping_add(attempt))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                .rotate_left(17);
+            let base = PORT_LOW + 20 * (mixed % slots) as u16;
+            let ports: Vec<u16> = [1, 2, 3, 11, 12, 13].iter().map(|i| base + i).collect();
+            if !ports_free(&ports) {
+                continue;
+            }
+            let dir = std::env::temp_dir().join(format!(
+                "amulet-rs-conformance-{}-{attempt}",
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            let log = std::fs::File::create(dir.join("dev.log")).unwrap();
+            let child = {
+                use std::os::unix::process::CommandExt;
+                Command::new(&binary)
+                    .arg("dev")
+                    .arg("--dir")
+                    .arg(&dir)
+                    .args(["--base-port", &base.to_string()])
+                    .args(["--storage", "memory"])
+                    .args(["--seconds", &LIFETIME_SECONDS.to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(log.try_clone().unwrap())
+                    .stderr(log)
+                    .process_group(0)
+                    .spawn()
+                    .expect("start amulet dev")
+            };
+            let mut cluster = DevCluster {
+                child: Some(child),
+                dir,
+                addresses: (1..=3).map(|i| format!("127.0.0.1:{}", base + i)).collect(),
+            };
+            match cluster.wait_ready() {
+                Ok(()) => return cluster,
+                Err(e) => {
+                    last = e;
+                    cluster.stop();
+                }
+            }
+        }
+        panic!("could not start an amulet dev cluster: {last}");
+    }
+
+    fn log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = std::fs::File::open(self.dir.join("dev.log")) {
+            let _ = f.read_to_string(&mut text);
+        }
+        text
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                return Err(format!("amulet dev exited with {status}: {}", self.log()));
+            }
+            if self.log().contains("serving clients") {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "amulet dev not ready in {START_TIMEOUT:?}: {}",
+            self.log()
+        ))
+    }
+
+    fn signal_group(pid: u32, signal: &str) {
+        let _ = Command::new("kill")
+            .args([signal, "--", &format!("-{pid}")])
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        // SIGTERM lets `amulet dev` stop its nodes; then the whole group is
+        // killed in case anything is left.
+        Self::signal_group(child.id(), "-TERM");
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            if child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self::signal_group(child.id(), "-KILL");
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for DevCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+// ---------------------------------------------------------------- the runner
+
+/// What a step came to: its result, or the class of its error.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Expect(Json),
+    Error(String),
+}
+
+fn class_of(error: &Error) -> String {
+    match error {
+        Error::InvalidArgument(_) => "invalid_argument".into(),
+        Error::NotFound(_) => "not_found".into(),
+        Error::AlreadyExists(_) => "already_exists".into(),
+        Error::ResourceExhausted(_) => "resource_exhausted".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn class_of_status(status: &tonic::Status) -> String {
+    match status.code() {
+        tonic::Code::InvalidArgument => "invalid_argument".into(),
+        tonic::Code::NotFound => "not_found".into(),
+        tonic::Code::AlreadyExists => "already_exists".into(),
+        tonic::Code::ResourceExhausted => "resource_exhausted".into(),
+        _ => format!("{status:?}"),
+    }
+}
+
+/// BYTES: lowercase hex, or `{"repeat": hex, "times": n}`.
+fn data(value: &Json) -> Bytes {
+    fn unhex(text: &str) -> Vec<u8> {
+        assert!(text.len() % 2 == 0, "odd hex {text:?}");
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+    match value {
+        Json::String(text) => Bytes::from(unhex(text)),
+        Json::Object(_) => {
+            let mut keys = value.keys();
+            keys.sort();
+            assert_eq!(keys, ["repeat", "times"], "not BYTES: {value:?}");
+            let Some(Json::Number(times)) = value.get("times") else {
+                panic!("times must be a number: {value:?}");
+            };
+            Bytes::from(unhex(value.get("repeat").unwrap().str()).repeat(*times as usize))
+        }
+        other => panic!("not BYTES: {other:?}"),
+    }
+}
+
+fn hex(bytes: &[u8]) -> Json {
+    Json::String(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn value_json(value: Option<Bytes>) -> Json {
+    value.map_or(Json::Null, |v| hex(&v))
+}
+
+fn entry_json(entry: &(Bytes, Bytes)) -> Json {
+    Json::Array(vec![hex(&entry.0), hex(&entry.1)])
+}
+
+fn entries_json(entries: &[(Bytes, Bytes)]) -> Json {
+    Json::Array(entries.iter().map(entry_json).collect())
+}
+
+fn bound(value: Option<&Json>) -> Option<KeyBound> {
+    let value = value?;
+    let mut keys = value.keys();
+    keys.sort();
+    assert_eq!(keys, ["inclusive", "key"], "not a bound: {value:?}");
+    Some(KeyBound {
+        key: data(value.get("key").unwrap()),
+        inclusive: value.get("inclusive").unwrap().bool(),
+    })
+}
+
+/// The arguments each op takes: required, then optional.
+fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static str])> {
+    Some(match op {
+        "create_map" => (&["map"], &["layout"]),
+        "drop_map" | "size" | "is_empty" | "clear" | "first_entry" | "last_entry" | "snapshot" => {
+            (&["map"], &[])
+        }
+        "get" | "contains_key" | "remove" => (&["map", "key"], &[]),
+        "put" | "put_if_absent" | "replace" => (&["map", "key", "value"], &[]),
+        "replace_if_equals" => (&["map", "key", "expected", "value"], &[]),
+        "remove_if_equals" => (&["map", "key", "expected"], &[]),
+        "put_all" => (&["map", "entries"], &[]),
+        "contains_value" => (&["map", "value"], &[]),
+        "nearest_entry" => (&["map", "key", "nearest"], &[]),
+        "range" => (&["map", "limit"], &["from", "to", "reverse"]),
+        "snapshot_open" => (&["map", "name"], &[]),
+        "snapshot_read" | "snapshot_release" => (&["name"], &[]),
+        _ => return None,
+    })
+}
+
+/// A snapshot opened by `snapshot_open`.
+struct Held {
+    snapshot: Option<Snapshot>,
+    id: u64,
+    partitions: Vec<PartitionId>,
+}
+
+struct Runner {
+    client: Client,
+    prefix: String,
+    snapshots: HashMap<String, Held>,
+}
+
+impl Runner {
+    fn map(&self, step: &Json) -> Result<DMap, Error> {
+        self.client.map(&format!(
+            "{}{}",
+            self.prefix,
+            step.get("map").unwrap().str()
+        ))
+    }
+
+    async fn run(&mut self, step: &Json) -> Outcome {
+        match self.step(step).await {
+            Ok(Ok(value)) => Outcome::Expect(value),
+            Ok(Err(class)) => Outcome::Error(class),
+            Err(e) => Outcome::Error(class_of(&e)),
+        }
+    }
+
+    /// `Ok(Ok(result))`, `Ok(Err(class))` for a raw status, or the client's
+    /// error.
+    async fn step(&mut self, step: &Json) -> Result<Result<Json, String>, Error> {
+        let op = step.get("op").expect("a step has an op").str();
+        let (required, optional) = arguments(op).unwrap_or_else(|| panic!("unknown op {op:?}"));
+        let given: Vec<&str> = step
+            .keys()
+            .into_iter()
+            .filter(|k| !matches!(*k, "op" | "expect" | "error"))
+            .collect();
+        for k in required {
+            assert!(given.contains(k), "{op} needs {k:?}: {step:?}");
+        }
+        for k in &given {
+            assert!(
+                required.contains(k) || optional.contains(k),
+                "{op} does not take {k:?}"
+            );
+        }
+        assert!(
+            step.get("expect").is_some() != step.get("error").is_some(),
+            "a step has exactly one of expect and error"
+        );
+        let arg = |name: &str| step.get(name).unwrap();
+        let ok = |v: Json| Ok(Ok(v));
+        match op {
+            "create_map" => {
+                let name = format!("{}{}", self.prefix, arg("map").str());
+                let layout = match step.get("layout") {
+                    None => Layout::Hash,
+                    Some(layout) if layout.keys() == ["hash"] => Layout::Hash,
+                    Some(layout) if layout.keys() == ["range"] => {
+                        let ids: Vec<PartitionId> = self
+                            .client
+                            .partition_map()
+                            .partitions
+                            .keys()
+                            .copied()
+                            .collect();
+                        Layout::Range(
+                            layout
+                                .get("range")
+                                .unwrap()
+                                .array()
+                                .iter()
+                                .map(|split| {
+                                    let Some(Json::Number(i)) = split.get("partition") else {
+                                        panic!("not a range split: {split:?}");
+                                    };
+                                    (data(split.get("start").unwrap()), ids[*i as usize])
+                                })
+                                .collect(),
+                        )
+                    }
+                    Some(other) => panic!("unknown layout {other:?}"),
+                };
+                self.client.create_map_with(&name, layout).await?;
+                ok(Json::Null)
+            }
+            "drop_map" => {
+                let name = format!("{}{}", self.prefix, arg("map").str());
+                self.client.drop_map(&name).await?;
+                ok(Json::Null)
+            }
+            "get" => ok(value_json(self.map(step)?.get(data(arg("key"))).await?)),
+            "contains_key" => ok(Json::Bool(
+                self.map(step)?.contains_key(data(arg("key"))).await?,
+            )),
+            "put" => ok(value_json(
+                self.map(step)?
+                    .put(data(arg("key")), data(arg("value")))
+                    .await?,
+            )),
+            "remove" => ok(value_json(self.map(step)?.remove(data(arg("key"))).await?)),
+            "put_if_absent" => ok(value_json(
+                self.map(step)?
+                    .put_if_absent(data(arg("key")), data(arg("value")))
+                    .await?,
+            )),
+            "replace" => ok(value_json(
+                self.map(step)?
+                    .replace(data(arg("key")), data(arg("value")))
+                    .await?,
+            )),
+            "replace_if_equals" => ok(Json::Bool(
+                self.map(step)?
+                    .compare_and_set(data(arg("key")), data(arg("expected")), data(arg("value")))
+                    .await?,
+            )),
+            "remove_if_equals" => ok(Json::Bool(
+                self.map(step)?
+                    .remove_if_equals(data(arg("key")), data(arg("expected")))
+                    .await?,
+            )),
+            "put_all" => {
+                let entries: Vec<(Bytes, Bytes)> = arg("entries")
+                    .array()
+                    .iter()
+                    .map(|e| {
+                        let pair = e.array();
+                        assert_eq!(pair.len(), 2, "not an ENTRY: {e:?}");
+                        (data(&pair[0]), data(&pair[1]))
+                    })
+                    .collect();
+                self.map(step)?.put_all(entries).await?;
+                ok(Json::Null)
+            }
+            "contains_value" => ok(Json::Bool(
+                self.map(step)?.contains_value(data(arg("value"))).await?,
+            )),
+            "size" => ok(Json::Number(self.map(step)?.size().await? as i64)),
+            "is_empty" => ok(Json::Bool(self.map(step)?.is_empty().await?)),
+            "clear" => {
+                self.map(step)?.clear().await?;
+                ok(Json::Null)
+            }
+            "first_entry" => ok(self
+                .map(step)?
+                .first_entry()
+                .await?
+                .as_ref()
+                .map_or(Json::Null, entry_json)),
+            "last_entry" => ok(self
+                .map(step)?
+                .last_entry()
+                .await?
+                .as_ref()
+                .map_or(Json::Null, entry_json)),
+            "nearest_entry" => {
+                let nearest = match arg("nearest").str() {
+                    "floor" => Nearest::Floor,
+                    "ceiling" => Nearest::Ceiling,
+                    "higher" => Nearest::Higher,
+                    "lower" => Nearest::Lower,
+                    other => panic!("unknown nearest {other:?}"),
+                };
+                ok(self
+                    .map(step)?
+                    .nearest(data(arg("key")), nearest)
+                    .await?
+                    .as_ref()
+                    .map_or(Json::Null, entry_json))
+            }
+            "range" => {
+                let Json::Number(limit) = arg("limit") else {
+                    panic!("limit must be an integer");
+                };
+                let reverse = step.get("reverse").is_some_and(Json::bool);
+                let (entries, more) = self
+                    .map(step)?
+                    .range(
+                        bound(step.get("from")),
+                        bound(step.get("to")),
+                        u32::try_from(*limit).expect("limit fits u32"),
+                        reverse,
+                    )
+                    .await?;
+                // Fields sorted by name, as the parser keeps them.
+                ok(Json::Object(vec![
+                    ("entries".into(), entries_json(&entries)),
+                    ("more".into(), Json::Bool(more)),
+                ]))
+            }
+            "snapshot" => {
+                let mut snapshot = self.map(step)?.snapshot().await?;
+                let mut entries = Vec::new();
+                while let Some(entry) = snapshot.next().await? {
+                    entries.push(entry);
+                }
+                snapshot.close().await?;
+                ok(entries_json(&entries))
+            }
+            "snapshot_open" => {
+                let name = arg("name").str().to_string();
+                assert!(
+                    !self.snapshots.contains_key(&name),
+                    "snapshot {name:?} opened twice"
+                );
+                let map = self.map(step)?;
+                let snapshot = map.snapshot().await?;
+                let placement = Placement {
+                    keyspace: Some(map.name().to_string()),
+                    keys: Keys::All,
+                };
+                let partitions = self
+                    .client
+                    .partition_map()
+                    .partitions_for(&placement)
+                    .expect("the map is in the client's partition map after opening");
+                self.snapshots.insert(
+                    name,
+                    Held {
+                        id: snapshot.id(),
+                        snapshot: Some(snapshot),
+                        partitions,
+                    },
+                );
+                ok(Json::Null)
+            }
+            "snapshot_read" => {
+                let name = arg("name").str();
+                let held = self
+                    .snapshots
+                    .get(name)
+                    .unwrap_or_else(|| panic!("no snapshot named {name:?}"));
+                match self.read_snapshot(held.id, &held.partitions).await {
+                    Ok(entries) => ok(entries_json(&entries)),
+                    Err(status) => Ok(Err(class_of_status(&status))),
+                }
+            }
+            "snapshot_release" => {
+                let name = arg("name").str();
+                let held = self
+                    .snapshots
+                    .get_mut(name)
+                    .unwrap_or_else(|| panic!("no snapshot named {name:?}"));
+                let snapshot = held
+                    .snapshot
+                    .take()
+                    .unwrap_or_else(|| panic!("snapshot {name:?} released twice"));
+                snapshot.close().await?;
+                ok(Json::Null)
+            }
+            _ => unreachable!("checked above"),
+        }
+    }
+
+    /// Every entry of snapshot `id`, read again from the start with raw
+    /// ReadSnapshot streams (one per partition, from its first replica that
+    /// has an address) and merged in key order.
+    async fn read_snapshot(
+        &self,
+        id: u64,
+        partitions: &[PartitionId],
+    ) -> Result<Vec<(Bytes, Bytes)>, tonic::Status> {
+        let map = self.client.partition_map();
+        let addresses = self.client.node_addresses();
+        let mut all = BTreeMap::new();
+        for partition in partitions {
+            let address = map.partitions[partition]
+                .replicas
+                .iter()
+                .find_map(|n| addresses.get(n))
+                .expect("a replica with an address");
+            let mut raw = AmuletClient::connect(format!("http://{address}"))
+                .await
+                .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+            let mut stream = raw
+                .read_snapshot(pb::ReadSnapshotRequest {
+                    partition: partition.0,
+                    snapshot: id,
+                    after: None,
+                    page_size: 1000,
+                })
+                .await?
+                .into_inner();
+            loop {
+                let page = tokio::time::timeout(Duration::from_secs(30), stream.message())
+                    .await
+                    .map_err(|_| tonic::Status::deadline_exceeded("no page in 30 s"))??
+                    .ok_or_else(|| tonic::Status::unavailable("the stream ended early"))?;
+                for entry in page.entries {
+                    all.insert(entry.key, entry.value);
+                }
+                if page.last {
+                    break;
+                }
+            }
+        }
+        Ok(all.into_iter().collect())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios() {
+    let path = repo_root().join("spec/conformance/scenarios.json");
+    let text = std::fs::read_to_string(&path).expect("read scenarios.json");
+    let doc = Parser::parse(&text);
+    let scenarios = doc.get("scenarios").expect("scenarios").array();
+    assert!(!scenarios.is_empty());
+
+    let cluster = DevCluster::start();
+    let client = Client::connect(cluster.addresses.clone())
+        .await
+        .expect("connect to the cluster");
+    let run_id = format!(
+        "{:08x}",
+        (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u32)
+            ^ std::process::id()
+    );
+    let mut failures = Vec::new();
+    for (index, scenario) in scenarios.iter().enumerate() {
+        let name = scenario.get("name").expect("name").str();
+        let mut runner = Runner {
+            client: client.clone(),
+            prefix: format!("c{run_id}-{index}-"),
+            snapshots: HashMap::new(),
+        };
+        for (i, step) in scenario
+            .get("steps")
+            .expect("steps")
+            .array()
+            .iter()
+            .enumerate()
+        {
+            let wanted = match (step.get("expect"), step.get("error")) {
+                (Some(expect), None) => Outcome::Expect(expect.clone()),
+                (None, Some(error)) => Outcome::Error(error.str().to_string()),
+                _ => panic!("scenario {name:?} step {i}: exactly one of expect and error"),
+            };
+            let got = tokio::time::timeout(Duration::from_secs(60), runner.run(step))
+                .await
+                .unwrap_or_else(|_| Outcome::Error("the step took over 60 s".into()));
+            if got != wanted {
+                let show = |o: &Outcome| match o {
+                    Outcome::Expect(v) => format!("expect {}", v.show(300)),
+                    Outcome::Error(e) => format!("error {e}"),
+                };
+                failures.push(format!(
+                    "scenario {name:?} step {i} ({}): wanted {}, got {}",
+                    step.get("op").unwrap().str(),
+                    show(&wanted),
+                    show(&got)
+                ));
+                break;
+            }
+        }
+        for (_, held) in runner.snapshots.drain() {
+            if let Some(snapshot) = held.snapshot {
+                let _ = snapshot.close().await;
+            }
+        }
+    }
+    client.close().await;
+    drop(cluster);
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        scenarios.len(),
+        failures.join("\n")
+    );
+}

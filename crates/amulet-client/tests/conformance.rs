@@ -458,7 +458,7 @@ fn class_of_status(status: &tonic::Status) -> String {
 /// BYTES: lowercase hex, or `{"repeat": hex, "times": n}`.
 fn data(value: &Json) -> Bytes {
     fn unhex(text: &str) -> Vec<u8> {
-        assert!(text.len() % 2 == 0, "odd hex {text:?}");
+        assert!(text.len().is_multiple_of(2), "odd hex {text:?}");
         (0..text.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))

@@ -1,4 +1,5 @@
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -11,13 +12,21 @@ from cluster import DevCluster  # noqa: E402
 
 @pytest.fixture(scope="session")
 def cluster():
-    """One `amulet dev` cluster for the whole test session."""
+    """One `amulet dev` cluster for the whole test session, stopped at the
+    end whatever happens: also on Ctrl-C and on SIGTERM, which becomes a
+    KeyboardInterrupt so that pytest tears the fixtures down."""
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupted)
     dev = DevCluster()
     dev.start()
     try:
         yield dev
     finally:
         dev.stop()
+        signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.fixture(scope="session")

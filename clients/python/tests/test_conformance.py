@@ -256,3 +256,30 @@ def test_scenario_file_shape():
         assert ("expect" in step) != ("error" in step), step
     lines = [line.strip().rstrip(",") for line in SPEC.read_text().splitlines()]
     assert [json.loads(line) for line in lines if line.startswith('{"op"')] == steps
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"op": "frobnicate", "map": "m", "expect": None},
+        {"op": "get", "map": "m", "key": "00", "colour": "red", "expect": None},
+        {"op": "get", "map": "m", "expect": None},
+        {"op": "get", "map": "m", "key": "00"},
+        {"op": "get", "map": "m", "key": "00", "expect": None, "error": "not_found"},
+        {"op": "get", "map": "m", "key": {"repeat": "00"}, "expect": None},
+        {"op": "snapshot_read", "name": "never opened", "expect": []},
+    ],
+)
+def test_the_runner_refuses_what_it_does_not_know(step):
+    """An unknown op or step key, or a malformed step, is an error of the
+    runner, not a result (checked before anything is sent)."""
+
+    class NothingSent:
+        def bytes_map(self, name):
+            return amulet.ByteMap(self, name)
+
+        def execute(self, *args):
+            raise AssertionError("the runner sent a request")
+
+    with pytest.raises(RunnerError):
+        Runner(NothingSent(), index=0).run(step)

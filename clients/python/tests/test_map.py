@@ -473,3 +473,28 @@ def test_drop_and_recreate(client, fresh_map_name):
     assert len(m) == 0 and "a" not in m
     # Operations route through the placement of the new keyspace.
     assert client.partition_map().partitions_for(Placement(fresh_map_name, "all"))
+
+
+def test_an_expired_session_is_reopened(cluster, fresh_map_name):
+    """A session idle past its lease is refused as expired once the
+    replicated clock has moved on; the client opens it again and the
+    operation goes through."""
+    seen = []
+    with amulet.Client(cluster.addresses, session_lease=1.0) as c:
+        real = c._on_error
+
+        def spy(error, slot, address):
+            seen.append(amulet._rpc.error_kind(error))
+            return real(error, slot, address)
+
+        c._on_error = spy
+        m = c.create_map(fresh_map_name)
+        m["a"] = b"1"
+        time.sleep(1.5)
+        # Replicated time moves only with ordered commands: another
+        # client's write carries it past the lease.
+        with amulet.Client(cluster.addresses) as other:
+            other.map(fresh_map_name)["x"] = b"y"
+        m["b"] = b"2"
+        assert dict(m) == {"a": b"1", "b": b"2", "x": b"y"}
+    assert "session-expired" in seen

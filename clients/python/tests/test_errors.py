@@ -145,3 +145,20 @@ def test_closed_client_refuses_operations(cluster, fresh_map_name):
     c.close()
     with pytest.raises(amulet.AmuletError):
         c.bytes_map(fresh_map_name).get(b"k")
+
+
+def test_too_many_open_snapshots_is_resource_exhausted(raw):
+    """A partition holds at most snapshots_max (1,024) open snapshots; the
+    next is refused with ResourceExhausted until some are released."""
+    raw.put(b"k", b"v")
+    held = []
+    try:
+        with pytest.raises(amulet.ResourceExhausted):
+            for _ in range(1100):
+                held.append(raw.snapshot())
+        assert 0 < len(held) <= 1024
+    finally:
+        for snapshot in held:
+            snapshot.close()
+    with raw.snapshot() as snapshot:
+        assert list(snapshot) == [(b"k", b"v")]

@@ -6,6 +6,7 @@
 //! [`tonic::Status`] that says what is wrong with it, never a panic.
 #![deny(missing_docs)]
 
+mod batch_codec;
 mod command_codec;
 mod map_codec;
 mod reply_codec;
@@ -16,6 +17,7 @@ pub mod pb {
     tonic::include_proto!("amulet.v1");
 }
 
+pub use batch_codec::{outcome_from_result, outcome_to_result, BATCH_REQUESTS_MAX};
 pub use command_codec::{command_from_op, command_to_op, layout_from_pb, layout_to_pb};
 pub use map_codec::{map_from_pb, map_to_pb};
 pub use reply_codec::{client_reply_to_response, error_kind, reply_from_response, ErrorKind};

@@ -1,5 +1,6 @@
 //! The client: partition-map cache, routing, sessions and retries.
 
+use crate::batcher::Batcher;
 use crate::session_pool::{SessionPool, SessionSlot};
 use crate::{ClientConfig, DMap, Error};
 use amulet_api::pb::{self, amulet_client::AmuletClient};
@@ -33,6 +34,7 @@ struct Inner {
     seeds: Vec<String>,
     routing: RwLock<Routing>,
     channels: Mutex<HashMap<String, AmuletClient<Channel>>>,
+    batchers: Mutex<HashMap<String, Batcher>>,
     sessions: SessionPool,
 }
 
@@ -96,6 +98,7 @@ impl Client {
                             seeds,
                             routing: RwLock::new(routing),
                             channels: Mutex::new(HashMap::new()),
+                            batchers: Mutex::new(HashMap::new()),
                             sessions: SessionPool::default(),
                         };
                         return Ok(Client {
@@ -229,6 +232,22 @@ impl Client {
         let client = new_client(&self.inner.config, address)?;
         channels.insert(address.to_string(), client.clone());
         Ok(client)
+    }
+
+    /// The batcher of `address`, started on first use.
+    fn batcher(&self, address: &str) -> Result<Batcher, Error> {
+        let channel = self.channel(address)?;
+        let mut batchers = self.inner.batchers.lock().expect("batcher lock");
+        Ok(batchers
+            .entry(address.to_string())
+            .or_insert_with(|| {
+                Batcher::start(
+                    channel,
+                    self.inner.config.batches_in_flight,
+                    self.inner.config.attempt_timeout,
+                )
+            })
+            .clone())
     }
 
     fn any_node(&self) -> Result<(AmuletClient<Channel>, String), Error> {
@@ -452,10 +471,6 @@ impl Client {
             Ok(r) => r,
             Err(e) => return Attempt::Fail(e),
         };
-        let mut channel = match self.channel(&address) {
-            Ok(c) => c,
-            Err(e) => return Attempt::Fail(e),
-        };
         let request = pb::MapRequest {
             header: Some(pb::RequestHeader {
                 map_version,
@@ -465,10 +480,25 @@ impl Client {
             }),
             op: Some(op.clone()),
         };
-        match tokio::time::timeout(self.inner.config.attempt_timeout, channel.execute(request))
-            .await
-        {
-            Ok(Ok(response)) => match reply_from_response(response.into_inner()) {
+        let sent = if self.inner.config.batches_in_flight == 0 {
+            self.channel(&address).map(Sender::Direct)
+        } else {
+            self.batcher(&address).map(Sender::Batched)
+        };
+        let sender = match sent {
+            Ok(sender) => sender,
+            Err(e) => return Attempt::Fail(e),
+        };
+        let call = async move {
+            match sender {
+                Sender::Direct(mut channel) => {
+                    channel.execute(request).await.map(|r| r.into_inner())
+                }
+                Sender::Batched(batcher) => batcher.execute(request).await,
+            }
+        };
+        match tokio::time::timeout(self.inner.config.attempt_timeout, call).await {
+            Ok(Ok(response)) => match reply_from_response(response) {
                 Ok(reply) => Attempt::Done((reply, address)),
                 Err(status) => Attempt::Fail(Error::Protocol(status.message().to_string())),
             },
@@ -515,6 +545,14 @@ impl Client {
         .map_err(|_| Status::deadline_exceeded(format!("{address} did not answer in time")))?
         .map(|r| r.into_inner())
     }
+}
+
+/// How an attempt reaches its node.
+enum Sender {
+    /// One Execute call.
+    Direct(AmuletClient<Channel>),
+    /// In the node's next ExecuteBatch call.
+    Batched(Batcher),
 }
 
 fn new_client(config: &ClientConfig, address: &str) -> Result<AmuletClient<Channel>, Error> {

@@ -18,6 +18,10 @@ pub struct ClientConfig {
     pub snapshot_lease: Duration,
     /// Entries per range read page when iterating a range.
     pub range_entries: u32,
+    /// ExecuteBatch calls in flight to one node at once: operations issued
+    /// while all are busy ride together in the next one. 0 turns batching
+    /// off (one Execute call per operation).
+    pub batches_in_flight: usize,
 }
 
 impl Default for ClientConfig {
@@ -29,6 +33,7 @@ impl Default for ClientConfig {
             page_entries: 1_000,
             snapshot_lease: Duration::from_secs(300),
             range_entries: 1_000,
+            batches_in_flight: 2,
         }
     }
 }

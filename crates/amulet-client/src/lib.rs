@@ -22,13 +22,16 @@
 //! and resends it with the same sequence number after a timeout or a lost
 //! connection, so that an operation applies once however often it is
 //! sent (DMap §III-B). Sessions come from a pool, one per operation in
-//! flight, so a `Client` is shared freely between tasks.
+//! flight, so a `Client` is shared freely between tasks. Operations that
+//! tasks issue to the same node at the same time travel together in one
+//! ExecuteBatch call (each with its own session, sequence and outcome).
 #![deny(missing_docs)]
 // The client is an I/O shell, not a protocol core: the wall clock (attempt
 // timeouts, session renewal) and OS randomness (session ids, replica
 // choice) are its inputs, unlike in the simulated crates.
 #![allow(clippy::disallowed_methods)]
 
+mod batcher;
 mod client;
 mod config;
 mod error;

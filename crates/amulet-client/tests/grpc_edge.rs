@@ -6,7 +6,7 @@
 //! the map is the same afterwards.
 
 use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
-use amulet_api::{error_kind, ErrorKind};
+use amulet_api::{error_kind, outcome_to_result, ErrorKind, BATCH_REQUESTS_MAX};
 use amulet_client::{Bytes, Client};
 use amulet_node::{free_local_ports, local_dmap_cluster_toml, Node, NodeConfig};
 use std::time::Duration;
@@ -308,6 +308,44 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
         ),
     ];
     let count = cases.len();
+    // The same table as one ExecuteBatch, a good read in the middle: each
+    // request gets its own outcome, the bad ones exactly their documented
+    // status, and the good one its answer.
+    let good = pb::MapRequest {
+        header: header(1, 0, 0, version),
+        op: Some(Op::Get(pb::Get {
+            map: map("m"),
+            key: k.clone(),
+        })),
+    };
+    let middle = count / 2;
+    let mut batch: Vec<pb::MapRequest> = cases.iter().map(|c| c.1.clone()).collect();
+    batch.insert(middle, good.clone());
+    let outcomes = tokio::time::timeout(
+        Duration::from_secs(10),
+        raw.execute_batch(pb::MapRequestBatch { requests: batch }),
+    )
+    .await
+    .expect("the batch is answered in time")
+    .expect("a batch of bad requests is still a batch")
+    .into_inner()
+    .outcomes;
+    assert_eq!(outcomes.len(), count + 1);
+    let mut outcomes: Vec<_> = outcomes.into_iter().map(outcome_to_result).collect();
+    let answer = outcomes.remove(middle);
+    assert!(answer.is_ok(), "the good read in the batch: {answer:?}");
+    for ((name, _, code, kind), outcome) in cases.iter().zip(outcomes) {
+        let status = outcome.expect_err(name);
+        assert_eq!(status.code(), *code, "{name} (batched): {status:?}");
+        assert_eq!(error_kind(&status), *kind, "{name} (batched): {status:?}");
+    }
+    let status = raw
+        .execute_batch(pb::MapRequestBatch {
+            requests: vec![good; BATCH_REQUESTS_MAX + 1],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::InvalidArgument, "batch over its limit");
     for (name, request, code, kind) in cases {
         let status = tokio::time::timeout(Duration::from_secs(10), raw.execute(request))
             .await

@@ -99,6 +99,11 @@ struct Args {
     /// The Amulet map the benchmark uses (created if absent).
     #[arg(long, default_value = "bench")]
     amulet_map: String,
+    /// ExecuteBatch calls each Amulet client keeps in flight per node
+    /// (operations issued meanwhile ride the next one); 0 sends one
+    /// Execute call per operation.
+    #[arg(long, default_value_t = amulet_client::ClientConfig::default().batches_in_flight)]
+    amulet_batches_in_flight: usize,
     /// Redis URL.
     #[arg(long, default_value = "redis://127.0.0.1:26379/")]
     redis_url: String,
@@ -205,6 +210,7 @@ async fn run_backend(
                 clients,
                 conns,
                 op_timeout,
+                args.amulet_batches_in_flight,
             )
             .await?;
             measure(handles, suite, out).await;

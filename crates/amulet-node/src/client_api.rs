@@ -5,7 +5,9 @@
 use crate::metrics::Metrics;
 use crate::node_handle::{HandleError, NodeHandle, PageAnswer};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
-use amulet_api::{client_reply_to_response, command_from_op, map_to_pb};
+use amulet_api::{
+    client_reply_to_response, command_from_op, map_to_pb, outcome_from_result, BATCH_REQUESTS_MAX,
+};
 use amulet_dmap::MapError;
 use amulet_smr::{Body, ClientRequest};
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
@@ -320,6 +322,30 @@ impl pb::amulet_server::Amulet for Service {
         let result = self.execute_inner(r).await;
         self.record(op, started, &result);
         result
+    }
+
+    async fn execute_batch(
+        &self,
+        request: Request<pb::MapRequestBatch>,
+    ) -> Result<Response<pb::MapResponseBatch>, Status> {
+        let requests = request.into_inner().requests;
+        if requests.len() > BATCH_REQUESTS_MAX {
+            return Err(Status::invalid_argument(format!(
+                "a batch holds at most {BATCH_REQUESTS_MAX} requests, not {}",
+                requests.len()
+            )));
+        }
+        // All submitted in the same poll, so the node's loop takes them in
+        // one pass: one proposal batch, one group commit.
+        let outcomes = futures::future::join_all(requests.into_iter().map(|r| async move {
+            let started = tokio::time::Instant::now();
+            let op = op_name(&r.op);
+            let result = self.execute_inner(r).await.map(Response::into_inner);
+            self.record(op, started, &result);
+            outcome_from_result(result)
+        }))
+        .await;
+        Ok(Response::new(pb::MapResponseBatch { outcomes }))
     }
 
     type ReadSnapshotStream = PageStream;

@@ -301,10 +301,27 @@ impl EventLoop {
             // saturated inbound queue cannot starve timeouts, heartbeats
             // and skips.
             tokio::select! {
-                command = self.commands.recv() => match command {
-                    None | Some(Command::Shutdown) => return self.flush(),
-                    Some(command) => self.on_command(command),
-                },
+                command = self.commands.recv() => {
+                    // Every request already queued joins this flush, so
+                    // concurrent clients share one proposal batch and one
+                    // group commit instead of one each.
+                    let mut next = command;
+                    let mut handled = 0;
+                    loop {
+                        match next {
+                            None | Some(Command::Shutdown) => return self.flush(),
+                            Some(command) => self.on_command(command),
+                        }
+                        handled += 1;
+                        if handled == INPUTS_PER_FLUSH_MAX {
+                            break;
+                        }
+                        next = match self.commands.try_recv() {
+                            Ok(command) => Some(command),
+                            Err(_) => break,
+                        };
+                    }
+                }
                 Some((from, frame)) = self.inbound.recv() => {
                     let now = self.now();
                     self.on_frame(now, from, frame);

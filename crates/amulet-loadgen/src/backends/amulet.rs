@@ -17,17 +17,20 @@ impl AmuletBackend {
     /// Opens `connections` clients through `seeds` (client API
     /// addresses), creates `map` if needed, and returns `clients` handles
     /// spread over the clients round-robin. `op_timeout` bounds one
-    /// operation, retries included.
+    /// operation, retries included; `batches_in_flight` is
+    /// [`ClientConfig::batches_in_flight`].
     pub async fn connect(
         seeds: &[String],
         map: &str,
         clients: usize,
         connections: usize,
         op_timeout: Duration,
+        batches_in_flight: usize,
     ) -> anyhow::Result<Vec<AmuletBackend>> {
         let config = ClientConfig {
             operation_timeout: op_timeout,
             attempt_timeout: op_timeout.min(Duration::from_secs(2)),
+            batches_in_flight,
             ..Default::default()
         };
         let mut maps = Vec::new();

@@ -4,6 +4,7 @@ codecs, snapshot iteration, and exactly-once resends of putIfAbsent."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
 import uuid
@@ -108,8 +109,11 @@ def test_conditional_ops(m):
 
 
 def test_random_ops_match_a_sorted_dict(client, fresh_map_name):
-    """A seeded random mix of every operation gives what SortedDict gives."""
-    rng = random.Random(20261123)
+    """A seeded random mix of every operation gives what SortedDict gives:
+    10,000 operations (issue 6), or AMULET_DIFFERENTIAL_OPS, with the seed
+    from AMULET_DIFFERENTIAL_SEED to explore others."""
+    rng = random.Random(int(os.environ.get("AMULET_DIFFERENTIAL_SEED", "20261123")))
+    operations = int(os.environ.get("AMULET_DIFFERENTIAL_OPS", "10000"))
     m = client.create_map(fresh_map_name, value_codec=codecs.ELEMENT)
     model = SortedDict()
     keys = list(range(-20, 20))
@@ -130,7 +134,7 @@ def test_random_ops_match_a_sorted_dict(client, fresh_map_name):
         i = model.bisect_left(k)
         return model.peekitem(i - 1) if i > 0 else None
 
-    for step in range(150):
+    for step in range(operations):
         k, v = rng.choice(keys), rng.randrange(1000)
         what = rng.choice(
             ["put", "put", "del", "pia", "replace", "cas", "rie", "floor", "ceiling",

@@ -1,0 +1,322 @@
+package main
+
+// The cluster harness: three `amulet node` processes (3 partitions x 3
+// replicas, sync acceptor storage), each in its own network namespace
+// joined by a veth pair to a bridge, or, without namespaces, on 127.0.0.x
+// addresses with ports 23000-23990.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	nodeCount  = 3
+	partitions = 3
+	bridgeName = "amf-br0"
+	subnet     = "10.213.77"
+)
+
+type Node struct {
+	ID         int
+	NS         string // network namespace ("" in loopback mode)
+	IP         string
+	PeerAddr   string
+	ClientAddr string
+	HostVeth   string // host side of the veth pair
+	NSVeth     string // namespace side
+	Config     string
+	Log        string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	Paused     bool
+}
+
+type Cluster struct {
+	Netns   bool
+	Bin     string
+	Dir     string
+	Nodes   []*Node
+	ID      uint64
+	Storage string
+	logf    func(string, ...any)
+}
+
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func nsRun(ns string, args ...string) error {
+	if ns == "" {
+		return run(args[0], args[1:]...)
+	}
+	return run("ip", append([]string{"netns", "exec", ns}, args...)...)
+}
+
+// NetnsAvailable tries to create and delete a namespace.
+func NetnsAvailable() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	if err := run("ip", "netns", "add", "amf-probe"); err != nil {
+		return false
+	}
+	run("ip", "netns", "del", "amf-probe")
+	return true
+}
+
+// CleanupNetwork removes every namespace, link and rule this suite makes
+// (its names all start with amf-), killing processes left in its namespaces.
+func CleanupNetwork() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "amf-") {
+			continue
+		}
+		pids, _ := exec.Command("ip", "netns", "pids", f[0]).Output()
+		for _, p := range strings.Fields(string(pids)) {
+			var pid int
+			fmt.Sscan(p, &pid)
+			if pid > 1 {
+				syscall.Kill(pid, syscall.SIGCONT)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		run("ip", "netns", "del", f[0])
+	}
+	for i := 1; i <= nodeCount; i++ {
+		run("ip", "link", "del", fmt.Sprintf("amf-v%d", i))
+	}
+	run("ip", "link", "del", bridgeName)
+	cleanupLoopbackRules()
+}
+
+func NewCluster(bin, dir string, netns bool, logf func(string, ...any)) (*Cluster, error) {
+	c := &Cluster{Netns: netns, Bin: bin, Dir: dir, ID: uint64(time.Now().UnixNano()&0xffffffff) | 1, Storage: "sync", logf: logf}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	for i := 1; i <= nodeCount; i++ {
+		n := &Node{ID: i}
+		if netns {
+			n.NS = fmt.Sprintf("amf-n%d", i)
+			n.IP = fmt.Sprintf("%s.%d", subnet, 10+i)
+			n.PeerAddr = n.IP + ":7000"
+			n.ClientAddr = n.IP + ":7100"
+			n.HostVeth = fmt.Sprintf("amf-v%d", i)
+			n.NSVeth = fmt.Sprintf("amf-p%d", i)
+		} else {
+			n.IP = fmt.Sprintf("127.0.0.%d", 10+i)
+			n.PeerAddr = fmt.Sprintf("%s:%d", n.IP, 23110+i)
+			n.ClientAddr = fmt.Sprintf("%s:%d", n.IP, 23100+i)
+		}
+		n.Config = filepath.Join(dir, fmt.Sprintf("node-%d.toml", i))
+		n.Log = filepath.Join(dir, fmt.Sprintf("node-%d.log", i))
+		c.Nodes = append(c.Nodes, n)
+	}
+	if netns {
+		if err := c.setupNetwork(); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range c.Nodes {
+		if err := os.WriteFile(n.Config, []byte(c.configText(n)), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Cluster) setupNetwork() error {
+	steps := [][]string{
+		{"ip", "link", "add", bridgeName, "type", "bridge"},
+		{"ip", "addr", "add", subnet + ".1/24", "dev", bridgeName},
+		{"ip", "link", "set", bridgeName, "up"},
+	}
+	for _, n := range c.Nodes {
+		steps = append(steps,
+			[]string{"ip", "netns", "add", n.NS},
+			[]string{"ip", "link", "add", n.HostVeth, "type", "veth", "peer", "name", n.NSVeth},
+			[]string{"ip", "link", "set", n.NSVeth, "netns", n.NS},
+			[]string{"ip", "link", "set", n.HostVeth, "master", bridgeName},
+			[]string{"ip", "link", "set", n.HostVeth, "up"},
+			[]string{"ip", "netns", "exec", n.NS, "ip", "addr", "add", n.IP + "/24", "dev", n.NSVeth},
+			[]string{"ip", "netns", "exec", n.NS, "ip", "link", "set", n.NSVeth, "up"},
+			[]string{"ip", "netns", "exec", n.NS, "ip", "link", "set", "lo", "up"},
+		)
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// configText follows local_dmap_cluster_toml (crates/amulet-node/src/config.rs):
+// stream 1 is the global stream, streams 2.. order the partitions, every
+// node accepts every stream and replicates every partition.
+func (c *Cluster) configText(n *Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster = %d\nnode = %d\nlisten = %q\ndata_dir = %q\n\n[peers]\n", c.ID, n.ID, n.PeerAddr,
+		filepath.Join(c.Dir, fmt.Sprintf("node-%d", n.ID)))
+	var members []string
+	for _, m := range c.Nodes {
+		fmt.Fprintf(&b, "%d = %q\n", m.ID, m.PeerAddr)
+		members = append(members, fmt.Sprint(m.ID))
+	}
+	for s := 1; s <= partitions+1; s++ {
+		fmt.Fprintf(&b, "\n[[streams]]\nid = %d\nacceptors = [%s]\nstorage = %q\n", s, strings.Join(members, ", "), c.Storage)
+	}
+	b.WriteString("\n[smr]\nglobal_stream = 1\n")
+	for p := 1; p <= partitions; p++ {
+		fmt.Fprintf(&b, "\n[[smr.partitions]]\nid = %d\nstream = %d\nreplicas = [%s]\n", p, p+1, strings.Join(members, ", "))
+	}
+	b.WriteString("\n[smr.clients]\n")
+	for _, m := range c.Nodes {
+		fmt.Fprintf(&b, "%d = %q\n", m.ID, m.ClientAddr)
+	}
+	return b.String()
+}
+
+func (c *Cluster) ClientAddrs() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.ClientAddr)
+	}
+	return out
+}
+
+// Start starts node n (again, after a kill: same config and data).
+func (c *Cluster) Start(n *Node) error {
+	args := []string{"node", "--config", n.Config, "--status-interval-ms", "60000"}
+	var cmd *exec.Cmd
+	if c.Netns {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", n.NS, c.Bin}, args...)...)
+	} else {
+		cmd = exec.Command(c.Bin, args...)
+	}
+	log, err := os.OpenFile(n.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "==== harness: starting node %d at %s\n", n.ID, time.Now().UTC().Format(time.RFC3339Nano))
+	cmd.Stdout = log
+	cmd.Stderr = log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	n.cmd = cmd
+	n.Paused = false
+	n.exited = make(chan struct{})
+	done := n.exited
+	go func() { cmd.Wait(); log.Close(); close(done) }()
+	appendPid(c.Dir, cmd.Process.Pid)
+	return nil
+}
+
+// appendPid records a pid for the run script's trap to kill on failure.
+func appendPid(dir string, pid int) {
+	f, err := os.OpenFile(filepath.Join(filepath.Dir(dir), "pids"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err == nil {
+		fmt.Fprintln(f, pid)
+		f.Close()
+	}
+}
+
+func (n *Node) Running() bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (n *Node) Signal(sig syscall.Signal) {
+	if n.cmd != nil && n.cmd.Process != nil {
+		syscall.Kill(n.cmd.Process.Pid, sig)
+	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone.
+func (c *Cluster) Kill(n *Node) {
+	if !n.Running() {
+		return
+	}
+	n.Signal(syscall.SIGKILL)
+	select {
+	case <-n.exited:
+	case <-time.After(10 * time.Second):
+		c.logf("node %d did not exit 10 s after SIGKILL", n.ID)
+	}
+	n.Paused = false
+}
+
+func (c *Cluster) Pause(n *Node)  { n.Signal(syscall.SIGSTOP); n.Paused = true }
+func (c *Cluster) Resume(n *Node) { n.Signal(syscall.SIGCONT); n.Paused = false }
+
+func (c *Cluster) StartAll() error {
+	for _, n := range c.Nodes {
+		if err := c.Start(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StopAll kills every node (resuming paused ones first).
+func (c *Cluster) StopAll() {
+	for _, n := range c.Nodes {
+		if n.Running() {
+			n.Signal(syscall.SIGCONT)
+			c.Kill(n)
+		}
+	}
+}
+
+// Coordinator is the node that coordinates the global stream now (0: none known).
+func (c *Cluster) Coordinator(ctx context.Context, conn *Conn) *Node {
+	for _, n := range c.Nodes {
+		if !n.Running() || n.Paused {
+			continue
+		}
+		st, err := conn.Status(ctx, n.ClientAddr)
+		if err != nil {
+			continue
+		}
+		for _, s := range st.Streams {
+			if s.Stream == 1 && s.Coordinator {
+				return n
+			}
+		}
+	}
+	return nil
+}
+
+// Exited lists nodes that died without the nemesis killing them.
+func (c *Cluster) Crashed() []int {
+	var out []int
+	for _, n := range c.Nodes {
+		if n.cmd != nil && !n.Running() {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}

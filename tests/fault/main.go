@@ -1,0 +1,517 @@
+// Command fault runs Amulet's real-process fault suite: a cluster of real
+// `amulet node` processes, a nemesis (one fault family per scenario),
+// sequential clients recording JSONL histories, and porcupine checks.
+// See docs/fault-suite.md; the entry point is tests/fault/run.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"amuletfault/pb"
+)
+
+var ciScenarios = []string{
+	"kill-replica/register",
+	"pause-coordinator/map",
+	"partition-minority/snapshot",
+	"kill-coordinator/register",
+}
+
+type Result struct {
+	Scenario   string            `json:"scenario"`
+	Family     string            `json:"family"`
+	Workloads  []string          `json:"workloads"`
+	Network    string            `json:"network"`
+	Seconds    float64           `json:"seconds"`
+	Faults     int               `json:"faults"`
+	Ops        int               `json:"ops"`
+	OpsOK      int               `json:"ops_ok"`
+	OpsUnknown int               `json:"ops_unknown"`
+	OpsFailed  int               `json:"ops_failed"`
+	Checks     map[string]string `json:"checks"`
+	Anomalies  []string          `json:"anomalies"`
+	Skipped    string            `json:"skipped,omitempty"`
+	Dir        string            `json:"dir"`
+}
+
+func main() {
+	mode := flag.String("mode", "ci", "ci (a few short scenarios) or long")
+	duration := flag.Duration("duration", 0, "workload time per scenario (default: 35s in ci mode, 10m in long mode)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] or all (default: the ci set in ci mode, all in long mode)")
+	bin := flag.String("bin", "", "the amulet binary")
+	out := flag.String("out", "", "output directory (histories, logs, visualisations)")
+	seed := flag.Int64("seed", 0, "random seed (0: from the clock)")
+	network := flag.String("net", "auto", "auto, netns or loopback")
+	workers := flag.Int("workers", 4, "sequential clients per workload")
+	checkTimeout := flag.Duration("check-timeout", 0, "porcupine timeout per history (default 60s ci, 300s long)")
+	table := flag.String("table", "", "also write the results table into this markdown file (between the results markers)")
+	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
+	model := flag.String("model", "register", "model for -check: register or map")
+	flag.Parse()
+
+	if *check != "" {
+		os.Exit(checkFile(*check, *model))
+	}
+	if *seed == 0 {
+		*seed = time.Now().UnixNano() % 1_000_000
+	}
+	if *duration == 0 {
+		*duration = 35 * time.Second
+		if *mode == "long" {
+			*duration = 10 * time.Minute
+		}
+	}
+	if *checkTimeout == 0 {
+		*checkTimeout = 60 * time.Second
+		if *mode == "long" {
+			*checkTimeout = 300 * time.Second
+		}
+	}
+	var list []string
+	switch {
+	case *scenarios == "all" || (*scenarios == "" && *mode == "long"):
+		for _, f := range Families {
+			list = append(list, f+"/register+map+snapshot")
+		}
+	case *scenarios == "":
+		list = ciScenarios
+	default:
+		list = strings.Split(*scenarios, ",")
+	}
+	if *out == "" {
+		*out = filepath.Join("out", time.Now().UTC().Format("20060102-150405"))
+	}
+	*out, _ = filepath.Abs(*out)
+	os.MkdirAll(*out, 0o755)
+	useNetns := false
+	switch *network {
+	case "netns":
+		useNetns = true
+	case "auto":
+		useNetns = NetnsAvailable()
+	}
+	netName := "loopback"
+	if useNetns {
+		netName = "netns"
+	}
+	fmt.Printf("fault suite: mode=%s net=%s seed=%d duration=%s scenarios=%d out=%s\n", *mode, netName, *seed, *duration, len(list), *out)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	var current struct {
+		sync.Mutex
+		c *Cluster
+	}
+	go func() {
+		<-sigs
+		fmt.Println("interrupted: cleaning up")
+		current.Lock()
+		if current.c != nil {
+			current.c.StopAll()
+		}
+		current.Unlock()
+		if useNetns {
+			CleanupNetwork()
+		}
+		os.Exit(130)
+	}()
+
+	var results []*Result
+	failed := false
+	for i, sc := range list {
+		family, wls := parseScenario(sc)
+		dir := filepath.Join(*out, fmt.Sprintf("%02d-%s", i+1, strings.NewReplacer("/", "-", "+", "-").Replace(sc)))
+		r := &Result{Scenario: sc, Family: family, Workloads: wls, Network: netName, Checks: map[string]string{}, Dir: dir}
+		if needsNetns(family) && !useNetns {
+			r.Skipped = "needs network namespaces"
+		} else {
+			runScenario(r, *bin, dir, useNetns, *seed+int64(i)*7919, *duration, *workers, *checkTimeout, func(c *Cluster) {
+				current.Lock()
+				current.c = c
+				current.Unlock()
+			})
+		}
+		results = append(results, r)
+		line := summaryLine(r)
+		fmt.Println(line)
+		if len(r.Anomalies) > 0 {
+			failed = true
+			for _, a := range r.Anomalies {
+				fmt.Println("    anomaly: " + a)
+			}
+		}
+		b, _ := json.MarshalIndent(r, "", "  ")
+		os.WriteFile(filepath.Join(dir, "result.json"), b, 0o644)
+	}
+	md := resultsTable(results, *mode, *seed, *duration)
+	os.WriteFile(filepath.Join(*out, "results.md"), []byte(md), 0o644)
+	if *table != "" {
+		if err := writeTable(*table, md); err != nil {
+			fmt.Println("cannot write the table:", err)
+		}
+	}
+	total, anomalies := 0, 0
+	for _, r := range results {
+		total += r.Ops
+		anomalies += len(r.Anomalies)
+	}
+	fmt.Printf("fault suite: %d scenarios, %d operations checked, %d anomalies; details in %s\n", len(results), total, anomalies, *out)
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func parseScenario(sc string) (string, []string) {
+	family, rest, ok := strings.Cut(sc, "/")
+	if !ok || rest == "" {
+		return family, []string{"register", "map", "snapshot"}
+	}
+	return family, strings.Split(rest, "+")
+}
+
+func summaryLine(r *Result) string {
+	if r.Skipped != "" {
+		return fmt.Sprintf("SKIP %-45s %s", r.Scenario, r.Skipped)
+	}
+	verdict := "PASS"
+	if len(r.Anomalies) > 0 {
+		verdict = "FAIL"
+	}
+	var checks []string
+	for _, k := range sortedKeys(r.Checks) {
+		checks = append(checks, k+"="+r.Checks[k])
+	}
+	return fmt.Sprintf("%s %-45s ops=%d (ok %d, unknown %d, failed %d) faults=%d anomalies=%d %.0fs [%s]",
+		verdict, r.Scenario, r.Ops, r.OpsOK, r.OpsUnknown, r.OpsFailed, r.Faults, len(r.Anomalies), r.Seconds, strings.Join(checks, " "))
+}
+
+func sortedKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration time.Duration, workers int, checkTimeout time.Duration, setCurrent func(*Cluster)) {
+	began := time.Now()
+	defer func() { r.Seconds = time.Since(began).Seconds() }()
+	anomaly := func(format string, a ...any) { r.Anomalies = append(r.Anomalies, fmt.Sprintf(format, a...)) }
+	os.RemoveAll(dir)
+	os.MkdirAll(dir, 0o755)
+	logFile, _ := os.Create(filepath.Join(dir, "harness.log"))
+	defer logFile.Close()
+	var logMu sync.Mutex
+	logf := func(format string, a ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(logFile, time.Now().UTC().Format("15:04:05.000 ")+format+"\n", a...)
+	}
+	if netns {
+		CleanupNetwork()
+		defer CleanupNetwork()
+	}
+	c, err := NewCluster(bin, filepath.Join(dir, "cluster"), netns, logf)
+	if err != nil {
+		anomaly("harness: %v", err)
+		return
+	}
+	setCurrent(c)
+	defer func() { c.StopAll(); setCurrent(nil) }()
+	if err := c.StartAll(); err != nil {
+		anomaly("harness: start: %v", err)
+		return
+	}
+	conn := NewConn(c.ClientAddrs(), seed)
+	defer conn.Close()
+	var wls []*Workload
+	for _, name := range r.Workloads {
+		w, ok := Workloads[name]
+		if !ok {
+			anomaly("harness: unknown workload %q", name)
+			return
+		}
+		wls = append(wls, w)
+	}
+	// Bring-up: maps exist, health check passes.
+	if err := waitUntil(60*time.Second, func() error {
+		if _, err := conn.Refresh(context.Background()); err != nil {
+			return err
+		}
+		for _, m := range []string{"health", "reg", "wmap", "snap"} {
+			if err := conn.CreateMap(context.Background(), m); err != nil {
+				return fmt.Errorf("create %s: %v", m, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		anomaly("harness: the cluster did not come up: %v", err)
+		return
+	}
+	if err := healthCheck(conn, c, 60*time.Second); err != nil {
+		anomaly("health check before the faults: %v", err)
+		return
+	}
+	logf("health check before: ok")
+
+	// Workloads and nemesis.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	recs := map[string]*Recorder{}
+	for wi, w := range wls {
+		rec := NewRecorder()
+		recs[w.Name] = rec
+		for i := 0; i < workers; i++ {
+			wg.Add(1)
+			go func(w *Workload, s int64) {
+				defer wg.Done()
+				RunWorker(stop, conn, w, rec, s, 10*time.Millisecond)
+			}(w, seed*1000+int64(wi*100+i))
+		}
+	}
+	nem := NewNemesis(c, conn, r.Family, seed, logf)
+	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	defer cancel()
+	nemDone := make(chan struct{})
+	quiet, hold := 4*time.Second, 6*time.Second
+	if r.Family == "kill-majority" || r.Family == "netem" {
+		hold = 5 * time.Second
+	}
+	go func() { nem.Run(ctx, quiet, hold); close(nemDone) }()
+	<-ctx.Done()
+	<-nemDone
+	close(stop)
+	if !waitGroupTimeout(&wg, 90*time.Second) {
+		anomaly("harness: workers did not stop within 90 s")
+	}
+	r.Faults = nem.Injects
+	if crashed := nem.Unexpected(); len(crashed) > 0 {
+		anomaly("node(s) %v exited without being killed (see node logs)", crashed)
+	}
+	if err := healthCheck(conn, c, 90*time.Second); err != nil {
+		anomaly("health check after healing: %v", err)
+	} else {
+		logf("health check after: ok")
+	}
+	os.WriteFile(filepath.Join(dir, "nemesis.log"), []byte(strings.Join(nem.Events, "\n")+"\n"), 0o644)
+
+	// Final reads, histories, checks.
+	for _, w := range wls {
+		rec := recs[w.Name]
+		if err := FinalReads(conn, w, rec); err != nil {
+			anomaly("%s: final read failed: %v", w.Name, err)
+		}
+		ops := rec.Ops()
+		WriteHistory(filepath.Join(dir, w.Name+".history.jsonl"), ops)
+		for _, o := range ops {
+			r.Ops++
+			switch o.Status {
+			case "ok":
+				r.OpsOK++
+			case "unknown":
+				r.OpsUnknown++
+			default:
+				r.OpsFailed++
+			}
+		}
+		verdict, problems := checkHistory(ops, w.Model, checkTimeout, filepath.Join(dir, w.Name+".porcupine.html"))
+		r.Checks[w.Name] = verdict
+		for _, p := range problems {
+			anomaly("%s: %s", w.Name, p)
+		}
+	}
+	if left := c.Crashed(); len(left) > 0 {
+		logf("nodes not running at the end: %v", left)
+	}
+}
+
+// checkHistory runs porcupine (and the acknowledged-write check) and keeps
+// an HTML visualisation when it finds a violation.
+func checkHistory(ops []*Op, model porcupine.Model, timeout time.Duration, html string) (string, []string) {
+	var problems []string
+	res, info := porcupine.CheckOperationsVerbose(model, ToPorcupine(ops), timeout)
+	verdict := "linearizable"
+	switch res {
+	case porcupine.Illegal:
+		verdict = "NOT-linearizable"
+		problems = append(problems, explainKeys(ops, model, timeout)...)
+		if err := porcupine.VisualizePath(model, info, html); err == nil {
+			problems = append(problems, "porcupine: not linearizable; see "+html)
+		} else {
+			problems = append(problems, "porcupine: not linearizable (visualisation failed: "+err.Error()+")")
+		}
+	case porcupine.Unknown:
+		verdict = "check-timeout"
+	}
+	lost := AckedWritesPresent(ops)
+	for _, l := range lost {
+		problems = append(problems, "acknowledged write missing: "+l)
+	}
+	return verdict, problems
+}
+
+func checkFile(path, model string) int {
+	ops, err := ReadHistory(path)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	m := RegisterModel
+	if model == "map" {
+		m = MapModel
+	}
+	verdict, problems := checkHistory(ops, m, 5*time.Minute, strings.TrimSuffix(path, ".jsonl")+".porcupine.html")
+	fmt.Printf("%s: %d ops, %s\n", path, len(ops), verdict)
+	for _, p := range problems {
+		fmt.Println("  " + p)
+	}
+	if len(problems) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func waitUntil(limit time.Duration, f func() error) error {
+	deadline := time.Now().Add(limit)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return err
+}
+
+func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// healthCheck: every node runs and answers Status, and a put then get of
+// a fresh value through the normal routing succeed.
+func healthCheck(conn *Conn, c *Cluster, limit time.Duration) error {
+	return waitUntil(limit, func() error {
+		for _, n := range c.Nodes {
+			if !n.Running() {
+				return fmt.Errorf("node %d is not running", n.ID)
+			}
+			if _, err := conn.Status(context.Background(), n.ClientAddr); err != nil {
+				return fmt.Errorf("node %d: status: %v", n.ID, err)
+			}
+		}
+		s := conn.NewSession()
+		v := fmt.Sprintf("h%d", time.Now().UnixNano())
+		if _, err := conn.Execute(context.Background(), s, []byte("h"), false, func(r *pb.MapRequest) {
+			r.Op = &pb.MapRequest_Put{Put: &pb.Put{Map: "health", Key: []byte("h"), Value: []byte(v)}}
+		}); err != nil {
+			return fmt.Errorf("put: %v", err)
+		}
+		resp, err := conn.Execute(context.Background(), s, []byte("h"), false, func(r *pb.MapRequest) {
+			r.Op = &pb.MapRequest_Get{Get: &pb.Get{Map: "health", Key: []byte("h")}}
+		})
+		if err != nil {
+			return fmt.Errorf("get: %v", err)
+		}
+		if got := string(resp.GetValue().GetValue()); got != v {
+			return fmt.Errorf("get after put: %q, want %q", got, v)
+		}
+		return nil
+	})
+}
+
+const tableBegin = "<!-- fault-results:begin -->"
+const tableEnd = "<!-- fault-results:end -->"
+
+func resultsTable(results []*Result, mode string, seed int64, duration time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run of %s UTC: `--mode %s --duration %s --seed %d`, network %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04"), mode, duration, seed, netOf(results))
+	b.WriteString("| scenario | time (s) | faults injected | operations checked | ok / unknown / failed | checks | anomalies |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		if r.Skipped != "" {
+			fmt.Fprintf(&b, "| %s | - | - | - | - | skipped: %s | - |\n", r.Scenario, r.Skipped)
+			continue
+		}
+		var checks []string
+		for _, k := range sortedKeys(r.Checks) {
+			checks = append(checks, k+": "+r.Checks[k])
+		}
+		an := fmt.Sprint(len(r.Anomalies))
+		if len(r.Anomalies) > 0 {
+			an += ": " + strings.ReplaceAll(strings.Join(r.Anomalies, "; "), "|", "/")
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %d | %d | %d / %d / %d | %s | %s |\n", r.Scenario, r.Seconds, r.Faults, r.Ops,
+			r.OpsOK, r.OpsUnknown, r.OpsFailed, strings.Join(checks, ", "), an)
+	}
+	return b.String()
+}
+
+func netOf(results []*Result) string {
+	if len(results) > 0 {
+		return results[0].Network
+	}
+	return "?"
+}
+
+func writeTable(path, md string) error {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(old)
+	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s has no %s ... %s markers", path, tableBegin, tableEnd)
+	}
+	s = s[:i+len(tableBegin)] + "\n" + md + s[j:]
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// explainKeys names the keys whose own history is not linearizable (for a
+// model partitioned by key).
+func explainKeys(ops []*Op, model porcupine.Model, timeout time.Duration) []string {
+	if model.Partition == nil {
+		return nil
+	}
+	byKey := map[string][]*Op{}
+	for _, o := range ops {
+		byKey[o.Key] = append(byKey[o.Key], o)
+	}
+	var out []string
+	for _, k := range sortedKeysOps(byKey) {
+		if porcupine.CheckOperationsTimeout(model, ToPorcupine(byKey[k]), timeout) == porcupine.Illegal {
+			out = append(out, fmt.Sprintf("key %s (%d ops) is not linearizable", k, len(byKey[k])))
+		}
+	}
+	return out
+}
+
+func sortedKeysOps(m map[string][]*Op) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,313 @@
+package main
+
+// The nemesis: one fault family per run, injected and healed in cycles.
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Families, in the order `--scenarios all` runs them.
+var Families = []string{
+	"kill-replica",          // SIGKILL a non-coordinator node, restart it
+	"kill-coordinator",      // SIGKILL the global stream's coordinator, restart it
+	"kill-majority",         // SIGKILL two of the three replicas of every partition, restart them
+	"pause-coordinator",     // SIGSTOP the coordinator, SIGCONT it
+	"pause-replica",         // SIGSTOP a non-coordinator node, SIGCONT it
+	"partition-coordinator", // isolate the coordinator from the other nodes (clients still reach it)
+	"partition-minority",    // cut a random node off: majority {2} / minority {1}
+	"partition-oneway",      // one node's packets to the others are dropped; theirs still arrive
+	"partition-bridge",      // two nodes cannot talk, both still talk to the third
+	"netem",                 // latency/loss/duplication/reordering on every node's link
+}
+
+func needsNetns(family string) bool {
+	return strings.HasPrefix(family, "partition-") || family == "netem"
+}
+
+type Nemesis struct {
+	c       *Cluster
+	conn    *Conn
+	family  string
+	rng     *rand.Rand
+	logf    func(string, ...any)
+	mu      sync.Mutex
+	blocks  [][2]*Node // a cannot send to b
+	netem   []*Node
+	killed  map[int]bool
+	Events  []string
+	Injects int
+	start   time.Time
+}
+
+func NewNemesis(c *Cluster, conn *Conn, family string, seed int64, logf func(string, ...any)) *Nemesis {
+	return &Nemesis{c: c, conn: conn, family: family, rng: rand.New(rand.NewSource(seed)), logf: logf, killed: map[int]bool{}, start: time.Now()}
+}
+
+func (m *Nemesis) event(format string, a ...any) {
+	s := fmt.Sprintf("%6.1fs ", time.Since(m.start).Seconds()) + fmt.Sprintf(format, a...)
+	m.Events = append(m.Events, s)
+	m.logf("nemesis: %s", s)
+}
+
+// Run injects and heals the fault in cycles until ctx ends, then heals.
+func (m *Nemesis) Run(ctx context.Context, quiet, hold time.Duration) {
+	defer m.Heal()
+	for {
+		if !sleepCtx(ctx, quiet) {
+			return
+		}
+		if err := m.inject(ctx); err != nil {
+			m.event("inject failed: %v", err)
+		} else {
+			m.Injects++
+		}
+		if !sleepCtx(ctx, hold) {
+			return
+		}
+		m.Heal()
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func (m *Nemesis) coordinator(ctx context.Context) *Node {
+	if n := m.c.Coordinator(ctx, m.conn); n != nil {
+		return n
+	}
+	return m.c.Nodes[0]
+}
+
+func (m *Nemesis) other(not *Node) *Node {
+	var cands []*Node
+	for _, n := range m.c.Nodes {
+		if n != not {
+			cands = append(cands, n)
+		}
+	}
+	return cands[m.rng.Intn(len(cands))]
+}
+
+func (m *Nemesis) inject(ctx context.Context) error {
+	coord := m.coordinator(ctx)
+	switch m.family {
+	case "kill-replica":
+		n := m.other(coord)
+		m.event("SIGKILL node %d (coordinator is %d)", n.ID, coord.ID)
+		m.killed[n.ID] = true
+		m.c.Kill(n)
+	case "kill-coordinator":
+		m.event("SIGKILL coordinator node %d", coord.ID)
+		m.killed[coord.ID] = true
+		m.c.Kill(coord)
+	case "kill-majority":
+		a := m.c.Nodes[m.rng.Intn(nodeCount)]
+		b := m.other(a)
+		m.event("SIGKILL nodes %d and %d (a majority of every partition)", a.ID, b.ID)
+		m.killed[a.ID], m.killed[b.ID] = true, true
+		m.c.Kill(a)
+		m.c.Kill(b)
+	case "pause-coordinator":
+		m.event("SIGSTOP coordinator node %d", coord.ID)
+		m.c.Pause(coord)
+	case "pause-replica":
+		n := m.other(coord)
+		m.event("SIGSTOP node %d", n.ID)
+		m.c.Pause(n)
+	case "partition-coordinator":
+		m.event("isolate coordinator node %d from the other nodes", coord.ID)
+		return m.isolate(coord, true)
+	case "partition-minority":
+		n := m.c.Nodes[m.rng.Intn(nodeCount)]
+		m.event("partition: minority {%d} / majority {rest}", n.ID)
+		return m.isolate(n, true)
+	case "partition-oneway":
+		n := m.c.Nodes[m.rng.Intn(nodeCount)]
+		m.event("one-way: node %d cannot send to the others", n.ID)
+		return m.isolate(n, false)
+	case "partition-bridge":
+		bridge := m.c.Nodes[m.rng.Intn(nodeCount)]
+		var ends []*Node
+		for _, n := range m.c.Nodes {
+			if n != bridge {
+				ends = append(ends, n)
+			}
+		}
+		m.event("bridge: nodes %d and %d cut apart, both see node %d", ends[0].ID, ends[1].ID, bridge.ID)
+		if err := m.block(ends[0], ends[1]); err != nil {
+			return err
+		}
+		return m.block(ends[1], ends[0])
+	case "netem":
+		return m.netemOn()
+	default:
+		return fmt.Errorf("unknown fault family %q", m.family)
+	}
+	return nil
+}
+
+// isolate cuts n off from the other nodes (both ways, or only n's sends).
+func (m *Nemesis) isolate(n *Node, both bool) error {
+	for _, o := range m.c.Nodes {
+		if o == n {
+			continue
+		}
+		if err := m.block(n, o); err != nil {
+			return err
+		}
+		if both {
+			if err := m.block(o, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// block drops what a sends to b: a blackhole route to b's address in a's
+// namespace (clients on the bridge address still reach both).
+func (m *Nemesis) block(a, b *Node) error {
+	if !m.c.Netns {
+		return fmt.Errorf("partitions need network namespaces")
+	}
+	m.mu.Lock()
+	m.blocks = append(m.blocks, [2]*Node{a, b})
+	m.mu.Unlock()
+	return nsRun(a.NS, "ip", "route", "add", "blackhole", b.IP+"/32")
+}
+
+// NetemAvailable says whether the kernel has sch_netem.
+func NetemAvailable(c *Cluster) bool {
+	if !c.Netns {
+		return false
+	}
+	n := c.Nodes[0]
+	if nsRun(n.NS, "tc", "qdisc", "add", "dev", n.NSVeth, "root", "netem", "delay", "1ms") != nil {
+		return false
+	}
+	nsRun(n.NS, "tc", "qdisc", "del", "dev", n.NSVeth, "root")
+	return true
+}
+
+func iptablesAvailable() bool {
+	_, err := exec.LookPath("iptables")
+	return err == nil
+}
+
+func (m *Nemesis) netemOn() error {
+	if !m.c.Netns {
+		return fmt.Errorf("netem needs network namespaces")
+	}
+	useNetem := NetemAvailable(m.c)
+	for _, n := range m.c.Nodes {
+		m.netem = append(m.netem, n)
+		if useNetem {
+			if err := nsRun(n.NS, "tc", "qdisc", "add", "dev", n.NSVeth, "root", "netem",
+				"delay", "40ms", "20ms", "loss", "3%", "duplicate", "2%", "reorder", "10%", "50%"); err != nil {
+				return err
+			}
+			continue
+		}
+		// No sch_netem in this kernel: loss with iptables' statistic match,
+		// duplication with TEE, and a slow link (queueing latency) with tbf.
+		if err := nsRun(n.NS, "tc", "qdisc", "add", "dev", n.NSVeth, "root", "tbf",
+			"rate", "4mbit", "burst", "8kb", "latency", "100ms"); err != nil {
+			return err
+		}
+		if !iptablesAvailable() {
+			continue
+		}
+		for _, o := range m.c.Nodes {
+			if o == n {
+				continue
+			}
+			if err := nsRun(n.NS, "iptables", "-A", "OUTPUT", "-d", o.IP, "-m", "statistic", "--mode", "random",
+				"--probability", "0.03", "-j", "DROP"); err != nil {
+				return err
+			}
+			if err := nsRun(n.NS, "iptables", "-t", "mangle", "-A", "POSTROUTING", "-d", o.IP, "-m", "statistic",
+				"--mode", "random", "--probability", "0.02", "-j", "TEE", "--gateway", o.IP); err != nil {
+				return err
+			}
+		}
+	}
+	if useNetem {
+		m.event("netem: delay 40±20 ms, loss 3%%, duplicate 2%%, reorder 10%% on every node")
+	} else if iptablesAvailable() {
+		m.event("no sch_netem: tbf 4 mbit (queueing delay) + iptables loss 3%% + TEE duplicate 2%% on every node (no reordering)")
+	} else {
+		m.event("no sch_netem, no iptables: tbf 4 mbit only")
+	}
+	return nil
+}
+
+// Heal undoes every fault: routes, qdiscs, rules, pauses, dead nodes.
+func (m *Nemesis) Heal() {
+	m.mu.Lock()
+	blocks := m.blocks
+	m.blocks = nil
+	nets := m.netem
+	m.netem = nil
+	m.mu.Unlock()
+	did := []string{}
+	for _, b := range blocks {
+		nsRun(b[0].NS, "ip", "route", "del", "blackhole", b[1].IP+"/32")
+	}
+	if len(blocks) > 0 {
+		did = append(did, "routes")
+	}
+	for _, n := range nets {
+		nsRun(n.NS, "tc", "qdisc", "del", "dev", n.NSVeth, "root")
+		if iptablesAvailable() {
+			nsRun(n.NS, "iptables", "-F")
+			nsRun(n.NS, "iptables", "-t", "mangle", "-F")
+		}
+	}
+	if len(nets) > 0 {
+		did = append(did, "netem")
+	}
+	for _, n := range m.c.Nodes {
+		if n.Paused {
+			m.c.Resume(n)
+			did = append(did, fmt.Sprintf("SIGCONT %d", n.ID))
+		}
+	}
+	for _, n := range m.c.Nodes {
+		if !n.Running() && m.killed[n.ID] {
+			if err := m.c.Start(n); err != nil {
+				m.event("restart node %d failed: %v", n.ID, err)
+			} else {
+				did = append(did, fmt.Sprintf("restart %d", n.ID))
+			}
+			delete(m.killed, n.ID)
+		}
+	}
+	if len(did) > 0 {
+		m.event("heal: %s", strings.Join(did, ", "))
+	}
+}
+
+// Unexpected lists nodes that exited without being killed by the nemesis.
+func (m *Nemesis) Unexpected() []int {
+	var out []int
+	for _, id := range m.c.Crashed() {
+		if !m.killed[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func cleanupLoopbackRules() {}

@@ -72,6 +72,8 @@ public final class AmuletClient implements AutoCloseable {
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final List<Session> idleSessions = new ArrayList<>();
   private volatile boolean closed;
+  /** Test hooks: interceptors of every channel. */
+  private final io.grpc.ClientInterceptor[] interceptors;
 
   /** A session and its next sequence number; one operation at a time. */
   static final class Session {
@@ -100,9 +102,11 @@ public final class AmuletClient implements AutoCloseable {
     }
   }
 
-  private AmuletClient(List<String> seeds, ClientConfig config) {
+  private AmuletClient(
+      List<String> seeds, ClientConfig config, io.grpc.ClientInterceptor[] interceptors) {
     this.seeds = List.copyOf(seeds);
     this.config = config;
+    this.interceptors = interceptors;
   }
 
   /** Connects through any of {@code seeds} (client API addresses, host:port). */
@@ -112,10 +116,16 @@ public final class AmuletClient implements AutoCloseable {
 
   /** Connects through any of {@code seeds} with {@code config}. */
   public static AmuletClient connect(List<String> seeds, ClientConfig config) {
+    return connect(seeds, config, new io.grpc.ClientInterceptor[0]);
+  }
+
+  /** As {@link #connect(List, ClientConfig)}, with gRPC interceptors on every channel (tests). */
+  static AmuletClient connect(
+      List<String> seeds, ClientConfig config, io.grpc.ClientInterceptor... interceptors) {
     if (seeds.isEmpty()) {
       throw new IllegalArgumentException("no seed address given");
     }
-    AmuletClient client = new AmuletClient(seeds, config);
+    AmuletClient client = new AmuletClient(seeds, config, interceptors);
     long deadline = System.nanoTime() + config.operationTimeout().toNanos();
     long backoff = BACKOFF_MIN_NANOS;
     String last = "";
@@ -469,6 +479,7 @@ public final class AmuletClient implements AutoCloseable {
               .usePlaintext()
               .maxInboundMessageSize(REPLY_BYTES_MAX)
               .disableRetry()
+              .intercept(interceptors)
               .build();
         });
   }

@@ -349,12 +349,6 @@ public final class ByteMap {
     return new Snapshot(client, id, partitions, after);
   }
 
-  /** Reopens the snapshot {@code id} (opened earlier on this map) for reading. */
-  public Snapshot readSnapshot(long id) {
-    List<Integer> partitions = client.routing().partitionsFor(Placement.all(name));
-    return new Snapshot(client, id, partitions, null, false);
-  }
-
   /** Releases the snapshot {@code id}. */
   public void releaseSnapshot(long id) {
     Snapshot.release(client, id);

@@ -28,6 +28,7 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
   private final AmuletClient client;
   private final long id;
   private final List<Source> sources = new ArrayList<>();
+  private final List<Integer> partitions;
   private final boolean owned;
   private boolean released;
 
@@ -63,6 +64,7 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
     this.client = client;
     this.id = id;
     this.owned = owned;
+    this.partitions = List.copyOf(partitions);
     for (int p : partitions) {
       sources.add(new Source(p, after == null ? null : after.clone()));
     }
@@ -71,6 +73,15 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
   /** The snapshot's id (its position in the global order). */
   public long id() {
     return id;
+  }
+
+  /**
+   * A new iterator over the same snapshot from its first key (the partitions
+   * it was opened on, even if the map was dropped since); closing it does
+   * not release the snapshot.
+   */
+  public Snapshot reread() {
+    return new Snapshot(client, id, partitions, null, false);
   }
 
   /** Entries held in this iterator now (at most a page per partition). */

@@ -782,13 +782,31 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     };
   }
 
+  /** An entry of the entry set's iterator: setValue puts the new value in the map. */
+  private final class WriteThroughEntry extends SimpleEntry<K, V> {
+    private static final long serialVersionUID = 1L;
+
+    WriteThroughEntry(K key, V value) {
+      super(key, value);
+    }
+
+    @Override
+    public V setValue(V value) {
+      if (value == null) {
+        throw new NullPointerException("null value");
+      }
+      put(getKey(), value);
+      return super.setValue(value);
+    }
+  }
+
   private final class EntrySet extends AbstractSet<Map.Entry<K, V>> {
     @Override
     public Iterator<Map.Entry<K, V>> iterator() {
       return new Iter<Map.Entry<K, V>>() {
         @Override
         Map.Entry<K, V> make(Map.Entry<byte[], byte[]> e) {
-          return entry(e);
+          return new WriteThroughEntry(keys.decode(e.getKey()), values.decode(e.getValue()));
         }
       };
     }

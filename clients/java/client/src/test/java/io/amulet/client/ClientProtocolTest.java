@@ -1,0 +1,183 @@
+package io.amulet.client;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+
+import amulet.v1.AmuletOuterClass.MapRequest;
+import amulet.v1.AmuletOuterClass.RequestHeader;
+import io.amulet.testing.DevCluster;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.Test;
+
+/** Routing, retries, sessions and exactly-once resends, against a live cluster. */
+public class ClientProtocolTest {
+  /**
+   * Lets the first {@code drops} Execute calls of an op reach the cluster
+   * but hands the client UNAVAILABLE instead of the reply (a reply lost on
+   * the way back); records every header sent.
+   */
+  static final class DropReplies implements ClientInterceptor {
+    final MapRequest.OpCase op;
+    final AtomicInteger drops;
+    final List<RequestHeader> sent = Collections.synchronizedList(new ArrayList<>());
+
+    DropReplies(MapRequest.OpCase op, int drops) {
+      this.op = op;
+      this.drops = new AtomicInteger(drops);
+    }
+
+    @Override
+    public <Q, R> ClientCall<Q, R> interceptCall(
+        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+      if (!method.getFullMethodName().endsWith("/Execute")) {
+        return next.newCall(method, options);
+      }
+      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
+        private volatile boolean drop;
+
+        @Override
+        public void start(Listener<R> listener, Metadata headers) {
+          super.start(
+              new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(listener) {
+                @Override
+                public void onMessage(R message) {
+                  if (!drop) {
+                    super.onMessage(message);
+                  }
+                }
+
+                @Override
+                public void onClose(Status status, Metadata trailers) {
+                  super.onClose(
+                      drop ? Status.UNAVAILABLE.withDescription("reply dropped by the test") : status,
+                      drop ? new Metadata() : trailers);
+                }
+              },
+              headers);
+        }
+
+        @Override
+        public void sendMessage(Q message) {
+          MapRequest r = (MapRequest) message;
+          if (r.getOpCase() == op) {
+            sent.add(r.getHeader());
+            if (drops.getAndDecrement() > 0) {
+              drop = true;
+            }
+          }
+          super.sendMessage(message);
+        }
+      };
+    }
+  }
+
+  static byte[] b(String s) {
+    return ByteMapTest.b(s);
+  }
+
+  @Test
+  public void aResendAfterALostReplyAppliesOnceAndGetsTheFirstReply() {
+    String name = ByteMapTest.fresh();
+    DropReplies dropper = new DropReplies(MapRequest.OpCase.PUT_IF_ABSENT, 2);
+    try (AmuletClient c =
+        AmuletClient.connect(DevCluster.get().addresses(), ClientConfig.defaults(), dropper)) {
+      ByteMap m = c.createMap(name);
+      // Applied by the first send; the two resends (same session and
+      // sequence) get the stored reply "it was set", not "it exists".
+      assertNull(m.putIfAbsent(b("k"), b("first")));
+      // Two dropped replies, then the answer (a replica not yet at the new
+      // map version may add a "behind" and another resend).
+      int sends = dropper.sent.size();
+      assertTrue("sends " + sends, sends >= 3);
+      RequestHeader first = dropper.sent.get(0);
+      for (RequestHeader h : dropper.sent) {
+        assertEquals(first.getSession(), h.getSession());
+        assertEquals(first.getSequence(), h.getSequence());
+      }
+      assertArrayEquals(b("first"), m.get(b("k")));
+      // Later operations of the session take later sequences (the get took one).
+      assertArrayEquals(b("first"), m.putIfAbsent(b("k"), b("second")));
+      assertEquals(first.getSequence() + 2, dropper.sent.get(sends).getSequence());
+    }
+  }
+
+  @Test
+  public void aClientWithAStaleMapRefreshesIt() {
+    String name = ByteMapTest.fresh();
+    try (AmuletClient a = DevCluster.get().client();
+        AmuletClient b = DevCluster.get().client()) {
+      long before = b.partitionMapVersion();
+      a.createMap(name).put(b("k"), b("v"));
+      // b's cached map predates the map: routed by the old version, the
+      // replica answers stale-map and b fetches the new map.
+      assertArrayEquals(b("v"), b.byteMap(name).get(b("k")));
+      assertTrue(b.partitionMapVersion() > before);
+    }
+  }
+
+  @Test
+  public void aDeadSeedIsSkipped() {
+    List<String> seeds = new ArrayList<>();
+    seeds.add("127.0.0.1:1");
+    seeds.addAll(DevCluster.get().addresses());
+    try (AmuletClient c = AmuletClient.connect(seeds)) {
+      assertEquals(3, c.partitionIds().size());
+    }
+  }
+
+  @Test
+  public void concurrentWritersEachUseTheirOwnSession() throws Exception {
+    String name = ByteMapTest.fresh();
+    try (AmuletClient c = DevCluster.get().client()) {
+      ByteMap m = c.createMap(name);
+      m.put(b("counter"), new byte[] {0});
+      ExecutorService pool = Executors.newFixedThreadPool(8);
+      try {
+        List<Future<?>> futures = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+          futures.add(
+              pool.submit(
+                  () -> {
+                    for (int i = 0; i < 10; i++) {
+                      while (true) {
+                        byte[] old = m.get(b("counter"));
+                        byte[] next = {(byte) (old[0] + 1)};
+                        if (m.replaceIfEquals(b("counter"), old, next)) {
+                          break;
+                        }
+                      }
+                    }
+                    return null;
+                  }));
+        }
+        for (Future<?> f : futures) {
+          f.get(60, TimeUnit.SECONDS);
+        }
+      } finally {
+        pool.shutdownNow();
+      }
+      assertArrayEquals(new byte[] {80}, m.get(b("counter")));
+    }
+  }
+
+}

@@ -1,0 +1,374 @@
+package io.amulet.client;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.fail;
+
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonNull;
+import com.google.gson.JsonObject;
+import com.google.gson.JsonParser;
+import com.google.gson.JsonPrimitive;
+import io.amulet.testing.DevCluster;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.AbstractMap.SimpleImmutableEntry;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import org.junit.AfterClass;
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
+
+/**
+ * Runs spec/conformance/scenarios.json (format: spec/conformance/README.md)
+ * on the byte-level API ({@link ByteMap}) against a live local cluster, one
+ * JUnit test per scenario, in file order.
+ *
+ * <p>Error classes: {@link IllegalArgumentException} (from the server's
+ * INVALID_ARGUMENT, or the client's own refusal of a bad map name) is
+ * {@code invalid_argument}; {@link AmuletException} of kind NOT_FOUND,
+ * ALREADY_EXISTS, RESOURCE_EXHAUSTED is {@code not_found}, {@code
+ * already_exists}, {@code resource_exhausted}; anything else fails the step.
+ */
+@RunWith(Parameterized.class)
+public class ConformanceTest {
+  private static final Set<String> STEP_KEYS =
+      Set.of(
+          "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
+          "reverse", "nearest", "name", "expect", "error");
+  private static final String RUN =
+      String.format("%08x", ThreadLocalRandom.current().nextInt());
+  private static AmuletClient client;
+
+  private final String name;
+  private final int index;
+  private final JsonObject scenario;
+
+  public ConformanceTest(String name, int index, JsonObject scenario) {
+    this.name = name;
+    this.index = index;
+    this.scenario = scenario;
+  }
+
+  static Path file() {
+    return DevCluster.repo().resolve("spec/conformance/scenarios.json");
+  }
+
+  @Parameterized.Parameters(name = "{0}")
+  public static Collection<Object[]> scenarios() throws IOException {
+    List<Object[]> out = new ArrayList<>();
+    if (!Files.exists(file())) {
+      return out;
+    }
+    JsonObject root =
+        JsonParser.parseString(new String(Files.readAllBytes(file()), StandardCharsets.UTF_8))
+            .getAsJsonObject();
+    JsonArray scenarios = root.getAsJsonArray("scenarios");
+    for (int i = 0; i < scenarios.size(); i++) {
+      JsonObject s = scenarios.get(i).getAsJsonObject();
+      out.add(new Object[] {s.get("name").getAsString(), i, s});
+    }
+    return out;
+  }
+
+  static synchronized AmuletClient client() {
+    if (client == null) {
+      client = DevCluster.get().client();
+    }
+    return client;
+  }
+
+  @AfterClass
+  public static void closeClient() {
+    if (client != null) {
+      client.close();
+      client = null;
+    }
+  }
+
+  /** A snapshot opened by snapshot_open: its map and id. */
+  private static final class Held {
+    final ByteMap map;
+    final Snapshot snapshot;
+
+    Held(ByteMap map, Snapshot snapshot) {
+      this.map = map;
+      this.snapshot = snapshot;
+    }
+  }
+
+  @Test
+  public void scenario() {
+    String prefix = "c" + RUN + "-" + index + "-";
+    Map<String, Held> snapshots = new HashMap<>();
+    JsonArray steps = scenario.getAsJsonArray("steps");
+    for (int i = 0; i < steps.size(); i++) {
+      JsonObject step = steps.get(i).getAsJsonObject();
+      for (String k : step.keySet()) {
+        if (!STEP_KEYS.contains(k)) {
+          fail(name + " step " + i + ": unknown step key " + k + " (the runner is out of date)");
+        }
+      }
+      boolean expectsError = step.has("error");
+      if (expectsError == step.has("expect")) {
+        fail(name + " step " + i + ": needs exactly one of expect and error");
+      }
+      String where = name + " step " + i + " (" + step + ")";
+      JsonElement result;
+      String error = null;
+      try {
+        result = run(step, prefix, snapshots, where);
+      } catch (IllegalArgumentException e) {
+        result = null;
+        error = "invalid_argument";
+      } catch (AmuletException e) {
+        result = null;
+        switch (e.kind()) {
+          case NOT_FOUND:
+            error = "not_found";
+            break;
+          case ALREADY_EXISTS:
+            error = "already_exists";
+            break;
+          case RESOURCE_EXHAUSTED:
+            error = "resource_exhausted";
+            break;
+          default:
+            throw new AssertionError(where + ": unexpected error " + e, e);
+        }
+      }
+      if (expectsError) {
+        if (error == null) {
+          fail(where + ": expected error " + step.get("error").getAsString() + ", got " + result);
+        }
+        assertEquals(where, step.get("error").getAsString(), error);
+      } else {
+        if (error != null) {
+          fail(where + ": expected " + step.get("expect") + ", got error " + error);
+        }
+        assertEquals(where, normalize(step.get("expect")), normalize(result));
+      }
+    }
+  }
+
+  /** Numbers as longs, so 2 and 2.0 compare equal whatever the parser kept. */
+  private static JsonElement normalize(JsonElement e) {
+    if (e == null || e.isJsonNull()) {
+      return JsonNull.INSTANCE;
+    }
+    if (e.isJsonPrimitive() && e.getAsJsonPrimitive().isNumber()) {
+      return new JsonPrimitive(e.getAsBigDecimal().longValueExact());
+    }
+    if (e.isJsonArray()) {
+      JsonArray out = new JsonArray();
+      for (JsonElement x : e.getAsJsonArray()) {
+        out.add(normalize(x));
+      }
+      return out;
+    }
+    if (e.isJsonObject()) {
+      JsonObject out = new JsonObject();
+      for (Map.Entry<String, JsonElement> x : e.getAsJsonObject().entrySet()) {
+        out.add(x.getKey(), normalize(x.getValue()));
+      }
+      return out;
+    }
+    return e;
+  }
+
+  private static byte[] bytes(JsonElement e) {
+    if (e.isJsonObject()) {
+      byte[] unit = HexFormat.of().parseHex(e.getAsJsonObject().get("repeat").getAsString());
+      int times = e.getAsJsonObject().get("times").getAsInt();
+      byte[] out = new byte[unit.length * times];
+      for (int i = 0; i < times; i++) {
+        System.arraycopy(unit, 0, out, i * unit.length, unit.length);
+      }
+      return out;
+    }
+    return HexFormat.of().parseHex(e.getAsString());
+  }
+
+  private static JsonElement hex(byte[] b) {
+    return b == null ? JsonNull.INSTANCE : new JsonPrimitive(HexFormat.of().formatHex(b));
+  }
+
+  private static JsonElement entry(Map.Entry<byte[], byte[]> e) {
+    if (e == null) {
+      return JsonNull.INSTANCE;
+    }
+    JsonArray a = new JsonArray();
+    a.add(hex(e.getKey()));
+    a.add(hex(e.getValue()));
+    return a;
+  }
+
+  private static JsonArray entries(List<Map.Entry<byte[], byte[]>> entries) {
+    JsonArray a = new JsonArray();
+    for (Map.Entry<byte[], byte[]> e : entries) {
+      a.add(entry(e));
+    }
+    return a;
+  }
+
+  private static JsonArray readAll(Snapshot s) {
+    List<Map.Entry<byte[], byte[]>> all = new ArrayList<>();
+    s.forEachRemaining(all::add);
+    return entries(all);
+  }
+
+  private JsonElement run(JsonObject step, String prefix, Map<String, Held> snapshots, String where) {
+    String op = step.get("op").getAsString();
+    AmuletClient c = client();
+    ByteMap m = step.has("map") ? c.byteMap(prefix + step.get("map").getAsString()) : null;
+    switch (op) {
+      case "create_map":
+        {
+          String mapName = prefix + step.get("map").getAsString();
+          JsonObject layout = step.has("layout") ? step.getAsJsonObject("layout") : null;
+          if (layout == null || layout.has("hash")) {
+            c.createMap(mapName);
+          } else {
+            List<Integer> ids = c.partitionIds();
+            List<byte[]> starts = new ArrayList<>();
+            List<Integer> parts = new ArrayList<>();
+            for (JsonElement r : layout.getAsJsonArray("range")) {
+              starts.add(bytes(r.getAsJsonObject().get("start")));
+              parts.add(ids.get(r.getAsJsonObject().get("partition").getAsInt()));
+            }
+            c.createRangeMap(mapName, starts, parts);
+          }
+          return JsonNull.INSTANCE;
+        }
+      case "drop_map":
+        c.dropMap(prefix + step.get("map").getAsString());
+        return JsonNull.INSTANCE;
+      case "get":
+        return hex(m.get(bytes(step.get("key"))));
+      case "contains_key":
+        return new JsonPrimitive(m.containsKey(bytes(step.get("key"))));
+      case "put":
+        return hex(m.put(bytes(step.get("key")), bytes(step.get("value"))));
+      case "remove":
+        return hex(m.remove(bytes(step.get("key"))));
+      case "put_if_absent":
+        return hex(m.putIfAbsent(bytes(step.get("key")), bytes(step.get("value"))));
+      case "replace":
+        return hex(m.replace(bytes(step.get("key")), bytes(step.get("value"))));
+      case "replace_if_equals":
+        return new JsonPrimitive(
+            m.replaceIfEquals(
+                bytes(step.get("key")), bytes(step.get("expected")), bytes(step.get("value"))));
+      case "remove_if_equals":
+        return new JsonPrimitive(
+            m.removeIfEquals(bytes(step.get("key")), bytes(step.get("expected"))));
+      case "put_all":
+        {
+          List<Map.Entry<byte[], byte[]>> list = new ArrayList<>();
+          for (JsonElement e : step.getAsJsonArray("entries")) {
+            JsonArray kv = e.getAsJsonArray();
+            list.add(new SimpleImmutableEntry<>(bytes(kv.get(0)), bytes(kv.get(1))));
+          }
+          m.putAll(list);
+          return JsonNull.INSTANCE;
+        }
+      case "contains_value":
+        return new JsonPrimitive(m.containsValue(bytes(step.get("value"))));
+      case "size":
+        return new JsonPrimitive(m.size());
+      case "is_empty":
+        return new JsonPrimitive(m.isEmpty());
+      case "clear":
+        m.clear();
+        return JsonNull.INSTANCE;
+      case "first_entry":
+        return entry(m.firstEntry());
+      case "last_entry":
+        return entry(m.lastEntry());
+      case "nearest_entry":
+        {
+          String n = step.get("nearest").getAsString();
+          ByteMap.Nearest nearest;
+          switch (n) {
+            case "floor":
+              nearest = ByteMap.Nearest.FLOOR;
+              break;
+            case "ceiling":
+              nearest = ByteMap.Nearest.CEILING;
+              break;
+            case "higher":
+              nearest = ByteMap.Nearest.HIGHER;
+              break;
+            case "lower":
+              nearest = ByteMap.Nearest.LOWER;
+              break;
+            default:
+              throw new AssertionError(where + ": unknown nearest " + n);
+          }
+          return entry(m.nearestEntry(bytes(step.get("key")), nearest));
+        }
+      case "range":
+        {
+          byte[] from = null;
+          boolean fromInclusive = false;
+          byte[] to = null;
+          boolean toInclusive = false;
+          if (step.has("from") && !step.get("from").isJsonNull()) {
+            from = bytes(step.getAsJsonObject("from").get("key"));
+            fromInclusive = step.getAsJsonObject("from").get("inclusive").getAsBoolean();
+          }
+          if (step.has("to") && !step.get("to").isJsonNull()) {
+            to = bytes(step.getAsJsonObject("to").get("key"));
+            toInclusive = step.getAsJsonObject("to").get("inclusive").getAsBoolean();
+          }
+          boolean reverse = step.has("reverse") && step.get("reverse").getAsBoolean();
+          int limit = (int) step.get("limit").getAsLong();
+          ByteMap.RangeResult r = m.range(from, fromInclusive, to, toInclusive, limit, reverse);
+          JsonObject out = new JsonObject();
+          out.add("entries", entries(r.entries));
+          out.addProperty("more", r.more);
+          return out;
+        }
+      case "snapshot":
+        try (Snapshot s = m.snapshot()) {
+          return readAll(s);
+        }
+      case "snapshot_open":
+        {
+          Snapshot s = m.snapshot();
+          snapshots.put(step.get("name").getAsString(), new Held(m, s));
+          return JsonNull.INSTANCE;
+        }
+      case "snapshot_read":
+        {
+          Held h = snapshots.get(step.get("name").getAsString());
+          if (h == null) {
+            throw new AssertionError(where + ": no snapshot opened under that name");
+          }
+          return readAll(h.snapshot.reread());
+        }
+      case "snapshot_release":
+        {
+          Held h = snapshots.get(step.get("name").getAsString());
+          if (h == null) {
+            throw new AssertionError(where + ": no snapshot opened under that name");
+          }
+          h.map.releaseSnapshot(h.snapshot.id());
+          return JsonNull.INSTANCE;
+        }
+      default:
+        throw new AssertionError(where + ": unknown op " + op + " (the runner is out of date)");
+    }
+  }
+
+}

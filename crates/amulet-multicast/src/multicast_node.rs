@@ -6,7 +6,9 @@ use crate::merger::{MergeBug, Merged, Merger};
 use crate::skip_pacer::SkipPacer;
 use amulet_paxos::{Bugs, Input, Output, ProposeError, StreamNode};
 use amulet_storage::AcceptorLog;
-use amulet_types::{Ballot, Instance, NodeId, StreamConfig, StreamId, TimeMicros, ValueId};
+use amulet_types::{
+    Ballot, Instance, NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId,
+};
 use amulet_wire::Envelope;
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -63,6 +65,8 @@ pub struct MulticastNode {
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
     merger: Merger,
+    /// When each stream coordinated here last skipped for local catch-up.
+    local_catch_ups: BTreeMap<StreamId, TimeMicros>,
     output: Output,
     effects: Effects,
 }
@@ -92,6 +96,7 @@ impl MulticastNode {
             merger: Merger::new(ids, instances_per_round),
             streams,
             pacing: BTreeMap::new(),
+            local_catch_ups: BTreeMap::new(),
             output: Output::default(),
             effects: Effects::default(),
         }
@@ -145,6 +150,7 @@ impl MulticastNode {
         };
         stream.step(now, input, &mut self.output);
         self.absorb();
+        self.catch_up_locally(now);
     }
 
     /// Time passed: timeouts, heartbeats, rate leveling.
@@ -154,7 +160,41 @@ impl MulticastNode {
         }
         self.level_rates(now);
         self.absorb();
+        self.catch_up_locally(now);
         self.report_merge_needs();
+    }
+
+    /// Local catch-up: when this node's merge is blocked on a stream this
+    /// node coordinates while another stream holds decided instances, the
+    /// coordinator skips up to them at once instead of at its next pacing
+    /// tick. Without it every value of a busy stream waits up to Δ (plus a
+    /// decision) for the idle stream's next skip, which bounds a closed
+    /// loop client at about one operation per Δ. It changes only how
+    /// much is skipped and when, never the merge rule, so order is safe
+    /// whatever it does; it cannot run away, since it never skips past
+    /// what another stream has decided. A merge waiting on a stream
+    /// coordinated elsewhere still waits for that coordinator's pacing
+    /// (and heartbeat catch-up, [`MulticastNode::report_merge_needs`]).
+    fn catch_up_locally(&mut self, now: TimeMicros) {
+        let Some(waiting) = self.merger.waiting_on() else {
+            return;
+        };
+        let Some(stream) = self.streams.get_mut(&waiting) else {
+            return;
+        };
+        if !stream.is_coordinator() {
+            return;
+        }
+        let gap = local_catch_up_gap(stream);
+        let last = self.local_catch_ups.get(&waiting).copied();
+        if last.is_some_and(|t| now < t.plus(gap)) {
+            return;
+        }
+        let need = self.merger.need(waiting, 1);
+        if need > 0 && stream.catch_up_local(now, need, &mut self.output) {
+            self.local_catch_ups.insert(waiting, now);
+            self.absorb();
+        }
     }
 
     /// Merge catch-up (thesis §3.3): tells each stream (through its
@@ -189,6 +229,7 @@ impl MulticastNode {
             .propose(now, bytes, &mut self.output)
             .map_err(MulticastError::Refused)?;
         self.absorb();
+        self.catch_up_locally(now);
         Ok(id)
     }
 
@@ -244,6 +285,20 @@ impl MulticastNode {
         while let Some(merged) = self.merger.pop() {
             self.effects.delivered.push(merged);
         }
+    }
+}
+
+/// The least time between two local catch-up skips of one stream. Under
+/// load the merge blocks on an idle stream after nearly every decision of
+/// a busy one; a skip each time would double the instances of the idle
+/// stream. In sync mode every instance costs a log sync at each acceptor
+/// before it is decided, so there the idle stream catches up at most once
+/// per Δ (besides its pacing skip); elsewhere up to four times.
+fn local_catch_up_gap(stream: &StreamNode) -> u64 {
+    let config = stream.config();
+    match config.storage {
+        StorageMode::SyncDurable => config.limits.skip_interval_micros,
+        StorageMode::Memory | StorageMode::AsyncDurable => config.limits.skip_interval_micros / 4,
     }
 }
 

@@ -250,6 +250,23 @@ impl StreamNode {
         })
     }
 
+    /// As coordinator, skips at once up to merge position `need` (beyond
+    /// what is already decided, in flight or queued), for this node's own
+    /// merge, which waits on the stream while others hold decided
+    /// instances; see `MulticastNode`'s local catch-up. Returns whether a
+    /// skip was queued. Does nothing when not coordinating.
+    pub fn catch_up_local(&mut self, now: TimeMicros, need: u64, out: &mut Output) -> bool {
+        self.now = self.now.max(now);
+        let before = self.coordinator.as_ref().map_or(0, |c| c.pending_skip);
+        self.catch_up(need);
+        let after = self.coordinator.as_ref().map_or(0, |c| c.pending_skip);
+        if after == before {
+            return false;
+        }
+        self.after_step(out);
+        true
+    }
+
     /// Sets the merge position this node's merge needs the stream to
     /// reach (0: none); see [`amulet_wire::Message::Heartbeat`].
     pub fn set_merge_need(&mut self, position: u64) {

@@ -91,6 +91,84 @@ public class ClientProtocolTest {
     }
   }
 
+  /**
+   * Breaks the first {@code breaks} ReadSnapshot streams after their first
+   * page: the client sees UNAVAILABLE, as when a replica goes away.
+   */
+  static final class BreakStreams implements ClientInterceptor {
+    final AtomicInteger breaks;
+    final AtomicInteger opened = new AtomicInteger();
+
+    BreakStreams(int breaks) {
+      this.breaks = new AtomicInteger(breaks);
+    }
+
+    @Override
+    public <Q, R> ClientCall<Q, R> interceptCall(
+        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+      if (!method.getFullMethodName().endsWith("/ReadSnapshot")) {
+        return next.newCall(method, options);
+      }
+      opened.incrementAndGet();
+      boolean breakIt = breaks.getAndDecrement() > 0;
+      ClientCall<Q, R> call = next.newCall(method, options);
+      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(call) {
+        private volatile boolean broken;
+
+        @Override
+        public void start(Listener<R> listener, Metadata headers) {
+          super.start(
+              new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(listener) {
+                @Override
+                public void onMessage(R message) {
+                  if (broken) {
+                    return;
+                  }
+                  super.onMessage(message);
+                  if (breakIt) {
+                    broken = true;
+                    call.cancel("broken by the test", null);
+                  }
+                }
+
+                @Override
+                public void onClose(Status status, Metadata trailers) {
+                  super.onClose(
+                      broken ? Status.UNAVAILABLE.withDescription("stream broken by the test") : status,
+                      broken ? new Metadata() : trailers);
+                }
+              },
+              headers);
+        }
+      };
+    }
+  }
+
+  @Test
+  public void aBrokenSnapshotStreamResumesAfterTheLastKeyTaken() {
+    String name = ByteMapTest.fresh();
+    BreakStreams breaker = new BreakStreams(4);
+    try (AmuletClient c =
+        AmuletClient.connect(
+            DevCluster.get().addresses(), ClientConfig.defaults().withPageEntries(10), breaker)) {
+      ByteMap m = c.createMap(name);
+      List<java.util.Map.Entry<byte[], byte[]>> entries = new ArrayList<>();
+      java.util.TreeSet<String> expected = new java.util.TreeSet<>();
+      for (int i = 0; i < 200; i++) {
+        String k = String.format("k%04d", i);
+        expected.add(k);
+        entries.add(new java.util.AbstractMap.SimpleImmutableEntry<>(b(k), b("v" + i)));
+      }
+      m.putAll(entries);
+      List<String> got = new ArrayList<>();
+      try (Snapshot snap = m.snapshot()) {
+        snap.forEachRemaining(e -> got.add(new String(e.getKey(), java.nio.charset.StandardCharsets.UTF_8)));
+      }
+      assertEquals(new ArrayList<>(expected), got);
+      assertTrue("streams opened " + breaker.opened.get(), breaker.opened.get() >= 3 + 4);
+    }
+  }
+
   static byte[] b(String s) {
     return ByteMapTest.b(s);
   }

@@ -42,6 +42,7 @@ type Result struct {
 	OpsUnknown int               `json:"ops_unknown"`
 	OpsFailed  int               `json:"ops_failed"`
 	Checks     map[string]string `json:"checks"`
+	MaxStall   float64           `json:"max_stall_seconds"` // longest time without a successful operation
 	Anomalies  []string          `json:"anomalies"`
 	Skipped    string            `json:"skipped,omitempty"`
 	Dir        string            `json:"dir"`
@@ -60,6 +61,7 @@ func main() {
 	table := flag.String("table", "", "also write the results table into this markdown file (between the results markers)")
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
 	model := flag.String("model", "register", "model for -check: register or map")
+	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: stale-reads")
 	flag.Parse()
 
 	if *check != "" {
@@ -194,8 +196,8 @@ func summaryLine(r *Result) string {
 	for _, k := range sortedKeys(r.Checks) {
 		checks = append(checks, k+"="+r.Checks[k])
 	}
-	return fmt.Sprintf("%s %-45s ops=%d (ok %d, unknown %d, failed %d) faults=%d anomalies=%d %.0fs [%s]",
-		verdict, r.Scenario, r.Ops, r.OpsOK, r.OpsUnknown, r.OpsFailed, r.Faults, len(r.Anomalies), r.Seconds, strings.Join(checks, " "))
+	return fmt.Sprintf("%s %-40s ops=%d (ok %d, unknown %d, failed %d) faults=%d anomalies=%d max-stall=%.1fs %.0fs [%s]",
+		verdict, r.Scenario, r.Ops, r.OpsOK, r.OpsUnknown, r.OpsFailed, r.Faults, len(r.Anomalies), r.MaxStall, r.Seconds, strings.Join(checks, " "))
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -328,6 +330,9 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 				r.OpsFailed++
 			}
 		}
+		if st := maxStall(ops); st > r.MaxStall {
+			r.MaxStall = st
+		}
 		verdict, problems := checkHistory(ops, w.Model, checkTimeout, filepath.Join(dir, w.Name+".porcupine.html"))
 		r.Checks[w.Name] = verdict
 		for _, p := range problems {
@@ -447,10 +452,10 @@ func resultsTable(results []*Result, mode string, seed int64, duration time.Dura
 	var b strings.Builder
 	fmt.Fprintf(&b, "Run of %s UTC: `--mode %s --duration %s --seed %d`, network %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04"), mode, duration, seed, netOf(results))
-	b.WriteString("| scenario | time (s) | faults injected | operations checked | ok / unknown / failed | checks | anomalies |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | time (s) | faults injected | operations checked | ok / unknown / failed | longest stall (s) | checks | anomalies |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		if r.Skipped != "" {
-			fmt.Fprintf(&b, "| %s | - | - | - | - | skipped: %s | - |\n", r.Scenario, r.Skipped)
+			fmt.Fprintf(&b, "| %s | - | - | - | - | - | skipped: %s | - |\n", r.Scenario, r.Skipped)
 			continue
 		}
 		var checks []string
@@ -461,8 +466,8 @@ func resultsTable(results []*Result, mode string, seed int64, duration time.Dura
 		if len(r.Anomalies) > 0 {
 			an += ": " + strings.ReplaceAll(strings.Join(r.Anomalies, "; "), "|", "/")
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %d | %d | %d / %d / %d | %s | %s |\n", r.Scenario, r.Seconds, r.Faults, r.Ops,
-			r.OpsOK, r.OpsUnknown, r.OpsFailed, strings.Join(checks, ", "), an)
+		fmt.Fprintf(&b, "| %s | %.0f | %d | %d | %d / %d / %d | %.1f | %s | %s |\n", r.Scenario, r.Seconds, r.Faults, r.Ops,
+			r.OpsOK, r.OpsUnknown, r.OpsFailed, r.MaxStall, strings.Join(checks, ", "), an)
 	}
 	return b.String()
 }
@@ -514,4 +519,31 @@ func sortedKeysOps(m map[string][]*Op) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// maxStall is the longest time (s) in which no operation returned
+// successfully, from the first call to the last workload return.
+func maxStall(ops []*Op) float64 {
+	var rets []int64
+	var first int64 = -1
+	for _, o := range ops {
+		if o.Final {
+			continue
+		}
+		if first < 0 || o.Call < first {
+			first = o.Call
+		}
+		if o.Status == "ok" {
+			rets = append(rets, o.Return)
+		}
+	}
+	sort.Slice(rets, func(i, j int) bool { return rets[i] < rets[j] })
+	prev, worst := first, int64(0)
+	for _, r := range rets {
+		if r-prev > worst {
+			worst = r - prev
+		}
+		prev = r
+	}
+	return float64(worst) / 1e9
 }

@@ -46,6 +46,11 @@ var Workloads = map[string]*Workload{
 		Mix: map[string]int{"put": 45, "del": 15, "snap": 40}},
 }
 
+// InjectBug names a deliberately injected bug ("" for none): "stale-reads"
+// answers a quarter of the gets and scans from the client's earlier view
+// instead of asking the cluster, to show that the checkers catch it.
+var InjectBug string
+
 type Recorder struct {
 	mu      sync.Mutex
 	start   time.Time
@@ -102,6 +107,7 @@ func RunWorker(stop <-chan struct{}, conn *Conn, w *Workload, rec *Recorder, see
 	client := rec.newClient()
 	sess := conn.NewSession()
 	seen := map[string]string{} // key -> a value this client saw there
+	lastScan := ""
 	n := 0
 	for {
 		select {
@@ -127,7 +133,24 @@ func RunWorker(stop <-chan struct{}, conn *Conn, w *Workload, rec *Recorder, see
 			}
 		}
 		op.Call = rec.now()
-		ret, err := DoOp(context.Background(), conn, sess, w.Map, op, rec.now)
+		var ret int64
+		var err error
+		if InjectBug == "stale-reads" && (kind == "get" || kind == "scan") && rng.Intn(4) == 0 {
+			// The injected bug: answer the read from this client's own
+			// earlier view (a replica serving local state without ordering
+			// the read), after a pause as long as a real read.
+			time.Sleep(5 * time.Millisecond)
+			if kind == "get" {
+				op.Out = seen[op.Key]
+			} else {
+				op.Entries = lastScan
+			}
+		} else {
+			ret, err = DoOp(context.Background(), conn, sess, w.Map, op, rec.now)
+		}
+		if err == nil && kind == "scan" {
+			lastScan = op.Entries
+		}
 		if err == nil {
 			op.Status = "ok"
 			op.Return = ret

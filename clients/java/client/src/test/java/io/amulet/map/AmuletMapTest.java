@@ -139,6 +139,35 @@ public class AmuletMapTest {
   }
 
   @Test
+  public void concurrentMergesAreAtomic() throws Exception {
+    String name = fresh();
+    client.createMap(name);
+    AmuletMap<String, Long> m = client.map(name, KeyCodecs.strings(), ValueCodecs.longs());
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(6);
+    try {
+      List<java.util.concurrent.Future<?>> futures = new ArrayList<>();
+      for (int t = 0; t < 6; t++) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  for (int i = 0; i < 15; i++) {
+                    m.merge("n", 1L, Long::sum);
+                    m.compute("c", (k, v) -> v == null ? 1L : v + 1);
+                  }
+                  return null;
+                }));
+      }
+      for (java.util.concurrent.Future<?> f : futures) {
+        f.get(120, java.util.concurrent.TimeUnit.SECONDS);
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(Long.valueOf(90), m.get("n"));
+    assertEquals(Long.valueOf(90), m.get("c"));
+  }
+
+  @Test
   public void stringKeysAndNullsAreRefused() {
     String name = fresh();
     client.createMap(name);

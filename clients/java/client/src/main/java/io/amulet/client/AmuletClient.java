@@ -70,6 +70,7 @@ public final class AmuletClient implements AutoCloseable {
   private final List<String> seeds;
   private volatile Routing routing;
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
+  private final Map<String, Batcher> batchers = new ConcurrentHashMap<>();
   private final List<Session> idleSessions = new ArrayList<>();
   private volatile boolean closed;
   /** Test hooks: interceptors of every channel. */
@@ -403,7 +404,19 @@ public final class AmuletClient implements AutoCloseable {
                     .setSequence(s.nextSequence))
             .build();
     try {
-      MapResponse response = attemptStub(address).execute(request);
+      MapResponse response;
+      if (config.batchesInFlight() == 0) {
+        response = attemptStub(address).execute(request);
+      } else {
+        response =
+            batchers
+                .computeIfAbsent(
+                    address,
+                    a ->
+                        new Batcher(
+                            channel(a), config.batchesInFlight(), config.attemptTimeout().toMillis()))
+                .execute(request, config.attemptTimeout().toMillis());
+      }
       answeredBy[0] = address;
       return response;
     } catch (StatusRuntimeException e) {

@@ -14,6 +14,7 @@ public final class ClientConfig {
   private final Duration snapshotLease;
   private final int pageEntries;
   private final int rangeEntries;
+  private final int batchesInFlight;
 
   private ClientConfig(
       Duration attemptTimeout,
@@ -21,7 +22,9 @@ public final class ClientConfig {
       Duration sessionLease,
       Duration snapshotLease,
       int pageEntries,
-      int rangeEntries) {
+      int rangeEntries,
+      int batchesInFlight) {
+    this.batchesInFlight = batchesInFlight;
     this.attemptTimeout = attemptTimeout;
     this.operationTimeout = operationTimeout;
     this.sessionLease = sessionLease;
@@ -34,7 +37,7 @@ public final class ClientConfig {
   public static ClientConfig defaults() {
     return new ClientConfig(
         Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(120),
-        Duration.ofSeconds(300), 1000, 1000);
+        Duration.ofSeconds(300), 1000, 1000, 2);
   }
 
   /** How long one attempt may take before it is resent elsewhere. */
@@ -68,31 +71,48 @@ public final class ClientConfig {
   }
 
   public ClientConfig withAttemptTimeout(Duration d) {
-    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries);
+    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight);
   }
 
   public ClientConfig withOperationTimeout(Duration d) {
-    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries);
+    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight);
   }
 
   public ClientConfig withSessionLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries);
+    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight);
   }
 
   public ClientConfig withSnapshotLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight);
   }
 
   /** Entries per snapshot page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withPageEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight);
   }
 
   /** Entries per range page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withRangeEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight);
+  }
+
+  /**
+   * ExecuteBatch calls in flight to one node at once (default 2): the
+   * operations threads issue while all are busy ride together in the next
+   * one. 0 turns batching off (one Execute call per operation).
+   */
+  public int batchesInFlight() {
+    return batchesInFlight;
+  }
+
+  public ClientConfig withBatchesInFlight(int n) {
+    if (n < 0) {
+      throw new IllegalArgumentException("batches in flight " + n + " < 0");
+    }
+    return new ClientConfig(
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n);
   }
 
   private static void checkPage(int n) {

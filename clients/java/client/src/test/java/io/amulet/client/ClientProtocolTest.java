@@ -49,7 +49,8 @@ public class ClientProtocolTest {
     @Override
     public <Q, R> ClientCall<Q, R> interceptCall(
         MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
-      if (!method.getFullMethodName().endsWith("/Execute")) {
+      if (!method.getFullMethodName().endsWith("/Execute")
+          && !method.getFullMethodName().endsWith("/ExecuteBatch")) {
         return next.newCall(method, options);
       }
       return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
@@ -78,11 +79,16 @@ public class ClientProtocolTest {
 
         @Override
         public void sendMessage(Q message) {
-          MapRequest r = (MapRequest) message;
-          if (r.getOpCase() == op) {
-            sent.add(r.getHeader());
-            if (drops.getAndDecrement() > 0) {
-              drop = true;
+          List<MapRequest> requests =
+              message instanceof MapRequest
+                  ? List.of((MapRequest) message)
+                  : ((amulet.v1.AmuletOuterClass.MapRequestBatch) message).getRequestsList();
+          for (MapRequest r : requests) {
+            if (r.getOpCase() == op) {
+              sent.add(r.getHeader());
+              if (drops.getAndDecrement() > 0) {
+                drop = true;
+              }
             }
           }
           super.sendMessage(message);
@@ -175,10 +181,18 @@ public class ClientProtocolTest {
 
   @Test
   public void aResendAfterALostReplyAppliesOnceAndGetsTheFirstReply() {
+    lostReplies(ClientConfig.defaults().withBatchesInFlight(0));
+  }
+
+  @Test
+  public void aResendAfterALostBatchReplyAppliesOnceAndGetsTheFirstReply() {
+    lostReplies(ClientConfig.defaults());
+  }
+
+  private void lostReplies(ClientConfig config) {
     String name = ByteMapTest.fresh();
     DropReplies dropper = new DropReplies(MapRequest.OpCase.PUT_IF_ABSENT, 2);
-    try (AmuletClient c =
-        AmuletClient.connect(DevCluster.get().addresses(), ClientConfig.defaults(), dropper)) {
+    try (AmuletClient c = AmuletClient.connect(DevCluster.get().addresses(), config, dropper)) {
       ByteMap m = c.createMap(name);
       // Applied by the first send; the two resends (same session and
       // sequence) get the stored reply "it was set", not "it exists".

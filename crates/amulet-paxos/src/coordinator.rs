@@ -333,14 +333,16 @@ impl StreamNode {
     fn send_phase2(&mut self, instance: Instance, batch: Batch, out: &mut Output) {
         let ballot = self.coordinator.as_ref().expect("coordinating").ballot;
         self.learner.cache_phase2(instance, ballot, &batch);
-        let votes = u32::from(self.phase2_vote(instance, ballot, &batch, out));
+        let voted = self.phase2_vote(instance, ballot, &batch, out);
+        let votes = if voted { self.vote_bit() } else { 0 };
         let Some(last) = self.ring.last_acceptor_from(self.me, true) else {
             return;
         };
+        if votes.count_ones() as usize >= self.config.quorum() {
+            self.decide(instance, ballot, batch, 0, out);
+            return;
+        }
         if last == self.me {
-            if votes as usize >= self.config.quorum() {
-                self.decide(instance, ballot, batch, 0, out);
-            }
             return;
         }
         if let Some(next) = self.ring.successor() {
@@ -354,6 +356,18 @@ impl StreamNode {
             };
             self.send_after_vote(next, message, out);
         }
+    }
+
+    /// This acceptor's bit in a phase 2 vote set (its position in the
+    /// stream's acceptor list; configs hold at most 15 acceptors).
+    fn vote_bit(&self) -> u32 {
+        let position = self
+            .config
+            .acceptors
+            .iter()
+            .position(|&a| a == self.me)
+            .expect("only acceptors vote");
+        1 << position
     }
 
     /// A ring phase 2 message arrives: vote, then forward or decide.
@@ -378,11 +392,23 @@ impl StreamNode {
             self.learn(instance, None, batch.clone());
         }
         let voted = self.phase2_vote(instance, ballot, &batch, out);
-        votes += u32::from(voted);
+        if voted {
+            votes |= self.vote_bit();
+        }
+        // Bits of positions past the acceptor list mean nothing.
+        votes &= (1u32 << self.config.acceptors.len()) - 1;
+        // Whoever completes a quorum decides (Ring Paxos puts f+1
+        // acceptors in the ring): one log write fewer on the way than
+        // walking to the coordinator's last acceptor, and a lap that
+        // cannot reach that acceptor (a link of the ring is cut while
+        // everyone still hears the coordinator, a "bridge" partition)
+        // still decides. Only my own vote can complete it: with a quorum
+        // before me the previous acceptor decided.
+        if voted && votes.count_ones() as usize >= self.config.quorum() {
+            self.decide(instance, ballot, batch, hops, out);
+            return;
+        }
         if last == self.me {
-            if voted && votes as usize >= self.config.quorum() {
-                self.decide(instance, ballot, batch, hops, out);
-            }
             return;
         }
         if let Some(next) = self.ring.successor() {

@@ -297,12 +297,19 @@ impl Nemesis {
     fn draw_links(&mut self, kind: PartitionKind) -> Vec<(NodeId, NodeId)> {
         let mut nodes = self.config.nodes.clone();
         self.rng.shuffle(&mut nodes);
+        if kind == PartitionKind::Bridge {
+            let (a, b) = (nodes[0], nodes[1]);
+            let mut links = vec![(a, b), (b, a)];
+            links.sort_unstable();
+            return links;
+        }
         let split = match kind {
             PartitionKind::Symmetric | PartitionKind::OneWay => {
                 self.rng.range(1, nodes.len() as u64 - 1) as usize
             }
             PartitionKind::IsolateOne => 1,
             PartitionKind::MajorityMinority => ((nodes.len() - 1) / 2).max(1),
+            PartitionKind::Bridge => unreachable!("drawn above"),
         };
         let (side_a, side_b) = nodes.split_at(split);
         let mut links = Vec::new();

@@ -133,6 +133,9 @@ fn partition_kinds_block_the_links_they_promise() {
     assert_eq!(minority.len(), 2 * 3 * 4);
     let one_way = nemesis.draw_links(PartitionKind::OneWay);
     assert!(one_way.iter().all(|(a, b)| !one_way.contains(&(*b, *a))));
+    let bridge = nemesis.draw_links(PartitionKind::Bridge);
+    assert_eq!(bridge.len(), 2, "one pair, both ways: {bridge:?}");
+    assert_eq!(bridge[0], (bridge[1].1, bridge[1].0));
 }
 
 #[test]

@@ -47,15 +47,20 @@ pub enum PartitionKind {
     /// A majority side and a minority side (the minority as large as it
     /// can be), both directions.
     MajorityMinority,
+    /// Two nodes cannot reach each other, both reach everyone else (a
+    /// non-transitive cut: a ring link breaks while every node still hears
+    /// the coordinator).
+    Bridge,
 }
 
 impl PartitionKind {
     /// Every kind.
-    pub const ALL: [PartitionKind; 4] = [
+    pub const ALL: [PartitionKind; 5] = [
         PartitionKind::Symmetric,
         PartitionKind::OneWay,
         PartitionKind::IsolateOne,
         PartitionKind::MajorityMinority,
+        PartitionKind::Bridge,
     ];
 }
 

@@ -130,9 +130,14 @@ pub enum Message {
         instance: Instance,
         /// The proposed batch.
         batch: Batch,
-        /// Votes so far.
+        /// The acceptors that voted so far, one bit per position in the
+        /// stream's acceptor list (at most 15): a set, not a count, so a
+        /// message that loops between members with different ring views
+        /// can never count one vote twice.
         votes: u32,
-        /// The acceptor that decides (last acceptor in the coordinator's ring).
+        /// The last acceptor in the coordinator's ring: it ends the lap
+        /// even without a quorum. Any acceptor whose vote completes a
+        /// quorum decides, usually the one f+1 places from the coordinator.
         last: NodeId,
         /// Ring links travelled.
         hops: u32,

@@ -60,7 +60,7 @@ public class AmuletYcsbClient extends DB {
         if (Boolean.parseBoolean(p.getProperty("amulet.create", "true"))) {
           String table = p.getProperty("table", "usertable");
           try {
-            shared.createMapIfAbsent(table);
+            createTable(shared, table, p.getProperty("amulet.ranges", ""));
           } catch (RuntimeException e) {
             throw new DBException("cannot create the map " + table + ": " + e, e);
           }
@@ -68,6 +68,34 @@ public class AmuletYcsbClient extends DB {
       }
       users++;
       client = shared;
+    }
+  }
+
+  /**
+   * Creates the table's map if absent: hash-partitioned, or, with
+   * {@code amulet.ranges=k1,k2,...}, range-partitioned with partition 1
+   * from the first key, partition 2 from {@code k1}, and so on, so that a
+   * scan inside one range is a single-partition command (MRP-Store §3.5.1).
+   */
+  static void createTable(AmuletClient client, String table, String ranges) {
+    try {
+      if (ranges.isBlank()) {
+        client.createMap(table);
+        return;
+      }
+      java.util.List<byte[]> starts = new java.util.ArrayList<>();
+      java.util.List<Integer> partitions = new java.util.ArrayList<>();
+      starts.add(new byte[0]);
+      partitions.add(1);
+      for (String start : ranges.split(",")) {
+        starts.add(start.trim().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        partitions.add(partitions.size() + 1);
+      }
+      client.createRangeMap(table, starts, partitions);
+    } catch (io.amulet.client.AmuletException e) {
+      if (e.kind() != io.amulet.client.AmuletException.Kind.ALREADY_EXISTS) {
+        throw e;
+      }
     }
   }
 

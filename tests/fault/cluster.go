@@ -228,9 +228,15 @@ func (c *Cluster) Start(n *Node) error {
 	return nil
 }
 
+// PidFile lists every node process started (for the run script's trap).
+var PidFile string
+
 // appendPid records a pid for the run script's trap to kill on failure.
 func appendPid(dir string, pid int) {
-	f, err := os.OpenFile(filepath.Join(filepath.Dir(dir), "pids"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if PidFile == "" {
+		PidFile = filepath.Join(filepath.Dir(dir), "pids")
+	}
+	f, err := os.OpenFile(PidFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err == nil {
 		fmt.Fprintln(f, pid)
 		f.Close()

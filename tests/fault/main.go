@@ -67,6 +67,13 @@ func main() {
 	if *check != "" {
 		os.Exit(checkFile(*check, *model))
 	}
+	if os.Getenv("AMULET_FAULT_LOCKED") == "" {
+		// Not started by tests/fault/run: take the machine-wide lock here.
+		if err := lockMachine("/tmp/amulet-fault-suite.lock", 30*time.Minute); err != nil {
+			fmt.Println(err)
+			os.Exit(2)
+		}
+	}
 	if *seed == 0 {
 		*seed = time.Now().UnixNano() % 1_000_000
 	}
@@ -98,6 +105,7 @@ func main() {
 	}
 	*out, _ = filepath.Abs(*out)
 	os.MkdirAll(*out, 0o755)
+	PidFile = filepath.Join(*out, "pids")
 	useNetns := false
 	switch *network {
 	case "netns":
@@ -546,4 +554,31 @@ func maxStall(ops []*Op) float64 {
 		prev = r
 	}
 	return float64(worst) / 1e9
+}
+
+var machineLock *os.File
+
+// lockMachine takes an exclusive flock (held until exit): runs on one
+// machine share namespace names and addresses and must not overlap.
+func lockMachine(path string, wait time.Duration) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(wait)
+	told := false
+	for {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			machineLock = f // kept reachable: the lock lasts as long as the process
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("another fault-suite run holds %s", path)
+		}
+		if !told {
+			fmt.Printf("another fault-suite run holds %s; waiting\n", path)
+			told = true
+		}
+		time.Sleep(time.Second)
+	}
 }

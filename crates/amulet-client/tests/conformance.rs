@@ -32,53 +32,43 @@ use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------- JSON
 
-/// A JSON value (a small parser: the workspace's serde_json is not a
-/// dependency of this crate).
-#[derive(Clone, Debug, PartialEq)]
-enum Json {
-    Null,
-    Bool(bool),
-    Number(i64),
-    String(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
+type Json = serde_json::Value;
+
+/// The accessors the runner needs; a step of the wrong shape is a broken
+/// scenario file, so they panic with the value.
+trait JsonExt {
+    fn keys(&self) -> Vec<&str>;
+    fn str(&self) -> &str;
+    fn array(&self) -> &[Json];
+    fn bool(&self) -> bool;
+    fn int(&self) -> i64;
+    /// Compact text, for failure messages (cut at `width` characters).
+    fn show(&self, width: usize) -> String;
 }
 
-impl Json {
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Object(fields) => fields.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
+impl JsonExt for Json {
     fn keys(&self) -> Vec<&str> {
-        match self {
-            Json::Object(fields) => fields.iter().map(|(k, _)| k.as_str()).collect(),
-            _ => Vec::new(),
-        }
+        self.as_object()
+            .map_or_else(Vec::new, |o| o.keys().map(String::as_str).collect())
     }
     fn str(&self) -> &str {
-        match self {
-            Json::String(s) => s,
-            other => panic!("not a string: {other:?}"),
-        }
+        self.as_str()
+            .unwrap_or_else(|| panic!("not a string: {self}"))
     }
     fn array(&self) -> &[Json] {
-        match self {
-            Json::Array(items) => items,
-            other => panic!("not an array: {other:?}"),
-        }
+        self.as_array()
+            .unwrap_or_else(|| panic!("not an array: {self}"))
     }
     fn bool(&self) -> bool {
-        match self {
-            Json::Bool(b) => *b,
-            other => panic!("not a bool: {other:?}"),
-        }
+        self.as_bool()
+            .unwrap_or_else(|| panic!("not a bool: {self}"))
     }
-    /// Compact text, for failure messages (cut at `width` characters).
+    fn int(&self) -> i64 {
+        self.as_i64()
+            .unwrap_or_else(|| panic!("not an integer: {self}"))
+    }
     fn show(&self, width: usize) -> String {
-        let mut out = String::new();
-        self.write(&mut out);
+        let out = self.to_string();
         if out.len() > width {
             let mut cut = width;
             while !out.is_char_boundary(cut) {
@@ -87,186 +77,6 @@ impl Json {
             format!("{}... ({} chars)", &out[..cut], out.len())
         } else {
             out
-        }
-    }
-    fn write(&self, out: &mut String) {
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Number(n) => out.push_str(&n.to_string()),
-            Json::String(s) => out.push_str(&format!("{s:?}")),
-            Json::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    item.write(out);
-                }
-                out.push(']');
-            }
-            Json::Object(fields) => {
-                out.push('{');
-                for (i, (k, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    out.push_str(&format!("{k:?}: "));
-                    v.write(out);
-                }
-                out.push('}');
-            }
-        }
-    }
-}
-
-struct Parser<'a> {
-    text: &'a [u8],
-    at: usize,
-}
-
-impl Parser<'_> {
-    fn parse(text: &str) -> Json {
-        let mut p = Parser {
-            text: text.as_bytes(),
-            at: 0,
-        };
-        let value = p.value();
-        p.space();
-        assert_eq!(p.at, p.text.len(), "trailing characters in the JSON");
-        value
-    }
-    fn space(&mut self) {
-        while self.at < self.text.len() && self.text[self.at].is_ascii_whitespace() {
-            self.at += 1;
-        }
-    }
-    fn eat(&mut self, c: u8) {
-        self.space();
-        assert_eq!(
-            self.text.get(self.at),
-            Some(&c),
-            "JSON: expected {:?} at byte {}",
-            c as char,
-            self.at
-        );
-        self.at += 1;
-    }
-    fn peek(&mut self) -> u8 {
-        self.space();
-        *self.text.get(self.at).expect("JSON: unexpected end")
-    }
-    fn literal(&mut self, word: &str, value: Json) -> Json {
-        assert!(
-            self.text[self.at..].starts_with(word.as_bytes()),
-            "JSON: bad literal at byte {}",
-            self.at
-        );
-        self.at += word.len();
-        value
-    }
-    fn value(&mut self) -> Json {
-        match self.peek() {
-            b'{' => {
-                self.eat(b'{');
-                let mut fields = Vec::new();
-                if self.peek() == b'}' {
-                    self.eat(b'}');
-                    return Json::Object(fields);
-                }
-                loop {
-                    let key = self.string();
-                    self.eat(b':');
-                    fields.push((key, self.value()));
-                    if self.peek() == b',' {
-                        self.eat(b',');
-                    } else {
-                        self.eat(b'}');
-                        // Key order does not matter in JSON objects.
-                        fields.sort_by(|a, b| a.0.cmp(&b.0));
-                        return Json::Object(fields);
-                    }
-                }
-            }
-            b'[' => {
-                self.eat(b'[');
-                let mut items = Vec::new();
-                if self.peek() == b']' {
-                    self.eat(b']');
-                    return Json::Array(items);
-                }
-                loop {
-                    items.push(self.value());
-                    if self.peek() == b',' {
-                        self.eat(b',');
-                    } else {
-                        self.eat(b']');
-                        return Json::Array(items);
-                    }
-                }
-            }
-            b'"' => Json::String(self.string()),
-            b't' => self.literal("true", Json::Bool(true)),
-            b'f' => self.literal("false", Json::Bool(false)),
-            b'n' => self.literal("null", Json::Null),
-            _ => {
-                let start = self.at;
-                while self.at < self.text.len()
-                    && (self.text[self.at] == b'-' || self.text[self.at].is_ascii_digit())
-                {
-                    self.at += 1;
-                }
-                let number = std::str::from_utf8(&self.text[start..self.at]).unwrap();
-                Json::Number(
-                    number
-                        .parse()
-                        .unwrap_or_else(|_| panic!("JSON: bad number at byte {start}")),
-                )
-            }
-        }
-    }
-    fn hex4(&mut self) -> u32 {
-        let digits = std::str::from_utf8(&self.text[self.at..self.at + 4]).unwrap();
-        self.at += 4;
-        u32::from_str_radix(digits, 16).expect("JSON: bad \\u escape")
-    }
-    fn string(&mut self) -> String {
-        self.eat(b'"');
-        let mut out = Vec::new();
-        loop {
-            let c = self.text[self.at];
-            self.at += 1;
-            match c {
-                b'"' => return String::from_utf8(out).expect("JSON: strings are UTF-8"),
-                b'\\' => {
-                    let e = self.text[self.at];
-                    self.at += 1;
-                    let ch = match e {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let mut code = self.hex4();
-                            if (0xd800..0xdc00).contains(&code) {
-                                assert_eq!(&self.text[self.at..self.at + 2], b"\\u");
-                                self.at += 2;
-                                let low = self.hex4();
-                                code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
-                            }
-                            char::from_u32(code).expect("JSON: bad \\u escape")
-                        }
-                        other => panic!("JSON: bad escape \\{}", other as char),
-                    };
-                    let mut buf = [0u8; 4];
-                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                }
-                _ => out.push(c),
-            }
         }
     }
 }
@@ -470,10 +280,8 @@ fn data(value: &Json) -> Bytes {
             let mut keys = value.keys();
             keys.sort();
             assert_eq!(keys, ["repeat", "times"], "not BYTES: {value:?}");
-            let Some(Json::Number(times)) = value.get("times") else {
-                panic!("times must be a number: {value:?}");
-            };
-            Bytes::from(unhex(value.get("repeat").unwrap().str()).repeat(*times as usize))
+            let times = value.get("times").unwrap().int();
+            Bytes::from(unhex(value.get("repeat").unwrap().str()).repeat(times as usize))
         }
         other => panic!("not BYTES: {other:?}"),
     }
@@ -603,10 +411,8 @@ impl Runner {
                                 .array()
                                 .iter()
                                 .map(|split| {
-                                    let Some(Json::Number(i)) = split.get("partition") else {
-                                        panic!("not a range split: {split:?}");
-                                    };
-                                    (data(split.get("start").unwrap()), ids[*i as usize])
+                                    let i = split.get("partition").unwrap().int();
+                                    (data(split.get("start").unwrap()), ids[i as usize])
                                 })
                                 .collect(),
                         )
@@ -667,7 +473,7 @@ impl Runner {
             "contains_value" => ok(Json::Bool(
                 self.map(step)?.contains_value(data(arg("value"))).await?,
             )),
-            "size" => ok(Json::Number(self.map(step)?.size().await? as i64)),
+            "size" => ok(Json::from(self.map(step)?.size().await?)),
             "is_empty" => ok(Json::Bool(self.map(step)?.is_empty().await?)),
             "clear" => {
                 self.map(step)?.clear().await?;
@@ -701,24 +507,18 @@ impl Runner {
                     .map_or(Json::Null, entry_json))
             }
             "range" => {
-                let Json::Number(limit) = arg("limit") else {
-                    panic!("limit must be an integer");
-                };
+                let limit = arg("limit").int();
                 let reverse = step.get("reverse").is_some_and(Json::bool);
                 let (entries, more) = self
                     .map(step)?
                     .range(
                         bound(step.get("from")),
                         bound(step.get("to")),
-                        u32::try_from(*limit).expect("limit fits u32"),
+                        u32::try_from(limit).expect("limit fits u32"),
                         reverse,
                     )
                     .await?;
-                // Fields sorted by name, as the parser keeps them.
-                ok(Json::Object(vec![
-                    ("entries".into(), entries_json(&entries)),
-                    ("more".into(), Json::Bool(more)),
-                ]))
+                ok(serde_json::json!({"entries": entries_json(&entries), "more": more}))
             }
             "snapshot" => {
                 let mut snapshot = self.map(step)?.snapshot().await?;
@@ -834,7 +634,7 @@ impl Runner {
 async fn scenarios() {
     let path = repo_root().join("spec/conformance/scenarios.json");
     let text = std::fs::read_to_string(&path).expect("read scenarios.json");
-    let doc = Parser::parse(&text);
+    let doc: Json = serde_json::from_str(&text).expect("scenarios.json is JSON");
     let scenarios = doc.get("scenarios").expect("scenarios").array();
     assert!(!scenarios.is_empty());
 

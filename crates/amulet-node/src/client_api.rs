@@ -227,6 +227,16 @@ impl Service {
         Ok(Response::new(pb::SessionResponse {}))
     }
 
+    /// One map request, counted in the metrics by operation and outcome
+    /// (Execute and each request of ExecuteBatch alike).
+    async fn execute_recorded(&self, r: pb::MapRequest) -> Result<pb::MapResponse, Status> {
+        let started = tokio::time::Instant::now();
+        let op = op_name(&r.op);
+        let result = self.execute_inner(r).await.map(Response::into_inner);
+        self.record(op, started, &result);
+        result
+    }
+
     async fn execute_inner(&self, r: pb::MapRequest) -> Result<Response<pb::MapResponse>, Status> {
         let header = r
             .header
@@ -316,12 +326,9 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::MapRequest>,
     ) -> Result<Response<pb::MapResponse>, Status> {
-        let started = tokio::time::Instant::now();
-        let r = request.into_inner();
-        let op = op_name(&r.op);
-        let result = self.execute_inner(r).await;
-        self.record(op, started, &result);
-        result
+        self.execute_recorded(request.into_inner())
+            .await
+            .map(Response::new)
     }
 
     async fn execute_batch(
@@ -337,13 +344,11 @@ impl pb::amulet_server::Amulet for Service {
         }
         // All submitted in the same poll, so the node's loop takes them in
         // one pass: one proposal batch, one group commit.
-        let outcomes = futures::future::join_all(requests.into_iter().map(|r| async move {
-            let started = tokio::time::Instant::now();
-            let op = op_name(&r.op);
-            let result = self.execute_inner(r).await.map(Response::into_inner);
-            self.record(op, started, &result);
-            outcome_from_result(result)
-        }))
+        let outcomes = futures::future::join_all(
+            requests
+                .into_iter()
+                .map(|r| async move { outcome_from_result(self.execute_recorded(r).await) }),
+        )
         .await;
         Ok(Response::new(pb::MapResponseBatch { outcomes }))
     }

@@ -454,7 +454,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     return keyOf(higherEntry(key));
   }
 
-  private static <K> K keyOf(Map.Entry<K, ?> e) {
+  static <K> K keyOf(Map.Entry<K, ?> e) {
     return e == null ? null : e.getKey();
   }
 
@@ -562,17 +562,17 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
 
   @Override
   public NavigableSet<K> navigableKeySet() {
-    return new KeySet<>(this);
+    return new AmuletKeySet<>(this);
   }
 
   @Override
   public NavigableSet<K> keySet() {
-    return new KeySet<>(this);
+    return new AmuletKeySet<>(this);
   }
 
   @Override
   public NavigableSet<K> descendingKeySet() {
-    return new KeySet<>(descendingMap());
+    return new AmuletKeySet<>(descendingMap());
   }
 
   @Override
@@ -883,160 +883,4 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
       AmuletMap.this.clear();
     }
   }
-
-  /** The keys of a map view as a NavigableSet (as ConcurrentSkipListMap.KeySet). */
-  static final class KeySet<K> extends AbstractSet<K> implements NavigableSet<K> {
-    private final AmuletMap<K, ?> m;
-
-    KeySet(AmuletMap<K, ?> m) {
-      this.m = m;
-    }
-
-    @Override
-    public int size() {
-      return m.size();
-    }
-
-    @Override
-    public boolean isEmpty() {
-      return m.isEmpty();
-    }
-
-    @Override
-    public boolean contains(Object o) {
-      return m.containsKey(o);
-    }
-
-    @Override
-    public boolean remove(Object o) {
-      return m.remove(o) != null;
-    }
-
-    @Override
-    public void clear() {
-      m.clear();
-    }
-
-    @Override
-    public K lower(K e) {
-      return m.lowerKey(e);
-    }
-
-    @Override
-    public K floor(K e) {
-      return m.floorKey(e);
-    }
-
-    @Override
-    public K ceiling(K e) {
-      return m.ceilingKey(e);
-    }
-
-    @Override
-    public K higher(K e) {
-      return m.higherKey(e);
-    }
-
-    @Override
-    public Comparator<? super K> comparator() {
-      return m.comparator();
-    }
-
-    @Override
-    public K first() {
-      return m.firstKey();
-    }
-
-    @Override
-    public K last() {
-      return m.lastKey();
-    }
-
-    @Override
-    public K pollFirst() {
-      return keyOf(m.pollFirstEntry());
-    }
-
-    @Override
-    public K pollLast() {
-      return keyOf(m.pollLastEntry());
-    }
-
-    @Override
-    public Iterator<K> iterator() {
-      return m.keyIterator();
-    }
-
-    @Override
-    public boolean equals(Object o) {
-      if (o == this) {
-        return true;
-      }
-      if (!(o instanceof Set)) {
-        return false;
-      }
-      Collection<?> c = (Collection<?>) o;
-      try {
-        return containsAll(c) && c.containsAll(this);
-      } catch (ClassCastException | NullPointerException unused) {
-        return false;
-      }
-    }
-
-    @Override
-    public Object[] toArray() {
-      List<K> out = new ArrayList<>();
-      iterator().forEachRemaining(out::add);
-      return out.toArray();
-    }
-
-    @Override
-    public <T> T[] toArray(T[] a) {
-      List<K> out = new ArrayList<>();
-      iterator().forEachRemaining(out::add);
-      return out.toArray(a);
-    }
-
-    @Override
-    public Iterator<K> descendingIterator() {
-      return descendingSet().iterator();
-    }
-
-    @Override
-    public NavigableSet<K> subSet(
-        K fromElement, boolean fromInclusive, K toElement, boolean toInclusive) {
-      return new KeySet<>(m.subMap(fromElement, fromInclusive, toElement, toInclusive));
-    }
-
-    @Override
-    public NavigableSet<K> headSet(K toElement, boolean inclusive) {
-      return new KeySet<>(m.headMap(toElement, inclusive));
-    }
-
-    @Override
-    public NavigableSet<K> tailSet(K fromElement, boolean inclusive) {
-      return new KeySet<>(m.tailMap(fromElement, inclusive));
-    }
-
-    @Override
-    public NavigableSet<K> subSet(K fromElement, K toElement) {
-      return subSet(fromElement, true, toElement, false);
-    }
-
-    @Override
-    public NavigableSet<K> headSet(K toElement) {
-      return headSet(toElement, false);
-    }
-
-    @Override
-    public NavigableSet<K> tailSet(K fromElement) {
-      return tailSet(fromElement, true);
-    }
-
-    @Override
-    public NavigableSet<K> descendingSet() {
-      return new KeySet<>(m.descendingMap());
-    }
-  }
-
 }

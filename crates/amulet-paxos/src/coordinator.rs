@@ -124,7 +124,8 @@ impl StreamNode {
                 if let Some(next) = candidate {
                     let values: Vec<Value> = old.queue.into_iter().collect();
                     if !values.is_empty() {
-                        self.send(next, Message::Propose { values, hops: 1 }, out);
+                        let hop = self.ring.route(next);
+                        self.send(hop, Message::Propose { values, hops: 1 }, out);
                     }
                 }
             }
@@ -571,7 +572,7 @@ impl StreamNode {
         let coordinator = self.ring.coordinator(self.acceptor.is_some());
         if let Some(next) = coordinator.filter(|&n| n != self.me && hops < 3) {
             self.send(
-                next,
+                self.ring.route(next),
                 Message::Propose {
                     values,
                     hops: hops + 1,

@@ -92,9 +92,11 @@ impl StreamNode {
         if self.proposer.outbox.is_empty() {
             return;
         }
-        let Some(target) = self.coordinator_node() else {
+        let Some(coordinator) = self.coordinator_node() else {
             return;
         };
+        // Through a peer when this node does not hear the coordinator.
+        let target = self.ring.route(coordinator);
         let now = self.now;
         let outbox = std::mem::take(&mut self.proposer.outbox);
         let mut values = Vec::with_capacity(outbox.len());

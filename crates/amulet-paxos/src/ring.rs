@@ -1,9 +1,18 @@
 //! Ring membership from a failure detector (thesis A.2, without ZooKeeper).
 //!
 //! The ring is the stream's members in id order minus the ones this node
-//! suspects. The coordinator is the lowest live acceptor that can vote.
-//! Both are liveness choices only: two nodes with different views may both
-//! try to coordinate, and ballots keep that safe.
+//! suspects. The coordinator is the lowest voting acceptor that this node
+//! hears or, failing that, that a majority of acceptors hears (each
+//! heartbeat says whom its sender hears). Both are liveness choices only: two nodes with different
+//! views may both try to coordinate, and ballots keep that safe.
+//!
+//! Why the majority rule (a pre-vote, as in Raft's): under a "bridge"
+//! partition where node 2 cannot hear coordinator 1 but both hear node 3,
+//! the lowest-live rule makes 2 take over while 1 keeps coordinating; each
+//! new ballot reaches node 3 and preempts the other's, and the stream
+//! stalls (found by the fault suite, scenario partition-bridge). With the
+//! rule, 2 sees that 1 and 3 still hear 1, defers to 1, and sends its
+//! proposals to 1 through 3.
 
 use amulet_types::{NodeId, StreamConfig, TimeMicros};
 use std::collections::BTreeMap;
@@ -15,6 +24,9 @@ struct PeerState {
     last_heard: TimeMicros,
     /// The peer said it is an acceptor that may vote.
     voting: bool,
+    /// The acceptors the peer said it hears, by acceptor position (bit k:
+    /// `acceptors[k]`), from its last heartbeat.
+    hears: u32,
 }
 
 /// Failure detector and the ring view it implies.
@@ -44,6 +56,7 @@ impl Ring {
                 let state = PeerState {
                     last_heard: now,
                     voting: config.is_acceptor(n),
+                    hears: 0,
                 };
                 (n, state)
             })
@@ -70,11 +83,24 @@ impl Ring {
         was_suspected
     }
 
-    /// A heartbeat also says whether the peer may vote.
-    pub(crate) fn set_voting(&mut self, from: NodeId, voting: bool) {
+    /// A heartbeat also says whether the peer may vote and which
+    /// acceptors it hears.
+    pub(crate) fn set_report(&mut self, from: NodeId, voting: bool, hears: u32) {
+        let acceptor = self.acceptors.contains(&from);
         if let Some(peer) = self.peers.get_mut(&from) {
-            peer.voting = voting && self.acceptors.contains(&from);
+            peer.voting = voting && acceptor;
+            peer.hears = hears;
         }
+    }
+
+    /// The acceptors this node hears directly (itself included when it is
+    /// one), by acceptor position, for its heartbeats.
+    pub(crate) fn hears_mask(&self) -> u32 {
+        self.acceptors
+            .iter()
+            .enumerate()
+            .filter(|(_, &a)| a == self.me || self.is_live(a))
+            .fold(0, |mask, (k, _)| mask | (1 << k))
     }
 
     /// Recomputes the live ring; returns whether it changed.
@@ -112,13 +138,62 @@ impl Ring {
         self.live.len()
     }
 
-    /// The node this one believes coordinates: the lowest live acceptor
-    /// that can vote (`me_voting` for this node itself).
+    /// The node this one believes coordinates (`me_voting` for this node
+    /// itself): the lowest voting acceptor that this node hears or, when it
+    /// does not, that a majority of acceptors hears as far as it knows.
     pub(crate) fn coordinator(&self, me_voting: bool) -> Option<NodeId> {
+        let quorum = self.acceptors.len() / 2 + 1;
+        self.acceptors
+            .iter()
+            .copied()
+            .filter(|&c| self.votes(c, me_voting))
+            .find(|&c| c == self.me || self.is_live(c) || self.support(c) >= quorum)
+    }
+
+    /// How many acceptors hear `c`, as far as this node knows: itself
+    /// directly, live peers by their last heartbeat, and `c` itself when it
+    /// is alive (heard by this node or reported by a live peer).
+    fn support(&self, c: NodeId) -> usize {
+        self.acceptors
+            .iter()
+            .filter(|&&a| {
+                if a == self.me {
+                    c == self.me || self.is_live(c)
+                } else if a == c {
+                    self.is_live(c) || self.reported(c)
+                } else {
+                    self.is_live(a) && self.reports(a, c)
+                }
+            })
+            .count()
+    }
+
+    /// Whether live peer `a` said in its last heartbeat that it hears `c`.
+    fn reports(&self, a: NodeId, c: NodeId) -> bool {
+        let Some(k) = self.acceptors.iter().position(|&n| n == c) else {
+            return false;
+        };
+        self.peers.get(&a).is_some_and(|p| p.hears & (1 << k) != 0)
+    }
+
+    /// Whether some live peer other than `c` says it hears `c`.
+    fn reported(&self, c: NodeId) -> bool {
+        self.live
+            .iter()
+            .any(|&a| a != self.me && a != c && self.reports(a, c))
+    }
+
+    /// The next hop towards `node`: `node` itself when this node hears it,
+    /// else the first live peer that says it hears it (which forwards).
+    pub(crate) fn route(&self, node: NodeId) -> NodeId {
+        if node == self.me || self.is_live(node) {
+            return node;
+        }
         self.live
             .iter()
             .copied()
-            .find(|&n| self.votes(n, me_voting))
+            .find(|&a| a != self.me && self.reports(a, node))
+            .unwrap_or(node)
     }
 
     /// The last live voting acceptor met when walking the ring from `from`.
@@ -189,8 +264,38 @@ mod tests {
     #[test]
     fn coordinator_is_lowest_live_voting_acceptor() {
         let mut ring = Ring::new(NodeId(4), &config(), TimeMicros(0));
-        ring.set_voting(NodeId(1), false);
+        ring.set_report(NodeId(1), false, 0);
         assert_eq!(ring.coordinator(false), Some(NodeId(2)));
         assert_eq!(ring.last_acceptor_from(NodeId(2), false), Some(NodeId(3)));
+    }
+
+    /// Node 2 no longer hears coordinator 1; node 3 hears both.
+    fn bridged_ring_at_node_2() -> Ring {
+        let mut ring = Ring::new(NodeId(2), &config(), TimeMicros(0));
+        let later = TimeMicros(10_000_000);
+        ring.heard(NodeId(3), later);
+        ring.heard(NodeId(4), later);
+        ring.refresh(later);
+        ring
+    }
+
+    #[test]
+    fn ring_section_a2_no_takeover_while_a_majority_hears_the_coordinator() {
+        let mut ring = bridged_ring_at_node_2();
+        // Node 3 hears 1, 2 and 3.
+        ring.set_report(NodeId(3), true, 0b111);
+        assert_eq!(ring.coordinator(true), Some(NodeId(1)));
+        assert_eq!(ring.route(NodeId(1)), NodeId(3), "proposals go through 3");
+        assert_eq!(ring.hears_mask(), 0b110);
+        // Node 3 loses 1 as well: a majority no longer hears it.
+        ring.set_report(NodeId(3), true, 0b110);
+        assert_eq!(ring.coordinator(true), Some(NodeId(2)));
+    }
+
+    #[test]
+    fn ring_section_a2_without_reports_the_lowest_live_acceptor_coordinates() {
+        let ring = bridged_ring_at_node_2();
+        assert_eq!(ring.coordinator(true), Some(NodeId(2)));
+        assert_eq!(ring.route(NodeId(1)), NodeId(1));
     }
 }

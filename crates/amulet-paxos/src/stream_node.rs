@@ -366,9 +366,10 @@ impl StreamNode {
                 decided_below,
                 voting,
                 merge_need,
+                hears,
             } => {
                 self.observe_ballot(ballot);
-                self.ring.set_voting(from, voting);
+                self.ring.set_report(from, voting, hears);
                 self.learner.observe_decided_below(decided_below, self.now);
                 if merge_need > 0 {
                     self.catch_up(merge_need);
@@ -390,6 +391,7 @@ impl StreamNode {
                 decided_below: self.learner.next,
                 voting: self.acceptor.is_some(),
                 merge_need: self.merge_need,
+                hears: self.ring.hears_mask(),
             };
             if self.merge_need > 0 && self.coordinator.is_some() {
                 self.catch_up(self.merge_need);

@@ -294,12 +294,14 @@ fn put_message(message: &Message, out: &mut BytesMut) {
             decided_below,
             voting,
             merge_need,
+            hears,
         } => {
             out.put_u8(tag::HEARTBEAT);
             put_ballot(*ballot, out);
             put_instance(*decided_below, out);
             out.put_u8(u8::from(*voting));
             out.put_u64_le(*merge_need);
+            out.put_u32_le(*hears);
         }
     }
 }
@@ -371,7 +373,7 @@ fn message_len(message: &Message) -> usize {
                     .map_or(0, |(_, batch)| BALLOT_BYTES + batch_len(batch))
         }
         Message::Accept { batch, .. } => INSTANCE_BYTES + BALLOT_BYTES + batch_len(batch),
-        Message::Heartbeat { .. } => BALLOT_BYTES + INSTANCE_BYTES + 1 + 8,
+        Message::Heartbeat { .. } => BALLOT_BYTES + INSTANCE_BYTES + 1 + 8 + U32_BYTES,
     }
 }
 
@@ -537,6 +539,7 @@ fn get_message(r: &mut Reader) -> Result<Message, DecodeError> {
             decided_below: get_instance(r)?,
             voting: r.bool()?,
             merge_need: r.u64()?,
+            hears: r.u32()?,
         },
         tag => {
             return Err(DecodeError::UnknownTag {
@@ -651,10 +654,11 @@ mod tests {
                 decided_below: Instance(0),
                 voting: true,
                 merge_need: 0,
+                hears: 0,
             },
         };
         let mut bytes = BytesMut::from(&encode(&heartbeat)[..]);
-        let last = bytes.len() - 1 - 8; // the `voting` byte, before `merge_need`
+        let last = bytes.len() - 1 - 8 - 4; // the `voting` byte, before `merge_need` and `hears`
         bytes[last] = 2;
         assert_eq!(
             decode_envelope(bytes.freeze()),
@@ -762,6 +766,7 @@ mod tests {
                 decided_below: i,
                 voting: false,
                 merge_need: 0,
+                hears: 0,
             },
         ];
         let lens: Vec<usize> = smallest
@@ -774,7 +779,7 @@ mod tests {
                 .len()
             })
             .collect();
-        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 30]);
+        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 34]);
         // The only variant below 16 bytes is an empty Propose; one value
         // adds at least 20 bytes.
         assert_eq!(VALUE_BYTES_MIN, 20);

@@ -228,5 +228,11 @@ pub enum Message {
         /// the stream should reach this merge position (cumulative merge
         /// weight from instance 0) so they can drain. 0: no need.
         merge_need: u64,
+        /// The acceptors the sender hears directly, as bits by position in
+        /// the stream's acceptor list (bit k: `acceptors[k]`; the sender's
+        /// own bit is set when it is an acceptor). A node that lost the
+        /// coordinator does not take over while a majority still hears it
+        /// (a pre-vote; see the ring's `coordinator`).
+        hears: u32,
     },
 }

@@ -141,14 +141,22 @@ pub fn message() -> impl Strategy<Value = Message> {
         }),
         (instance(), ballot())
             .prop_map(|(instance, ballot)| Message::AcceptAck { instance, ballot }),
-        (ballot(), instance(), any::<bool>(), any::<u64>()).prop_map(
-            |(ballot, decided_below, voting, merge_need)| Message::Heartbeat {
-                ballot,
-                decided_below,
-                voting,
-                merge_need,
-            }
-        ),
+        (
+            ballot(),
+            instance(),
+            any::<bool>(),
+            any::<u64>(),
+            any::<u32>()
+        )
+            .prop_map(|(ballot, decided_below, voting, merge_need, hears)| {
+                Message::Heartbeat {
+                    ballot,
+                    decided_below,
+                    voting,
+                    merge_need,
+                    hears,
+                }
+            }),
     ]
 }
 

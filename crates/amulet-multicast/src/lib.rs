@@ -15,6 +15,6 @@ mod merger;
 mod multicast_node;
 mod skip_pacer;
 
-pub use merger::{MergeBug, Merged, Merger};
-pub use multicast_node::{Effects, MulticastError, MulticastNode};
+pub use merger::{LanePosition, MergeBug, MergePosition, Merged, Merger, PositionError};
+pub use multicast_node::{Effects, GroupId, MulticastError, MulticastNode};
 pub use skip_pacer::SkipPacer;

@@ -38,6 +38,48 @@ pub enum MergeBug {
     IgnoreSkipCounts,
 }
 
+/// Where a merge stands, as a replica checkpoint records it (thesis
+/// §3.4.2: a checkpoint is identified by the tuple of per-stream positions
+/// it reflects): restored with [`Merger::from_position`] and fed each
+/// stream from its `next` instance, a merge continues exactly as the
+/// original would have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MergePosition {
+    /// One entry per merged stream, in stream-id (merge) order.
+    pub lanes: Vec<LanePosition>,
+    /// Index in `lanes` of the stream whose turn it is.
+    pub turn: u32,
+    /// Merge weight that stream may still consume this round (1..=M).
+    pub remaining: u64,
+    /// Completed rounds.
+    pub rounds: u64,
+}
+
+/// One stream's part of a [`MergePosition`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LanePosition {
+    /// The stream.
+    pub stream: StreamId,
+    /// The first instance not merged: everything below it is reflected.
+    /// Acceptors may trim below it once a trim quorum holds it.
+    pub next: Instance,
+    /// Skip weight of merged skip instances not yet consumed by rounds.
+    pub carry: u64,
+    /// Merge weight consumed by rounds.
+    pub consumed: u64,
+}
+
+/// Why a [`MergePosition`] cannot be restored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PositionError {
+    /// No streams, or streams not strictly in id order.
+    Streams,
+    /// `turn` is not the index of a stream.
+    Turn,
+    /// `remaining` is not within 1..=M.
+    Remaining,
+}
+
 /// Per-stream merge state.
 #[derive(Debug, Default)]
 struct Lane {
@@ -88,6 +130,80 @@ impl Merger {
             rounds: 0,
             merged_instances: 0,
         }
+    }
+
+    /// The merge restored at `position` (a checkpoint), taking
+    /// `instances_per_round` instances from each stream per round. Feed
+    /// each stream from its lane's `next` instance.
+    pub fn from_position(
+        position: &MergePosition,
+        instances_per_round: u64,
+    ) -> Result<Merger, PositionError> {
+        assert!(instances_per_round >= 1, "M must be at least 1");
+        let order: Vec<StreamId> = position.lanes.iter().map(|l| l.stream).collect();
+        if order.is_empty() || order.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(PositionError::Streams);
+        }
+        let turn = usize::try_from(position.turn).map_err(|_| PositionError::Turn)?;
+        if turn >= order.len() {
+            return Err(PositionError::Turn);
+        }
+        if position.remaining == 0 || position.remaining > instances_per_round {
+            return Err(PositionError::Remaining);
+        }
+        let lanes = position
+            .lanes
+            .iter()
+            .map(|l| {
+                let lane = Lane {
+                    queue: VecDeque::new(),
+                    next: l.next,
+                    carry: l.carry,
+                    pushed: l.consumed.saturating_add(l.carry),
+                    consumed: l.consumed,
+                };
+                (l.stream, lane)
+            })
+            .collect();
+        Ok(Merger {
+            order,
+            lanes,
+            instances_per_round,
+            turn,
+            remaining: position.remaining,
+            ready: VecDeque::new(),
+            bug: MergeBug::None,
+            rounds: position.rounds,
+            merged_instances: 0,
+        })
+    }
+
+    /// Where the merge stands, for a checkpoint; `None` while part of a
+    /// merged batch is still to be popped (a checkpoint is taken between
+    /// deliveries, after the application applied everything popped).
+    pub fn position(&self) -> Option<MergePosition> {
+        if !self.ready.is_empty() || self.order.is_empty() {
+            return None;
+        }
+        let lanes = self
+            .order
+            .iter()
+            .map(|stream| {
+                let lane = &self.lanes[stream];
+                LanePosition {
+                    stream: *stream,
+                    next: lane.next,
+                    carry: lane.carry,
+                    consumed: lane.consumed,
+                }
+            })
+            .collect();
+        Some(MergePosition {
+            lanes,
+            turn: u32::try_from(self.turn).expect("fewer than 2^32 streams"),
+            remaining: self.remaining,
+            rounds: self.rounds,
+        })
     }
 
     /// Turns on a deliberately wrong merge (simulator tests only).
@@ -351,5 +467,109 @@ mod tests {
         // Would take 2^51 loop turns one round at a time.
         assert_eq!(drain(&mut m), vec![(1, 1), (2, 2)]);
         assert_eq!(m.rounds(), (1 << 50) + 1);
+    }
+
+    use proptest::prelude::*;
+
+    /// A stream's decided sequence: values, nulls and skips of any size.
+    fn batches() -> impl Strategy<Value = Vec<Batch>> {
+        prop::collection::vec(
+            prop_oneof![
+                4 => (0u64..1_000_000).prop_map(value),
+                1 => Just(Batch::Null),
+                2 => (0u64..12).prop_map(Batch::Skip),
+            ],
+            0..40,
+        )
+    }
+
+    /// Feeds `m` stream by stream in the given interleaving, popping all
+    /// the time; returns what it popped.
+    fn feed(
+        m: &mut Merger,
+        streams: &[Vec<Batch>],
+        from: &[u64],
+        schedule: &[usize],
+    ) -> Vec<(u32, u64)> {
+        let mut next: Vec<u64> = from.to_vec();
+        let mut out = Vec::new();
+        for &pick in schedule {
+            let s = pick % streams.len();
+            if let Some(batch) = streams[s].get(next[s] as usize) {
+                m.push(StreamId(s as u32 + 1), Instance(next[s]), batch.clone());
+                next[s] += 1;
+            }
+            out.extend(drain(m));
+        }
+        for (s, stream) in streams.iter().enumerate() {
+            while let Some(batch) = stream.get(next[s] as usize) {
+                m.push(StreamId(s as u32 + 1), Instance(next[s]), batch.clone());
+                next[s] += 1;
+            }
+        }
+        out.extend(drain(m));
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn section_3_4_2_a_merge_restored_from_its_position_continues_identically(
+            streams in prop::collection::vec(batches(), 1..4),
+            m in 1u64..4,
+            schedule in prop::collection::vec(0usize..8, 0..200),
+            cut in 0usize..200,
+        ) {
+            let ids: Vec<StreamId> = (1..=streams.len() as u32).map(StreamId).collect();
+            let mut whole = Merger::new(ids.clone(), m);
+            let expected = feed(&mut whole, &streams, &vec![0; streams.len()], &schedule);
+
+            // The same merge, checkpointed after `cut` scheduling steps.
+            let cut = cut.min(schedule.len());
+            let mut first = Merger::new(ids, m);
+            let mut got = Vec::new();
+            let mut next = vec![0u64; streams.len()];
+            for &pick in &schedule[..cut] {
+                let s = pick % streams.len();
+                if let Some(batch) = streams[s].get(next[s] as usize) {
+                    first.push(StreamId(s as u32 + 1), Instance(next[s]), batch.clone());
+                    next[s] += 1;
+                }
+                got.extend(drain(&mut first));
+            }
+            let position = first.position().expect("everything popped");
+            let mut restored = Merger::from_position(&position, m).expect("valid position");
+            prop_assert_eq!(restored.position(), Some(position.clone()));
+            // Instances decided but not yet merged are fetched again.
+            let from: Vec<u64> = position.lanes.iter().map(|l| l.next.0).collect();
+            got.extend(feed(&mut restored, &streams, &from, &schedule[cut..]));
+            prop_assert_eq!(got, expected);
+        }
+    }
+
+    #[test]
+    fn section_3_4_2_invalid_positions_are_refused() {
+        let lane = |s| LanePosition {
+            stream: StreamId(s),
+            next: Instance(0),
+            carry: 0,
+            consumed: 0,
+        };
+        let good = MergePosition {
+            lanes: vec![lane(1), lane(2)],
+            turn: 1,
+            remaining: 2,
+            rounds: 0,
+        };
+        assert!(Merger::from_position(&good, 2).is_ok());
+        let bad = |f: fn(&mut MergePosition)| {
+            let mut p = good.clone();
+            f(&mut p);
+            Merger::from_position(&p, 2).err()
+        };
+        assert_eq!(bad(|p| p.lanes.clear()), Some(PositionError::Streams));
+        assert_eq!(bad(|p| p.lanes.swap(0, 1)), Some(PositionError::Streams));
+        assert_eq!(bad(|p| p.turn = 2), Some(PositionError::Turn));
+        assert_eq!(bad(|p| p.remaining = 0), Some(PositionError::Remaining));
+        assert_eq!(bad(|p| p.remaining = 3), Some(PositionError::Remaining));
     }
 }

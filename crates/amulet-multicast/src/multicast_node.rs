@@ -1,6 +1,15 @@
 //! Atomic multicast at one node (thesis §2.6, §3.3): the node's Ring Paxos
 //! streams, rate leveling at the streams it coordinates, and the
-//! deterministic merge of the streams it learns.
+//! deterministic merges of the streams it learns, one per merge group.
+//!
+//! A merge group is one subscriber's set of streams (a DMap replica: its
+//! partition stream and the global stream). Each group has its own
+//! [`Merger`], so each subscriber's merge state (the per-stream positions a
+//! checkpoint records, thesis §3.4.2) is its own, and it can be restored,
+//! moved or resubscribed without touching the other subscribers on the
+//! node. The merge of a subset of streams delivers exactly the projection
+//! of the merge of all of them (rounds are counted per stream), so groups
+//! sharing streams agree on the relative order of what they share.
 
 use crate::merger::{MergeBug, Merged, Merger};
 use crate::skip_pacer::SkipPacer;
@@ -29,8 +38,8 @@ pub struct Effects {
     pub sends: Vec<(NodeId, Envelope)>,
     /// Messages that may leave only after every dirty acceptor log synced.
     pub sends_after_sync: Vec<(NodeId, Envelope)>,
-    /// Values in the merged delivery order.
-    pub delivered: Vec<Merged>,
+    /// Values in each merge group's delivery order.
+    pub delivered: Vec<(GroupId, Merged)>,
     /// Streams whose next instance was trimmed at the acceptors.
     pub trimmed: Vec<(StreamId, Instance)>,
 }
@@ -53,6 +62,16 @@ const CATCH_UP_MICROS: u64 = 25_000;
 /// The smallest backlog that asks for catch-up (when λ is 0 or tiny).
 const CATCH_UP_WEIGHT_MIN: u64 = 64;
 
+/// A merge group: one subscriber's merge of its streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupId(pub u32);
+
+impl std::fmt::Display for GroupId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "g{}", self.0)
+    }
+}
+
 struct Pacing {
     pacer: SkipPacer,
     ballot: Ballot,
@@ -64,7 +83,7 @@ pub struct MulticastNode {
     me: NodeId,
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
-    merger: Merger,
+    groups: BTreeMap<GroupId, Merger>,
     /// When each stream coordinated here last skipped for local catch-up.
     local_catch_ups: BTreeMap<StreamId, TimeMicros>,
     output: Output,
@@ -73,17 +92,43 @@ pub struct MulticastNode {
 
 impl MulticastNode {
     /// A node that is a member of each given stream, with the stream's
-    /// acceptor log. It learns (and merges) every stream it is a member of.
+    /// acceptor log. It learns every stream it is a member of and merges
+    /// them all in one group, `GroupId(0)`.
     pub fn new(
         me: NodeId,
         streams: Vec<(StreamConfig, Box<dyn AcceptorLog>)>,
         incarnation: u32,
         now: TimeMicros,
     ) -> MulticastNode {
+        let ids: Vec<StreamId> = streams.iter().map(|(c, _)| c.stream).collect();
+        MulticastNode::with_groups(me, streams, vec![(GroupId(0), ids)], incarnation, now)
+    }
+
+    /// A node that is a member of each given stream and merges each group's
+    /// streams on their own. Every stream of a group must be one of the
+    /// node's streams; a stream in no group is only voted in and learned.
+    pub fn with_groups(
+        me: NodeId,
+        streams: Vec<(StreamConfig, Box<dyn AcceptorLog>)>,
+        groups: Vec<(GroupId, Vec<StreamId>)>,
+        incarnation: u32,
+        now: TimeMicros,
+    ) -> MulticastNode {
         let instances_per_round = streams
             .first()
             .map_or(1, |(c, _)| c.limits.merge_instances_per_round);
-        let ids: Vec<StreamId> = streams.iter().map(|(c, _)| c.stream).collect();
+        for (group, members) in &groups {
+            for stream in members {
+                assert!(
+                    streams.iter().any(|(c, _)| c.stream == *stream),
+                    "merge group {group} names {stream:?}, which the node is not a member of"
+                );
+            }
+        }
+        let groups = groups
+            .into_iter()
+            .map(|(group, members)| (group, Merger::new(members, instances_per_round)))
+            .collect();
         let streams: BTreeMap<StreamId, StreamNode> = streams
             .into_iter()
             .map(|(config, log)| {
@@ -93,7 +138,7 @@ impl MulticastNode {
             .collect();
         MulticastNode {
             me,
-            merger: Merger::new(ids, instances_per_round),
+            groups,
             streams,
             pacing: BTreeMap::new(),
             local_catch_ups: BTreeMap::new(),
@@ -122,9 +167,9 @@ impl MulticastNode {
         self.streams.get_mut(&stream)
     }
 
-    /// The merge, for its position and counters.
-    pub fn merger(&self) -> &Merger {
-        &self.merger
+    /// One merge group's merge, for its position and counters.
+    pub fn merger(&self, group: GroupId) -> Option<&Merger> {
+        self.groups.get(&group)
     }
 
     /// Turns deliberate bugs on in every stream (simulator only).
@@ -136,7 +181,9 @@ impl MulticastNode {
 
     /// Turns on a deliberately wrong merge at this node (simulator only).
     pub fn set_merge_bug(&mut self, bug: MergeBug) {
-        self.merger.set_bug(bug);
+        for merger in self.groups.values_mut() {
+            merger.set_bug(bug);
+        }
     }
 
     /// A peer message.
@@ -176,23 +223,35 @@ impl MulticastNode {
     /// coordinated elsewhere still waits for that coordinator's pacing
     /// (and heartbeat catch-up, [`MulticastNode::report_merge_needs`]).
     fn catch_up_locally(&mut self, now: TimeMicros) {
-        let Some(waiting) = self.merger.waiting_on() else {
-            return;
-        };
-        let Some(stream) = self.streams.get_mut(&waiting) else {
-            return;
-        };
-        if !stream.is_coordinator() {
-            return;
+        // The position each blocked stream must reach, the most any group
+        // needs (a stream reaching it unblocks every group waiting on it).
+        let mut needs: BTreeMap<StreamId, u64> = BTreeMap::new();
+        for merger in self.groups.values() {
+            if let Some(waiting) = merger.waiting_on() {
+                let need = merger.need(waiting, 1);
+                let entry = needs.entry(waiting).or_default();
+                *entry = (*entry).max(need);
+            }
         }
-        let gap = local_catch_up_gap(stream);
-        let last = self.local_catch_ups.get(&waiting).copied();
-        if last.is_some_and(|t| now < t.plus(gap)) {
-            return;
+        let mut skipped = false;
+        for (waiting, need) in needs {
+            let Some(stream) = self.streams.get_mut(&waiting) else {
+                continue;
+            };
+            if need == 0 || !stream.is_coordinator() {
+                continue;
+            }
+            let gap = local_catch_up_gap(stream);
+            let last = self.local_catch_ups.get(&waiting).copied();
+            if last.is_some_and(|t| now < t.plus(gap)) {
+                continue;
+            }
+            if stream.catch_up_local(now, need, &mut self.output) {
+                self.local_catch_ups.insert(waiting, now);
+                skipped = true;
+            }
         }
-        let need = self.merger.need(waiting, 1);
-        if need > 0 && stream.catch_up_local(now, need, &mut self.output) {
-            self.local_catch_ups.insert(waiting, now);
+        if skipped {
             self.absorb();
         }
     }
@@ -210,7 +269,13 @@ impl MulticastNode {
             let rate = stream.config().limits.skip_rate_per_second;
             let threshold =
                 (rate.saturating_mul(CATCH_UP_MICROS) / 1_000_000).max(CATCH_UP_WEIGHT_MIN);
-            stream.set_merge_need(self.merger.need(*id, threshold));
+            let need = self
+                .groups
+                .values()
+                .map(|merger| merger.need(*id, threshold))
+                .max()
+                .unwrap_or(0);
+            stream.set_merge_need(need);
         }
     }
 
@@ -279,11 +344,25 @@ impl MulticastNode {
             self.effects.trimmed.push(trimmed);
         }
         for decided in output.decided.drain(..) {
-            self.merger
-                .push(decided.stream, decided.instance, decided.batch);
+            let mut takers = self
+                .groups
+                .values_mut()
+                .filter(|m| m.streams().contains(&decided.stream))
+                .peekable();
+            while let Some(merger) = takers.next() {
+                if takers.peek().is_some() {
+                    // Values hold `Bytes`: a copy shares the payloads.
+                    merger.push(decided.stream, decided.instance, decided.batch.clone());
+                } else {
+                    merger.push(decided.stream, decided.instance, decided.batch);
+                    break;
+                }
+            }
         }
-        while let Some(merged) = self.merger.pop() {
-            self.effects.delivered.push(merged);
+        for (group, merger) in self.groups.iter_mut() {
+            while let Some(merged) = merger.pop() {
+                self.effects.delivered.push((*group, merged));
+            }
         }
     }
 }

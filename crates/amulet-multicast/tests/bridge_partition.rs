@@ -61,7 +61,7 @@ impl Net {
                 self.delivered
                     .entry(id)
                     .or_default()
-                    .extend(effects.delivered.into_iter().map(|m| m.value.bytes));
+                    .extend(effects.delivered.into_iter().map(|(_, m)| m.value.bytes));
                 for (to, envelope) in effects.sends.into_iter().chain(effects.sends_after_sync) {
                     self.queue.push_back((id, to, envelope));
                 }

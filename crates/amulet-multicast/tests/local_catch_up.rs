@@ -34,7 +34,12 @@ fn pump(node: &mut MulticastNode, now: TimeMicros) -> Vec<Bytes> {
     let mut delivered = Vec::new();
     for _ in 0..10_000 {
         let effects = node.drain();
-        delivered.extend(effects.delivered.into_iter().map(|m| m.value.bytes.clone()));
+        delivered.extend(
+            effects
+                .delivered
+                .into_iter()
+                .map(|(_, m)| m.value.bytes.clone()),
+        );
         if effects.sends.is_empty() && effects.sends_after_sync.is_empty() {
             return delivered;
         }

@@ -12,11 +12,12 @@ use crate::node_handle::{Command, NodeHandle, NodeStats, PageAnswer, ReplicaStat
 use crate::storage_setup::{open_logs, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
-use amulet_multicast::{Merged, MulticastNode};
+use amulet_multicast::{GroupId, Merged, MulticastNode};
 use amulet_smr::{
     ClientReply, Output, PartitionMap, Replica, ReplicaConfig, ReplicaMessage, RequestId,
 };
-use amulet_types::{NodeId, PartitionId, StorageMode, StreamId, TimeMicros};
+use amulet_storage::AcceptorLog;
+use amulet_types::{NodeId, PartitionId, StorageMode, StreamConfig, StreamId, TimeMicros};
 use amulet_wire::{Envelope, Frame, Hello};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -99,9 +100,10 @@ impl Node {
         let local_addr = transport.local_addr();
         #[allow(clippy::disallowed_methods)] // the runtime is the clock of the sans-IO core
         let epoch = Instant::now();
-        let node = MulticastNode::new(me, logs, incarnation, TimeMicros(0));
         let partition_map = config.partition_map()?;
         let replicas = start_replicas(me, incarnation, partition_map.as_ref());
+        let groups = merge_groups(&logs, partition_map.as_ref(), &replicas)?;
+        let node = MulticastNode::with_groups(me, logs, groups, incarnation, TimeMicros(0));
         let (commands, command_rx) = mpsc::unbounded_channel();
         let event_loop = EventLoop {
             me,
@@ -239,6 +241,36 @@ fn start_replicas(
             (partition, Replica::new(config, map.clone(), state))
         })
         .collect()
+}
+
+/// One merge group per replica (its partition stream and the global
+/// stream, numbered by partition), so each replica's merge state is its
+/// own; a node without replicas merges every stream it is a member of.
+fn merge_groups(
+    logs: &[(StreamConfig, Box<dyn AcceptorLog>)],
+    map: Option<&PartitionMap>,
+    replicas: &BTreeMap<PartitionId, Replica<PartitionState>>,
+) -> anyhow::Result<Vec<(GroupId, Vec<StreamId>)>> {
+    let member = |stream: StreamId| logs.iter().any(|(c, _)| c.stream == stream);
+    let Some(map) = map.filter(|_| !replicas.is_empty()) else {
+        return Ok(vec![(
+            GroupId(0),
+            logs.iter().map(|(c, _)| c.stream).collect(),
+        )]);
+    };
+    let mut groups = Vec::new();
+    for partition in replicas.keys() {
+        let streams = vec![map.global_stream, map.partitions[partition].stream];
+        if let Some(missing) = streams.iter().find(|s| !member(**s)) {
+            anyhow::bail!(
+                "this node replicates partition {} but is not a member of stream {}",
+                partition.0,
+                missing.0
+            );
+        }
+        groups.push((GroupId(partition.0), streams));
+    }
+    Ok(groups)
 }
 
 impl EventLoop {
@@ -566,12 +598,12 @@ impl EventLoop {
                 tracing::warn!(%stream, %below, "learner fell behind the acceptors' trim point");
             }
             let now = self.now();
-            for merged in effects.delivered {
+            for (group, merged) in effects.delivered {
                 self.digest.push(&merged);
                 if let Some(load) = self.load.as_mut() {
                     load.delivered(now, &merged);
                 }
-                for replica in self.replicas.values_mut() {
+                if let Some(replica) = self.replicas.get_mut(&PartitionId(group.0)) {
                     replica.on_deliver(merged.stream, &merged.value.bytes);
                 }
                 if let Some(deliveries) = &self.deliveries {

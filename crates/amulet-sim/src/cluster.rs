@@ -18,7 +18,7 @@ use crate::runner::{SeedOutcome, SeedStats};
 use crate::sim_log::{crash_stores, SimStore};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
-use amulet_multicast::{MergeBug, MulticastNode};
+use amulet_multicast::{GroupId, MergeBug, MulticastNode};
 use amulet_paxos::Bugs;
 use amulet_types::{
     Ballot, NodeId, StorageMode, StreamConfig, StreamId, StreamLimits, TimeMicros, ValueId,
@@ -295,8 +295,8 @@ impl Cluster {
                         s.is_coordinator(),
                         s.is_voting(),
                         s.proposals_in_flight(),
-                        process.merger().next_instance(*stream),
-                        process.merger().waiting_on(),
+                        process.merger(GroupId(0)).and_then(|m| m.next_instance(*stream)),
+                        process.merger(GroupId(0)).and_then(|m| m.waiting_on()),
                         s.stats(),
                     );
                     println!("    {}", s.debug_state());
@@ -499,7 +499,7 @@ impl Cluster {
             sync_logs(process);
             self.vouch(node);
         }
-        for merged in &effects.delivered {
+        for (_, merged) in &effects.delivered {
             let digest = TraceHash::digest(&(merged.stream.0, merged.value.id.sequence));
             self.trace.event(now, TRACE_DELIVER, node, node, digest);
             let name = history_name(merged.stream, merged.value.id);

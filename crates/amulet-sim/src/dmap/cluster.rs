@@ -542,7 +542,7 @@ impl DmapCluster {
             if !effects.sends_after_sync.is_empty() {
                 sync_logs(&mut process.multicast);
             }
-            for merged in &effects.delivered {
+            for (_, merged) in &effects.delivered {
                 process
                     .replica
                     .on_deliver(merged.stream, &merged.value.bytes);

@@ -131,6 +131,22 @@ func (c *Conn) intn(n int) int {
 
 func (c *Conn) pick(addrs []string) string { return addrs[c.intn(len(addrs))] }
 
+// pickOther picks a replica other than failed (the one the last attempt
+// failed at) when there is one: a replica that is down or catching up
+// should not get the retry too.
+func (c *Conn) pickOther(addrs []string, failed string) string {
+	var others []string
+	for _, a := range addrs {
+		if a != failed {
+			others = append(others, a)
+		}
+	}
+	if len(others) == 0 {
+		return c.pick(addrs)
+	}
+	return c.pick(others)
+}
+
 // Routing returns the cached map, fetching it first if there is none.
 func (c *Conn) Routing(ctx context.Context) (*Routing, error) {
 	c.mu.Lock()
@@ -297,6 +313,7 @@ func (c *Conn) Execute(ctx context.Context, s *Session, key []byte, whole bool, 
 	backoff := 10 * time.Millisecond
 	maybe := false
 	last := "no attempt"
+	failed := ""
 	for {
 		if err := c.ensureSession(ctx, s); err != nil {
 			last = "session: " + err.Error()
@@ -312,7 +329,7 @@ func (c *Conn) Execute(ctx context.Context, s *Session, key []byte, whole bool, 
 					part = r.PartitionOf(key)
 				}
 				addrs := r.replicaAddrs(part)
-				addr := c.pick(addrs)
+				addr := c.pickOther(addrs, failed)
 				req := &pb.MapRequest{Header: &pb.RequestHeader{MapVersion: r.Version, Partition: part, Session: s.ID, Sequence: s.Seq}}
 				build(req)
 				actx, cancel := context.WithTimeout(ctx, c.Attempt)
@@ -322,6 +339,7 @@ func (c *Conn) Execute(ctx context.Context, s *Session, key []byte, whole bool, 
 				if err == nil {
 					return resp, nil
 				}
+				failed = addr
 				re := c.classify(ctx, err, errorKind(hdr, trl), s, addr)
 				maybe = maybe || re.maybeApplied
 				last = re.msg
@@ -379,12 +397,13 @@ func (c *Conn) ReadSnapshot(ctx context.Context, part uint32, snap uint64) ([]*p
 	var out []*pb.Entry
 	var after []byte
 	backoff := 10 * time.Millisecond
+	failed := ""
 	for {
 		r, err := c.Routing(ctx)
 		if err != nil {
 			return nil, err
 		}
-		addr := c.pick(r.replicaAddrs(part))
+		addr := c.pickOther(r.replicaAddrs(part), failed)
 		req := &pb.ReadSnapshotRequest{Partition: part, Snapshot: snap}
 		if after != nil {
 			req.After = after
@@ -413,6 +432,7 @@ func (c *Conn) ReadSnapshot(ctx context.Context, part uint32, snap uint64) ([]*p
 		if done {
 			return out, nil
 		}
+		failed = addr
 		if st, ok := status.FromError(err); ok && (st.Code() == codes.NotFound || st.Code() == codes.InvalidArgument) {
 			return nil, fmt.Errorf("snapshot %d partition %d: %v", snap, part, err)
 		}

@@ -147,7 +147,7 @@ pub fn client_reply_to_response(
         ClientReply::Behind => {
             return Err(ErrorKind::Behind.status(
                 Code::Unavailable,
-                "this replica is behind the client's partition map; resend".into(),
+                "this replica is behind (the client's partition map, or its streams while it catches up); resend".into(),
             ))
         }
         ClientReply::Invalid(why) => return Err(Status::invalid_argument(why)),

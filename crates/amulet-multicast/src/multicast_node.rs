@@ -172,6 +172,23 @@ impl MulticastNode {
         self.groups.get(&group)
     }
 
+    /// How far one merge group is behind what its streams have decided
+    /// elsewhere: the largest learner lag (in instances) of its streams.
+    /// A node that restarted replays its streams; while this is large its
+    /// replicas should send clients elsewhere rather than make them wait.
+    pub fn group_lag(&self, group: GroupId) -> u64 {
+        let Some(merger) = self.groups.get(&group) else {
+            return 0;
+        };
+        merger
+            .streams()
+            .iter()
+            .filter_map(|s| self.streams.get(s))
+            .map(StreamNode::learner_lag)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Turns deliberate bugs on in every stream (simulator only).
     pub fn set_bugs(&mut self, bugs: Bugs) {
         for stream in self.streams.values_mut() {

@@ -11,88 +11,11 @@
 //! preempt each other through node 3 forever); its proposals reach 1
 //! through 3.
 
-use amulet_multicast::MulticastNode;
-use amulet_storage::{AcceptorLog, MemoryRing};
-use amulet_types::{NodeId, StorageMode, StreamConfig, StreamId, StreamLimits, TimeMicros};
-use amulet_wire::Envelope;
+mod common;
+
+use amulet_types::{NodeId, TimeMicros};
 use bytes::Bytes;
-use std::collections::{BTreeMap, VecDeque};
-
-const STREAM: StreamId = StreamId(1);
-
-struct Net {
-    nodes: BTreeMap<NodeId, MulticastNode>,
-    queue: VecDeque<(NodeId, NodeId, Envelope)>,
-    cut: Vec<(NodeId, NodeId)>,
-    delivered: BTreeMap<NodeId, Vec<Bytes>>,
-}
-
-impl Net {
-    fn new(now: TimeMicros) -> Net {
-        let ids = [NodeId(1), NodeId(2), NodeId(3)];
-        let nodes = ids
-            .iter()
-            .map(|&me| {
-                let config = StreamConfig {
-                    stream: STREAM,
-                    acceptors: ids.to_vec(),
-                    learners: vec![],
-                    storage: StorageMode::Memory,
-                    limits: StreamLimits::default(),
-                };
-                let log: Box<dyn AcceptorLog> = Box::new(MemoryRing::new(4096));
-                (me, MulticastNode::new(me, vec![(config, log)], 1, now))
-            })
-            .collect();
-        Net {
-            nodes,
-            queue: VecDeque::new(),
-            cut: Vec::new(),
-            delivered: BTreeMap::new(),
-        }
-    }
-
-    /// Moves every node's effects into the network and its deliveries
-    /// into `delivered`, then delivers messages (zero latency) until quiet.
-    fn pump(&mut self, now: TimeMicros) {
-        for _ in 0..100_000 {
-            for (&id, node) in self.nodes.iter_mut() {
-                let effects = node.drain();
-                self.delivered
-                    .entry(id)
-                    .or_default()
-                    .extend(effects.delivered.into_iter().map(|(_, m)| m.value.bytes));
-                for (to, envelope) in effects.sends.into_iter().chain(effects.sends_after_sync) {
-                    self.queue.push_back((id, to, envelope));
-                }
-            }
-            let Some((from, to, envelope)) = self.queue.pop_front() else {
-                return;
-            };
-            if !self.cut.contains(&(from, to)) {
-                self.nodes
-                    .get_mut(&to)
-                    .expect("known node")
-                    .on_message(now, from, envelope);
-            }
-        }
-        panic!("the network never went quiet");
-    }
-
-    fn tick(&mut self, now: TimeMicros) {
-        for node in self.nodes.values_mut() {
-            node.tick(now);
-        }
-        self.pump(now);
-    }
-
-    fn coordinator(&self) -> Option<NodeId> {
-        self.nodes
-            .iter()
-            .find(|(_, n)| n.coordinates_any())
-            .map(|(id, _)| *id)
-    }
-}
+use common::{Net, STREAM};
 
 #[test]
 fn ring_section_a2_a_bridge_partition_at_the_coordinator_keeps_deciding() {

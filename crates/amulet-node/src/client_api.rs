@@ -477,6 +477,11 @@ async fn read_page(
                 ))
             }
             PageAnswer::Behind => tokio::time::sleep(PAGE_BEHIND_POLL).await,
+            PageAnswer::CatchingUp => {
+                return Err(Status::unavailable(
+                    "this replica is catching up with its streams; try another replica",
+                ))
+            }
         }
     }
 }

@@ -47,6 +47,9 @@ pub enum PageAnswer {
     Page(SnapshotPage),
     /// The local replica has not executed the snapshot's opening yet.
     Behind,
+    /// The local replica is far behind its streams (a restarted node
+    /// replaying them): another replica answers sooner.
+    CatchingUp,
     /// No local replica of the partition.
     NotAReplica,
     /// The snapshot is unknown or the page request is invalid.

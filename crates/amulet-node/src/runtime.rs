@@ -29,6 +29,15 @@ use tokio::task::JoinHandle;
 
 /// Peer messages handled before effects are flushed, so one busy link
 /// cannot hold back sends (and fsyncs) for long.
+/// A replica whose streams have this many more instances decided elsewhere
+/// than it has delivered refuses new requests with "behind" (the client
+/// resends to another replica) and answers snapshot pages it cannot serve
+/// yet with UNAVAILABLE at once. Well above what a live replica lags by
+/// between two heartbeats under load (tens of instances), well below the
+/// backlog of a node restarted after minutes (a fault-suite run found
+/// clients waiting seconds on one, and a final snapshot read giving up).
+const CATCHING_UP_LAG: u64 = 2_048;
+
 const INPUTS_PER_FLUSH_MAX: usize = 1024;
 /// Rounds of looping self-addressed messages back within one flush; the
 /// rest waits for the next flush rather than starving other inputs.
@@ -414,7 +423,14 @@ impl EventLoop {
             } => {
                 let now = self.now();
                 let partition = partition.or_else(|| self.replicas.keys().next().copied());
+                let catching_up = partition.is_some_and(|p| self.catching_up(p));
                 match partition.and_then(|p| self.replicas.get_mut(&p).map(|r| (p, r))) {
+                    // Not proposed: the client resends it, with the same
+                    // sequence, to another replica at once instead of
+                    // waiting for this one to replay its streams.
+                    Some(_) if catching_up => {
+                        let _ = reply.send(ClientReply::Behind);
+                    }
                     Some((partition, replica)) => {
                         let id = replica.submit(now.0, request);
                         self.pending.insert((partition, id), reply);
@@ -444,7 +460,13 @@ impl EventLoop {
                     None => PageAnswer::NotAReplica,
                     // The snapshot's id is the global position of its
                     // opening: a replica that has not got there yet will.
-                    Some(replica) if replica.global_position() < snapshot => PageAnswer::Behind,
+                    Some(replica) if replica.global_position() < snapshot => {
+                        if self.catching_up(partition) {
+                            PageAnswer::CatchingUp
+                        } else {
+                            PageAnswer::Behind
+                        }
+                    }
                     Some(replica) => {
                         match replica
                             .state()
@@ -520,6 +542,13 @@ impl EventLoop {
             .map(|r| r.map())
             .max_by_key(|m| m.version)
             .or(self.partition_map.as_ref())
+    }
+
+    /// Whether the replica of `partition` is so far behind its streams
+    /// (a restarted node replaying them) that clients should go elsewhere.
+    fn catching_up(&self, partition: PartitionId) -> bool {
+        self.replicas.contains_key(&partition)
+            && self.node.group_lag(GroupId(partition.0)) > CATCHING_UP_LAG
     }
 
     fn replica_status(&self) -> Vec<ReplicaStatus> {

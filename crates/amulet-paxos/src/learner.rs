@@ -90,7 +90,7 @@ impl Learner {
     }
 
     /// One past the highest instance known decided anywhere.
-    pub(crate) fn target_for_debug(&self) -> Instance {
+    pub(crate) fn target_known(&self) -> Instance {
         self.target()
     }
 

@@ -174,6 +174,16 @@ impl StreamNode {
         self.learner.next
     }
 
+    /// Instances known decided elsewhere (from peers' heartbeats and
+    /// decisions seen) that this node's learner has not delivered yet:
+    /// large while a restarted node catches up.
+    pub fn learner_lag(&self) -> u64 {
+        self.learner
+            .target_known()
+            .0
+            .saturating_sub(self.learner.next.0)
+    }
+
     /// Counters.
     pub fn stats(&self) -> &StreamStats {
         &self.stats
@@ -298,7 +308,7 @@ impl StreamNode {
         format!(
             "learner next={} target={} repair={:?} trimmed={:?} | coordinator {:?} | highest_ballot={} ring_coordinator={:?}",
             self.learner.next.0,
-            self.learner.target_for_debug().0,
+            self.learner.target_known().0,
             self.learner.repair.as_ref().map(|r| r.instance.0),
             self.learner.trimmed,
             coordinator,

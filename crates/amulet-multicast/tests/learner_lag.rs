@@ -65,5 +65,9 @@ fn section_a1_a_node_knows_its_lag_from_heartbeats_before_catching_up() {
         "node 3 caught up"
     );
     assert!(net.delivered[&NodeId(3)].len() >= 3_000);
-    assert_eq!(net.nodes[&NodeId(3)].group_lag(GroupId(7)), 0, "no such group");
+    assert_eq!(
+        net.nodes[&NodeId(3)].group_lag(GroupId(7)),
+        0,
+        "no such group"
+    );
 }

@@ -84,4 +84,3 @@ impl Net {
             .map(|(id, _)| *id)
     }
 }
-

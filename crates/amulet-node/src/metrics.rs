@@ -44,6 +44,7 @@ pub(crate) struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<OpLabels, Histogram>,
     decided_below: Family<StreamLabels, G>,
+    learner_lag: Family<StreamLabels, G>,
     instances_proposed: Family<StreamLabels, G>,
     skips_proposed: Family<StreamLabels, G>,
     values_delivered: Family<StreamLabels, G>,
@@ -81,6 +82,10 @@ impl Metrics {
         let decided_below = gauge(
             "stream_decided_below",
             "Every instance below this was decided and delivered here",
+        );
+        let learner_lag = gauge(
+            "stream_learner_lag",
+            "Instances known decided elsewhere and not yet delivered here (a restarted node catching up; its replicas send clients elsewhere above 2048)",
         );
         let instances_proposed = gauge(
             "stream_instances_proposed",
@@ -129,6 +134,7 @@ impl Metrics {
             requests,
             latency,
             decided_below,
+            learner_lag,
             instances_proposed,
             skips_proposed,
             values_delivered,
@@ -168,6 +174,7 @@ impl Metrics {
             for s in &stats.streams {
                 let l = StreamLabels { stream: s.stream };
                 self.decided_below.get_or_create(&l).set(s.decided_below);
+                self.learner_lag.get_or_create(&l).set(s.learner_lag);
                 self.instances_proposed
                     .get_or_create(&l)
                     .set(s.instances_proposed);

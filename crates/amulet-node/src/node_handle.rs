@@ -80,6 +80,9 @@ pub struct StreamStatus {
     pub stream: u32,
     /// Every instance below this was decided and delivered here.
     pub decided_below: u64,
+    /// Instances known decided elsewhere and not yet delivered here (large
+    /// while a restarted node catches up).
+    pub learner_lag: u64,
     /// This node coordinates the stream.
     pub coordinator: bool,
     /// This node votes in the stream.

@@ -576,6 +576,7 @@ impl EventLoop {
             .map(|s| StreamStatus {
                 stream: s.stream().0,
                 decided_below: s.decided_below().0,
+                learner_lag: s.learner_lag(),
                 coordinator: s.is_coordinator(),
                 voting: s.is_voting(),
                 instances_proposed: s.stats().instances_proposed,

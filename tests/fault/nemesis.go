@@ -31,22 +31,25 @@ func needsNetns(family string) bool {
 }
 
 type Nemesis struct {
-	c       *Cluster
-	conn    *Conn
-	family  string
-	rng     *rand.Rand
-	logf    func(string, ...any)
-	mu      sync.Mutex
-	blocks  [][2]*Node // a cannot send to b
-	netem   []*Node
-	killed  map[int]bool
+	c      *Cluster
+	conn   *Conn
+	family string
+	rng    *rand.Rand
+	logf   func(string, ...any)
+	mu     sync.Mutex
+	blocks [][2]*Node // a cannot send to b
+	netem  []*Node
+	killed map[int]bool
+	// Nodes seen dead without the nemesis having killed them (a crash:
+	// an anomaly even if a later fault and heal restart them).
+	crashed map[int]bool
 	Events  []string
 	Injects int
 	start   time.Time
 }
 
 func NewNemesis(c *Cluster, conn *Conn, family string, seed int64, logf func(string, ...any)) *Nemesis {
-	return &Nemesis{c: c, conn: conn, family: family, rng: rand.New(rand.NewSource(seed)), logf: logf, killed: map[int]bool{}, start: time.Now()}
+	return &Nemesis{c: c, conn: conn, family: family, rng: rand.New(rand.NewSource(seed)), logf: logf, killed: map[int]bool{}, crashed: map[int]bool{}, start: time.Now()}
 }
 
 func (m *Nemesis) event(format string, a ...any) {
@@ -100,7 +103,21 @@ func (m *Nemesis) other(not *Node) *Node {
 	return cands[m.rng.Intn(len(cands))]
 }
 
+// noteCrashes records nodes that are down although the nemesis did not kill
+// them. Checked before every fault and heal: checking only at the end
+// missed a node that crashed by itself and was later killed and restarted
+// by the nemesis (nodes aborting with a stack overflow went unnoticed).
+func (m *Nemesis) noteCrashes() {
+	for _, n := range m.c.Nodes {
+		if n.cmd != nil && !n.Running() && !m.killed[n.ID] && !m.crashed[n.ID] {
+			m.crashed[n.ID] = true
+			m.event("node %d exited without being killed (see its log)", n.ID)
+		}
+	}
+}
+
 func (m *Nemesis) inject(ctx context.Context) error {
+	m.noteCrashes()
 	coord := m.coordinator(ctx)
 	switch m.family {
 	case "kill-replica":
@@ -255,6 +272,7 @@ func (m *Nemesis) netemOn() error {
 
 // Heal undoes every fault: routes, qdiscs, rules, pauses, dead nodes.
 func (m *Nemesis) Heal() {
+	m.noteCrashes()
 	m.mu.Lock()
 	blocks := m.blocks
 	m.blocks = nil
@@ -285,7 +303,7 @@ func (m *Nemesis) Heal() {
 		}
 	}
 	for _, n := range m.c.Nodes {
-		if !n.Running() && m.killed[n.ID] {
+		if !n.Running() && (m.killed[n.ID] || m.crashed[n.ID]) {
 			if err := m.c.Start(n); err != nil {
 				m.event("restart node %d failed: %v", n.ID, err)
 			} else {
@@ -301,10 +319,11 @@ func (m *Nemesis) Heal() {
 
 // Unexpected lists nodes that exited without being killed by the nemesis.
 func (m *Nemesis) Unexpected() []int {
+	m.noteCrashes()
 	var out []int
-	for _, id := range m.c.Crashed() {
-		if !m.killed[id] {
-			out = append(out, id)
+	for _, n := range m.c.Nodes {
+		if m.crashed[n.ID] {
+			out = append(out, n.ID)
 		}
 	}
 	return out

@@ -680,7 +680,9 @@ impl<S: StateMachine> Replica<S> {
                         *slot = partial;
                     }
                 }
-                self.try_complete();
+                if self.try_complete() {
+                    self.run();
+                }
                 return;
             }
         }
@@ -714,13 +716,21 @@ impl<S: StateMachine> Replica<S> {
         });
     }
 
-    fn try_complete(&mut self) {
+    /// Completes the waiting multi-partition command if every involved
+    /// partition's partial is here; returns whether it did. It never runs
+    /// the queue itself: called from `execute` (through `start_waiting`)
+    /// inside `run`'s loop, running from here recursed once per queued
+    /// command whose signals had all come early, and a replica replaying
+    /// thousands of them after a restart overflowed its stack (found by
+    /// the fault suite: nodes aborted with "stack overflow" during
+    /// catch-up, stalling the cluster when the other replica was killed).
+    fn try_complete(&mut self) -> bool {
         let done = self
             .waiting
             .as_ref()
             .is_some_and(|w| w.involved.iter().all(|p| w.partials.contains_key(p)));
         if !done {
-            return;
+            return false;
         }
         let waiting = self.waiting.take().expect("checked above");
         let mine = waiting.partials[&self.config.partition]
@@ -738,7 +748,7 @@ impl<S: StateMachine> Replica<S> {
             None => ClientReply::Lost,
         };
         self.complete(true, &waiting.envelope, change, reply);
-        self.run();
+        true
     }
 }
 

@@ -263,7 +263,11 @@ impl Client {
     }
 
     /// The partition a command is sent for and a random replica of it.
-    fn route(&self, command: &MapCommand) -> Result<(PartitionId, String, u64), Error> {
+    fn route(
+        &self,
+        command: &MapCommand,
+        avoid: Option<&str>,
+    ) -> Result<(PartitionId, String, u64), Error> {
         let routing = self.inner.routing.read().expect("routing lock");
         let placement = PartitionState::placement(command);
         // A map unknown to this (maybe stale) map goes to the lowest
@@ -275,12 +279,19 @@ impl Client {
             .and_then(|p| p.first().copied())
             .or_else(|| routing.map.partitions.keys().next().copied())
             .ok_or_else(|| Error::Protocol("the partition map has no partitions".into()))?;
-        let address = self.replica_address(&routing, partition)?;
+        let address = self.replica_address(&routing, partition, avoid)?;
         Ok((partition, address, routing.map.version.0))
     }
 
-    fn replica_address(&self, routing: &Routing, partition: PartitionId) -> Result<String, Error> {
-        let replicas: Vec<&String> = routing
+    /// A random replica's address for `partition`, other than `avoid`
+    /// when there is another.
+    fn replica_address(
+        &self,
+        routing: &Routing,
+        partition: PartitionId,
+        avoid: Option<&str>,
+    ) -> Result<String, Error> {
+        let mut replicas: Vec<&String> = routing
             .map
             .partitions
             .get(&partition)
@@ -291,6 +302,9 @@ impl Client {
                     .collect()
             })
             .unwrap_or_default();
+        if replicas.len() > 1 {
+            replicas.retain(|a| Some(a.as_str()) != avoid);
+        }
         replicas
             .choose(&mut rand::rng())
             .map(|a| (*a).clone())
@@ -300,7 +314,7 @@ impl Client {
     /// A random replica's address for `partition`.
     pub(crate) fn replica_of(&self, partition: PartitionId) -> Result<String, Error> {
         let routing = self.inner.routing.read().expect("routing lock");
-        self.replica_address(&routing, partition)
+        self.replica_address(&routing, partition, None)
     }
 
     /// The partitions a command touches, by the cached map.
@@ -467,7 +481,8 @@ impl Client {
         command: &MapCommand,
         op: &pb::map_request::Op,
     ) -> Attempt<(MapReply, String)> {
-        let (partition, address, map_version) = match self.route(command) {
+        let (partition, address, map_version) = match self.route(command, slot.failed_at.as_deref())
+        {
             Ok(r) => r,
             Err(e) => return Attempt::Fail(e),
         };
@@ -497,7 +512,12 @@ impl Client {
                 Sender::Batched(batcher) => batcher.execute(request).await,
             }
         };
-        match tokio::time::timeout(self.inner.config.attempt_timeout, call).await {
+        let outcome = tokio::time::timeout(self.inner.config.attempt_timeout, call).await;
+        slot.failed_at = match &outcome {
+            Ok(Ok(_)) => None,
+            _ => Some(address.clone()),
+        };
+        match outcome {
             Ok(Ok(response)) => match reply_from_response(response) {
                 Ok(reply) => Attempt::Done((reply, address)),
                 Err(status) => Attempt::Fail(Error::Protocol(status.message().to_string())),

@@ -17,6 +17,10 @@ pub(crate) struct SessionSlot {
     pub renewed: Instant,
     /// Whether the cluster has opened it.
     pub open: bool,
+    /// The replica the last attempt failed at: the next attempt goes to
+    /// another one when the partition has one (a replica that is down or
+    /// catching up should not get the resend too).
+    pub failed_at: Option<String>,
 }
 
 impl SessionSlot {
@@ -27,6 +31,7 @@ impl SessionSlot {
             next_sequence: 1,
             renewed: Instant::now(),
             open: false,
+            failed_at: None,
         }
     }
 }

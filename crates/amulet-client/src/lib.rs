@@ -18,7 +18,8 @@
 //!
 //! The client caches the partition map and refreshes it when a node says
 //! it is stale; it sends each operation to a random replica of the
-//! partition that holds the key; it runs every operation in a session
+//! partition that holds the key (after a failed attempt, to another one);
+//! it runs every operation in a session
 //! and resends it with the same sequence number after a timeout or a lost
 //! connection, so that an operation applies once however often it is
 //! sent (DMap §III-B). Sessions come from a pool, one per operation in

@@ -84,6 +84,8 @@ pub struct MulticastNode {
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
     groups: BTreeMap<GroupId, Merger>,
+    /// Reused by local catch-up: (blocked stream, position needed).
+    needs_scratch: Vec<(StreamId, u64)>,
     /// When each stream coordinated here last skipped for local catch-up.
     local_catch_ups: BTreeMap<StreamId, TimeMicros>,
     output: Output,
@@ -142,6 +144,7 @@ impl MulticastNode {
             streams,
             pacing: BTreeMap::new(),
             local_catch_ups: BTreeMap::new(),
+            needs_scratch: Vec::new(),
             output: Output::default(),
             effects: Effects::default(),
         }
@@ -242,16 +245,20 @@ impl MulticastNode {
     fn catch_up_locally(&mut self, now: TimeMicros) {
         // The position each blocked stream must reach, the most any group
         // needs (a stream reaching it unblocks every group waiting on it).
-        let mut needs: BTreeMap<StreamId, u64> = BTreeMap::new();
+        // Runs after every message: the buffer is reused, not allocated.
+        let mut needs = std::mem::take(&mut self.needs_scratch);
+        needs.clear();
         for merger in self.groups.values() {
             if let Some(waiting) = merger.waiting_on() {
                 let need = merger.need(waiting, 1);
-                let entry = needs.entry(waiting).or_default();
-                *entry = (*entry).max(need);
+                match needs.iter_mut().find(|(s, _)| *s == waiting) {
+                    Some((_, most)) => *most = (*most).max(need),
+                    None => needs.push((waiting, need)),
+                }
             }
         }
         let mut skipped = false;
-        for (waiting, need) in needs {
+        for &(waiting, need) in &needs {
             let Some(stream) = self.streams.get_mut(&waiting) else {
                 continue;
             };
@@ -268,6 +275,7 @@ impl MulticastNode {
                 skipped = true;
             }
         }
+        self.needs_scratch = needs;
         if skipped {
             self.absorb();
         }

@@ -29,5 +29,7 @@ pub use command::{KeyBound, MapCommand, Nearest, RangeQuery};
 pub use error::MapError;
 pub use limits::MapLimits;
 pub use map_name::MapName;
-pub use partition_state::{ExecContext, PartitionState, SnapshotId, SnapshotPage};
+pub use partition_state::{
+    ExecContext, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage,
+};
 pub use reply::{Entry, MapReply};

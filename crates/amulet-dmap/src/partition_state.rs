@@ -3,6 +3,7 @@
 
 use crate::{Entry, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest, RangeQuery};
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -39,8 +40,22 @@ pub struct SnapshotPage {
 
 #[derive(Clone, Debug)]
 struct Snapshot {
-    entries: Entries,
+    /// `None` in a replica restored from a checkpoint: checkpoints keep an
+    /// open snapshot's lease (so snapshot limits and releases execute the
+    /// same everywhere) but not a second copy of its entries. Its pages
+    /// are served by the replicas that still hold them.
+    entries: Option<Entries>,
     lease_until_micros: u64,
+}
+
+/// A partition's state in a replica checkpoint (see
+/// [`amulet_smr::StateMachine::checkpoint`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PartitionCheckpoint {
+    /// Every map's entries (copy-on-write clones of the live maps).
+    pub maps: BTreeMap<MapName, Entries>,
+    /// Lease ends of the open snapshots, by snapshot.
+    pub snapshot_leases: BTreeMap<SnapshotId, u64>,
 }
 
 /// The maps of one partition and its open snapshots.
@@ -131,7 +146,7 @@ impl PartitionState {
                 self.snapshots.insert(
                     ctx.snapshot_id,
                     Snapshot {
-                        entries,
+                        entries: Some(entries),
                         lease_until_micros,
                     },
                 );
@@ -235,18 +250,53 @@ impl PartitionState {
                 self.limits.range_entries_max
             )));
         }
-        let snapshot = self
+        let entries = self
             .snapshots
             .get(&id)
+            .and_then(|s| s.entries.as_ref())
             .ok_or(MapError::UnknownSnapshot(id))?;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut iter = snapshot
-            .entries
+        let mut iter = entries
             .range::<_, [u8]>((from, Bound::Unbounded))
             .map(|(k, v)| (k.clone(), v.clone()));
         let entries: Vec<Entry> = iter.by_ref().take(limit as usize).collect();
         let more = iter.next().is_some();
         Ok(SnapshotPage { entries, more })
+    }
+
+    /// Whether snapshot `id` is open but its entries are not held here
+    /// (this replica was restored from a checkpoint since it opened):
+    /// page reads must go to another replica.
+    pub fn snapshot_held_elsewhere(&self, id: SnapshotId) -> bool {
+        self.snapshots.get(&id).is_some_and(|s| s.entries.is_none())
+    }
+
+    /// The state as a checkpoint: O(number of maps and snapshots).
+    pub fn to_checkpoint(&self) -> PartitionCheckpoint {
+        PartitionCheckpoint {
+            maps: self.maps.clone(),
+            snapshot_leases: self
+                .snapshots
+                .iter()
+                .map(|(id, s)| (*id, s.lease_until_micros))
+                .collect(),
+        }
+    }
+
+    /// Replaces the maps and snapshots by a checkpoint's; the limits stay.
+    pub fn restore_checkpoint(&mut self, checkpoint: PartitionCheckpoint) {
+        self.maps = checkpoint.maps;
+        self.snapshots = checkpoint
+            .snapshot_leases
+            .into_iter()
+            .map(|(id, lease_until_micros)| {
+                let snapshot = Snapshot {
+                    entries: None,
+                    lease_until_micros,
+                };
+                (id, snapshot)
+            })
+            .collect();
     }
 
     /// Ends snapshots whose lease passed by replicated time `now_micros`.

@@ -1,13 +1,22 @@
 //! DMap as a replicated state machine: where each command's keys live, and
 //! which commands change the partition map.
 
-use crate::{ExecContext, MapCommand, MapReply, Nearest, PartitionState};
+use crate::{ExecContext, MapCommand, MapReply, Nearest, PartitionCheckpoint, PartitionState};
 use amulet_smr::{Keys, KeyspaceChange, Placement, StateMachine};
 use std::ops::Bound;
 
 impl StateMachine for PartitionState {
     type Command = MapCommand;
     type Reply = MapReply;
+    type Checkpoint = PartitionCheckpoint;
+
+    fn checkpoint(&self) -> PartitionCheckpoint {
+        self.to_checkpoint()
+    }
+
+    fn restore(&mut self, checkpoint: PartitionCheckpoint) {
+        self.restore_checkpoint(checkpoint);
+    }
 
     fn placement(command: &MapCommand) -> Placement {
         use MapCommand::*;

@@ -12,8 +12,10 @@
 //! sequences, which consensus makes identical at every learner; that is
 //! the whole argument for agreement on the merged order.
 
+use amulet_paxos::Delivered;
 use amulet_types::{Instance, StreamId};
 use amulet_wire::{Batch, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 
 /// A value in the merged delivery order.
@@ -43,7 +45,7 @@ pub enum MergeBug {
 /// it reflects): restored with [`Merger::from_position`] and fed each
 /// stream from its `next` instance, a merge continues exactly as the
 /// original would have.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergePosition {
     /// One entry per merged stream, in stream-id (merge) order.
     pub lanes: Vec<LanePosition>,
@@ -56,7 +58,7 @@ pub struct MergePosition {
 }
 
 /// One stream's part of a [`MergePosition`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LanePosition {
     /// The stream.
     pub stream: StreamId,
@@ -67,6 +69,10 @@ pub struct LanePosition {
     pub carry: u64,
     /// Merge weight consumed by rounds.
     pub consumed: u64,
+    /// Ids of the values merged so far. A learner restarted at `next`
+    /// has forgotten which values it delivered below it, so the merge
+    /// filters a value decided a second time above the checkpoint.
+    pub delivered: Delivered,
 }
 
 /// Why a [`MergePosition`] cannot be restored.
@@ -93,6 +99,8 @@ struct Lane {
     pushed: u64,
     /// Merge weight consumed by rounds.
     consumed: u64,
+    /// Ids of the values merged (see [`LanePosition::delivered`]).
+    delivered: Delivered,
 }
 
 /// Merges decided instances of several streams into one order.
@@ -161,6 +169,7 @@ impl Merger {
                     carry: l.carry,
                     pushed: l.consumed.saturating_add(l.carry),
                     consumed: l.consumed,
+                    delivered: l.delivered.clone(),
                 };
                 (l.stream, lane)
             })
@@ -195,6 +204,7 @@ impl Merger {
                     next: lane.next,
                     carry: lane.carry,
                     consumed: lane.consumed,
+                    delivered: lane.delivered.clone(),
                 }
             })
             .collect();
@@ -226,6 +236,11 @@ impl Merger {
         self.merged_instances
     }
 
+    /// M: instances taken from each stream per round.
+    pub fn instances_per_round(&self) -> u64 {
+        self.instances_per_round
+    }
+
     /// The next instance the merge expects from `stream`.
     pub fn next_instance(&self, stream: StreamId) -> Option<Instance> {
         self.lanes.get(&stream).map(|l| l.next)
@@ -250,11 +265,17 @@ impl Merger {
     }
 
     /// A decided instance of `stream`. Instances of a stream arrive in
-    /// order without gaps (the learner guarantees it).
+    /// order without gaps (the learner guarantees it). Instances below a
+    /// restored lane's `next` are already reflected and dropped: the
+    /// stream's learner resumes at the lowest position of the groups that
+    /// merge it.
     pub fn push(&mut self, stream: StreamId, instance: Instance, batch: Batch) {
         let Some(lane) = self.lanes.get_mut(&stream) else {
             return; // Not merged here (a stream this node only votes in).
         };
+        if lane.queue.is_empty() && instance < lane.next {
+            return;
+        }
         let expected = lane.queue.back().map_or(lane.next, |(last, _)| last.next());
         assert_eq!(instance, expected, "stream {stream:?} decided out of order");
         lane.pushed = lane.pushed.saturating_add(batch.merge_weight());
@@ -330,11 +351,17 @@ impl Merger {
                 self.merged_instances += 1;
                 match batch {
                     Batch::Values(values) => {
-                        self.ready.extend(values.into_iter().map(|value| Merged {
-                            stream,
-                            instance,
-                            value,
-                        }));
+                        let delivered = &mut lane.delivered;
+                        self.ready.extend(
+                            values
+                                .into_iter()
+                                .filter(|value| delivered.insert(value.id))
+                                .map(|value| Merged {
+                                    stream,
+                                    instance,
+                                    value,
+                                }),
+                        );
                         self.remaining -= 1;
                         lane.consumed += 1;
                     }
@@ -547,12 +574,32 @@ mod tests {
     }
 
     #[test]
+    fn section_3_4_2_a_value_decided_on_both_sides_of_a_checkpoint_is_delivered_once() {
+        // A proposer retried value 7: both copies won an instance, one
+        // below the checkpoint and one above it. The restored learner has
+        // forgotten the first; the merge position has not.
+        let mut m = Merger::new(vec![StreamId(1)], 1);
+        m.push(StreamId(1), Instance(0), value(7));
+        assert_eq!(drain(&mut m), vec![(1, 7)]);
+        let position = m.position().expect("everything popped");
+        let mut restored = Merger::from_position(&position, 1).expect("valid");
+        // The learner resumes lower than this lane (another group needed
+        // instance 0 again): what the lane reflects is dropped.
+        restored.push(StreamId(1), Instance(0), value(7));
+        restored.push(StreamId(1), Instance(1), value(7));
+        restored.push(StreamId(1), Instance(2), value(8));
+        assert_eq!(drain(&mut restored), vec![(1, 8)]);
+        assert_eq!(restored.next_instance(StreamId(1)), Some(Instance(3)));
+    }
+
+    #[test]
     fn section_3_4_2_invalid_positions_are_refused() {
         let lane = |s| LanePosition {
             stream: StreamId(s),
             next: Instance(0),
             carry: 0,
             consumed: 0,
+            delivered: Delivered::default(),
         };
         let good = MergePosition {
             lanes: vec![lane(1), lane(2)],

@@ -11,7 +11,7 @@
 //! of the merge of all of them (rounds are counted per stream), so groups
 //! sharing streams agree on the relative order of what they share.
 
-use crate::merger::{MergeBug, Merged, Merger};
+use crate::merger::{MergeBug, MergePosition, Merged, Merger, PositionError};
 use crate::skip_pacer::SkipPacer;
 use amulet_paxos::{Bugs, Input, Output, ProposeError, StreamNode};
 use amulet_storage::AcceptorLog;
@@ -173,6 +173,48 @@ impl MulticastNode {
     /// One merge group's merge, for its position and counters.
     pub fn merger(&self, group: GroupId) -> Option<&Merger> {
         self.groups.get(&group)
+    }
+
+    /// Where `group`'s merge stands, for a checkpoint of the application
+    /// that consumes it; `None` while merged values of the group wait in
+    /// effects not drained yet (the application has not applied them) or
+    /// part of a merged batch is still to be popped.
+    pub fn group_position(&self, group: GroupId) -> Option<MergePosition> {
+        if self.effects.delivered.iter().any(|(g, _)| *g == group) {
+            return None;
+        }
+        self.groups.get(&group)?.position()
+    }
+
+    /// Restores `group`'s merge at `position` (from a replica checkpoint)
+    /// and moves each of its streams' learners up to the lowest position
+    /// any group merging the stream still needs, so the replica is fed
+    /// only the log tail after its checkpoint (thesis §3.4.2). Call it
+    /// before the node takes any input.
+    pub fn restore_group(
+        &mut self,
+        group: GroupId,
+        position: &MergePosition,
+    ) -> Result<(), PositionError> {
+        let current = self.groups.get(&group).ok_or(PositionError::Streams)?;
+        let streams: Vec<StreamId> = position.lanes.iter().map(|l| l.stream).collect();
+        if current.streams() != streams.as_slice() {
+            return Err(PositionError::Streams);
+        }
+        let instances_per_round = current.instances_per_round();
+        let merger = Merger::from_position(position, instances_per_round)?;
+        self.groups.insert(group, merger);
+        for stream in streams {
+            let lowest = self
+                .groups
+                .values()
+                .filter_map(|m| m.next_instance(stream))
+                .min();
+            if let (Some(lowest), Some(node)) = (lowest, self.streams.get_mut(&stream)) {
+                node.resume_learner_at(lowest);
+            }
+        }
+        Ok(())
     }
 
     /// How far one merge group is behind what its streams have decided

@@ -416,6 +416,8 @@ impl pb::amulet_server::Amulet for Service {
                     queued: r.queued,
                     sessions: r.sessions,
                     maps: r.maps,
+                    checkpoint_global_position: r.checkpoint.global_position,
+                    checkpoints_written: r.checkpoint.written,
                 })
                 .collect(),
             streams: stats
@@ -480,6 +482,11 @@ async fn read_page(
             PageAnswer::CatchingUp => {
                 return Err(Status::unavailable(
                     "this replica is catching up with its streams; try another replica",
+                ))
+            }
+            PageAnswer::HeldElsewhere => {
+                return Err(Status::unavailable(
+                    "this replica restarted from a checkpoint after the snapshot opened and holds no copy of it; try another replica",
                 ))
             }
         }

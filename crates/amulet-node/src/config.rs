@@ -77,6 +77,15 @@ pub struct SmrEntry {
     /// on its own and tells clients all of them with the partition map.
     #[serde(default)]
     pub clients: BTreeMap<String, String>,
+    /// Milliseconds between a replica's checkpoints (thesis §3.4.2): a
+    /// restarted replica continues from its last one instead of replaying
+    /// its streams from the start. 0 turns them off.
+    #[serde(default = "default_checkpoint_interval_ms")]
+    pub checkpoint_interval_ms: u64,
+}
+
+fn default_checkpoint_interval_ms() -> u64 {
+    10_000
 }
 
 /// A node's configuration file.
@@ -208,9 +217,16 @@ impl NodeConfig {
                 self.node
             )));
         }
-        if self.smr.is_some() {
+        if let Some(smr) = &self.smr {
             self.partition_map()?;
             self.client_addresses()?;
+            // Sub-100 ms checkpoints would do little but rewrite files.
+            if smr.checkpoint_interval_ms != 0 && smr.checkpoint_interval_ms < 100 {
+                return Err(invalid(format!(
+                    "[smr] checkpoint_interval_ms = {}: give 0 (off) or at least 100",
+                    smr.checkpoint_interval_ms
+                )));
+            }
         }
         // The merge takes one M for all streams; streams disagreeing on it
         // would merge differently at different learners.
@@ -225,6 +241,13 @@ impl NodeConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Micros between replica checkpoints (0: none).
+    pub fn checkpoint_interval_micros(&self) -> u64 {
+        self.smr
+            .as_ref()
+            .map_or(0, |s| s.checkpoint_interval_ms.saturating_mul(1_000))
     }
 
     /// Every node's client API address (`[smr] clients`), checked.

@@ -6,6 +6,8 @@
 //! measures throughput and latency without a client protocol.
 #![deny(missing_docs)]
 
+mod checkpoint_store;
+mod checkpointer;
 mod client_api;
 pub mod config;
 mod digest;
@@ -18,12 +20,13 @@ mod runtime;
 mod storage_setup;
 mod transport;
 
+pub use checkpoint_store::{CheckpointBody, CheckpointError, CheckpointStore};
 pub use config::{
     free_local_ports, local_cluster_toml, local_dmap_cluster_toml, ConfigError, NodeConfig,
 };
 pub use digest::{common_prefix, DigestPoint, CHECKPOINT_EVERY_VALUES};
 pub use load::{LoadReport, LoadSpec};
 pub use node_handle::{
-    HandleError, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus,
+    CheckpointStatus, HandleError, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus,
 };
 pub use runtime::{Node, NodeReport};

@@ -52,6 +52,10 @@ pub(crate) struct Metrics {
     global_position: Family<PartitionLabels, G>,
     queued: Family<PartitionLabels, G>,
     sessions: Family<PartitionLabels, G>,
+    checkpoint_position: Family<PartitionLabels, G>,
+    checkpoints_written: Family<PartitionLabels, G>,
+    checkpoint_failures: Family<PartitionLabels, G>,
+    checkpoint_bytes: Family<PartitionLabels, G>,
     delivered: G,
     map_version: G,
 }
@@ -117,6 +121,22 @@ impl Metrics {
             "Commands waiting at the replica for signals or their turn",
         );
         let sessions = partition_gauge("replica_sessions", "Open client sessions at the replica");
+        let checkpoint_position = partition_gauge(
+            "replica_checkpoint_global_position",
+            "Global position of the replica's last checkpoint written or restored",
+        );
+        let checkpoints_written = partition_gauge(
+            "replica_checkpoints_written",
+            "Checkpoints the replica wrote since the node started (cumulative)",
+        );
+        let checkpoint_failures = partition_gauge(
+            "replica_checkpoint_failures",
+            "Checkpoint writes that failed since the node started (cumulative)",
+        );
+        let checkpoint_bytes = partition_gauge(
+            "replica_checkpoint_bytes",
+            "Size of the replica's last checkpoint written",
+        );
         let delivered = G::default();
         registry.register(
             "delivered_values",
@@ -142,6 +162,10 @@ impl Metrics {
             global_position,
             queued,
             sessions,
+            checkpoint_position,
+            checkpoints_written,
+            checkpoint_failures,
+            checkpoint_bytes,
             delivered,
             map_version,
         }
@@ -195,6 +219,13 @@ impl Metrics {
                     .set(r.global_position);
                 self.queued.get_or_create(&l).set(r.queued);
                 self.sessions.get_or_create(&l).set(r.sessions);
+                let c = &r.checkpoint;
+                self.checkpoint_position
+                    .get_or_create(&l)
+                    .set(c.global_position);
+                self.checkpoints_written.get_or_create(&l).set(c.written);
+                self.checkpoint_failures.get_or_create(&l).set(c.failed);
+                self.checkpoint_bytes.get_or_create(&l).set(c.bytes);
             }
         }
         let mut out = String::new();

@@ -50,6 +50,10 @@ pub enum PageAnswer {
     /// The local replica is far behind its streams (a restarted node
     /// replaying them): another replica answers sooner.
     CatchingUp,
+    /// The snapshot is open but this replica was restored from a
+    /// checkpoint since it opened and holds no copy of its entries:
+    /// another replica serves it.
+    HeldElsewhere,
     /// No local replica of the partition.
     NotAReplica,
     /// The snapshot is unknown or the page request is invalid.
@@ -71,6 +75,32 @@ pub struct ReplicaStatus {
     pub sessions: u64,
     /// Names of the maps it holds.
     pub maps: Vec<String>,
+    /// Its checkpoints.
+    pub checkpoint: CheckpointStatus,
+}
+
+/// A replica's checkpoints.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CheckpointStatus {
+    /// Written since the node started.
+    pub written: u64,
+    /// Writes that failed since the node started.
+    pub failed: u64,
+    /// Size of the last one written, bytes.
+    pub bytes: u64,
+    /// Global position of the last one written or restored.
+    pub global_position: u64,
+}
+
+impl From<crate::checkpointer::CheckpointStats> for CheckpointStatus {
+    fn from(s: crate::checkpointer::CheckpointStats) -> CheckpointStatus {
+        CheckpointStatus {
+            written: s.written,
+            failed: s.failed,
+            bytes: s.bytes,
+            global_position: s.global_position,
+        }
+    }
 }
 
 /// One stream's state at a node.

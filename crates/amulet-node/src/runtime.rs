@@ -4,6 +4,8 @@
 //! once if a message must wait for durability (group commit), sends those,
 //! and hands deliveries to the application and the load generator.
 
+use crate::checkpoint_store::CheckpointStore;
+use crate::checkpointer::Checkpointer;
 use crate::client_api::ClientApi;
 use crate::config::NodeConfig;
 use crate::digest::{DeliveryDigest, DigestPoint};
@@ -12,7 +14,7 @@ use crate::node_handle::{Command, NodeHandle, NodeStats, PageAnswer, ReplicaStat
 use crate::storage_setup::{open_logs, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
-use amulet_multicast::{GroupId, Merged, MulticastNode};
+use amulet_multicast::{GroupId, MergePosition, Merged, MulticastNode};
 use amulet_smr::{
     ClientReply, Output, PartitionMap, Replica, ReplicaConfig, ReplicaMessage, RequestId,
 };
@@ -110,9 +112,25 @@ impl Node {
         #[allow(clippy::disallowed_methods)] // the runtime is the clock of the sans-IO core
         let epoch = Instant::now();
         let partition_map = config.partition_map()?;
-        let replicas = start_replicas(me, incarnation, partition_map.as_ref());
+        let store = CheckpointStore::new(&config.data_dir);
+        let (replicas, restored) = start_replicas(me, incarnation, partition_map.as_ref(), &store)?;
         let groups = merge_groups(&logs, partition_map.as_ref(), &replicas)?;
-        let node = MulticastNode::with_groups(me, logs, groups, incarnation, TimeMicros(0));
+        let mut node = MulticastNode::with_groups(me, logs, groups, incarnation, TimeMicros(0));
+        for (partition, position) in &restored {
+            node.restore_group(GroupId(partition.0), position)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "checkpoint {} does not fit this node's streams ({e:?}); move it away to replay the partition's streams",
+                        store.path(*partition).display()
+                    )
+                })?;
+        }
+        let checkpointer = Checkpointer::new(
+            store,
+            config.checkpoint_interval_micros(),
+            replicas.iter().map(|(p, r)| (*p, r.global_position())),
+            TimeMicros(0),
+        );
         let (commands, command_rx) = mpsc::unbounded_channel();
         let event_loop = EventLoop {
             me,
@@ -129,6 +147,7 @@ impl Node {
             partition_map,
             replicas,
             pending: BTreeMap::new(),
+            checkpointer,
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -226,30 +245,58 @@ struct EventLoop {
     /// The initial partition map, when the node serves DMap.
     partition_map: Option<PartitionMap>,
     /// DMap replicas of the partitions this node replicates. A restarted
-    /// node's replicas start empty and replay their streams (no
-    /// checkpoints yet).
+    /// node's replicas continue from their checkpoints (or start empty)
+    /// and get their streams from there on.
     replicas: BTreeMap<PartitionId, Replica<PartitionState>>,
     /// Client requests waiting for their reply.
     pending: BTreeMap<(PartitionId, RequestId), oneshot::Sender<ClientReply<MapReply>>>,
+    checkpointer: Checkpointer,
 }
 
-/// The replicas `me` runs, from the initial partition map.
+/// A node's replicas, and the merge positions of those restored from a
+/// checkpoint.
+type StartedReplicas = (
+    BTreeMap<PartitionId, Replica<PartitionState>>,
+    Vec<(PartitionId, MergePosition)>,
+);
+
+/// The replicas `me` runs, from the initial partition map: each continues
+/// from its checkpoint if it has one. A damaged checkpoint stops the node
+/// with a clear error rather than silently replaying (the streams' early
+/// instances may be trimmed).
 fn start_replicas(
     me: NodeId,
     incarnation: u32,
     map: Option<&PartitionMap>,
-) -> BTreeMap<PartitionId, Replica<PartitionState>> {
+    store: &CheckpointStore,
+) -> anyhow::Result<StartedReplicas> {
     let Some(map) = map else {
-        return BTreeMap::new();
+        return Ok((BTreeMap::new(), Vec::new()));
     };
-    map.partitions_of(me)
-        .into_iter()
-        .map(|partition| {
-            let config = ReplicaConfig::new(me, incarnation, partition);
-            let state = PartitionState::new(MapLimits::default());
-            (partition, Replica::new(config, map.clone(), state))
-        })
-        .collect()
+    let mut replicas = BTreeMap::new();
+    let mut restored = Vec::new();
+    for partition in map.partitions_of(me) {
+        let config = ReplicaConfig::new(me, incarnation, partition);
+        let state = PartitionState::new(MapLimits::default());
+        let replica = match store.read(partition)? {
+            None => Replica::new(config, map.clone(), state),
+            Some(body) => {
+                let replica = Replica::restore(config, body.replica, state).map_err(|e| {
+                    anyhow::anyhow!("checkpoint {}: {e}", store.path(partition).display())
+                })?;
+                tracing::info!(
+                    partition = partition.0,
+                    global_position = replica.global_position(),
+                    lanes = ?body.position.lanes.iter().map(|l| (l.stream.0, l.next.0)).collect::<Vec<_>>(),
+                    "replica restored from its checkpoint"
+                );
+                restored.push((partition, body.position));
+                replica
+            }
+        };
+        replicas.insert(partition, replica);
+    }
+    Ok((replicas, restored))
 }
 
 /// One merge group per replica (its partition stream and the global
@@ -373,6 +420,7 @@ impl EventLoop {
                         }
                     }
                 }
+                Some(done) = self.checkpointer.done.recv() => self.checkpointer.finished(done),
                 _ = tick.tick() => {}
             }
             let now = self.now();
@@ -395,6 +443,7 @@ impl EventLoop {
                 load.offer(now, &mut self.node)?;
                 self.flush()?;
             }
+            self.checkpointer.poll(now, &self.replicas, &self.node);
         }
     }
 
@@ -466,6 +515,9 @@ impl EventLoop {
                         } else {
                             PageAnswer::Behind
                         }
+                    }
+                    Some(replica) if replica.state().snapshot_held_elsewhere(snapshot) => {
+                        PageAnswer::HeldElsewhere
                     }
                     Some(replica) => {
                         match replica
@@ -555,6 +607,7 @@ impl EventLoop {
         self.replicas
             .iter()
             .map(|(partition, r)| ReplicaStatus {
+                checkpoint: self.checkpointer.stats(*partition).into(),
                 partition: partition.0,
                 stream: r.stream().0,
                 global_position: r.global_position(),

@@ -4,25 +4,29 @@
 //! learner filters identically.
 
 use amulet_types::{NodeId, ValueId};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Delivered sequences of one proposer incarnation: everything below
 /// `contiguous` plus the sparse set above it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Window {
     contiguous: u64,
     above: BTreeSet<u64>,
 }
 
 /// Delivered value ids, compact when proposers number their values densely.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Delivered {
+/// A merge keeps one per stream as part of its restorable position, so a
+/// replica restored from a checkpoint still delivers a value decided twice
+/// (once on each side of the checkpoint) once.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivered {
     windows: BTreeMap<(NodeId, u32), Window>,
 }
 
 impl Delivered {
     /// Records `id`; returns false if it was delivered before.
-    pub(crate) fn insert(&mut self, id: ValueId) -> bool {
+    pub fn insert(&mut self, id: ValueId) -> bool {
         let window = self
             .windows
             .entry((id.proposer, id.incarnation))
@@ -41,8 +45,7 @@ impl Delivered {
     }
 
     /// Whether `id` was delivered.
-    #[cfg(test)]
-    pub(crate) fn contains(&self, id: ValueId) -> bool {
+    pub fn contains(&self, id: ValueId) -> bool {
         self.windows
             .get(&(id.proposer, id.incarnation))
             .is_some_and(|w| id.sequence < w.contiguous || w.above.contains(&id.sequence))

@@ -21,5 +21,6 @@ mod ring;
 mod stream_node;
 
 pub use bugs::Bugs;
+pub use dedup::Delivered;
 pub use output::{Decided, Output};
 pub use stream_node::{Input, ProposeError, StreamNode, StreamStats};

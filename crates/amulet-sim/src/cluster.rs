@@ -277,6 +277,7 @@ impl Cluster {
             values_proposed: self.history.proposals().len() as u64,
             deliveries: self.history.delivery_count() as u64,
             learner_incarnations: self.history.learners().len() as u64,
+            checkpoint_restores: 0,
             virtual_micros: self.now.0,
             trace_events: self.trace.events(),
             network: self.network.stats(),

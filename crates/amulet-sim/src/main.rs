@@ -45,19 +45,22 @@ enum BugArg {
     MergeIgnoresSkips,
     /// DMap: multi-partition commands complete without signals.
     SkipSignals,
+    /// DMap: a restored replica resumes one instance past its checkpoint.
+    CheckpointPastPosition,
 }
 
 impl BugArg {
     fn dmap_bug(self) -> DmapBug {
         match self {
             BugArg::SkipSignals => DmapBug::CompleteWithoutSignals,
+            BugArg::CheckpointPastPosition => DmapBug::CheckpointPastPosition,
             _ => DmapBug::None,
         }
     }
 
     fn bug(self) -> Bug {
         match self {
-            BugArg::SkipSignals => Bug::None,
+            BugArg::SkipSignals | BugArg::CheckpointPastPosition => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -138,6 +141,9 @@ fn swarm(
 ) -> ExitCode {
     let summary = run_swarm_replayed_by(start, count, command, |seed| run(seed, false));
     println!("elapsed_seconds={:.3}", summary.elapsed.as_secs_f64());
+    if summary.checkpoint_restores > 0 {
+        println!("checkpoint_restores={}", summary.checkpoint_restores);
+    }
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {
         ExitCode::SUCCESS

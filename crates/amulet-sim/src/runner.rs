@@ -19,6 +19,8 @@ pub struct SeedStats {
     pub deliveries: u64,
     /// Learner incarnations started.
     pub learner_incarnations: u64,
+    /// Replicas started from a checkpoint (DMap seeds).
+    pub checkpoint_restores: u64,
     /// Virtual time at the end, in micros.
     pub virtual_micros: u64,
     /// Events fed to the trace hash.
@@ -49,6 +51,8 @@ pub struct SwarmSummary {
     pub violations: u64,
     /// The seeds that had any.
     pub failed_seeds: Vec<u64>,
+    /// Replicas started from a checkpoint, over all seeds.
+    pub checkpoint_restores: u64,
     /// Wall-clock time taken.
     pub elapsed: Duration,
 }
@@ -121,6 +125,7 @@ pub fn run_swarm_replayed_by(
     for seed in start..start.saturating_add(count) {
         let outcome = run_catching(seed, &run);
         summary.seeds += 1;
+        summary.checkpoint_restores += outcome.stats.checkpoint_restores;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;
             summary.failed_seeds.push(seed);

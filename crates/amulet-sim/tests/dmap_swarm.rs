@@ -4,6 +4,7 @@
 //! and every history checked for linearizability against a sequential
 //! sorted map, then for progress after healing. Three tests of 100 seeds
 //! run in parallel; the long run is `amulet-sim --dmap --seeds 2000`.
+//! Replicas restart from checkpoints in most seeds (thesis §3.4.2).
 
 use amulet_sim::dmap::{run_dmap_seed, DmapBug};
 use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
@@ -68,5 +69,37 @@ fn dmap_section_3_b_c_completing_without_signals_is_caught() {
     });
     panic::set_hook(hook);
     let (seed, how) = caught.expect("completing without signals survived 50 seeds");
+    println!("caught at seed {seed}: {how}");
+}
+
+#[test]
+fn dmap_section_3_4_2_replicas_restore_from_checkpoints_in_the_swarm() {
+    // The swarm restarts replicas from checkpoints (not only by replay):
+    // the seeds of the parts above do, so a checkpoint bug shows there.
+    let restores: u64 = (0..20)
+        .map(|seed| {
+            run_dmap_seed(seed, false, DmapBug::None)
+                .stats
+                .checkpoint_restores
+        })
+        .sum();
+    assert!(
+        restores > 0,
+        "20 seeds restored no replica from a checkpoint"
+    );
+}
+
+#[test]
+fn dmap_section_3_4_2_a_checkpoint_labelled_past_its_position_is_caught() {
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..50).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::CheckpointPastPosition)
+        });
+        outcome.violations.first().map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("a checkpoint resumed past its position survived 50 seeds");
     println!("caught at seed {seed}: {how}");
 }

@@ -28,6 +28,9 @@ mod state_machine;
 
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, PartitionMapError, Placement};
-pub use replica::{ClientReply, ClientRequest, Output, Replica, ReplicaConfig, RequestId};
+pub use replica::{
+    ClientReply, ClientRequest, Output, Replica, ReplicaCheckpoint, ReplicaConfig, RequestId,
+    RestoreError,
+};
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};

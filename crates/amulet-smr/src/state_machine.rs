@@ -33,6 +33,18 @@ pub trait StateMachine {
     type Command: Clone + Debug + Serialize + DeserializeOwned;
     /// A reply, or one partition's part of it.
     type Reply: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
+    /// What a replica checkpoint holds of the state. Taking one runs on
+    /// the event loop between deliveries, so it must be cheap (an O(1)
+    /// copy-on-write clone); writing it runs in the background.
+    type Checkpoint: Clone + Debug + Serialize + DeserializeOwned + Send + 'static;
+
+    /// The state as a checkpoint.
+    fn checkpoint(&self) -> Self::Checkpoint;
+
+    /// Replaces the state by a checkpoint's, keeping this value's
+    /// configuration (limits). Restoring the checkpoint of a state and
+    /// executing the same commands gives the same replies and state.
+    fn restore(&mut self, checkpoint: Self::Checkpoint);
 
     /// The keys the command touches, for routing.
     fn placement(command: &Self::Command) -> Placement;

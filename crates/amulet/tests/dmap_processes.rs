@@ -42,6 +42,12 @@ impl Drop for Cluster {
 
 impl Cluster {
     fn start(name: &str) -> Cluster {
+        Cluster::start_with(name, None)
+    }
+
+    /// A cluster whose replicas checkpoint every `checkpoint_ms` (the
+    /// default interval when `None`).
+    fn start_with(name: &str, checkpoint_ms: Option<u64>) -> Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-dmap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -53,7 +59,7 @@ impl Cluster {
             children: BTreeMap::new(),
         };
         for node in 1..=NODES {
-            let text = local_dmap_cluster_toml(
+            let mut text = local_dmap_cluster_toml(
                 11,
                 &cluster.peer_ports,
                 &cluster.client_ports,
@@ -62,6 +68,14 @@ impl Cluster {
                 PARTITIONS,
                 "sync",
             );
+            if let Some(ms) = checkpoint_ms {
+                let smr = "[smr]\nglobal_stream = 1\n";
+                assert!(
+                    text.contains(smr),
+                    "the generated config has an [smr] section"
+                );
+                text = text.replace(smr, &format!("{smr}checkpoint_interval_ms = {ms}\n"));
+            }
             std::fs::write(cluster.dir.join(format!("node-{node}.toml")), text).unwrap();
             cluster.spawn(node);
         }
@@ -440,6 +454,139 @@ fn section_3_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
     eprintln!(
         "iterated {count} entries exactly while {writes} writes ran; client held at most {buffered_max} entries (bound {page_bound})"
     );
+    drop(runtime);
+    cluster.stop();
+}
+
+/// Node `node`'s replica status, by partition (None while it does not answer).
+async fn replica_status(client: &Client, address: &str) -> Option<Vec<pb::ReplicaStatus>> {
+    client.status(address).await.ok().map(|s| s.replicas)
+}
+
+#[test]
+fn section_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
+    let mut cluster = Cluster::start_with("ckpt", Some(200));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(Client::connect_with(cluster.addresses(), client_config()))
+        .unwrap();
+    let map = runtime.block_on(client.create_map("ckpt")).unwrap();
+    let key = |i: u32| Bytes::from(format!("k{i:04}"));
+    let value = |i: u32| Bytes::from(format!("value {i}"));
+    runtime.block_on(async {
+        for i in 0..200 {
+            map.put(key(i), value(i)).await.unwrap();
+        }
+    });
+    // Wait for node 3 to write two more checkpoints of every partition
+    // (the second one started after the writes above were acknowledged).
+    let address3 = cluster.address(3);
+    let written = |replicas: &[pb::ReplicaStatus]| -> Vec<u64> {
+        replicas.iter().map(|r| r.checkpoints_written).collect()
+    };
+    let before = runtime
+        .block_on(replica_status(&client, &address3))
+        .expect("node 3 answers");
+    assert_eq!(before.len(), PARTITIONS as usize);
+    let mut after = before.clone();
+    for _ in 0..200 {
+        after = runtime
+            .block_on(replica_status(&client, &address3))
+            .expect("node 3 answers");
+        if written(&after)
+            .iter()
+            .zip(written(&before))
+            .all(|(now, then)| *now >= then + 2)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        written(&after)
+            .iter()
+            .zip(written(&before))
+            .all(|(now, then)| *now >= then + 2),
+        "node 3 wrote no checkpoints: {after:?}"
+    );
+    for p in 1..=PARTITIONS {
+        let file = cluster
+            .dir
+            .join(format!("data-3/checkpoints/partition-{p}.ckpt"));
+        assert!(file.exists(), "{} is missing", file.display());
+    }
+
+    // SIGKILL node 3; the others take more writes; node 3 restarts.
+    cluster.kill(3);
+    runtime.block_on(async {
+        for i in 200..400 {
+            map.put(key(i), value(i)).await.unwrap();
+        }
+    });
+    cluster.spawn(3);
+    // It continues from its checkpoints: its first status reports their
+    // positions with nothing written in this run yet.
+    let mut restarted = None;
+    for _ in 0..200 {
+        if let Some(replicas) = runtime.block_on(replica_status(&client, &address3)) {
+            restarted = Some(replicas);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let restarted = restarted.expect("node 3 answers after its restart");
+    for r in &restarted {
+        assert!(
+            r.checkpoint_global_position > 0,
+            "partition {} did not start from its checkpoint: {r:?}",
+            r.partition
+        );
+    }
+    let log = std::fs::read_to_string(cluster.dir.join("node-3.log")).unwrap();
+    assert_eq!(
+        log.matches("replica restored from its checkpoint").count(),
+        PARTITIONS as usize,
+        "one restore per partition"
+    );
+    // Every write, before and after the kill, reads back through node 3's
+    // own replicas (the replica that receives a read executes it).
+    let version = client.partition_map().version.0;
+    runtime.block_on(async {
+        for i in 0..400 {
+            let partition = client
+                .partition_map()
+                .partition_of("ckpt", &key(i))
+                .unwrap()
+                .0;
+            let get = Op::Get(pb::Get {
+                map: "ckpt".into(),
+                key: key(i),
+            });
+            let mut answer = None;
+            for _ in 0..200 {
+                match raw_execute(&address3, partition, version, 0, 0, get.clone()).await {
+                    Ok(reply) => {
+                        answer = Some(reply);
+                        break;
+                    }
+                    // Catching up ("behind") or not connected yet.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+            assert_eq!(
+                answer.and_then(|a| a.result),
+                Some(pb::map_response::Result::Value(pb::OptionalValue {
+                    value: Some(value(i))
+                })),
+                "key {i} through node 3"
+            );
+        }
+    });
+    runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();
 }

@@ -365,6 +365,16 @@ impl SimClient {
     }
 
     /// The scan of `call` read its pages: it completes now.
+    /// Gives up reading a snapshot that no replica holds any more (every
+    /// replica of a partition was restored from a checkpoint taken after
+    /// the snapshot opened; checkpoints keep no copy of open snapshots).
+    /// The call stays pending: its result is unknown, never wrong.
+    pub fn abandon_scan(&mut self, now: u64, rng: &mut Rng) {
+        self.phase = Phase::Thinking {
+            until: now + rng.range(0, 20_000),
+        };
+    }
+
     pub fn scanned(
         &mut self,
         now: u64,

@@ -14,11 +14,13 @@ use crate::sim_log::{crash_stores, SimStore};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
 use crate::violation::{Property, Violation};
-use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapReply, PartitionState};
-use amulet_multicast::MulticastNode;
+use amulet_dmap::{
+    ExecContext, MapCommand, MapLimits, MapReply, PartitionCheckpoint, PartitionState,
+};
+use amulet_multicast::{GroupId, MergePosition, MulticastNode};
 use amulet_smr::{
     ClientReply, ClientRequest, Layout, Output, PartitionInfo, PartitionMap, Replica,
-    ReplicaConfig, ReplicaMessage, RequestId,
+    ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId,
 };
 use amulet_types::{
     NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
@@ -47,6 +49,27 @@ pub enum DmapBug {
     None,
     /// Multi-partition commands complete without the signal exchange.
     CompleteWithoutSignals,
+    /// A restored replica's learner resumes one instance past its
+    /// checkpoint's position in the partition stream (a checkpoint labelled
+    /// with a position it does not reflect).
+    CheckpointPastPosition,
+}
+
+/// What a sim checkpoint file holds: the replica's checkpoint and the
+/// merge position it reflects, encoded as the node encodes them.
+type CheckpointBody = (
+    ReplicaCheckpoint<PartitionCheckpoint, MapReply>,
+    MergePosition,
+);
+
+/// How a seed checkpoints (drawn per seed).
+#[derive(Clone, Copy, Debug)]
+struct CheckpointPolicy {
+    /// Virtual micros between checkpoints; 0: never (replicas replay
+    /// their streams from the start, which must keep working).
+    every_micros: u64,
+    /// Longest time a checkpoint write takes; a crash meanwhile loses it.
+    write_micros_max: u64,
 }
 
 /// Messages on the simulated network.
@@ -76,6 +99,11 @@ struct NodeSlot {
     stores: BTreeMap<StreamId, SimStore>,
     incarnation: u32,
     process: Option<NodeProcess>,
+    /// The last checkpoint written completely (survives crashes).
+    checkpoint: Option<Vec<u8>>,
+    /// A checkpoint being written, durable at the given time.
+    writing: Option<(TimeMicros, Vec<u8>)>,
+    next_checkpoint: TimeMicros,
 }
 
 struct DmapCluster {
@@ -91,6 +119,10 @@ struct DmapCluster {
     clients: Vec<SimClient>,
     client_rng: Rng,
     disk_rng: Rng,
+    checkpoint_rng: Rng,
+    checkpoints: CheckpointPolicy,
+    /// Replicas started from a checkpoint.
+    restores: u64,
     calls: Vec<Call<MapOp, Observed>>,
     violations: Vec<Violation>,
     trace: TraceHash,
@@ -221,6 +253,9 @@ impl DmapCluster {
                         stores,
                         incarnation: 0,
                         process: None,
+                        checkpoint: None,
+                        writing: None,
+                        next_checkpoint: TimeMicros(0),
                     },
                 );
             }
@@ -255,6 +290,19 @@ impl DmapCluster {
                 client
             })
             .collect();
+        // A separate generator, so the rest of the seed draws as before.
+        let mut checkpoint_rng = Rng::new(seed ^ 0x636B_7074);
+        let checkpoints = CheckpointPolicy {
+            every_micros: if checkpoint_rng.chance(0.25) {
+                0
+            } else {
+                checkpoint_rng.range(50_000, 1_000_000)
+            },
+            write_micros_max: checkpoint_rng.range(0, 30_000),
+        };
+        if verbose {
+            println!("checkpoints={checkpoints:?}");
+        }
         let mut cluster = DmapCluster {
             bug,
             verbose,
@@ -268,6 +316,9 @@ impl DmapCluster {
             clients,
             client_rng: rng.fork(),
             disk_rng: rng.fork(),
+            checkpoint_rng: checkpoint_rng.fork(),
+            checkpoints,
+            restores: 0,
             calls: Vec::new(),
             violations: Vec::new(),
             trace: TraceHash::new(),
@@ -361,10 +412,46 @@ impl DmapCluster {
         slot.process
             .take()
             .expect("the nemesis crashes only nodes that are up");
+        // A checkpoint write in progress is lost (the file is renamed into
+        // place only once written and synced).
+        slot.writing = None;
     }
 
-    /// Starts `node` as a new incarnation: its acceptor logs reopen, its
-    /// replica starts from the initial state and replays the streams.
+    /// Finishes the checkpoint write of `node` that is due, and starts a
+    /// new one when one is due and the replica is between deliveries.
+    fn checkpoint(&mut self, node: NodeId) {
+        let now = self.now;
+        let slot = self.slots.get_mut(&node).expect("known node");
+        if let Some((done, _)) = &slot.writing {
+            if *done > now {
+                return;
+            }
+            slot.checkpoint = slot.writing.take().map(|(_, bytes)| bytes);
+        }
+        if self.checkpoints.every_micros == 0 || now < slot.next_checkpoint {
+            return;
+        }
+        let Some(process) = slot.process.as_ref() else {
+            return;
+        };
+        let (Some(replica), Some(position)) = (
+            process.replica.checkpoint(),
+            process.multicast.group_position(GroupId(0)),
+        ) else {
+            return;
+        };
+        let body: CheckpointBody = (replica, position);
+        let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
+        let write = self
+            .checkpoint_rng
+            .range(0, self.checkpoints.write_micros_max + 1);
+        slot.writing = Some((now.plus(write), bytes));
+        slot.next_checkpoint = now.plus(self.checkpoints.every_micros);
+    }
+
+    /// Starts `node` as a new incarnation: its acceptor logs reopen; its
+    /// replica continues from its last checkpoint, or starts from the
+    /// initial state, and gets the streams from there on.
     fn start(&mut self, node: NodeId) {
         let now = self.now;
         let slot = self.slots.get_mut(&node).expect("known node");
@@ -375,10 +462,29 @@ impl DmapCluster {
             .filter(|c| slot.stores.contains_key(&c.stream))
             .map(|c| (c.clone(), slot.stores[&c.stream].open()))
             .collect();
-        let multicast = MulticastNode::new(node, streams, slot.incarnation, now);
+        let mut multicast = MulticastNode::new(node, streams, slot.incarnation, now);
         let config = ReplicaConfig::new(node, slot.incarnation, slot.partition);
-        let mut replica =
-            Replica::new(config, self.initial_map.clone(), self.initial_state.clone());
+        let mut replica = match &slot.checkpoint {
+            Some(bytes) => {
+                let (checkpoint, mut position): CheckpointBody =
+                    postcard::from_bytes(bytes).expect("a written checkpoint decodes");
+                if self.bug == DmapBug::CheckpointPastPosition {
+                    let partition_stream = self.initial_map.partitions[&slot.partition].stream;
+                    for lane in &mut position.lanes {
+                        if lane.stream == partition_stream {
+                            lane.next = lane.next.next();
+                        }
+                    }
+                }
+                multicast
+                    .restore_group(GroupId(0), &position)
+                    .expect("the checkpoint's streams are the node's");
+                self.restores += 1;
+                Replica::restore(config, checkpoint, self.initial_state.clone())
+                    .expect("the checkpoint is of this partition")
+            }
+            None => Replica::new(config, self.initial_map.clone(), self.initial_state.clone()),
+        };
         replica.set_bug_complete_without_signals(self.bug == DmapBug::CompleteWithoutSignals);
         slot.process = Some(NodeProcess {
             multicast,
@@ -424,6 +530,7 @@ impl DmapCluster {
                 sync_logs(&mut process.multicast);
             }
             self.flush(node);
+            self.checkpoint(node);
         }
         for c in 0..self.clients.len() {
             self.read_snapshot(c);
@@ -479,10 +586,28 @@ impl DmapCluster {
         for partition in partitions {
             let ready = self.slots.values().find_map(|slot| {
                 let process = slot.process.as_ref()?;
-                (slot.partition == partition && process.replica.global_position() >= snapshot)
-                    .then_some(&process.replica)
+                let state = process.replica.state();
+                (slot.partition == partition
+                    && process.replica.global_position() >= snapshot
+                    && !state.snapshot_held_elsewhere(snapshot))
+                .then_some(&process.replica)
             });
             let Some(replica) = ready else {
+                // Every replica of the partition restored from a checkpoint
+                // taken after the opening: nobody holds the pages.
+                let gone = self
+                    .slots
+                    .values()
+                    .filter(|slot| slot.partition == partition)
+                    .all(|slot| {
+                        slot.process
+                            .as_ref()
+                            .is_some_and(|p| p.replica.state().snapshot_held_elsewhere(snapshot))
+                    });
+                if gone {
+                    let now = self.now.0;
+                    self.clients[client].abandon_scan(now, &mut self.client_rng);
+                }
                 return; // try again next tick
             };
             let mut after: Option<Bytes> = None;
@@ -632,6 +757,7 @@ impl DmapCluster {
                 values_proposed: self.calls.len() as u64,
                 deliveries: self.calls.iter().filter(|c| c.complete.is_some()).count() as u64,
                 learner_incarnations: self.slots.values().map(|s| u64::from(s.incarnation)).sum(),
+                checkpoint_restores: self.restores,
                 virtual_micros: self.now.0,
                 trace_events: self.trace.events(),
                 network: self.network.stats(),

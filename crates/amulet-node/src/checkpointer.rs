@@ -10,13 +10,17 @@ use crate::checkpoint_store::{CheckpointBody, CheckpointStore};
 use amulet_dmap::PartitionState;
 use amulet_multicast::{GroupId, MulticastNode};
 use amulet_smr::Replica;
-use amulet_types::{PartitionId, TimeMicros};
+use amulet_types::{Instance, PartitionId, StreamId, TimeMicros};
 use std::collections::BTreeMap;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
-/// A finished write: partition, global position, size or error, seconds.
-pub(crate) type WriteDone = (PartitionId, u64, Result<u64, String>, f64);
+/// Per stream, the first instance a checkpoint does not reflect.
+pub(crate) type Lanes = Vec<(StreamId, Instance)>;
+
+/// A finished write: partition, global position, lanes, size or error,
+/// seconds.
+pub(crate) type WriteDone = (PartitionId, u64, Lanes, Result<u64, String>, f64);
 
 /// One partition's checkpoint progress, for status and metrics.
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,6 +40,8 @@ struct PartitionSlot {
     due: TimeMicros,
     writing: bool,
     stats: CheckpointStats,
+    /// Lanes of the last checkpoint on disk (written or restored).
+    durable: Option<Lanes>,
 }
 
 /// Schedules checkpoint writes.
@@ -54,12 +60,12 @@ impl Checkpointer {
     pub(crate) fn new(
         store: CheckpointStore,
         every_micros: u64,
-        partitions: impl Iterator<Item = (PartitionId, u64)>,
+        partitions: impl Iterator<Item = (PartitionId, u64, Option<Lanes>)>,
         now: TimeMicros,
     ) -> Checkpointer {
         let (done_tx, done) = mpsc::unbounded_channel();
         let slots = partitions
-            .map(|(partition, restored_at)| {
+            .map(|(partition, restored_at, durable)| {
                 let slot = PartitionSlot {
                     due: now.plus(every_micros),
                     writing: false,
@@ -67,6 +73,7 @@ impl Checkpointer {
                         global_position: restored_at,
                         ..CheckpointStats::default()
                     },
+                    durable,
                 };
                 (partition, slot)
             })
@@ -116,17 +123,19 @@ impl Checkpointer {
                 #[allow(clippy::disallowed_methods)] // measures the write, not protocol time
                 let began = Instant::now();
                 let global = body.replica.global_position;
+                let lanes = lanes_of(&body.position);
                 let result = store.write(partition, &body).map_err(|e| e.to_string());
                 // The body (and its hold on old map versions) goes here,
                 // off the event loop.
                 drop(body);
-                let _ = done.send((partition, global, result, began.elapsed().as_secs_f64()));
+                let seconds = began.elapsed().as_secs_f64();
+                let _ = done.send((partition, global, lanes, result, seconds));
             });
         }
     }
 
     /// Records a finished write.
-    pub(crate) fn finished(&mut self, (partition, global, result, seconds): WriteDone) {
+    pub(crate) fn finished(&mut self, (partition, global, lanes, result, seconds): WriteDone) {
         let Some(slot) = self.slots.get_mut(&partition) else {
             return;
         };
@@ -136,6 +145,7 @@ impl Checkpointer {
                 slot.stats.written += 1;
                 slot.stats.bytes = bytes;
                 slot.stats.global_position = global;
+                slot.durable = Some(lanes);
                 tracing::info!(
                     partition = partition.0,
                     global_position = global,
@@ -151,6 +161,25 @@ impl Checkpointer {
         }
     }
 
+    /// This node's safe instance of `stream` (thesis §3.4.2): the least
+    /// first-unreflected instance over the durable checkpoints of the
+    /// replicas here that subscribe to it; 0 if one of them has none.
+    /// `None` if no replica here subscribes to it.
+    pub(crate) fn safe_instance(&self, stream: StreamId) -> Option<Instance> {
+        let mut safe: Option<Instance> = None;
+        for slot in self.slots.values() {
+            let held = match &slot.durable {
+                None => Instance(0),
+                Some(lanes) => match lanes.iter().find(|(s, _)| *s == stream) {
+                    Some((_, next)) => *next,
+                    None => continue,
+                },
+            };
+            safe = Some(safe.map_or(held, |s| s.min(held)));
+        }
+        safe
+    }
+
     /// Progress of `partition`'s checkpoints.
     pub(crate) fn stats(&self, partition: PartitionId) -> CheckpointStats {
         self.slots
@@ -158,4 +187,9 @@ impl Checkpointer {
             .map(|s| s.stats)
             .unwrap_or_default()
     }
+}
+
+/// The lanes of a merge position.
+pub(crate) fn lanes_of(position: &amulet_multicast::MergePosition) -> Lanes {
+    position.lanes.iter().map(|l| (l.stream, l.next)).collect()
 }

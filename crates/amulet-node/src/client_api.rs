@@ -429,6 +429,7 @@ impl pb::amulet_server::Amulet for Service {
                     coordinator: s.coordinator,
                     voting: s.voting,
                     values_delivered: s.values_delivered,
+                    trimmed_below: s.trimmed_below,
                 })
                 .collect(),
         }))

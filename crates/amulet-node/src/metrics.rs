@@ -48,6 +48,7 @@ pub(crate) struct Metrics {
     instances_proposed: Family<StreamLabels, G>,
     skips_proposed: Family<StreamLabels, G>,
     values_delivered: Family<StreamLabels, G>,
+    trimmed_below: Family<StreamLabels, G>,
     coordinator: Family<StreamLabels, G>,
     global_position: Family<PartitionLabels, G>,
     queued: Family<PartitionLabels, G>,
@@ -102,6 +103,10 @@ impl Metrics {
         let values_delivered = gauge(
             "stream_values_delivered",
             "Values the stream delivered here (cumulative)",
+        );
+        let trimmed_below = gauge(
+            "stream_trimmed_below",
+            "This node's acceptor log holds nothing below this instance",
         );
         let coordinator = gauge(
             "stream_coordinator",
@@ -158,6 +163,7 @@ impl Metrics {
             instances_proposed,
             skips_proposed,
             values_delivered,
+            trimmed_below,
             coordinator,
             global_position,
             queued,
@@ -206,6 +212,7 @@ impl Metrics {
                 self.values_delivered
                     .get_or_create(&l)
                     .set(s.values_delivered);
+                self.trimmed_below.get_or_create(&l).set(s.trimmed_below);
                 self.coordinator
                     .get_or_create(&l)
                     .set(u64::from(s.coordinator));

@@ -123,6 +123,8 @@ pub struct StreamStatus {
     pub skips_proposed: u64,
     /// Values the stream delivered here.
     pub values_delivered: u64,
+    /// This node's acceptor log holds nothing below this instance.
+    pub trimmed_below: u64,
 }
 
 /// Counters of a running node.

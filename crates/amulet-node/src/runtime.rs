@@ -5,7 +5,7 @@
 //! and hands deliveries to the application and the load generator.
 
 use crate::checkpoint_store::CheckpointStore;
-use crate::checkpointer::Checkpointer;
+use crate::checkpointer::{lanes_of, Checkpointer};
 use crate::client_api::ClientApi;
 use crate::config::NodeConfig;
 use crate::digest::{DeliveryDigest, DigestPoint};
@@ -16,7 +16,8 @@ use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
 use amulet_multicast::{GroupId, MergePosition, Merged, MulticastNode};
 use amulet_smr::{
-    ClientReply, Output, PartitionMap, Replica, ReplicaConfig, ReplicaMessage, RequestId,
+    trim_point, ClientReply, Output, PartitionMap, Replica, ReplicaConfig, ReplicaMessage,
+    RequestId, TrimQuorum,
 };
 use amulet_storage::AcceptorLog;
 use amulet_types::{NodeId, PartitionId, StorageMode, StreamConfig, StreamId, TimeMicros};
@@ -48,6 +49,8 @@ const LOOPBACK_ROUNDS_MAX: usize = 64;
 const TICK_INTERVAL: Duration = Duration::from_millis(1);
 /// How often async-durable logs are synced in the background.
 const ASYNC_SYNC_INTERVAL: Duration = Duration::from_millis(5);
+/// How often safe instances are updated and acceptor logs trimmed.
+const TRIM_INTERVAL: Duration = Duration::from_millis(100);
 /// How long shutdown waits for queued messages to reach peers.
 const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -128,7 +131,13 @@ impl Node {
         let checkpointer = Checkpointer::new(
             store,
             config.checkpoint_interval_micros(),
-            replicas.iter().map(|(p, r)| (*p, r.global_position())),
+            replicas.iter().map(|(p, r)| {
+                let durable = restored
+                    .iter()
+                    .find(|(q, _)| q == p)
+                    .map(|(_, position)| lanes_of(position));
+                (*p, r.global_position(), durable)
+            }),
             TimeMicros(0),
         );
         let (commands, command_rx) = mpsc::unbounded_channel();
@@ -383,6 +392,8 @@ impl EventLoop {
         let async_sync_micros = ASYNC_SYNC_INTERVAL.as_micros() as u64;
         let mut last_tick = TimeMicros(0);
         let mut last_async_sync = TimeMicros(0);
+        let trim_micros = TRIM_INTERVAL.as_micros() as u64;
+        let mut last_trim = TimeMicros(0);
         loop {
             // The timer only wakes the loop; ticks and background syncs
             // are due by elapsed time, checked after every input, so a
@@ -433,6 +444,10 @@ impl EventLoop {
                 // A request whose client gave up (its proposal may have
                 // been lost) is never answered: drop its waiter.
                 self.pending.retain(|_, waiter| !waiter.is_closed());
+            }
+            if now.since(last_trim) >= trim_micros {
+                last_trim = now;
+                self.trim_logs();
             }
             if now.since(last_async_sync) >= async_sync_micros {
                 last_async_sync = now;
@@ -635,8 +650,39 @@ impl EventLoop {
                 instances_proposed: s.stats().instances_proposed,
                 skips_proposed: s.stats().skips_proposed,
                 values_delivered: s.stats().values_delivered,
+                trimmed_below: s.trimmed_below().0,
             })
             .collect()
+    }
+
+    /// Publishes this node's safe instances (its replicas' durable
+    /// checkpoints) in the streams' heartbeats, and trims each acceptor log
+    /// below what every replica subscribing to the stream holds (thesis
+    /// §3.4.2; `TrimQuorum::All`: a replica that stays down stops trimming,
+    /// but no replica ever needs a peer's checkpoint).
+    fn trim_logs(&mut self) {
+        let Some(map) = self.current_map().cloned() else {
+            return;
+        };
+        let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
+        for stream in streams {
+            let safe = self.checkpointer.safe_instance(stream);
+            let Some(node) = self.node.stream_mut(stream) else {
+                continue;
+            };
+            if let Some(safe) = safe {
+                node.set_safe_instance(safe);
+            }
+            let reports = node.safe_instances();
+            if let Some(point) = trim_point(&map, stream, &reports, TrimQuorum::All) {
+                let before = node.trimmed_below();
+                node.trim_log(point);
+                let after = node.trimmed_below();
+                if after > before {
+                    tracing::debug!(%stream, below = after.0, "acceptor log trimmed");
+                }
+            }
+        }
     }
 
     /// Syncs the dirty logs of streams whose storage mode `select`s.

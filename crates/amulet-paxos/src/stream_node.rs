@@ -14,6 +14,7 @@ use amulet_types::{
 };
 use amulet_wire::{Envelope, Message};
 use bytes::Bytes;
+use std::collections::BTreeMap;
 
 /// An input to a [`StreamNode`].
 #[derive(Debug)]
@@ -84,6 +85,10 @@ pub struct StreamNode {
     /// Merge position this node's merge needs the stream to reach (0: none),
     /// sent in heartbeats to the coordinator.
     pub(crate) merge_need: u64,
+    /// This node's safe instance (see [`StreamNode::set_safe_instance`]).
+    pub(crate) safe: Instance,
+    /// The safe instance each peer last reported in a heartbeat.
+    pub(crate) peer_safe: BTreeMap<NodeId, Instance>,
 }
 
 impl StreamNode {
@@ -122,6 +127,8 @@ impl StreamNode {
             stats: StreamStats::default(),
             bugs: Bugs::default(),
             merge_need: 0,
+            safe: Instance(0),
+            peer_safe: BTreeMap::new(),
         }
     }
 
@@ -182,6 +189,13 @@ impl StreamNode {
             .target_known()
             .0
             .saturating_sub(self.learner.next.0)
+    }
+
+    /// Where the acceptors had trimmed the stream when this learner found
+    /// its next instance gone (it needs a checkpoint at or past it from a
+    /// peer); `None` while it can learn.
+    pub fn learner_trimmed(&self) -> Option<Instance> {
+        self.learner.trimmed
     }
 
     /// Counters.
@@ -283,6 +297,27 @@ impl StreamNode {
         self.merge_need = position;
     }
 
+    /// Everything of the stream below `instance` is reflected in a durable
+    /// checkpoint of every subscriber this node runs (thesis §3.4.2's safe
+    /// instance); sent to the stream's members in heartbeats.
+    pub fn set_safe_instance(&mut self, instance: Instance) {
+        self.safe = instance;
+    }
+
+    /// The safe instance of this node and of every member heard from
+    /// (their latest report: a peer that lost its checkpoints reports
+    /// less, which only makes trimming more careful).
+    pub fn safe_instances(&self) -> BTreeMap<NodeId, Instance> {
+        let mut all = self.peer_safe.clone();
+        all.insert(self.me, self.safe);
+        all
+    }
+
+    /// Acceptor log entries below this instance are gone.
+    pub fn trimmed_below(&self) -> Instance {
+        self.log.trimmed_below()
+    }
+
     /// The learner's merge position: the merge weight of every delivered
     /// instance.
     pub fn merge_position(&self) -> u64 {
@@ -323,8 +358,15 @@ impl StreamNode {
         self.learner.resume_at(instance);
     }
 
-    /// Forgets acceptor state below `below` (coordinated trimming).
+    /// Forgets acceptor state below `below` (coordinated trimming: the
+    /// caller has made sure a trim quorum of subscribers holds durable
+    /// checkpoints at or past it). Never above the learner's own next
+    /// instance: this node's own delivery must not depend on others.
     pub fn trim_log(&mut self, below: Instance) {
+        let below = below.min(self.learner.next);
+        if below <= self.log.trimmed_below() {
+            return;
+        }
         if let Err(error) = self.log.trim(below) {
             panic!("acceptor log trim failed, cannot keep promises: {error}");
         }
@@ -377,9 +419,11 @@ impl StreamNode {
                 voting,
                 merge_need,
                 hears,
+                safe,
             } => {
                 self.observe_ballot(ballot);
                 self.ring.set_report(from, voting, hears);
+                self.peer_safe.insert(from, safe);
                 self.learner.observe_decided_below(decided_below, self.now);
                 if merge_need > 0 {
                     self.catch_up(merge_need);
@@ -402,6 +446,7 @@ impl StreamNode {
                 voting: self.acceptor.is_some(),
                 merge_need: self.merge_need,
                 hears: self.ring.hears_mask(),
+                safe: self.safe,
             };
             if self.merge_need > 0 && self.coordinator.is_some() {
                 self.catch_up(self.merge_need);

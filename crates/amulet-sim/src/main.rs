@@ -47,6 +47,8 @@ enum BugArg {
     SkipSignals,
     /// DMap: a restored replica resumes one instance past its checkpoint.
     CheckpointPastPosition,
+    /// DMap: acceptors trim below their own checkpoints, without a quorum.
+    TrimWithoutQuorum,
 }
 
 impl BugArg {
@@ -54,13 +56,16 @@ impl BugArg {
         match self {
             BugArg::SkipSignals => DmapBug::CompleteWithoutSignals,
             BugArg::CheckpointPastPosition => DmapBug::CheckpointPastPosition,
+            BugArg::TrimWithoutQuorum => DmapBug::TrimWithoutQuorum,
             _ => DmapBug::None,
         }
     }
 
     fn bug(self) -> Bug {
         match self {
-            BugArg::SkipSignals | BugArg::CheckpointPastPosition => Bug::None,
+            BugArg::SkipSignals | BugArg::CheckpointPastPosition | BugArg::TrimWithoutQuorum => {
+                Bug::None
+            }
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -143,6 +148,7 @@ fn swarm(
     println!("elapsed_seconds={:.3}", summary.elapsed.as_secs_f64());
     if summary.checkpoint_restores > 0 {
         println!("checkpoint_restores={}", summary.checkpoint_restores);
+        println!("trimmed_instances={}", summary.trimmed_instances);
     }
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {

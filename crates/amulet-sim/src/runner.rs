@@ -21,6 +21,9 @@ pub struct SeedStats {
     pub learner_incarnations: u64,
     /// Replicas started from a checkpoint (DMap seeds).
     pub checkpoint_restores: u64,
+    /// Instances trimmed from acceptor logs, summed over the logs of the
+    /// nodes up at the end (DMap seeds).
+    pub trimmed_instances: u64,
     /// Virtual time at the end, in micros.
     pub virtual_micros: u64,
     /// Events fed to the trace hash.
@@ -53,6 +56,8 @@ pub struct SwarmSummary {
     pub failed_seeds: Vec<u64>,
     /// Replicas started from a checkpoint, over all seeds.
     pub checkpoint_restores: u64,
+    /// Instances trimmed, over all seeds.
+    pub trimmed_instances: u64,
     /// Wall-clock time taken.
     pub elapsed: Duration,
 }
@@ -126,6 +131,7 @@ pub fn run_swarm_replayed_by(
         let outcome = run_catching(seed, &run);
         summary.seeds += 1;
         summary.checkpoint_restores += outcome.stats.checkpoint_restores;
+        summary.trimmed_instances += outcome.stats.trimmed_instances;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;
             summary.failed_seeds.push(seed);

@@ -169,6 +169,7 @@ impl ToyCluster {
             deliveries: self.history.delivery_count() as u64,
             learner_incarnations: self.history.learners().len() as u64,
             checkpoint_restores: 0,
+            trimmed_instances: 0,
             virtual_micros: self.now.0,
             trace_events: self.trace.events(),
             network: self.network.stats(),

@@ -103,3 +103,30 @@ fn dmap_section_3_4_2_a_checkpoint_labelled_past_its_position_is_caught() {
     let (seed, how) = caught.expect("a checkpoint resumed past its position survived 50 seeds");
     println!("caught at seed {seed}: {how}");
 }
+
+#[test]
+fn dmap_section_3_4_2_acceptors_trim_below_the_trim_quorum() {
+    let trimmed: u64 = (0..20)
+        .map(|seed| {
+            run_dmap_seed(seed, false, DmapBug::None)
+                .stats
+                .trimmed_instances
+        })
+        .sum();
+    assert!(trimmed > 0, "20 seeds trimmed nothing");
+}
+
+#[test]
+fn dmap_section_3_4_2_trimming_without_a_quorum_is_caught() {
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..50).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::TrimWithoutQuorum)
+        });
+        outcome.violations.first().map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("trimming without a quorum survived 50 seeds");
+    println!("caught at seed {seed}: {how}");
+}

@@ -25,6 +25,7 @@ mod partition_map;
 mod replica;
 mod session_table;
 mod state_machine;
+mod trim_point;
 
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, PartitionMapError, Placement};
@@ -34,3 +35,4 @@ pub use replica::{
 };
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};
+pub use trim_point::{trim_point, TrimQuorum};

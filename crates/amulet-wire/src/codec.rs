@@ -295,6 +295,7 @@ fn put_message(message: &Message, out: &mut BytesMut) {
             voting,
             merge_need,
             hears,
+            safe,
         } => {
             out.put_u8(tag::HEARTBEAT);
             put_ballot(*ballot, out);
@@ -302,6 +303,7 @@ fn put_message(message: &Message, out: &mut BytesMut) {
             out.put_u8(u8::from(*voting));
             out.put_u64_le(*merge_need);
             out.put_u32_le(*hears);
+            put_instance(*safe, out);
         }
     }
 }
@@ -373,7 +375,7 @@ fn message_len(message: &Message) -> usize {
                     .map_or(0, |(_, batch)| BALLOT_BYTES + batch_len(batch))
         }
         Message::Accept { batch, .. } => INSTANCE_BYTES + BALLOT_BYTES + batch_len(batch),
-        Message::Heartbeat { .. } => BALLOT_BYTES + INSTANCE_BYTES + 1 + 8 + U32_BYTES,
+        Message::Heartbeat { .. } => BALLOT_BYTES + 2 * INSTANCE_BYTES + 1 + 8 + U32_BYTES,
     }
 }
 
@@ -540,6 +542,7 @@ fn get_message(r: &mut Reader) -> Result<Message, DecodeError> {
             voting: r.bool()?,
             merge_need: r.u64()?,
             hears: r.u32()?,
+            safe: get_instance(r)?,
         },
         tag => {
             return Err(DecodeError::UnknownTag {
@@ -655,10 +658,11 @@ mod tests {
                 voting: true,
                 merge_need: 0,
                 hears: 0,
+                safe: Instance(0),
             },
         };
         let mut bytes = BytesMut::from(&encode(&heartbeat)[..]);
-        let last = bytes.len() - 1 - 8 - 4; // the `voting` byte, before `merge_need` and `hears`
+        let last = bytes.len() - 1 - 8 - 4 - 8; // the `voting` byte, before `merge_need`, `hears`, `safe`
         bytes[last] = 2;
         assert_eq!(
             decode_envelope(bytes.freeze()),
@@ -767,6 +771,7 @@ mod tests {
                 voting: false,
                 merge_need: 0,
                 hears: 0,
+                safe: Instance(0),
             },
         ];
         let lens: Vec<usize> = smallest
@@ -779,7 +784,7 @@ mod tests {
                 .len()
             })
             .collect();
-        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 34]);
+        assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 42]);
         // The only variant below 16 bytes is an empty Propose; one value
         // adds at least 20 bytes.
         assert_eq!(VALUE_BYTES_MIN, 20);

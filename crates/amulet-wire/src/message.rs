@@ -234,5 +234,10 @@ pub enum Message {
         /// coordinator does not take over while a majority still hears it
         /// (a pre-vote; see the ring's `coordinator`).
         hears: u32,
+        /// Everything of this stream below this instance is reflected in a
+        /// durable checkpoint of every subscriber the sender runs (0:
+        /// none). Acceptors trim below what a trim quorum of subscribers
+        /// holds (thesis §3.4.2).
+        safe: Instance,
     },
 }

@@ -586,6 +586,25 @@ fn section_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
             );
         }
     });
+    // Once every replica holds a checkpoint past them, every node's
+    // acceptors trim every stream (thesis §3.4.2).
+    let trimmed = |address: &str| -> Vec<u64> {
+        runtime
+            .block_on(client.status(address))
+            .map(|s| s.streams.iter().map(|t| t.trimmed_below).collect())
+            .unwrap_or_default()
+    };
+    let all_trimmed = |t: &[u64]| t.len() == PARTITIONS as usize + 1 && t.iter().all(|b| *b > 0);
+    for _ in 0..200 {
+        if (1..=NODES).all(|n| all_trimmed(&trimmed(&cluster.address(n)))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for n in 1..=NODES {
+        let t = trimmed(&cluster.address(n));
+        assert!(all_trimmed(&t), "node {n} trimmed below {t:?}");
+    }
     runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();

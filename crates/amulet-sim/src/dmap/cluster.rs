@@ -19,11 +19,11 @@ use amulet_dmap::{
 };
 use amulet_multicast::{GroupId, MergePosition, MulticastNode};
 use amulet_smr::{
-    ClientReply, ClientRequest, Layout, Output, PartitionInfo, PartitionMap, Replica,
-    ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId,
+    trim_point, ClientReply, ClientRequest, Layout, Output, PartitionInfo, PartitionMap, Replica,
+    ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId, TrimQuorum,
 };
 use amulet_types::{
-    NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
+    Instance, NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
 };
 use amulet_wire::Envelope;
 use bytes::Bytes;
@@ -53,6 +53,9 @@ pub enum DmapBug {
     /// checkpoint's position in the partition stream (a checkpoint labelled
     /// with a position it does not reflect).
     CheckpointPastPosition,
+    /// Acceptors trim below their own node's checkpoints, without a trim
+    /// quorum of the stream's subscribers.
+    TrimWithoutQuorum,
 }
 
 /// What a sim checkpoint file holds: the replica's checkpoint and the
@@ -99,10 +102,11 @@ struct NodeSlot {
     stores: BTreeMap<StreamId, SimStore>,
     incarnation: u32,
     process: Option<NodeProcess>,
-    /// The last checkpoint written completely (survives crashes).
-    checkpoint: Option<Vec<u8>>,
+    /// The last checkpoint written completely (survives crashes), and the
+    /// merge position it reflects.
+    checkpoint: Option<(Vec<u8>, MergePosition)>,
     /// A checkpoint being written, durable at the given time.
-    writing: Option<(TimeMicros, Vec<u8>)>,
+    writing: Option<(TimeMicros, Vec<u8>, MergePosition)>,
     next_checkpoint: TimeMicros,
 }
 
@@ -422,11 +426,14 @@ impl DmapCluster {
     fn checkpoint(&mut self, node: NodeId) {
         let now = self.now;
         let slot = self.slots.get_mut(&node).expect("known node");
-        if let Some((done, _)) = &slot.writing {
+        if let Some((done, _, _)) = &slot.writing {
             if *done > now {
                 return;
             }
-            slot.checkpoint = slot.writing.take().map(|(_, bytes)| bytes);
+            slot.checkpoint = slot
+                .writing
+                .take()
+                .map(|(_, bytes, position)| (bytes, position));
         }
         if self.checkpoints.every_micros == 0 || now < slot.next_checkpoint {
             return;
@@ -445,8 +452,36 @@ impl DmapCluster {
         let write = self
             .checkpoint_rng
             .range(0, self.checkpoints.write_micros_max + 1);
-        slot.writing = Some((now.plus(write), bytes));
+        slot.writing = Some((now.plus(write), bytes, body.1));
         slot.next_checkpoint = now.plus(self.checkpoints.every_micros);
+    }
+
+    /// Tells `node`'s streams its safe instances (its durable checkpoint's
+    /// position) and trims its acceptor logs below what the trim quorum
+    /// holds (thesis §3.4.2).
+    fn trim(&mut self, node: NodeId) {
+        let bug = self.bug;
+        let slot = self.slots.get_mut(&node).expect("known node");
+        let Some(process) = slot.process.as_mut() else {
+            return;
+        };
+        let position = slot.checkpoint.as_ref().map(|(_, p)| p);
+        let map = process.replica.map().clone();
+        let streams: Vec<StreamId> = process.multicast.streams().keys().copied().collect();
+        for stream in streams {
+            let safe = position
+                .and_then(|p| p.lanes.iter().find(|l| l.stream == stream))
+                .map_or(Instance(0), |l| l.next);
+            let node_stream = process.multicast.stream_mut(stream).expect("listed");
+            node_stream.set_safe_instance(safe);
+            let point = match bug {
+                DmapBug::TrimWithoutQuorum => Some(safe),
+                _ => trim_point(&map, stream, &node_stream.safe_instances(), TrimQuorum::All),
+            };
+            if let Some(point) = point {
+                node_stream.trim_log(point);
+            }
+        }
     }
 
     /// Starts `node` as a new incarnation: its acceptor logs reopen; its
@@ -465,7 +500,7 @@ impl DmapCluster {
         let mut multicast = MulticastNode::new(node, streams, slot.incarnation, now);
         let config = ReplicaConfig::new(node, slot.incarnation, slot.partition);
         let mut replica = match &slot.checkpoint {
-            Some(bytes) => {
+            Some((bytes, _)) => {
                 let (checkpoint, mut position): CheckpointBody =
                     postcard::from_bytes(bytes).expect("a written checkpoint decodes");
                 if self.bug == DmapBug::CheckpointPastPosition {
@@ -531,6 +566,7 @@ impl DmapCluster {
             }
             self.flush(node);
             self.checkpoint(node);
+            self.trim(node);
         }
         for c in 0..self.clients.len() {
             self.read_snapshot(c);
@@ -758,6 +794,13 @@ impl DmapCluster {
                 deliveries: self.calls.iter().filter(|c| c.complete.is_some()).count() as u64,
                 learner_incarnations: self.slots.values().map(|s| u64::from(s.incarnation)).sum(),
                 checkpoint_restores: self.restores,
+                trimmed_instances: self
+                    .slots
+                    .values()
+                    .filter_map(|s| s.process.as_ref())
+                    .flat_map(|p| p.multicast.streams().values())
+                    .map(|s| s.trimmed_below().0)
+                    .sum(),
                 virtual_micros: self.now.0,
                 trace_events: self.trace.events(),
                 network: self.network.stats(),
@@ -769,6 +812,21 @@ impl DmapCluster {
     /// After healing every client completes operations, and the last one
     /// each started has completed by the end.
     fn check_progress(&mut self) {
+        for (node, slot) in &self.slots {
+            let Some(process) = slot.process.as_ref() else {
+                continue;
+            };
+            for (stream, s) in process.multicast.streams() {
+                if let Some(below) = s.learner_trimmed() {
+                    self.violations.push(Violation::new(
+                        Property::Progress,
+                        format!(
+                            "node {node}: stream {stream:?} was trimmed below {below} past its learner; it cannot catch up"
+                        ),
+                    ));
+                }
+            }
+        }
         for (c, client) in self.clients.iter().enumerate() {
             let idle = matches!(client.phase, Phase::Thinking { .. });
             if client.completed_after_heal == 0 || !idle {

@@ -146,15 +146,17 @@ pub fn message() -> impl Strategy<Value = Message> {
             instance(),
             any::<bool>(),
             any::<u64>(),
-            any::<u32>()
+            any::<u32>(),
+            instance()
         )
-            .prop_map(|(ballot, decided_below, voting, merge_need, hears)| {
+            .prop_map(|(ballot, decided_below, voting, merge_need, hears, safe)| {
                 Message::Heartbeat {
                     ballot,
                     decided_below,
                     voting,
                     merge_need,
                     hears,
+                    safe,
                 }
             }),
     ]

@@ -236,6 +236,14 @@ impl Merger {
         self.merged_instances
     }
 
+    /// Merge weight of the instances of `stream` below its next instance
+    /// (the learner's merge position at that instance).
+    pub fn merged_weight(&self, stream: StreamId) -> Option<u64> {
+        self.lanes
+            .get(&stream)
+            .map(|l| l.consumed.saturating_add(l.carry))
+    }
+
     /// M: instances taken from each stream per round.
     pub fn instances_per_round(&self) -> u64 {
         self.instances_per_round
@@ -273,10 +281,12 @@ impl Merger {
         let Some(lane) = self.lanes.get_mut(&stream) else {
             return; // Not merged here (a stream this node only votes in).
         };
-        if lane.queue.is_empty() && instance < lane.next {
+        let expected = lane.queue.back().map_or(lane.next, |(last, _)| last.next());
+        if instance < expected {
+            // Already merged or queued: a learner rewound for another
+            // group on the node, or resumed below this restored lane.
             return;
         }
-        let expected = lane.queue.back().map_or(lane.next, |(last, _)| last.next());
         assert_eq!(instance, expected, "stream {stream:?} decided out of order");
         lane.pushed = lane.pushed.saturating_add(batch.merge_weight());
         lane.queue.push_back((instance, batch));

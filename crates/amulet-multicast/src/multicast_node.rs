@@ -186,11 +186,13 @@ impl MulticastNode {
         self.groups.get(&group)?.position()
     }
 
-    /// Restores `group`'s merge at `position` (from a replica checkpoint)
-    /// and moves each of its streams' learners up to the lowest position
-    /// any group merging the stream still needs, so the replica is fed
-    /// only the log tail after its checkpoint (thesis §3.4.2). Call it
-    /// before the node takes any input.
+    /// Restores `group`'s merge at `position` (from a replica checkpoint:
+    /// its own at start, or a peer's installed at run time) and moves each
+    /// of its streams' learners to the lowest position any group merging
+    /// the stream needs, forward or back, so the replica is fed exactly
+    /// the log tail after the checkpoint (thesis §3.4.2). Merged values of
+    /// the group not drained yet belong to the state being replaced and
+    /// are dropped: drain before restoring.
     pub fn restore_group(
         &mut self,
         group: GroupId,
@@ -204,14 +206,17 @@ impl MulticastNode {
         let instances_per_round = current.instances_per_round();
         let merger = Merger::from_position(position, instances_per_round)?;
         self.groups.insert(group, merger);
+        self.effects.delivered.retain(|(g, _)| *g != group);
         for stream in streams {
             let lowest = self
                 .groups
                 .values()
-                .filter_map(|m| m.next_instance(stream))
+                .filter_map(|m| Some((m.next_instance(stream)?, m.merged_weight(stream)?)))
                 .min();
-            if let (Some(lowest), Some(node)) = (lowest, self.streams.get_mut(&stream)) {
-                node.resume_learner_at(lowest);
+            if let (Some((next, weight)), Some(node)) = (lowest, self.streams.get_mut(&stream)) {
+                if node.learner_next() != next {
+                    node.resume_learner_at(next, weight);
+                }
             }
         }
         Ok(())

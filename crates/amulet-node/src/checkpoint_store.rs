@@ -111,6 +111,37 @@ impl CheckpointStore {
         Ok(len + (HEADER_BYTES + TRAILER_BYTES) as u64)
     }
 
+    /// Installs `bytes` (a peer's checkpoint file, already decoded and
+    /// checked) as `partition`'s checkpoint, atomically and durably.
+    pub fn write_bytes(&self, partition: PartitionId, bytes: &[u8]) -> Result<(), CheckpointError> {
+        let path = self.path(partition);
+        let temporary = path.with_extension("ckpt.tmp");
+        let io = |source| CheckpointError::Io {
+            path: temporary.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io)?;
+        let mut file = std::fs::File::create(&temporary).map_err(io)?;
+        file.write_all(bytes).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        drop(file);
+        std::fs::rename(&temporary, &path).map_err(io)?;
+        std::fs::File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)
+    }
+
+    /// The raw bytes of `partition`'s checkpoint file, if there is one (to
+    /// send to a peer; the receiver decodes and checks them).
+    pub fn read_bytes(&self, partition: PartitionId) -> Result<Option<Vec<u8>>, CheckpointError> {
+        let path = self.path(partition);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(CheckpointError::Io { path, source }),
+        }
+    }
+
     /// `partition`'s checkpoint, if one was written.
     pub fn read(&self, partition: PartitionId) -> Result<Option<CheckpointBody>, CheckpointError> {
         let path = self.path(partition);
@@ -125,8 +156,9 @@ impl CheckpointStore {
     }
 }
 
-/// Decodes a checkpoint file's bytes.
-fn decode(bytes: &[u8]) -> Result<CheckpointBody, String> {
+/// Decodes a checkpoint file's bytes (also those a peer sent in a state
+/// transfer).
+pub(crate) fn decode(bytes: &[u8]) -> Result<CheckpointBody, String> {
     if bytes.len() < HEADER_BYTES + TRAILER_BYTES {
         return Err(format!(
             "{} bytes is too short for a checkpoint",

@@ -161,6 +161,15 @@ impl Checkpointer {
         }
     }
 
+    /// A peer's checkpoint was installed as `partition`'s (state transfer):
+    /// it is on disk now and counts as this node's.
+    pub(crate) fn installed(&mut self, partition: PartitionId, global_position: u64, lanes: Lanes) {
+        if let Some(slot) = self.slots.get_mut(&partition) {
+            slot.stats.global_position = global_position;
+            slot.durable = Some(lanes);
+        }
+    }
+
     /// This node's safe instance of `stream` (thesis §3.4.2): the least
     /// first-unreflected instance over the durable checkpoints of the
     /// replicas here that subscribe to it; 0 if one of them has none.

@@ -17,6 +17,7 @@ mod metrics;
 mod node_handle;
 mod outbound;
 mod runtime;
+mod state_transfer;
 mod storage_setup;
 mod transport;
 

@@ -4,13 +4,14 @@
 //! once if a message must wait for durability (group commit), sends those,
 //! and hands deliveries to the application and the load generator.
 
-use crate::checkpoint_store::CheckpointStore;
+use crate::checkpoint_store::{CheckpointBody, CheckpointStore};
 use crate::checkpointer::{lanes_of, Checkpointer};
 use crate::client_api::ClientApi;
 use crate::config::NodeConfig;
 use crate::digest::{DeliveryDigest, DigestPoint};
 use crate::load::{LoadGenerator, LoadReport, LoadSpec};
 use crate::node_handle::{Command, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus};
+use crate::state_transfer::{ChunkOutcome, StateTransfer};
 use crate::storage_setup::{open_logs, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
@@ -20,8 +21,11 @@ use amulet_smr::{
     RequestId, TrimQuorum,
 };
 use amulet_storage::AcceptorLog;
-use amulet_types::{NodeId, PartitionId, StorageMode, StreamConfig, StreamId, TimeMicros};
+use amulet_types::{
+    Instance, NodeId, PartitionId, StorageMode, StreamConfig, StreamId, TimeMicros,
+};
 use amulet_wire::{Envelope, Frame, Hello};
+use bytes::Bytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -128,8 +132,10 @@ impl Node {
                     )
                 })?;
         }
+        let chunk_bytes = (config.frame_bytes_max() / 2).clamp(32 * 1024, 4 * 1024 * 1024);
+        let transfer = StateTransfer::new(me, store.clone(), chunk_bytes);
         let checkpointer = Checkpointer::new(
-            store,
+            store.clone(),
             config.checkpoint_interval_micros(),
             replicas.iter().map(|(p, r)| {
                 let durable = restored
@@ -157,6 +163,9 @@ impl Node {
             replicas,
             pending: BTreeMap::new(),
             checkpointer,
+            store,
+            transfer,
+            installs: Vec::new(),
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -260,6 +269,12 @@ struct EventLoop {
     /// Client requests waiting for their reply.
     pending: BTreeMap<(PartitionId, RequestId), oneshot::Sender<ClientReply<MapReply>>>,
     checkpointer: Checkpointer,
+    store: CheckpointStore,
+    transfer: StateTransfer,
+    /// Peers' checkpoints fetched and waiting to be installed after the
+    /// current flush (never in the middle of one: undrained deliveries
+    /// belong to the replica being replaced).
+    installs: Vec<(PartitionId, Box<CheckpointBody>, Bytes)>,
 }
 
 /// A node's replicas, and the merge positions of those restored from a
@@ -458,6 +473,10 @@ impl EventLoop {
                 load.offer(now, &mut self.node)?;
                 self.flush()?;
             }
+            if !self.installs.is_empty() {
+                self.install_checkpoints();
+                self.flush()?;
+            }
             self.checkpointer.poll(now, &self.replicas, &self.node);
         }
     }
@@ -554,6 +573,7 @@ impl EventLoop {
         match frame {
             Frame::Envelope(envelope) => self.node.on_message(now, from, envelope),
             Frame::Replica(bytes) => match ReplicaMessage::decode(&bytes) {
+                Ok(message) if !message.is_signal() => self.on_transfer_message(now, message),
                 Ok(message) => {
                     for replica in self.replicas.values_mut() {
                         replica.on_message(message.clone());
@@ -615,7 +635,151 @@ impl EventLoop {
     /// (a restarted node replaying them) that clients should go elsewhere.
     fn catching_up(&self, partition: PartitionId) -> bool {
         self.replicas.contains_key(&partition)
-            && self.node.group_lag(GroupId(partition.0)) > CATCHING_UP_LAG
+            && (self.node.group_lag(GroupId(partition.0)) > CATCHING_UP_LAG
+                || self.transfer.fetching(partition))
+    }
+
+    /// `stream` was trimmed below `below` past this node's learner: every
+    /// replica here that merges the stream from below that point fetches
+    /// a peer's checkpoint.
+    fn need_transfer(&mut self, stream: StreamId, below: Instance) {
+        let Some(map) = self.current_map().cloned() else {
+            return;
+        };
+        let now = self.now();
+        let partitions: Vec<PartitionId> = self.replicas.keys().copied().collect();
+        for partition in partitions {
+            let behind = self
+                .node
+                .merger(GroupId(partition.0))
+                .and_then(|m| m.next_instance(stream))
+                .is_some_and(|next| next < below);
+            if !behind {
+                continue;
+            }
+            let peers: Vec<NodeId> = map
+                .partitions
+                .get(&partition)
+                .map(|info| {
+                    info.replicas
+                        .iter()
+                        .copied()
+                        .filter(|n| *n != self.me)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some((to, message)) = self.transfer.start(partition, peers, now) {
+                self.send_replica_message(to, message);
+            }
+        }
+    }
+
+    fn send_replica_message(&mut self, to: NodeId, message: ReplicaMessage) {
+        if let Some(transport) = self.transport.as_mut() {
+            transport.send_replica(to, message.encode());
+        }
+    }
+
+    /// State transfer messages (both sides).
+    fn on_transfer_message(&mut self, now: TimeMicros, message: ReplicaMessage) {
+        match message {
+            ReplicaMessage::CheckpointRequest {
+                partition,
+                from,
+                offset,
+            } => {
+                if self.replicas.contains_key(&partition) {
+                    let reply = self.transfer.on_request(partition, offset, now);
+                    self.send_replica_message(from, reply);
+                }
+            }
+            ReplicaMessage::CheckpointChunk {
+                partition,
+                from,
+                total,
+                offset,
+                bytes,
+            } => match self
+                .transfer
+                .on_chunk(partition, from, total, offset, bytes, now)
+            {
+                ChunkOutcome::Ask(to, message) => self.send_replica_message(to, message),
+                ChunkOutcome::Complete(body, file) => {
+                    // Only a checkpoint at or past every point the streams
+                    // were trimmed below is of use.
+                    let covers = body.position.lanes.iter().all(|lane| {
+                        self.node
+                            .streams()
+                            .get(&lane.stream)
+                            .and_then(|s| s.learner_trimmed())
+                            .is_none_or(|below| lane.next >= below)
+                    });
+                    if covers {
+                        self.installs.push((partition, body, file));
+                    } else if let Some((to, message)) = self.transfer.too_old(partition, now) {
+                        self.send_replica_message(to, message);
+                    }
+                }
+                ChunkOutcome::Nothing => {}
+            },
+            ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
+        }
+    }
+
+    /// Installs fetched peer checkpoints: the file becomes this replica's
+    /// checkpoint, the replica and its merge restart from it.
+    fn install_checkpoints(&mut self) {
+        for (partition, body, file) in std::mem::take(&mut self.installs) {
+            if let Err(error) = self.store.write_bytes(partition, &file) {
+                tracing::error!(%error, "cannot store a peer's checkpoint; fetching again");
+                self.transfer.cancel(partition);
+                continue;
+            }
+            let Some(old) = self.replicas.remove(&partition) else {
+                self.transfer.cancel(partition);
+                continue;
+            };
+            let config = ReplicaConfig::new(self.me, self.incarnation, partition);
+            let state = PartitionState::new(MapLimits::default());
+            let body = *body;
+            let lanes = lanes_of(&body.position);
+            let mut replica = match Replica::restore(config, body.replica, state) {
+                Ok(replica) => replica,
+                Err(error) => {
+                    tracing::error!(%error, "a peer's checkpoint does not restore");
+                    self.replicas.insert(partition, old);
+                    self.transfer.cancel(partition);
+                    continue;
+                }
+            };
+            if let Err(error) = self
+                .node
+                .restore_group(GroupId(partition.0), &body.position)
+            {
+                tracing::error!(
+                    ?error,
+                    "a peer's checkpoint does not fit this node's streams"
+                );
+                self.replicas.insert(partition, old);
+                self.transfer.cancel(partition);
+                continue;
+            }
+            replica.continue_requests_of(&old);
+            let global = replica.global_position();
+            tracing::info!(
+                partition = partition.0,
+                global_position = global,
+                lanes = ?lanes.iter().map(|(s, i)| (s.0, i.0)).collect::<Vec<_>>(),
+                bytes = file.len(),
+                "replica restored from a peer's checkpoint"
+            );
+            self.replicas.insert(partition, replica);
+            // The replaced replica's waiting clients resend (to it or
+            // another replica) when their waiter is dropped.
+            self.pending.retain(|(p, _), _| *p != partition);
+            self.checkpointer.installed(partition, global, lanes);
+            self.transfer.installed(partition);
+        }
     }
 
     fn replica_status(&self) -> Vec<ReplicaStatus> {
@@ -657,13 +821,25 @@ impl EventLoop {
 
     /// Publishes this node's safe instances (its replicas' durable
     /// checkpoints) in the streams' heartbeats, and trims each acceptor log
-    /// below what every replica subscribing to the stream holds (thesis
-    /// §3.4.2; `TrimQuorum::All`: a replica that stays down stops trimming,
-    /// but no replica ever needs a peer's checkpoint).
+    /// below what a majority of each subscribing partition's replicas
+    /// holds (thesis §3.4.2; a replica left behind fetches a peer's
+    /// checkpoint, `need_transfer`). Also retries stalled transfers.
     fn trim_logs(&mut self) {
         let Some(map) = self.current_map().cloned() else {
             return;
         };
+        for (to, message) in self.transfer.tick(self.now()) {
+            self.send_replica_message(to, message);
+        }
+        let behind: Vec<(StreamId, Instance)> = self
+            .node
+            .streams()
+            .iter()
+            .filter_map(|(id, s)| Some((*id, s.learner_trimmed()?)))
+            .collect();
+        for (stream, below) in behind {
+            self.need_transfer(stream, below);
+        }
         let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
         for stream in streams {
             let safe = self.checkpointer.safe_instance(stream);
@@ -674,7 +850,7 @@ impl EventLoop {
                 node.set_safe_instance(safe);
             }
             let reports = node.safe_instances();
-            if let Some(point) = trim_point(&map, stream, &reports, TrimQuorum::All) {
+            if let Some(point) = trim_point(&map, stream, &reports, TrimQuorum::Majority) {
                 let before = node.trimmed_below();
                 node.trim_log(point);
                 let after = node.trimmed_below();
@@ -725,6 +901,7 @@ impl EventLoop {
             }
             for (stream, below) in effects.trimmed {
                 tracing::warn!(%stream, %below, "learner fell behind the acceptors' trim point");
+                self.need_transfer(stream, below);
             }
             let now = self.now();
             for (group, merged) in effects.delivered {

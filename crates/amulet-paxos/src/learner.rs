@@ -78,15 +78,29 @@ impl Learner {
         }
     }
 
-    pub(crate) fn resume_at(&mut self, instance: Instance) {
+    /// Continues at `instance`, whose merge weight from instance 0 is
+    /// `position` (a checkpoint's). Forward: what lies below is dropped.
+    /// Backward (a replica installed a checkpoint older than what this
+    /// learner delivered to the node's other replicas): the instances are
+    /// learned again, and the duplicate filter starts over, since the
+    /// merge groups filter duplicates themselves.
+    pub(crate) fn resume_at(&mut self, instance: Instance, position: u64) {
         if instance > self.next {
-            self.next = instance;
             self.decided = self.decided.split_off(&instance);
             self.phase2_cache = self.phase2_cache.split_off(&instance);
             self.highest_known = self.highest_known.max(instance);
+        } else if instance < self.next {
+            self.decided.clear();
+            self.phase2_cache.clear();
+            self.delivered = Delivered::default();
+            self.repair = None;
         }
+        self.next = instance;
+        self.position = position;
         self.trimmed = None;
         self.attempts = 0;
+        self.gap_since = None;
+        self.last_request = None;
     }
 
     /// One past the highest instance known decided anywhere.

@@ -352,10 +352,26 @@ impl StreamNode {
         )
     }
 
-    /// Lets the learner continue at `instance` after the application
-    /// installed a checkpoint covering everything below it.
-    pub fn resume_learner_at(&mut self, instance: Instance) {
-        self.learner.resume_at(instance);
+    /// Lets the learner continue at `instance`, whose merge weight from
+    /// instance 0 is `position`, after the application installed a
+    /// checkpoint covering everything below it (forward or backward; see
+    /// the learner's `resume_at`).
+    pub fn resume_learner_at(&mut self, instance: Instance, position: u64) {
+        if instance == self.learner.next {
+            return;
+        }
+        self.learner.resume_at(instance, position);
+        // A coordinator's window was placed by the learner's old position:
+        // instances it waits to learn may now never be delivered here. It
+        // steps down; the next election starts a fresh ballot with phase 1
+        // from the new position (queued values are re-sent by their
+        // proposers, which retry until delivery).
+        self.coordinator = None;
+    }
+
+    /// The learner's next instance to deliver.
+    pub fn learner_next(&self) -> Instance {
+        self.learner.next
     }
 
     /// Forgets acceptor state below `below` (coordinated trimming: the

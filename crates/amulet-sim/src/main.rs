@@ -149,6 +149,7 @@ fn swarm(
     if summary.checkpoint_restores > 0 {
         println!("checkpoint_restores={}", summary.checkpoint_restores);
         println!("trimmed_instances={}", summary.trimmed_instances);
+        println!("state_transfers={}", summary.state_transfers);
     }
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {

@@ -21,6 +21,8 @@ pub struct SeedStats {
     pub learner_incarnations: u64,
     /// Replicas started from a checkpoint (DMap seeds).
     pub checkpoint_restores: u64,
+    /// Peer checkpoints installed by state transfer (DMap seeds).
+    pub state_transfers: u64,
     /// Instances trimmed from acceptor logs, summed over the logs of the
     /// nodes up at the end (DMap seeds).
     pub trimmed_instances: u64,
@@ -58,6 +60,8 @@ pub struct SwarmSummary {
     pub checkpoint_restores: u64,
     /// Instances trimmed, over all seeds.
     pub trimmed_instances: u64,
+    /// State transfers, over all seeds.
+    pub state_transfers: u64,
     /// Wall-clock time taken.
     pub elapsed: Duration,
 }
@@ -132,6 +136,7 @@ pub fn run_swarm_replayed_by(
         summary.seeds += 1;
         summary.checkpoint_restores += outcome.stats.checkpoint_restores;
         summary.trimmed_instances += outcome.stats.trimmed_instances;
+        summary.state_transfers += outcome.stats.state_transfers;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;
             summary.failed_seeds.push(seed);

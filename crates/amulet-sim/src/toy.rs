@@ -170,6 +170,7 @@ impl ToyCluster {
             learner_incarnations: self.history.learners().len() as u64,
             checkpoint_restores: 0,
             trimmed_instances: 0,
+            state_transfers: 0,
             virtual_micros: self.now.0,
             trace_events: self.trace.events(),
             network: self.network.stats(),

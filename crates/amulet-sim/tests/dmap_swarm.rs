@@ -130,3 +130,18 @@ fn dmap_section_3_4_2_trimming_without_a_quorum_is_caught() {
     let (seed, how) = caught.expect("trimming without a quorum survived 50 seeds");
     println!("caught at seed {seed}: {how}");
 }
+
+#[test]
+fn dmap_section_3_4_2_replicas_behind_the_trim_point_install_a_peers_checkpoint() {
+    // Half the seeds trim at a majority of each partition: a replica left
+    // behind (down, cut off, slow) fetches a peer's checkpoint. The parts
+    // above check those seeds' histories; here, that it happens.
+    let transfers: u64 = (0..40)
+        .map(|seed| {
+            run_dmap_seed(seed, false, DmapBug::None)
+                .stats
+                .state_transfers
+        })
+        .sum();
+    assert!(transfers > 0, "40 seeds installed no peer checkpoint");
+}

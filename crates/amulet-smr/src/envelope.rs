@@ -88,6 +88,44 @@ pub enum ReplicaMessage {
         /// The asker.
         from: NodeId,
     },
+    /// State transfer (thesis §3.4.2, DMap §III-C): a replica whose
+    /// streams were trimmed past its position asks a peer of its
+    /// partition for the peer's latest durable checkpoint, from byte
+    /// `offset` (0 starts a transfer; later requests pull the next chunk).
+    CheckpointRequest {
+        /// The partition.
+        partition: PartitionId,
+        /// The asker.
+        from: NodeId,
+        /// First byte wanted.
+        offset: u64,
+    },
+    /// A chunk of the sender's checkpoint of `partition`, in the
+    /// checkpoint file's encoding; `bytes` is empty when the sender holds
+    /// no checkpoint.
+    CheckpointChunk {
+        /// The partition.
+        partition: PartitionId,
+        /// The sender.
+        from: NodeId,
+        /// Size of the whole checkpoint.
+        total: u64,
+        /// Where `bytes` starts.
+        offset: u64,
+        /// The chunk.
+        bytes: Bytes,
+    },
+}
+
+impl ReplicaMessage {
+    /// Whether a replica handles it (signals) or the node around it
+    /// (state transfer).
+    pub fn is_signal(&self) -> bool {
+        matches!(
+            self,
+            ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. }
+        )
+    }
 }
 
 impl ReplicaMessage {

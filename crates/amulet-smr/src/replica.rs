@@ -269,6 +269,15 @@ impl<S: StateMachine> Replica<S> {
         Ok(replica)
     }
 
+    /// Numbers new requests after those of `previous`, the replica this one
+    /// replaces at run time (a peer's checkpoint installed by state
+    /// transfer). Commands `previous` proposed may still be decided, and
+    /// this replica answers them by number as their origin; fresh numbers
+    /// keep those answers from reaching new requests.
+    pub fn continue_requests_of(&mut self, previous: &Replica<S>) {
+        self.next_request = self.next_request.max(previous.next_request);
+    }
+
     /// The replicated state as a checkpoint, if this is a point between
     /// deliveries where one can be taken: nothing queued and no
     /// multi-partition command waiting for signals (whose progress is not
@@ -497,6 +506,8 @@ impl<S: StateMachine> Replica<S> {
                 global_position,
                 from,
             } => self.on_signal_request(global_position, from),
+            // State transfer is the node's business, not the replica's.
+            ReplicaMessage::CheckpointRequest { .. } | ReplicaMessage::CheckpointChunk { .. } => {}
         }
     }
 

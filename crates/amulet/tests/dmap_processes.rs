@@ -609,3 +609,118 @@ fn section_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
     drop(runtime);
     cluster.stop();
 }
+
+#[test]
+fn section_3_4_2_a_replica_behind_the_trim_point_recovers_from_a_peers_checkpoint() {
+    let mut cluster = Cluster::start_with("transfer", Some(200));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(Client::connect_with(cluster.addresses(), client_config()))
+        .unwrap();
+    let map = runtime.block_on(client.create_map("transfer")).unwrap();
+    let key = |i: u32| Bytes::from(format!("t{i:04}"));
+    let value = |i: u32| Bytes::from(format!("value {i}"));
+    runtime.block_on(async {
+        for i in 0..100 {
+            map.put(key(i), value(i)).await.unwrap();
+        }
+    });
+    // Where node 3's streams stand when it goes down.
+    let decided = |address: &str| -> Vec<u64> {
+        runtime
+            .block_on(client.status(address))
+            .map(|s| s.streams.iter().map(|t| t.decided_below).collect())
+            .unwrap_or_default()
+    };
+    let trimmed = |address: &str| -> Vec<u64> {
+        runtime
+            .block_on(client.status(address))
+            .map(|s| s.streams.iter().map(|t| t.trimmed_below).collect())
+            .unwrap_or_default()
+    };
+    let at_kill = decided(&cluster.address(3));
+    assert_eq!(at_kill.len(), PARTITIONS as usize + 1);
+    cluster.kill(3);
+    // Writes go on; the others checkpoint and, being a majority of every
+    // partition, trim every stream past where node 3 stopped.
+    runtime.block_on(async {
+        for i in 100..300 {
+            map.put(key(i), value(i)).await.unwrap();
+        }
+    });
+    let past = |t: &[u64]| t.len() == at_kill.len() && t.iter().zip(&at_kill).all(|(t, k)| t > k);
+    for _ in 0..300 {
+        if past(&trimmed(&cluster.address(1))) && past(&trimmed(&cluster.address(2))) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for n in 1..=2 {
+        let t = trimmed(&cluster.address(n));
+        assert!(
+            past(&t),
+            "node {n} trimmed below {t:?}, node 3 stopped at {at_kill:?}"
+        );
+    }
+    // Node 3 restarts from its own (now too old) checkpoints, finds its
+    // streams trimmed past it, and installs a peer's checkpoint.
+    cluster.spawn(3);
+    let log_path = cluster.dir.join("node-3.log");
+    let restored_from_peer = || {
+        std::fs::read_to_string(&log_path)
+            .unwrap_or_default()
+            .matches("replica restored from a peer's checkpoint")
+            .count()
+    };
+    for _ in 0..400 {
+        if restored_from_peer() >= PARTITIONS as usize {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        restored_from_peer() >= PARTITIONS as usize,
+        "node 3 installed {} peer checkpoints",
+        restored_from_peer()
+    );
+    // It catches up and serves every write, before and after its crash.
+    let address3 = cluster.address(3);
+    let version = client.partition_map().version.0;
+    runtime.block_on(async {
+        for i in 0..300 {
+            let partition = client
+                .partition_map()
+                .partition_of("transfer", &key(i))
+                .unwrap()
+                .0;
+            let get = Op::Get(pb::Get {
+                map: "transfer".into(),
+                key: key(i),
+            });
+            let mut answer = None;
+            for _ in 0..200 {
+                match raw_execute(&address3, partition, version, 0, 0, get.clone()).await {
+                    Ok(reply) => {
+                        answer = Some(reply);
+                        break;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+            assert_eq!(
+                answer.and_then(|a| a.result),
+                Some(pb::map_response::Result::Value(pb::OptionalValue {
+                    value: Some(value(i))
+                })),
+                "key {i} through node 3"
+            );
+        }
+    });
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

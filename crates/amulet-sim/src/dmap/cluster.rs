@@ -73,7 +73,13 @@ struct CheckpointPolicy {
     every_micros: u64,
     /// Longest time a checkpoint write takes; a crash meanwhile loses it.
     write_micros_max: u64,
+    /// Who must hold a checkpoint before acceptors trim.
+    quorum: TrimQuorum,
 }
+
+/// How long a state transfer request waits for its answer before the
+/// next peer is asked.
+const TRANSFER_RETRY_MICROS: u64 = 200_000;
 
 /// Messages on the simulated network.
 #[derive(Clone, Debug)]
@@ -108,6 +114,8 @@ struct NodeSlot {
     /// A checkpoint being written, durable at the given time.
     writing: Option<(TimeMicros, Vec<u8>, MergePosition)>,
     next_checkpoint: TimeMicros,
+    /// A state transfer in progress: peers asked so far, when last asked.
+    transfer: Option<(usize, TimeMicros)>,
 }
 
 struct DmapCluster {
@@ -127,6 +135,8 @@ struct DmapCluster {
     checkpoints: CheckpointPolicy,
     /// Replicas started from a checkpoint.
     restores: u64,
+    /// Peer checkpoints installed by state transfer.
+    transfers: u64,
     calls: Vec<Call<MapOp, Observed>>,
     violations: Vec<Violation>,
     trace: TraceHash,
@@ -260,6 +270,7 @@ impl DmapCluster {
                         checkpoint: None,
                         writing: None,
                         next_checkpoint: TimeMicros(0),
+                        transfer: None,
                     },
                 );
             }
@@ -303,6 +314,11 @@ impl DmapCluster {
                 checkpoint_rng.range(50_000, 1_000_000)
             },
             write_micros_max: checkpoint_rng.range(0, 30_000),
+            quorum: if checkpoint_rng.chance(0.5) {
+                TrimQuorum::All
+            } else {
+                TrimQuorum::Majority
+            },
         };
         if verbose {
             println!("checkpoints={checkpoints:?}");
@@ -323,6 +339,7 @@ impl DmapCluster {
             checkpoint_rng: checkpoint_rng.fork(),
             checkpoints,
             restores: 0,
+            transfers: 0,
             calls: Vec::new(),
             violations: Vec::new(),
             trace: TraceHash::new(),
@@ -476,11 +493,138 @@ impl DmapCluster {
             node_stream.set_safe_instance(safe);
             let point = match bug {
                 DmapBug::TrimWithoutQuorum => Some(safe),
-                _ => trim_point(&map, stream, &node_stream.safe_instances(), TrimQuorum::All),
+                _ => trim_point(
+                    &map,
+                    stream,
+                    &node_stream.safe_instances(),
+                    self.checkpoints.quorum,
+                ),
             };
             if let Some(point) = point {
                 node_stream.trim_log(point);
             }
+        }
+    }
+
+    /// State transfer, asking side (thesis §3.4.2; DMap §III-C): a node
+    /// whose learner found a stream trimmed past it asks the partition's
+    /// other replicas in turn for their latest checkpoint.
+    fn request_checkpoint(&mut self, node: NodeId) {
+        let now = self.now;
+        let slot = self.slots.get_mut(&node).expect("known node");
+        let Some(process) = slot.process.as_ref() else {
+            return;
+        };
+        let behind = process
+            .multicast
+            .streams()
+            .values()
+            .any(|s| s.learner_trimmed().is_some());
+        if !behind {
+            slot.transfer = None;
+            return;
+        }
+        let (asked, at) = slot.transfer.unwrap_or((0, TimeMicros(0)));
+        if slot.transfer.is_some() && now.since(at) < TRANSFER_RETRY_MICROS {
+            return;
+        }
+        let peers: Vec<NodeId> = self.initial_map.partitions[&slot.partition]
+            .replicas
+            .iter()
+            .copied()
+            .filter(|n| *n != node)
+            .collect();
+        let to = peers[asked % peers.len()];
+        slot.transfer = Some((asked + 1, now));
+        let message = ReplicaMessage::CheckpointRequest {
+            partition: slot.partition,
+            from: node,
+            offset: 0,
+        };
+        self.network
+            .send(now, node, to, SimMessage::Replica(message));
+    }
+
+    /// State transfer, both sides: a peer answers with its whole durable
+    /// checkpoint (one chunk: the sim has no frame limit); the asker
+    /// installs it if it covers every stream trimmed past it.
+    fn on_transfer(&mut self, node: NodeId, message: ReplicaMessage) {
+        let now = self.now;
+        match message {
+            ReplicaMessage::CheckpointRequest {
+                partition, from, ..
+            } => {
+                let slot = &self.slots[&node];
+                if slot.partition != partition {
+                    return;
+                }
+                let bytes = slot
+                    .checkpoint
+                    .as_ref()
+                    .map_or_else(Bytes::new, |(b, _)| Bytes::from(b.clone()));
+                let reply = ReplicaMessage::CheckpointChunk {
+                    partition,
+                    from: node,
+                    total: bytes.len() as u64,
+                    offset: 0,
+                    bytes,
+                };
+                self.network
+                    .send(now, node, from, SimMessage::Replica(reply));
+            }
+            ReplicaMessage::CheckpointChunk {
+                partition, bytes, ..
+            } => {
+                let bug = self.bug;
+                let slot = self.slots.get_mut(&node).expect("known node");
+                let Some(process) = slot.process.as_mut() else {
+                    return;
+                };
+                if bytes.is_empty() || partition != slot.partition || slot.transfer.is_none() {
+                    return;
+                }
+                let (checkpoint, position): CheckpointBody =
+                    postcard::from_bytes(&bytes).expect("a peer's checkpoint decodes");
+                let covers = position.lanes.iter().all(|lane| {
+                    process
+                        .multicast
+                        .streams()
+                        .get(&lane.stream)
+                        .and_then(|s| s.learner_trimmed())
+                        .is_none_or(|below| lane.next >= below)
+                });
+                if !covers {
+                    return; // too old: the next peer is asked on retry
+                }
+                if self.verbose {
+                    let lanes: Vec<(u32, u64)> = position
+                        .lanes
+                        .iter()
+                        .map(|l| (l.stream.0, l.next.0))
+                        .collect();
+                    println!(
+                        "t={}us node {node} installs a peer's checkpoint at {lanes:?} global={}",
+                        now.0, checkpoint.global_position
+                    );
+                }
+                process
+                    .multicast
+                    .restore_group(GroupId(0), &position)
+                    .expect("a peer's checkpoint has the partition's streams");
+                let config = ReplicaConfig::new(node, slot.incarnation, slot.partition);
+                let mut replica = Replica::restore(config, checkpoint, self.initial_state.clone())
+                    .expect("a peer's checkpoint is of this partition");
+                replica.set_bug_complete_without_signals(bug == DmapBug::CompleteWithoutSignals);
+                replica.continue_requests_of(&process.replica);
+                process.replica = replica;
+                // Requests the replaced replica received are not answered;
+                // their clients time out and resend.
+                process.pending.clear();
+                slot.checkpoint = Some((bytes.to_vec(), position));
+                slot.transfer = None;
+                self.transfers += 1;
+            }
+            ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
         }
     }
 
@@ -541,6 +685,7 @@ impl DmapCluster {
         };
         match message {
             SimMessage::Paxos(envelope) => process.multicast.on_message(now, from, envelope),
+            SimMessage::Replica(message) if !message.is_signal() => self.on_transfer(to, message),
             SimMessage::Replica(message) => process.replica.on_message(message),
             SimMessage::Request { tag, request } => {
                 let id = process.replica.submit(now.0, request);
@@ -567,6 +712,7 @@ impl DmapCluster {
             self.flush(node);
             self.checkpoint(node);
             self.trim(node);
+            self.request_checkpoint(node);
         }
         for c in 0..self.clients.len() {
             self.read_snapshot(c);
@@ -785,6 +931,26 @@ impl DmapCluster {
                 self.calls.len(),
                 self.violations.len()
             );
+            for (node, slot) in &self.slots {
+                let Some(p) = slot.process.as_ref() else {
+                    println!("node {node}: down");
+                    continue;
+                };
+                println!(
+                    "node {node}: global_position={} queued={} waiting={}",
+                    p.replica.global_position(),
+                    p.replica.queued(),
+                    p.replica.is_waiting()
+                );
+                for (stream, s) in p.multicast.streams() {
+                    println!(
+                        "  {stream:?} trimmed_below={} learner_trimmed={:?} {}",
+                        s.trimmed_below(),
+                        s.learner_trimmed(),
+                        s.debug_state()
+                    );
+                }
+            }
         }
         SeedOutcome {
             violations: self.violations,
@@ -794,6 +960,7 @@ impl DmapCluster {
                 deliveries: self.calls.iter().filter(|c| c.complete.is_some()).count() as u64,
                 learner_incarnations: self.slots.values().map(|s| u64::from(s.incarnation)).sum(),
                 checkpoint_restores: self.restores,
+                state_transfers: self.transfers,
                 trimmed_instances: self
                     .slots
                     .values()

@@ -111,7 +111,7 @@ pub fn results_row(r: &RunResult, label: &str) -> String {
 
 /// The per-second series CSV header.
 pub const SERIES_HEADER: &str =
-    "started_unix,backend,label,workload,distribution,clients,second,phase,ops,errors";
+    "started_unix,backend,label,workload,distribution,clients,second,phase,ops,errors,p50_us,p99_us";
 
 /// Per-second rows of one run (each ending in a newline). Second `s` counts
 /// completions in `[s, s + 1)` after the run started; its phase is `warmup`
@@ -135,9 +135,14 @@ pub fn series_rows(r: &RunResult, label: &str) -> String {
             // Operations in flight at the end, not measured.
             "drain"
         };
+        let quantile = |q| {
+            r.series
+                .quantile_micros(s, q)
+                .map_or_else(String::new, |v| v.to_string())
+        };
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
             r.started_unix,
             csv_field(&r.backend),
             csv_field(label),
@@ -147,7 +152,9 @@ pub fn series_rows(r: &RunResult, label: &str) -> String {
             s,
             phase,
             ok,
-            err
+            err,
+            quantile(0.5),
+            quantile(0.99)
         )
         .expect("write to string");
     }
@@ -157,7 +164,7 @@ pub fn series_rows(r: &RunResult, label: &str) -> String {
         let lines: Vec<&str> = out.lines().collect();
         let keep = lines
             .iter()
-            .rposition(|l| !l.ends_with(",0,0"))
+            .rposition(|l| !l.ends_with(",0,0,,"))
             .map_or(0, |i| i + 1);
         out = lines[..keep].iter().map(|l| format!("{l}\n")).collect();
     }
@@ -375,8 +382,9 @@ mod tests {
         let text = std::fs::read_to_string(&series).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4);
-        assert_eq!(lines[1], "42,memory,,a,uniform,2,0,warmup,1,0");
-        assert_eq!(lines[3], "42,memory,,a,uniform,2,2,measure,0,1");
+        // The test's series counts without latencies: no percentiles.
+        assert_eq!(lines[1], "42,memory,,a,uniform,2,0,warmup,1,0,,");
+        assert_eq!(lines[3], "42,memory,,a,uniform,2,2,measure,0,1,,");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -133,6 +133,7 @@ pub async fn load<B: KvBackend>(handles: &[Arc<B>], spec: &LoadSpec) -> RunResul
                     Ok(Ok(())) => {
                         stats.record(t1 - t0);
                         series.count(t1 - start, true);
+                        series.record_latency(t1 - start, t1 - t0);
                     }
                     Ok(Err(e)) => {
                         stats.record_error(|| format!("{e:#}"));
@@ -239,6 +240,7 @@ async fn client_loop<B: KvBackend>(
         match outcome {
             Ok(Ok(miss)) => {
                 series.count(at, true);
+                series.record_latency(at, t1 - t0);
                 if measured {
                     stats.record(t1 - t0);
                     stats.misses += u64::from(miss);

@@ -157,11 +157,15 @@ impl OpSet {
 }
 
 /// Operations completed in each second since a client loop started (warmup
-/// included), successes and errors.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// included), successes and errors, and the latencies of the successes
+/// (for per-second percentiles in timelines).
+#[derive(Clone, Debug, Default)]
 pub struct Series {
     pub ok: Vec<u64>,
     pub errors: Vec<u64>,
+    /// Latency of the successful operations completed in each second, µs
+    /// (`None`: none completed).
+    pub latency: Vec<Option<Histogram<u64>>>,
 }
 
 impl Series {
@@ -169,7 +173,30 @@ impl Series {
         Series {
             ok: vec![0; seconds],
             errors: vec![0; seconds],
+            latency: vec![None; seconds],
         }
+    }
+
+    /// Records the latency of a successful operation completed `at` after
+    /// the start.
+    pub fn record_latency(&mut self, at: Duration, latency: Duration) {
+        let s = at.as_secs() as usize;
+        if let Some(slot) = self.latency.get_mut(s) {
+            let h = slot.get_or_insert_with(|| {
+                // 1 µs .. 10 min at 2 significant digits: ~3 KiB a second.
+                Histogram::new_with_bounds(1, 600_000_000, 2).expect("valid bounds")
+            });
+            let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            h.saturating_record(micros.max(1));
+        }
+    }
+
+    /// The `q` quantile (0..=1) of second `s`'s latencies, µs.
+    pub fn quantile_micros(&self, s: usize, q: f64) -> Option<u64> {
+        self.latency
+            .get(s)?
+            .as_ref()
+            .map(|h| h.value_at_quantile(q))
     }
 
     /// Counts one completion `at` after the start; beyond the last second it
@@ -193,6 +220,16 @@ impl Series {
         }
         add(&mut self.ok, &other.ok);
         add(&mut self.errors, &other.errors);
+        if self.latency.len() < other.latency.len() {
+            self.latency.resize(other.latency.len(), None);
+        }
+        for (mine, theirs) in self.latency.iter_mut().zip(&other.latency) {
+            match (mine.as_mut(), theirs) {
+                (Some(m), Some(t)) => m.add(t).expect("same bounds"),
+                (None, Some(t)) => *mine = Some(t.clone()),
+                _ => {}
+            }
+        }
     }
 }
 
@@ -306,5 +343,22 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.ok, vec![1, 0, 1]);
         assert_eq!(a.errors, vec![0, 1, 0]);
+    }
+
+    #[test]
+    fn per_second_latencies_merge_into_per_second_percentiles() {
+        let mut a = Series::with_seconds(3);
+        let mut b = Series::with_seconds(3);
+        for ms in 1..=99 {
+            a.record_latency(Duration::from_millis(1_500), Duration::from_millis(ms));
+        }
+        b.record_latency(Duration::from_millis(1_700), Duration::from_millis(900));
+        a.merge(&b);
+        assert_eq!(a.quantile_micros(0, 0.99), None, "nothing in second 0");
+        let p50 = a.quantile_micros(1, 0.5).unwrap();
+        let p99 = a.quantile_micros(1, 0.99).unwrap();
+        assert!((49_000..=51_000).contains(&p50), "p50 {p50}");
+        assert!((98_000..=100_000).contains(&p99), "p99 {p99}");
+        assert!(a.quantile_micros(1, 1.0).unwrap() >= 890_000);
     }
 }

@@ -236,3 +236,181 @@ impl StateTransfer {
         self.completed += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint_store::CheckpointBody;
+    use amulet_dmap::{MapLimits, PartitionState};
+    use amulet_multicast::{LanePosition, MergePosition};
+    use amulet_smr::{PartitionInfo, PartitionMap, Replica, ReplicaConfig};
+    use amulet_types::{Instance, StreamId};
+
+    fn store(name: &str, node: u32) -> (std::path::PathBuf, CheckpointStore) {
+        let dir = std::env::temp_dir().join(format!(
+            "amulet-transfer-{name}-{node}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        (dir.clone(), CheckpointStore::new(&dir))
+    }
+
+    fn body(global: u64) -> CheckpointBody {
+        let map = PartitionMap::uniform(
+            StreamId(1),
+            vec![(
+                PartitionId(1),
+                PartitionInfo {
+                    stream: StreamId(2),
+                    replicas: vec![NodeId(1), NodeId(2), NodeId(3)],
+                },
+            )],
+        );
+        let config = ReplicaConfig::new(NodeId(2), 1, PartitionId(1));
+        let replica = Replica::new(config, map, PartitionState::new(MapLimits::default()));
+        let mut checkpoint = replica.checkpoint().expect("idle");
+        checkpoint.global_position = global;
+        let lane = |s: u32| LanePosition {
+            stream: StreamId(s),
+            next: Instance(global),
+            carry: 0,
+            consumed: global,
+            delivered: Default::default(),
+        };
+        CheckpointBody {
+            replica: checkpoint,
+            position: MergePosition {
+                lanes: vec![lane(1), lane(2)],
+                turn: 0,
+                remaining: 1,
+                rounds: global,
+            },
+        }
+    }
+
+    /// Carries requests and chunks between an asker and servers until the
+    /// transfer completes or `rounds` pass.
+    fn run(
+        asker: &mut StateTransfer,
+        servers: &mut BTreeMap<NodeId, StateTransfer>,
+        first: (NodeId, ReplicaMessage),
+        rounds: usize,
+    ) -> Option<(CheckpointBody, usize)> {
+        let mut next = Some(first);
+        for round in 0..rounds {
+            let (to, request) = next.take()?;
+            let ReplicaMessage::CheckpointRequest {
+                partition, offset, ..
+            } = request
+            else {
+                panic!("the asker only sends requests");
+            };
+            let reply = servers
+                .get_mut(&to)?
+                .on_request(partition, offset, TimeMicros(0));
+            let ReplicaMessage::CheckpointChunk {
+                partition,
+                from,
+                total,
+                offset,
+                bytes,
+            } = reply
+            else {
+                panic!("servers only send chunks");
+            };
+            match asker.on_chunk(partition, from, total, offset, bytes, TimeMicros(0)) {
+                ChunkOutcome::Ask(to, message) => next = Some((to, message)),
+                ChunkOutcome::Complete(body, _) => return Some((*body, round + 1)),
+                ChunkOutcome::Nothing => return None,
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn section_3_4_2_a_checkpoint_arrives_in_chunks_from_the_first_peer_that_has_one() {
+        let (dir1, empty) = store("empty", 1);
+        let (dir3, full) = store("full", 3);
+        full.write(PartitionId(1), &body(77)).expect("write");
+        let size = std::fs::metadata(full.path(PartitionId(1))).unwrap().len() as usize;
+        let mut servers = BTreeMap::new();
+        // Node 1 has no checkpoint; node 3 has one of several chunks.
+        servers.insert(NodeId(1), StateTransfer::new(NodeId(1), empty, 1024));
+        servers.insert(NodeId(3), StateTransfer::new(NodeId(3), full, 1024));
+        let (dir2, own) = store("asker", 2);
+        let mut asker = StateTransfer::new(NodeId(2), own, 1024);
+        let first = asker
+            .start(PartitionId(1), vec![NodeId(1), NodeId(3)], TimeMicros(0))
+            .expect("a first request");
+        assert!(asker.fetching(PartitionId(1)));
+        assert!(asker
+            .start(PartitionId(1), vec![NodeId(1)], TimeMicros(0))
+            .is_none());
+        let (got, rounds) = run(&mut asker, &mut servers, first, 1_000).expect("completes");
+        assert_eq!(got.replica.global_position, 77);
+        assert_eq!(got.position, body(77).position);
+        // One empty answer from node 1, then every chunk of node 3's file.
+        assert_eq!(rounds, 1 + size.div_ceil(1024));
+        asker.installed(PartitionId(1));
+        assert!(!asker.fetching(PartitionId(1)));
+        for dir in [dir1, dir2, dir3] {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    #[test]
+    fn stray_chunks_are_ignored_and_a_quiet_peer_is_replaced() {
+        let (dir, own) = store("quiet", 2);
+        let mut asker = StateTransfer::new(NodeId(2), own, 1024);
+        let (to, _) = asker
+            .start(PartitionId(1), vec![NodeId(1), NodeId(3)], TimeMicros(0))
+            .expect("a first request");
+        assert_eq!(to, NodeId(1));
+        // From the wrong peer, at the wrong offset, for another partition.
+        let chunk = |p, from, offset| {
+            (
+                PartitionId(p),
+                NodeId(from),
+                10,
+                offset,
+                Bytes::from_static(b"x"),
+            )
+        };
+        for (p, from, total, offset, bytes) in [chunk(1, 3, 0), chunk(1, 1, 5), chunk(2, 1, 0)] {
+            assert!(matches!(
+                asker.on_chunk(p, from, total, offset, bytes, TimeMicros(1)),
+                ChunkOutcome::Nothing
+            ));
+        }
+        assert!(asker.tick(TimeMicros(999_999)).is_empty());
+        let retries = asker.tick(TimeMicros(1_000_000));
+        assert_eq!(retries.len(), 1);
+        assert_eq!(retries[0].0, NodeId(3), "the next peer after a quiet one");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_damaged_transfer_is_refused_and_the_next_peer_asked() {
+        let (dir, own) = store("damaged", 2);
+        let mut asker = StateTransfer::new(NodeId(2), own, 1024);
+        asker
+            .start(PartitionId(1), vec![NodeId(1), NodeId(3)], TimeMicros(0))
+            .expect("a first request");
+        let junk = Bytes::from_static(b"AMCKPT\x00\x01 not a checkpoint at all");
+        let outcome = asker.on_chunk(
+            PartitionId(1),
+            NodeId(1),
+            junk.len() as u64,
+            0,
+            junk,
+            TimeMicros(1),
+        );
+        match outcome {
+            ChunkOutcome::Ask(to, ReplicaMessage::CheckpointRequest { offset: 0, .. }) => {
+                assert_eq!(to, NodeId(3))
+            }
+            _ => panic!("a damaged file must send the asker to the next peer"),
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -15,6 +15,7 @@ use amulet_smr::ReplicaCheckpoint;
 use amulet_types::PartitionId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 const VERSION: u32 = 1;
@@ -66,6 +67,19 @@ impl CheckpointStore {
         }
     }
 
+    /// Removes temporary files of writes a crash interrupted.
+    pub fn remove_temporaries(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().contains(".ckpt.tmp") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// The file of `partition`'s checkpoint.
     pub fn path(&self, partition: PartitionId) -> PathBuf {
         self.dir.join(format!("partition-{}.ckpt", partition.0))
@@ -79,7 +93,7 @@ impl CheckpointStore {
         body: &CheckpointBody,
     ) -> Result<u64, CheckpointError> {
         let path = self.path(partition);
-        let temporary = path.with_extension("ckpt.tmp");
+        let temporary = temporary_path(&path);
         let io = |source| CheckpointError::Io {
             path: temporary.clone(),
             source,
@@ -115,7 +129,7 @@ impl CheckpointStore {
     /// checked) as `partition`'s checkpoint, atomically and durably.
     pub fn write_bytes(&self, partition: PartitionId, bytes: &[u8]) -> Result<(), CheckpointError> {
         let path = self.path(partition);
-        let temporary = path.with_extension("ckpt.tmp");
+        let temporary = temporary_path(&path);
         let io = |source| CheckpointError::Io {
             path: temporary.clone(),
             source,
@@ -154,6 +168,14 @@ impl CheckpointStore {
             .map(Some)
             .map_err(|what| CheckpointError::Corrupt { path, what })
     }
+}
+
+/// A temporary file name of its own for each write, so that a background
+/// write and one at shutdown (or a state transfer's) never share one.
+fn temporary_path(path: &Path) -> PathBuf {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
+    path.with_extension(format!("ckpt.tmp-{}-{n}", std::process::id()))
 }
 
 /// Decodes a checkpoint file's bytes (also those a peer sent in a state

@@ -87,6 +87,11 @@ impl Checkpointer {
         }
     }
 
+    /// Micros between checkpoints (0: none).
+    pub(crate) fn every_micros(&self) -> u64 {
+        self.every_micros
+    }
+
     /// Starts the writes that are due and possible now.
     pub(crate) fn poll(
         &mut self,

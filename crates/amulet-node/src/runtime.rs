@@ -120,6 +120,7 @@ impl Node {
         let epoch = Instant::now();
         let partition_map = config.partition_map()?;
         let store = CheckpointStore::new(&config.data_dir);
+        store.remove_temporaries();
         let (replicas, restored) = start_replicas(me, incarnation, partition_map.as_ref(), &store)?;
         let groups = merge_groups(&logs, partition_map.as_ref(), &replicas)?;
         let mut node = MulticastNode::with_groups(me, logs, groups, incarnation, TimeMicros(0));
@@ -368,6 +369,10 @@ impl EventLoop {
         }
         result?;
         synced?;
+        // A clean stop leaves a checkpoint of every replica at the point
+        // it stopped, so the restart replays nothing and never needs a
+        // peer's checkpoint.
+        self.checkpoint_now();
         // A clean stop: the logs record it, so an async log knows at its
         // next open that it lost nothing even if the machine restarts.
         let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
@@ -677,6 +682,34 @@ impl EventLoop {
     fn send_replica_message(&mut self, to: NodeId, message: ReplicaMessage) {
         if let Some(transport) = self.transport.as_mut() {
             transport.send_replica(to, message.encode());
+        }
+    }
+
+    /// Writes every replica's checkpoint now, on this thread (shutdown).
+    fn checkpoint_now(&mut self) {
+        if self.checkpointer.every_micros() == 0 {
+            return;
+        }
+        for (partition, replica) in &self.replicas {
+            let (Some(state), Some(position)) = (
+                replica.checkpoint(),
+                self.node.group_position(GroupId(partition.0)),
+            ) else {
+                continue;
+            };
+            let body = CheckpointBody {
+                replica: state,
+                position,
+            };
+            match self.store.write(*partition, &body) {
+                Ok(bytes) => tracing::info!(
+                    partition = partition.0,
+                    global_position = body.replica.global_position,
+                    bytes,
+                    "checkpoint written at shutdown"
+                ),
+                Err(error) => tracing::error!(%error, "checkpoint at shutdown failed"),
+            }
         }
     }
 

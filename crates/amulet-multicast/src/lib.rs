@@ -11,10 +11,18 @@
 //! as `k` instances in the merge, keeping every stream at λ instances/s.
 #![deny(missing_docs)]
 
+mod control;
+mod group;
+mod lane;
 mod merger;
 mod multicast_node;
 mod skip_pacer;
 
-pub use merger::{LanePosition, MergeBug, MergePosition, Merged, Merger, PositionError};
-pub use multicast_node::{Effects, GroupId, MulticastError, MulticastNode};
+pub use control::{Control, ControlError, ControlOp, CONTROL_BYTES};
+pub use group::GroupId;
+pub use merger::{
+    LanePosition, LaneState, MergeBug, MergePosition, Merged, Merger, PendingJoin, PositionError,
+    SubscriptionEvent,
+};
+pub use multicast_node::{Effects, MulticastError, MulticastNode};
 pub use skip_pacer::SkipPacer;

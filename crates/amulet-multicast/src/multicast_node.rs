@@ -11,14 +11,18 @@
 //! of the merge of all of them (rounds are counted per stream), so groups
 //! sharing streams agree on the relative order of what they share.
 
-use crate::merger::{MergeBug, MergePosition, Merged, Merger, PositionError};
+use crate::control::{Control, ControlOp};
+use crate::group::GroupId;
+use crate::merger::{
+    LaneState, MergeBug, MergePosition, Merged, Merger, PositionError, SubscriptionEvent,
+};
 use crate::skip_pacer::SkipPacer;
 use amulet_paxos::{Bugs, Input, Output, ProposeError, StreamNode};
 use amulet_storage::AcceptorLog;
 use amulet_types::{
     Ballot, Instance, NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId,
 };
-use amulet_wire::Envelope;
+use amulet_wire::{Envelope, ValueKind};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -42,6 +46,8 @@ pub struct Effects {
     pub delivered: Vec<(GroupId, Merged)>,
     /// Streams whose next instance was trimmed at the acceptors.
     pub trimmed: Vec<(StreamId, Instance)>,
+    /// Subscription changes of each merge group, in its merged order.
+    pub subscriptions: Vec<(GroupId, SubscriptionEvent)>,
 }
 
 impl Effects {
@@ -51,6 +57,7 @@ impl Effects {
             && self.sends_after_sync.is_empty()
             && self.delivered.is_empty()
             && self.trimmed.is_empty()
+            && self.subscriptions.is_empty()
     }
 }
 
@@ -62,15 +69,12 @@ const CATCH_UP_MICROS: u64 = 25_000;
 /// The smallest backlog that asks for catch-up (when λ is 0 or tiny).
 const CATCH_UP_WEIGHT_MIN: u64 = 64;
 
-/// A merge group: one subscriber's merge of its streams.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct GroupId(pub u32);
-
-impl std::fmt::Display for GroupId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "g{}", self.0)
-    }
-}
+/// A subscription whose new stream's copy is not found this long after
+/// the merge stopped for it (and after the lane recovering the stream has
+/// caught up with it) is broadcast to the new stream again (thesis
+/// §4.4.3: the process that proposed the copies may have crashed between
+/// them).
+const REBROADCAST_AFTER_MICROS: u64 = 1_000_000;
 
 struct Pacing {
     pacer: SkipPacer,
@@ -88,6 +92,12 @@ pub struct MulticastNode {
     needs_scratch: Vec<(StreamId, u64)>,
     /// When each stream coordinated here last skipped for local catch-up.
     local_catch_ups: BTreeMap<StreamId, TimeMicros>,
+    /// Subscriptions each group's merge stopped for, and since when the
+    /// lane recovering the new stream has been level with its learner.
+    stalled: BTreeMap<GroupId, (ValueId, TimeMicros)>,
+    /// Numbers subscription requests made here.
+    incarnation: u32,
+    next_request: u64,
     output: Output,
     effects: Effects,
 }
@@ -129,7 +139,10 @@ impl MulticastNode {
         }
         let groups = groups
             .into_iter()
-            .map(|(group, members)| (group, Merger::new(members, instances_per_round)))
+            .map(|(group, members)| {
+                let merger = Merger::for_group(group, members, instances_per_round);
+                (group, merger)
+            })
             .collect();
         let streams: BTreeMap<StreamId, StreamNode> = streams
             .into_iter()
@@ -145,6 +158,9 @@ impl MulticastNode {
             pacing: BTreeMap::new(),
             local_catch_ups: BTreeMap::new(),
             needs_scratch: Vec::new(),
+            stalled: BTreeMap::new(),
+            incarnation,
+            next_request: 1,
             output: Output::default(),
             effects: Effects::default(),
         }
@@ -200,26 +216,74 @@ impl MulticastNode {
     ) -> Result<(), PositionError> {
         let current = self.groups.get(&group).ok_or(PositionError::Streams)?;
         let streams: Vec<StreamId> = position.lanes.iter().map(|l| l.stream).collect();
-        if current.streams() != streams.as_slice() {
+        if streams.iter().any(|s| !self.streams.contains_key(s)) {
             return Err(PositionError::Streams);
         }
         let instances_per_round = current.instances_per_round();
-        let merger = Merger::from_position(position, instances_per_round)?;
+        let merger = Merger::from_position(group, position, instances_per_round)?;
         self.groups.insert(group, merger);
         self.effects.delivered.retain(|(g, _)| *g != group);
-        for stream in streams {
+        self.feed_lanes(|_, _| true);
+        Ok(())
+    }
+
+    /// Adds merge group `group`, restored at `position` (a replica
+    /// created at run time from another's checkpoint, e.g. a partition
+    /// split off by a command of the global stream). Fails if the group
+    /// exists or a lane names a stream this node is not a member of.
+    pub fn add_group(
+        &mut self,
+        group: GroupId,
+        position: &MergePosition,
+    ) -> Result<(), PositionError> {
+        if self.groups.contains_key(&group)
+            || position
+                .lanes
+                .iter()
+                .any(|l| !self.streams.contains_key(&l.stream))
+        {
+            return Err(PositionError::Streams);
+        }
+        let instances_per_round = self
+            .streams
+            .values()
+            .next()
+            .map_or(1, |s| s.config().limits.merge_instances_per_round);
+        let merger = Merger::from_position(group, position, instances_per_round)?;
+        self.groups.insert(group, merger);
+        self.feed_lanes(|_, _| true);
+        Ok(())
+    }
+
+    /// Removes merge group `group` (its subscriber is gone); merged values
+    /// of it not drained yet are dropped.
+    pub fn remove_group(&mut self, group: GroupId) {
+        self.groups.remove(&group);
+        self.stalled.remove(&group);
+        self.effects.delivered.retain(|(g, _)| *g != group);
+    }
+
+    /// Moves each stream's learner back to the lowest instance a merge
+    /// lane expects when a lane expects one below it (a lane recovering
+    /// its stream from the start for a subscription, or a merge restored
+    /// at a checkpoint), or to where the lanes expect, forward, when
+    /// `forward(stream, learner_next)` allows it. A learner further on
+    /// than every lane never goes back.
+    fn feed_lanes(&mut self, forward: impl Fn(StreamId, Instance) -> bool) {
+        for (id, node) in self.streams.iter_mut() {
             let lowest = self
                 .groups
                 .values()
-                .filter_map(|m| Some((m.next_instance(stream)?, m.merged_weight(stream)?)))
-                .min();
-            if let (Some((next, weight)), Some(node)) = (lowest, self.streams.get_mut(&stream)) {
-                if node.learner_next() != next {
-                    node.resume_learner_at(next, weight);
-                }
+                .filter_map(|m| m.expects(*id))
+                .min_by_key(|(instance, _)| *instance);
+            let Some((next, weight)) = lowest else {
+                continue;
+            };
+            let learner = node.learner_next();
+            if next < learner || (next > learner && forward(*id, learner)) {
+                node.resume_learner_at(next, weight);
             }
         }
-        Ok(())
     }
 
     /// How far one merge group is behind what its streams have decided
@@ -274,6 +338,7 @@ impl MulticastNode {
         }
         self.level_rates(now);
         self.absorb();
+        self.rebroadcast_stalled(now);
         self.catch_up_locally(now);
         self.report_merge_needs();
     }
@@ -370,6 +435,138 @@ impl MulticastNode {
         Ok(id)
     }
 
+    /// Subscribes merge group `group` to `stream` (Elastic Paxos, thesis
+    /// Algorithm 1): orders the hint `Prepare` and one copy of the request
+    /// in `via`, a stream the group merges, and the other copy in `stream`.
+    /// Every replica of the group starts merging `stream` at the same
+    /// round once both copies are merged (see [`Merger`]); watch
+    /// [`Effects::subscriptions`] for it. Returns the request's name.
+    /// This node must be a member of both streams.
+    pub fn subscribe(
+        &mut self,
+        now: TimeMicros,
+        group: GroupId,
+        stream: StreamId,
+        via: StreamId,
+    ) -> Result<ValueId, MulticastError> {
+        let request = self.new_request();
+        let control = |op| Control {
+            op,
+            group,
+            stream,
+            request,
+        };
+        for s in [stream, via] {
+            if !self.streams.contains_key(&s) {
+                return Err(MulticastError::UnknownStream(s));
+            }
+        }
+        self.propose_control(now, via, control(ControlOp::Prepare))?;
+        self.propose_control(now, stream, control(ControlOp::Subscribe))?;
+        self.propose_control(now, via, control(ControlOp::Subscribe))?;
+        Ok(request)
+    }
+
+    /// Unsubscribes `group` from `stream`, ordered in `via` (any stream the
+    /// group merges): the stream leaves the group's merge at the end of
+    /// the round the request is merged in. A group never leaves its last
+    /// stream (such a request is ignored).
+    pub fn unsubscribe(
+        &mut self,
+        now: TimeMicros,
+        group: GroupId,
+        stream: StreamId,
+        via: StreamId,
+    ) -> Result<ValueId, MulticastError> {
+        let request = self.new_request();
+        self.propose_control(
+            now,
+            via,
+            Control {
+                op: ControlOp::Unsubscribe,
+                group,
+                stream,
+                request,
+            },
+        )?;
+        Ok(request)
+    }
+
+    fn new_request(&mut self) -> ValueId {
+        let sequence = self.next_request;
+        self.next_request += 1;
+        ValueId {
+            proposer: self.me,
+            incarnation: self.incarnation,
+            sequence,
+        }
+    }
+
+    fn propose_control(
+        &mut self,
+        now: TimeMicros,
+        stream: StreamId,
+        control: Control,
+    ) -> Result<ValueId, MulticastError> {
+        let node = self
+            .streams
+            .get_mut(&stream)
+            .ok_or(MulticastError::UnknownStream(stream))?;
+        let id = node
+            .propose_kind(now, ValueKind::Control, control.encode(), &mut self.output)
+            .map_err(MulticastError::Refused)?;
+        self.absorb();
+        Ok(id)
+    }
+
+    /// Re-broadcast (thesis §4.4.3): a group whose merge has stopped for a
+    /// subscription whose copy in the new stream is not found, although
+    /// the lane recovering that stream has caught up with its learner,
+    /// for `REBROADCAST_AFTER_MICROS`, orders the copy in the new stream
+    /// again (the proposer of the copies may have crashed between them).
+    fn rebroadcast_stalled(&mut self, now: TimeMicros) {
+        let mut due = Vec::new();
+        for (group, merger) in &self.groups {
+            let Some(pending) = merger.waiting() else {
+                self.stalled.remove(group);
+                continue;
+            };
+            let caught_up = match (
+                merger.expects(pending.stream),
+                self.streams.get(&pending.stream),
+            ) {
+                (Some((expected, _)), Some(node)) => expected >= node.learner_next(),
+                _ => false,
+            };
+            let scanning = matches!(
+                merger.lane_state(pending.stream),
+                Some(LaneState::Scanning { .. }) | None
+            );
+            if !caught_up || !scanning {
+                self.stalled.remove(group);
+                continue;
+            }
+            let since = self.stalled.entry(*group).or_insert((pending.request, now));
+            if since.0 != pending.request {
+                *since = (pending.request, now);
+            }
+            if now.since(since.1) >= REBROADCAST_AFTER_MICROS {
+                since.1 = now;
+                due.push((*group, pending));
+            }
+        }
+        for (group, pending) in due {
+            let control = Control {
+                op: ControlOp::Subscribe,
+                group,
+                stream: pending.stream,
+                request: pending.request,
+            };
+            // Backpressure or an unknown stream: the next tick retries.
+            let _ = self.propose_control(now, pending.stream, control);
+        }
+    }
+
     /// Takes the accumulated effects.
     pub fn drain(&mut self) -> Effects {
         std::mem::take(&mut self.effects)
@@ -419,7 +616,7 @@ impl MulticastNode {
             let mut takers = self
                 .groups
                 .values_mut()
-                .filter(|m| m.streams().contains(&decided.stream))
+                .filter(|m| m.feeds_on(decided.stream))
                 .peekable();
             while let Some(merger) = takers.next() {
                 if takers.peek().is_some() {
@@ -431,10 +628,20 @@ impl MulticastNode {
                 }
             }
         }
+        let mut lanes_added = false;
         for (group, merger) in self.groups.iter_mut() {
             while let Some(merged) = merger.pop() {
                 self.effects.delivered.push((*group, merged));
             }
+            lanes_added |= merger.take_lanes_added();
+            for event in merger.take_events() {
+                self.effects.subscriptions.push((*group, event));
+            }
+        }
+        if lanes_added {
+            // A lane recovering a stream from its start for a subscription:
+            // its learner goes back to feed it.
+            self.feed_lanes(|_, _| false);
         }
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 const HEADER_BYTES: usize = 12;
 const TRAILER_BYTES: usize = 12;
 
@@ -259,6 +259,8 @@ mod tests {
             carry: 0,
             consumed: next,
             delivered: Default::default(),
+            state: amulet_multicast::LaneState::Active,
+            start: 0,
         };
         CheckpointBody {
             replica: replica.checkpoint().expect("idle replica"),
@@ -267,6 +269,8 @@ mod tests {
                 turn: 0,
                 remaining: 1,
                 rounds: 5,
+                waiting: None,
+                completed: Default::default(),
             },
         }
     }

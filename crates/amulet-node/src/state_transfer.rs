@@ -276,6 +276,8 @@ mod tests {
             carry: 0,
             consumed: global,
             delivered: Default::default(),
+            state: amulet_multicast::LaneState::Active,
+            start: 0,
         };
         CheckpointBody {
             replica: checkpoint,
@@ -284,6 +286,8 @@ mod tests {
                 turn: 0,
                 remaining: 1,
                 rounds: global,
+                waiting: None,
+                completed: Default::default(),
             },
         }
     }

@@ -204,10 +204,12 @@ impl StreamNode {
                 other => other,
             };
             self.stats.instances_delivered += 1;
-            self.learner.position = self.learner.position.saturating_add(batch.merge_weight());
+            let position = self.learner.position;
+            self.learner.position = position.saturating_add(batch.merge_weight());
             out.decided.push(Decided {
                 stream,
                 instance,
+                position,
                 batch,
             });
             self.learner.next = instance.next();

@@ -10,6 +10,9 @@ pub struct Decided {
     pub stream: StreamId,
     /// The instance.
     pub instance: Instance,
+    /// Merge weight of every instance of the stream below this one (its
+    /// position in the deterministic merge, thesis §3.3).
+    pub position: u64,
     /// The batch, with values already delivered in an earlier instance
     /// (a proposer's retry decided twice) removed.
     pub batch: Batch,

@@ -5,7 +5,7 @@
 use crate::output::Output;
 use crate::stream_node::{ProposeError, StreamNode};
 use amulet_types::{NodeId, TimeMicros, ValueId};
-use amulet_wire::{Message, Value};
+use amulet_wire::{Message, Value, ValueKind};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -20,6 +20,7 @@ const PROPOSE_BYTES_MAX: usize = 1024 * 1024;
 
 #[derive(Debug)]
 struct Pending {
+    kind: ValueKind,
     bytes: Bytes,
     sent: Option<TimeMicros>,
 }
@@ -53,8 +54,8 @@ impl Proposer {
 
     pub(crate) fn propose(
         &mut self,
+        kind: ValueKind,
         bytes: Bytes,
-        _now: TimeMicros,
     ) -> Result<ValueId, ProposeError> {
         if self.pending_bytes + bytes.len() > PENDING_BYTES_MAX
             || self.pending.len() >= PENDING_VALUES_MAX
@@ -64,7 +65,14 @@ impl Proposer {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         self.pending_bytes += bytes.len();
-        self.pending.insert(sequence, Pending { bytes, sent: None });
+        self.pending.insert(
+            sequence,
+            Pending {
+                kind,
+                bytes,
+                sent: None,
+            },
+        );
         self.outbox.push(sequence);
         Ok(self.id(sequence))
     }
@@ -106,6 +114,7 @@ impl StreamNode {
                 pending.sent = Some(now);
                 values.push(Value {
                     id,
+                    kind: pending.kind,
                     bytes: pending.bytes.clone(),
                 });
             }

@@ -12,7 +12,7 @@ use amulet_storage::AcceptorLog;
 use amulet_types::{
     Ballot, Instance, NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId,
 };
-use amulet_wire::{Envelope, Message};
+use amulet_wire::{Envelope, Message, ValueKind};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -231,6 +231,18 @@ impl StreamNode {
         bytes: Bytes,
         out: &mut Output,
     ) -> Result<ValueId, ProposeError> {
+        self.propose_kind(now, ValueKind::Application, bytes, out)
+    }
+
+    /// Proposes a value of the given kind (control values carry
+    /// subscription changes of the multicast layer, thesis §4.4).
+    pub fn propose_kind(
+        &mut self,
+        now: TimeMicros,
+        kind: ValueKind,
+        bytes: Bytes,
+        out: &mut Output,
+    ) -> Result<ValueId, ProposeError> {
         self.now = self.now.max(now);
         let limit = self.config.limits.value_bytes_max;
         if bytes.len() > limit {
@@ -239,7 +251,7 @@ impl StreamNode {
                 limit,
             });
         }
-        let id = self.proposer.propose(bytes, self.now)?;
+        let id = self.proposer.propose(kind, bytes)?;
         self.after_step(out);
         Ok(id)
     }

@@ -352,6 +352,7 @@ mod tests {
                 ballot: b,
                 decided: true,
                 batch: Batch::Values(vec![Value {
+                    kind: Default::default(),
                     id: ValueId {
                         proposer: NodeId(1),
                         incarnation: 1,

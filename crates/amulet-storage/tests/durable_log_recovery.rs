@@ -47,6 +47,7 @@ fn batch(instance: u64, round: u32, bytes: usize) -> Batch {
         return Batch::Skip(bytes as u64 + 1);
     }
     Batch::Values(vec![Value {
+        kind: Default::default(),
         id: ValueId {
             proposer: NodeId(2),
             incarnation: round,

@@ -14,7 +14,7 @@
 //! re-encodes to itself.
 
 use crate::error::DecodeError;
-use crate::message::{Accepted, Batch, Envelope, Message, Value};
+use crate::message::{Accepted, Batch, Envelope, Message, Value, ValueKind};
 use crate::reader::Reader;
 use amulet_types::{Ballot, Instance, NodeId, StreamId, ValueId};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -43,8 +43,8 @@ const INSTANCE_BYTES: usize = 8;
 const NODE_BYTES: usize = 4;
 const U32_BYTES: usize = 4;
 const VALUE_ID_BYTES: usize = 16;
-/// A value with no bytes: id and length.
-const VALUE_BYTES_MIN: usize = VALUE_ID_BYTES + U32_BYTES;
+/// A value with no bytes: id, kind and length.
+const VALUE_BYTES_MIN: usize = VALUE_ID_BYTES + 1 + U32_BYTES;
 /// A null batch: just its tag.
 const BATCH_BYTES_MIN: usize = 1;
 /// An `Accepted` with a null batch.
@@ -126,6 +126,10 @@ fn put_value(value: &Value, out: &mut BytesMut) {
     out.put_u32_le(value.id.proposer.0);
     out.put_u32_le(value.id.incarnation);
     out.put_u64_le(value.id.sequence);
+    out.put_u8(match value.kind {
+        ValueKind::Application => 0,
+        ValueKind::Control => 1,
+    });
     put_len(value.bytes.len(), out);
     out.put_slice(&value.bytes);
 }
@@ -410,9 +414,20 @@ fn get_value(r: &mut Reader) -> Result<Value, DecodeError> {
         incarnation: r.u32()?,
         sequence: r.u64()?,
     };
+    let kind = match r.u8()? {
+        0 => ValueKind::Application,
+        1 => ValueKind::Control,
+        tag => {
+            return Err(DecodeError::UnknownTag {
+                what: "value kind",
+                tag,
+            })
+        }
+    };
     let len_bytes = r.u32()? as usize;
     Ok(Value {
         id,
+        kind,
         bytes: r.slice(len_bytes)?,
     })
 }
@@ -560,6 +575,7 @@ mod tests {
 
     fn value(sequence: u64, bytes: &'static [u8]) -> Value {
         Value {
+            kind: Default::default(),
             id: ValueId {
                 proposer: NodeId(7),
                 incarnation: 2,
@@ -590,6 +606,7 @@ mod tests {
             1, // tag
             1, 0, 0, 0, // count
             7, 0, 0, 0, 2, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, // value id
+            0, // kind: application
             2, 0, 0, 0, b'h', b'i', // bytes
             1, 0, 0, 0, // hops
         ];
@@ -786,7 +803,7 @@ mod tests {
             .collect();
         assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 42]);
         // The only variant below 16 bytes is an empty Propose; one value
-        // adds at least 20 bytes.
-        assert_eq!(VALUE_BYTES_MIN, 20);
+        // adds at least 21 bytes.
+        assert_eq!(VALUE_BYTES_MIN, 21);
     }
 }

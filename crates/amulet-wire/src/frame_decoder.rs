@@ -157,6 +157,7 @@ mod tests {
                 ballot: Ballot { round: 3, node: 1 },
                 instance: Instance(10),
                 batch: Batch::Values(vec![Value {
+                    kind: Default::default(),
                     id: ValueId {
                         proposer: NodeId(1),
                         incarnation: 7,

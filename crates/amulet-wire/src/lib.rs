@@ -18,4 +18,4 @@ pub use codec::{
 pub use error::DecodeError;
 pub use frame::{encode_frame, Frame, Hello, FRAME_HEADER_BYTES, FRAME_MAGIC, HELLO_BODY_BYTES};
 pub use frame_decoder::FrameDecoder;
-pub use message::{Accepted, Batch, Envelope, Message, Value};
+pub use message::{Accepted, Batch, Envelope, Message, Value, ValueKind};

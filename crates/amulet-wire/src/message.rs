@@ -15,13 +15,48 @@
 use amulet_types::{Ballot, Instance, NodeId, StreamId, ValueId};
 use bytes::Bytes;
 
-/// A proposed value: its identifier and its bytes.
+/// A proposed value: its identifier, its kind and its bytes.
 #[derive(Clone, Debug, Eq)]
 pub struct Value {
     /// Unique id; learners deliver each id at most once.
     pub id: ValueId,
-    /// Application bytes.
+    /// Whether the bytes are the application's or the multicast layer's.
+    pub kind: ValueKind,
+    /// The bytes.
     pub bytes: Bytes,
+}
+
+/// Who a value is for. Control values are ordered like any other (that is
+/// their point: a subscription takes effect at a position every subscriber
+/// agrees on, thesis §4.4) but the merge consumes them and never hands
+/// them to the application.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ValueKind {
+    /// Application bytes, delivered to the subscriber.
+    #[default]
+    Application,
+    /// A subscription change (Elastic Paxos), read by the merge.
+    Control,
+}
+
+impl Value {
+    /// An application value.
+    pub fn new(id: ValueId, bytes: Bytes) -> Value {
+        Value {
+            id,
+            kind: ValueKind::Application,
+            bytes,
+        }
+    }
+
+    /// A control value (see [`ValueKind::Control`]).
+    pub fn control(id: ValueId, bytes: Bytes) -> Value {
+        Value {
+            id,
+            kind: ValueKind::Control,
+            bytes,
+        }
+    }
 }
 
 impl PartialEq for Value {
@@ -30,6 +65,7 @@ impl PartialEq for Value {
     /// pointers and lengths settle it without reading 32 KiB.
     fn eq(&self, other: &Self) -> bool {
         self.id == other.id
+            && self.kind == other.kind
             && self.bytes.len() == other.bytes.len()
             && (self.bytes.as_ptr() == other.bytes.as_ptr() || self.bytes == other.bytes)
     }

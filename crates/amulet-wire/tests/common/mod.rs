@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use amulet_types::{Ballot, Instance, NodeId, StreamId, ValueId};
-use amulet_wire::{Accepted, Batch, Envelope, Frame, Hello, Message, Value};
+use amulet_wire::{Accepted, Batch, Envelope, Frame, Hello, Message, Value, ValueKind};
 use bytes::{Bytes, BytesMut};
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -22,16 +22,26 @@ pub fn node() -> impl Strategy<Value = NodeId> {
 }
 
 pub fn value() -> impl Strategy<Value = Value> {
-    (node(), any::<u32>(), any::<u64>(), vec(any::<u8>(), 0..48)).prop_map(
-        |(proposer, incarnation, sequence, bytes)| Value {
+    (
+        node(),
+        any::<u32>(),
+        any::<u64>(),
+        vec(any::<u8>(), 0..48),
+        any::<bool>(),
+    )
+        .prop_map(|(proposer, incarnation, sequence, bytes, control)| Value {
+            kind: if control {
+                ValueKind::Control
+            } else {
+                ValueKind::Application
+            },
             id: ValueId {
                 proposer,
                 incarnation,
                 sequence,
             },
             bytes: Bytes::from(bytes),
-        },
-    )
+        })
 }
 
 pub fn values() -> impl Strategy<Value = Vec<Value>> {

@@ -98,6 +98,7 @@ pub struct MulticastNode {
     /// Numbers subscription requests made here.
     incarnation: u32,
     next_request: u64,
+    rebroadcasts: u64,
     output: Output,
     effects: Effects,
 }
@@ -161,6 +162,7 @@ impl MulticastNode {
             stalled: BTreeMap::new(),
             incarnation,
             next_request: 1,
+            rebroadcasts: 0,
             output: Output::default(),
             effects: Effects::default(),
         }
@@ -492,6 +494,11 @@ impl MulticastNode {
         Ok(request)
     }
 
+    /// Subscribe copies this node broadcast again (thesis §4.4.3).
+    pub fn rebroadcasts(&self) -> u64 {
+        self.rebroadcasts
+    }
+
     fn new_request(&mut self) -> ValueId {
         let sequence = self.next_request;
         self.next_request += 1;
@@ -563,7 +570,9 @@ impl MulticastNode {
                 request: pending.request,
             };
             // Backpressure or an unknown stream: the next tick retries.
-            let _ = self.propose_control(now, pending.stream, control);
+            if self.propose_control(now, pending.stream, control).is_ok() {
+                self.rebroadcasts += 1;
+            }
         }
     }
 

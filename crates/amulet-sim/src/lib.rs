@@ -12,6 +12,7 @@
 pub mod checker;
 pub mod cluster;
 pub mod dmap;
+pub mod elastic;
 pub mod history;
 pub mod nemesis;
 pub mod network;

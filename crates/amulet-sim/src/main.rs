@@ -4,6 +4,7 @@
 
 use amulet_sim::cluster::{self, Bug};
 use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
 use amulet_sim::SeedOutcome;
 use clap::{Parser, ValueEnum};
@@ -30,8 +31,12 @@ struct Arguments {
     bug: BugArg,
     /// Simulate DMap (partitioned replicas, clients, linearizability
     /// checker) instead of the bare multicast layer.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "elastic")]
     dmap: bool,
+    /// Simulate Elastic Paxos (groups subscribing to and unsubscribing
+    /// from streams under faults) instead of static subscriptions.
+    #[arg(long)]
+    elastic: bool,
 }
 
 /// The broken variants selectable from the command line.
@@ -49,6 +54,9 @@ enum BugArg {
     CheckpointPastPosition,
     /// DMap: acceptors trim below their own checkpoints, without a quorum.
     TrimWithoutQuorum,
+    /// Elastic: a subscription's merge point comes from the new stream's
+    /// copy alone.
+    MergePointFromNewStream,
 }
 
 impl BugArg {
@@ -61,11 +69,19 @@ impl BugArg {
         }
     }
 
+    fn elastic_bug(self) -> ElasticBug {
+        match self {
+            BugArg::MergePointFromNewStream => ElasticBug::MergePointFromNewStreamOnly,
+            _ => ElasticBug::None,
+        }
+    }
+
     fn bug(self) -> Bug {
         match self {
-            BugArg::SkipSignals | BugArg::CheckpointPastPosition | BugArg::TrimWithoutQuorum => {
-                Bug::None
-            }
+            BugArg::SkipSignals
+            | BugArg::CheckpointPastPosition
+            | BugArg::TrimWithoutQuorum
+            | BugArg::MergePointFromNewStream => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -79,19 +95,25 @@ impl BugArg {
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
+    let elastic_bug = arguments.bug.elastic_bug();
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
         if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
+        } else if arguments.elastic {
+            run_elastic_seed(seed, verbose, elastic_bug)
         } else {
             cluster::run_seed(seed, verbose, bug)
         }
     };
-    let command = match (arguments.dmap, arguments.bug) {
-        (false, BugArg::None) => "amulet-sim".to_string(),
-        (dmap, bug) => {
+    let command = match (arguments.dmap, arguments.elastic, arguments.bug) {
+        (false, false, BugArg::None) => "amulet-sim".to_string(),
+        (dmap, elastic, bug) => {
             let mut command = "amulet-sim".to_string();
             if dmap {
                 command.push_str(" --dmap");
+            }
+            if elastic {
+                command.push_str(" --elastic");
             }
             if !matches!(bug, BugArg::None) {
                 let name = bug.to_possible_value().expect("not skipped");
@@ -146,6 +168,9 @@ fn swarm(
 ) -> ExitCode {
     let summary = run_swarm_replayed_by(start, count, command, |seed| run(seed, false));
     println!("elapsed_seconds={:.3}", summary.elapsed.as_secs_f64());
+    if summary.subscription_changes > 0 {
+        println!("subscription_changes={}", summary.subscription_changes);
+    }
     if summary.checkpoint_restores > 0 {
         println!("checkpoint_restores={}", summary.checkpoint_restores);
         println!("trimmed_instances={}", summary.trimmed_instances);

@@ -26,6 +26,9 @@ pub struct SeedStats {
     /// Instances trimmed from acceptor logs, summed over the logs of the
     /// nodes up at the end (DMap seeds).
     pub trimmed_instances: u64,
+    /// Subscriptions joined or left by the replica that made the most
+    /// (elastic seeds).
+    pub subscription_changes: u64,
     /// Virtual time at the end, in micros.
     pub virtual_micros: u64,
     /// Events fed to the trace hash.
@@ -62,6 +65,8 @@ pub struct SwarmSummary {
     pub trimmed_instances: u64,
     /// State transfers, over all seeds.
     pub state_transfers: u64,
+    /// Subscription changes, over all seeds (elastic seeds).
+    pub subscription_changes: u64,
     /// Wall-clock time taken.
     pub elapsed: Duration,
 }
@@ -137,6 +142,7 @@ pub fn run_swarm_replayed_by(
         summary.checkpoint_restores += outcome.stats.checkpoint_restores;
         summary.trimmed_instances += outcome.stats.trimmed_instances;
         summary.state_transfers += outcome.stats.state_transfers;
+        summary.subscription_changes += outcome.stats.subscription_changes;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;
             summary.failed_seeds.push(seed);

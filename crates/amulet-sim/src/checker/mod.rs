@@ -3,6 +3,7 @@
 //! violation it finds, with messages naming nodes, values and positions.
 
 pub mod agreement;
+pub mod group_agreement;
 pub mod integrity;
 pub mod linearizability;
 pub mod order;

@@ -968,6 +968,7 @@ impl DmapCluster {
                     .flat_map(|p| p.multicast.streams().values())
                     .map(|s| s.trimmed_below().0)
                     .sum(),
+                subscription_changes: 0,
                 virtual_micros: self.now.0,
                 trace_events: self.trace.events(),
                 network: self.network.stats(),

@@ -24,5 +24,5 @@ pub use merger::{
     LanePosition, LaneState, MergeBug, MergePosition, Merged, Merger, PendingJoin, PositionError,
     SubscriptionEvent,
 };
-pub use multicast_node::{Effects, MulticastError, MulticastNode};
+pub use multicast_node::{Effects, MulticastError, MulticastNode, ReconfigureError};
 pub use skip_pacer::SkipPacer;

@@ -130,6 +130,9 @@ pub struct MergePosition {
     /// Subscribe and unsubscribe requests that took effect (a re-broadcast
     /// copy of one of them is ignored).
     pub completed: BTreeSet<ValueId>,
+    /// The round at whose start the merge stops for a barrier value
+    /// merged before it, until the subscriber releases it.
+    pub fence: Option<u64>,
 }
 
 /// One stream's part of a [`MergePosition`].
@@ -187,6 +190,8 @@ pub struct Merger {
     unreadable_controls: u64,
     /// Whether a lane that must be fed from its stream's start was added.
     lanes_added: bool,
+    /// See [`MergePosition::fence`].
+    fence: Option<u64>,
 }
 
 impl Merger {
@@ -224,6 +229,7 @@ impl Merger {
             events: Vec::new(),
             unreadable_controls: 0,
             lanes_added: false,
+            fence: None,
         }
     }
 
@@ -282,6 +288,7 @@ impl Merger {
             events: Vec::new(),
             unreadable_controls: 0,
             lanes_added: false,
+            fence: None,
         })
     }
 
@@ -312,6 +319,7 @@ impl Merger {
             rounds: self.rounds,
             waiting: self.waiting,
             completed: self.completed.clone(),
+            fence: self.fence,
         })
     }
 
@@ -349,6 +357,30 @@ impl Merger {
     /// The subscription the merge is stopped for, if any.
     pub fn waiting(&self) -> Option<PendingJoin> {
         self.waiting
+    }
+
+    /// The round the merge has stopped at for a barrier (see
+    /// [`amulet_wire::ValueKind::Barrier`]): everything before the round
+    /// is merged and popped, nothing of it is. `None` while the merge may
+    /// go on.
+    pub fn fenced(&self) -> Option<u64> {
+        let fence = self.fence?;
+        (self.ready.is_empty() && self.at_boundary() && self.rounds >= fence).then_some(fence)
+    }
+
+    /// The round a merged barrier will stop the merge at, if any.
+    pub fn fence(&self) -> Option<u64> {
+        self.fence
+    }
+
+    /// Lets a merge stopped at a barrier's fence go on (the subscriber
+    /// has reconfigured what the barrier asked for).
+    pub fn release_fence(&mut self) {
+        self.fence = None;
+    }
+
+    fn at_boundary(&self) -> bool {
+        self.turn == 0 && self.remaining == self.instances_per_round
     }
 
     /// Completed rounds.
@@ -470,7 +502,8 @@ impl Merger {
         most
     }
 
-    /// The first round at which the set of streams in the rounds changes.
+    /// The first round at which the set of streams in the rounds changes
+    /// or the merge stops at a fence.
     fn next_change(&self) -> u64 {
         self.lanes
             .values()
@@ -479,6 +512,7 @@ impl Merger {
                 LaneState::Leaving { last_round } => Some(last_round.saturating_add(1)),
                 _ => None,
             })
+            .chain(self.fence)
             .min()
             .unwrap_or(u64::MAX)
     }
@@ -691,6 +725,9 @@ impl Merger {
             if !self.resolve_waiting() {
                 return None;
             }
+            if self.fenced().is_some() {
+                return None;
+            }
             if self.order.is_empty() {
                 // Every stream left or none joined yet: the next round
                 // that has one.
@@ -734,6 +771,15 @@ impl Merger {
                                     instance,
                                     value,
                                 }),
+                                ValueKind::Barrier => {
+                                    let next = self.rounds + 1;
+                                    self.fence = Some(self.fence.map_or(next, |f| f.min(next)));
+                                    self.ready.push_back(Merged {
+                                        stream,
+                                        instance,
+                                        value,
+                                    });
+                                }
                                 ValueKind::Control => controls.push(value.bytes),
                             }
                         }
@@ -988,6 +1034,7 @@ mod tests {
             rounds: 0,
             waiting: None,
             completed: BTreeSet::new(),
+            fence: None,
         };
         assert!(Merger::from_position(GroupId(0), &good, 2).is_ok());
         let bad = |f: fn(&mut MergePosition)| {

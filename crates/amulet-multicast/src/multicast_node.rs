@@ -14,7 +14,8 @@
 use crate::control::{Control, ControlOp};
 use crate::group::GroupId;
 use crate::merger::{
-    LaneState, MergeBug, MergePosition, Merged, Merger, PositionError, SubscriptionEvent,
+    LanePosition, LaneState, MergeBug, MergePosition, Merged, Merger, PositionError,
+    SubscriptionEvent,
 };
 use crate::skip_pacer::SkipPacer;
 use amulet_paxos::{Bugs, Input, Output, ProposeError, StreamNode};
@@ -26,11 +27,32 @@ use amulet_wire::{Envelope, ValueKind};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
+/// Why a group could not be reconfigured at its fence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReconfigureError {
+    /// No such merge group here.
+    NoGroup(GroupId),
+    /// The group exists already.
+    GroupExists(GroupId),
+    /// The group's merge has not stopped at a fence (or values before it
+    /// are not drained yet).
+    NotFenced(GroupId),
+    /// This node is not a member of the stream (or the copied group does
+    /// not merge it).
+    UnknownStream(StreamId),
+    /// The group merges the stream already.
+    AlreadyMerged(StreamId),
+    /// The changed merge is not valid (no stream left in the rounds).
+    Position(PositionError),
+}
+
 /// Why a multicast was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MulticastError {
     /// This node is not a member of the stream.
     UnknownStream(StreamId),
+    /// This node is a member of the stream already.
+    StreamExists(StreamId),
     /// The stream refused the value.
     Refused(ProposeError),
 }
@@ -257,12 +279,178 @@ impl MulticastNode {
         Ok(())
     }
 
+    /// Makes this node a member of a stream created at run time (a
+    /// partition's new stream), with its acceptor log. No group merges it
+    /// until one is reconfigured or subscribed to it. Fails if the node is
+    /// a member already.
+    pub fn add_stream(
+        &mut self,
+        config: StreamConfig,
+        log: Box<dyn AcceptorLog>,
+        now: TimeMicros,
+    ) -> Result<(), MulticastError> {
+        let id = config.stream;
+        if self.streams.contains_key(&id) {
+            return Err(MulticastError::StreamExists(id));
+        }
+        let node = StreamNode::new(self.me, config, log, self.incarnation, now);
+        self.streams.insert(id, node);
+        Ok(())
+    }
+
+    /// Stops being a member of `stream` (retired: no group merges it any
+    /// more) and returns its acceptor log, for the runtime to close.
+    pub fn remove_stream(&mut self, stream: StreamId) -> Option<Box<dyn AcceptorLog>> {
+        if self.groups.values().any(|m| m.feeds_on(stream)) {
+            return None;
+        }
+        self.pacing.remove(&stream);
+        self.local_catch_ups.remove(&stream);
+        self.streams.remove(&stream).map(StreamNode::into_log)
+    }
+
     /// Removes merge group `group` (its subscriber is gone); merged values
     /// of it not drained yet are dropped.
     pub fn remove_group(&mut self, group: GroupId) {
         self.groups.remove(&group);
         self.stalled.remove(&group);
         self.effects.delivered.retain(|(g, _)| *g != group);
+    }
+
+    /// The round `group`'s merge has stopped at for a barrier value, once
+    /// every value before it was drained (see [`Merger::fenced`]).
+    pub fn fenced(&self, group: GroupId) -> Option<u64> {
+        if self.effects.delivered.iter().any(|(g, _)| *g == group) {
+            return None;
+        }
+        self.groups.get(&group)?.fenced()
+    }
+
+    /// Lets `group`'s merge go on past its fence and merges what it can.
+    pub fn release_fence(&mut self, group: GroupId) {
+        if let Some(merger) = self.groups.get_mut(&group) {
+            merger.release_fence();
+        }
+        self.absorb();
+    }
+
+    /// Changes the streams `group` merges at the fence it stopped at
+    /// (the merge stays stopped until [`MulticastNode::release_fence`]):
+    /// `remove` leave it; each of `add` joins it at the fence's round,
+    /// either from the stream's instance 0 (a stream created for this
+    /// change, best with its `base_position` at the fence's round times
+    /// M: what lies below that is not merged) or as a
+    /// copy of the lane of another group of this node stopped at the same
+    /// fence (a partition absorbing another's stream).
+    pub fn reconfigure_at_fence(
+        &mut self,
+        group: GroupId,
+        remove: &[StreamId],
+        add: &[(StreamId, Option<GroupId>)],
+    ) -> Result<(), ReconfigureError> {
+        let position = self.fenced_position(group)?;
+        let position = self.reconfigured(position, remove, add)?;
+        let merger = Merger::from_position(group, &position, self.instances_per_round())
+            .map_err(ReconfigureError::Position)?;
+        self.groups.insert(group, merger);
+        self.feed_lanes(|_, _| false);
+        Ok(())
+    }
+
+    /// Creates group `new` at the fence `source` stopped at: a copy of
+    /// `source`'s merge with `remove` and `add` changed as in
+    /// [`MulticastNode::reconfigure_at_fence`], itself not stopped (a
+    /// partition split off another: the new partition's replica starts
+    /// from the source replica's state at the same point).
+    pub fn fork_at_fence(
+        &mut self,
+        source: GroupId,
+        new: GroupId,
+        remove: &[StreamId],
+        add: &[(StreamId, Option<GroupId>)],
+    ) -> Result<(), ReconfigureError> {
+        if self.groups.contains_key(&new) {
+            return Err(ReconfigureError::GroupExists(new));
+        }
+        let position = self.fenced_position(source)?;
+        let mut position = self.reconfigured(position, remove, add)?;
+        position.fence = None;
+        let merger = Merger::from_position(new, &position, self.instances_per_round())
+            .map_err(ReconfigureError::Position)?;
+        self.groups.insert(new, merger);
+        self.feed_lanes(|_, _| false);
+        self.absorb();
+        Ok(())
+    }
+
+    fn instances_per_round(&self) -> u64 {
+        self.streams
+            .values()
+            .next()
+            .map_or(1, |s| s.config().limits.merge_instances_per_round)
+    }
+
+    fn fenced_position(&self, group: GroupId) -> Result<MergePosition, ReconfigureError> {
+        let merger = self
+            .groups
+            .get(&group)
+            .ok_or(ReconfigureError::NoGroup(group))?;
+        if self.fenced(group).is_none() {
+            return Err(ReconfigureError::NotFenced(group));
+        }
+        merger.position().ok_or(ReconfigureError::NotFenced(group))
+    }
+
+    fn reconfigured(
+        &self,
+        mut position: MergePosition,
+        remove: &[StreamId],
+        add: &[(StreamId, Option<GroupId>)],
+    ) -> Result<MergePosition, ReconfigureError> {
+        let fence = position.fence.expect("a fenced position has its fence");
+        let m = self.instances_per_round();
+        position.lanes.retain(|l| !remove.contains(&l.stream));
+        for (stream, from) in add {
+            if !self.streams.contains_key(stream) {
+                return Err(ReconfigureError::UnknownStream(*stream));
+            }
+            if position.lanes.iter().any(|l| l.stream == *stream) {
+                return Err(ReconfigureError::AlreadyMerged(*stream));
+            }
+            let lane = match from {
+                None => LanePosition {
+                    stream: *stream,
+                    next: Instance(0),
+                    carry: 0,
+                    consumed: self.streams[stream].config().base_position,
+                    delivered: Default::default(),
+                    state: LaneState::Active,
+                    start: fence.saturating_mul(m),
+                },
+                Some(other) => {
+                    let merger = self
+                        .groups
+                        .get(other)
+                        .ok_or(ReconfigureError::NoGroup(*other))?;
+                    if merger.fenced() != Some(fence) {
+                        return Err(ReconfigureError::NotFenced(*other));
+                    }
+                    let theirs = merger
+                        .position()
+                        .ok_or(ReconfigureError::NotFenced(*other))?;
+                    theirs
+                        .lanes
+                        .into_iter()
+                        .find(|l| l.stream == *stream && l.state.in_rounds())
+                        .ok_or(ReconfigureError::UnknownStream(*stream))?
+                }
+            };
+            position.lanes.push(lane);
+        }
+        position.lanes.sort_by_key(|l| l.stream);
+        position.turn = 0;
+        position.remaining = m;
+        Ok(position)
     }
 
     /// Moves each stream's learner back to the lowest instance a merge
@@ -425,12 +613,25 @@ impl MulticastNode {
         stream: StreamId,
         bytes: Bytes,
     ) -> Result<ValueId, MulticastError> {
+        self.multicast_kind(now, stream, ValueKind::Application, bytes)
+    }
+
+    /// Multicasts a value of the given kind; a [`ValueKind::Barrier`]
+    /// stops the merge of every group that delivers it at the next round
+    /// (see [`MulticastNode::fenced`]).
+    pub fn multicast_kind(
+        &mut self,
+        now: TimeMicros,
+        stream: StreamId,
+        kind: ValueKind,
+        bytes: Bytes,
+    ) -> Result<ValueId, MulticastError> {
         let node = self
             .streams
             .get_mut(&stream)
             .ok_or(MulticastError::UnknownStream(stream))?;
         let id = node
-            .propose(now, bytes, &mut self.output)
+            .propose_kind(now, kind, bytes, &mut self.output)
             .map_err(MulticastError::Refused)?;
         self.absorb();
         self.catch_up_locally(now);

@@ -20,6 +20,7 @@ fn node(now: TimeMicros) -> MulticastNode {
                 learners: vec![],
                 storage: StorageMode::Memory,
                 limits: StreamLimits::default(),
+                base_position: 0,
             };
             let log: Box<dyn AcceptorLog> = Box::new(MemoryRing::new(1024));
             (config, log)

@@ -28,6 +28,7 @@ fn node(me: NodeId, groups: Vec<(GroupId, Vec<StreamId>)>, now: TimeMicros) -> M
                 learners: vec![],
                 storage: StorageMode::Memory,
                 limits: StreamLimits::default(),
+                base_position: 0,
             };
             let log: Box<dyn AcceptorLog> = Box::new(MemoryRing::new(4096));
             (config, log)

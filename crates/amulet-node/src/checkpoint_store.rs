@@ -271,6 +271,7 @@ mod tests {
                 rounds: 5,
                 waiting: None,
                 completed: Default::default(),
+                fence: None,
             },
         }
     }

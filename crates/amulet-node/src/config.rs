@@ -423,6 +423,7 @@ fn stream_config(entry: &StreamEntry) -> StreamConfig {
         learners: entry.learners.iter().map(|n| NodeId(*n)).collect(),
         storage: entry.storage.mode(),
         limits: entry.limits.clone(),
+        base_position: 0,
     }
 }
 

@@ -288,6 +288,7 @@ mod tests {
                 rounds: global,
                 waiting: None,
                 completed: Default::default(),
+                fence: None,
             },
         }
     }

@@ -42,10 +42,12 @@ pub(crate) struct Learner {
 }
 
 impl Learner {
-    pub(crate) fn new(start: Instance) -> Learner {
+    /// A learner starting at instance `start`, whose merge position is
+    /// `position`.
+    pub(crate) fn new(start: Instance, position: u64) -> Learner {
         Learner {
             next: start,
-            position: 0,
+            position,
             decided: BTreeMap::new(),
             phase2_cache: BTreeMap::new(),
             highest_known: start,

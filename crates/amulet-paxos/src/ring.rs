@@ -244,6 +244,7 @@ mod tests {
             learners: vec![NodeId(4)],
             storage: StorageMode::Memory,
             limits: StreamLimits::default(),
+            base_position: 0,
         }
     }
 

@@ -115,7 +115,7 @@ impl StreamNode {
         StreamNode {
             me,
             ring: Ring::new(me, &config, now),
-            learner: Learner::new(Instance(0)),
+            learner: Learner::new(Instance(0), config.base_position),
             proposer: Proposer::new(me, incarnation),
             config,
             log,
@@ -379,6 +379,12 @@ impl StreamNode {
         // from the new position (queued values are re-sent by their
         // proposers, which retry until delivery).
         self.coordinator = None;
+    }
+
+    /// The acceptor log, for the runtime to close when the stream is
+    /// retired.
+    pub fn into_log(self) -> Box<dyn AcceptorLog> {
+        self.log
     }
 
     /// The learner's next instance to deliver.

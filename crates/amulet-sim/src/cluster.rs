@@ -150,6 +150,7 @@ fn draw_topology(rng: &mut Rng, storage: StorageMode) -> (Vec<StreamConfig>, Vec
             learners,
             storage,
             limits: sim_limits(),
+            base_position: 0,
         });
     }
     let nodes = acceptors.into_iter().chain(extra_learners).collect();

@@ -134,6 +134,7 @@ impl Cluster {
                 learners: nodes.clone(),
                 storage,
                 limits: sim_limits(),
+                base_position: 0,
             });
         }
         let group_count = rng.range(2, stream_count as u64) as u32;

@@ -89,6 +89,12 @@ pub struct StreamConfig {
     /// Limits.
     #[serde(default)]
     pub limits: StreamLimits,
+    /// Merge position of the stream's instance 0. A stream created at run
+    /// time to join merges at round `r` starts at `r * M`, so its first
+    /// values are merged at once instead of waiting for a skip that
+    /// catches it up with the streams created with the cluster (0).
+    #[serde(default)]
+    pub base_position: u64,
 }
 
 /// A configuration that cannot run.
@@ -186,6 +192,7 @@ mod tests {
             learners: vec![NodeId(7), NodeId(2)],
             storage: StorageMode::Memory,
             limits: StreamLimits::default(),
+            base_position: 0,
         }
     }
 

@@ -129,6 +129,7 @@ fn put_value(value: &Value, out: &mut BytesMut) {
     out.put_u8(match value.kind {
         ValueKind::Application => 0,
         ValueKind::Control => 1,
+        ValueKind::Barrier => 2,
     });
     put_len(value.bytes.len(), out);
     out.put_slice(&value.bytes);
@@ -417,6 +418,7 @@ fn get_value(r: &mut Reader) -> Result<Value, DecodeError> {
     let kind = match r.u8()? {
         0 => ValueKind::Application,
         1 => ValueKind::Control,
+        2 => ValueKind::Barrier,
         tag => {
             return Err(DecodeError::UnknownTag {
                 what: "value kind",

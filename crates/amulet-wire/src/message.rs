@@ -37,6 +37,12 @@ pub enum ValueKind {
     Application,
     /// A subscription change (Elastic Paxos), read by the merge.
     Control,
+    /// Application bytes that reconfigure the subscriber (a partition
+    /// split, a stream replaced): delivered like `Application`, and the
+    /// merge of every subscriber that delivers it stops at the start of
+    /// the next round until the subscriber releases it, so the change
+    /// takes effect at a round boundary every replica agrees on.
+    Barrier,
 }
 
 impl Value {

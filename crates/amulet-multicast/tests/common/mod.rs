@@ -35,6 +35,7 @@ impl Net {
                     learners: vec![],
                     storage: StorageMode::Memory,
                     limits: StreamLimits::default(),
+                    base_position: 0,
                 };
                 let log: Box<dyn AcceptorLog> = Box::new(MemoryRing::new(4096));
                 (me, MulticastNode::new(me, vec![(config, log)], 1, now))

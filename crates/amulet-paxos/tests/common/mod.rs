@@ -134,6 +134,7 @@ pub fn config(acceptors: &[u32], learners: &[u32]) -> StreamConfig {
         learners: learners.iter().map(|&n| NodeId(n)).collect(),
         storage: StorageMode::Memory,
         limits: StreamLimits::default(),
+        base_position: 0,
     }
 }
 

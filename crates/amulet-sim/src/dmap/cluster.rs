@@ -239,6 +239,7 @@ impl DmapCluster {
             learners: nodes[REPLICAS as usize..].to_vec(),
             storage,
             limits: sim_limits(),
+            base_position: 0,
         }];
         for info in initial_map.partitions.values() {
             configs.push(StreamConfig {
@@ -247,6 +248,7 @@ impl DmapCluster {
                 learners: Vec::new(),
                 storage,
                 limits: sim_limits(),
+                base_position: 0,
             });
         }
         if verbose {

@@ -80,6 +80,10 @@ pub fn map_from_pb(
             .map(|t| (t.first_token, PartitionId(t.partition)))
             .collect(),
         keyspaces,
+        // Clients route by partitions and layouts; which streams were
+        // created or retired at run time is the nodes' business.
+        streams: BTreeMap::new(),
+        retired_streams: Default::default(),
     };
     decoded
         .validate()

@@ -192,6 +192,68 @@ impl Client {
         Ok(reply.into_inner())
     }
 
+    /// Asks the cluster to change its partitioning (split, merge, new
+    /// stream), computed from the freshest map this client can get. Returns
+    /// the map version the change was made from once the cluster ordered
+    /// and accepted it; every replica applies it at a fence soon after
+    /// (watch for a map version above the one returned: see
+    /// [`Client::wait_for_map_version`]). Not retried on an unknown
+    /// outcome: a resend would be refused as stale or as overlapping.
+    pub async fn reconfigure(&self, change: &amulet_smr::Reconfiguration) -> Result<u64, Error> {
+        for _ in 0..3 {
+            self.refresh_map().await;
+            let version = self.map_version();
+            let (mut channel, _) = self.any_node()?;
+            let request = amulet_api::reconfiguration_to_pb(version, change);
+            let answer = tokio::time::timeout(
+                self.inner.config.operation_timeout,
+                channel.reconfigure(request),
+            )
+            .await
+            .map_err(|_| Error::OutcomeUnknown("reconfigure: no answer in time".into()))?;
+            match answer {
+                Ok(_) => return Ok(version),
+                Err(status)
+                    if amulet_api::error_kind(&status) == Some(amulet_api::ErrorKind::StaleMap) =>
+                {
+                    continue
+                }
+                Err(status) => return Err(Error::from_status(&status)),
+            }
+        }
+        Err(Error::Unavailable(
+            "reconfigure: the map kept changing".into(),
+        ))
+    }
+
+    /// Waits until every node in the map reports a map version of at
+    /// least `version` (or `timeout` passes); `progress` hears each
+    /// node's version on every poll. Returns whether all got there.
+    pub async fn wait_for_map_version(
+        &self,
+        version: u64,
+        timeout: Duration,
+        mut progress: impl FnMut(&[(NodeId, Option<u64>)]),
+    ) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.refresh_map().await;
+            let mut seen = Vec::new();
+            for (node, address) in self.node_addresses() {
+                let at = self.status(&address).await.ok().map(|s| s.map_version);
+                seen.push((node, at));
+            }
+            progress(&seen);
+            if !seen.is_empty() && seen.iter().all(|(_, v)| v.is_some_and(|v| v >= version)) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// Closes the idle sessions (best effort; they would expire anyway).
     pub async fn close(&self) {
         for slot in self.inner.sessions.drain() {

@@ -264,6 +264,14 @@ impl PartitionState {
         Ok(SnapshotPage { entries, more })
     }
 
+    /// The open snapshots: id, and whether this replica holds its pages.
+    pub fn snapshot_ids(&self) -> Vec<(SnapshotId, bool)> {
+        self.snapshots
+            .iter()
+            .map(|(id, s)| (*id, s.entries.is_some()))
+            .collect()
+    }
+
     /// Whether snapshot `id` is open but its entries are not held here
     /// (this replica was restored from a checkpoint since it opened):
     /// page reads must go to another replica.
@@ -297,6 +305,62 @@ impl PartitionState {
                 (id, snapshot)
             })
             .collect();
+    }
+
+    /// Removes the entries a split moves to a new partition (`moves`
+    /// holds for them) and returns them as the new partition's state: the
+    /// same catalog of maps, and the open snapshots as leases only (their
+    /// pages stay with this partition, which still holds them whole).
+    /// O(entries) to find what moves, O(moved · log n) to remove it.
+    pub fn split_off(&mut self, moves: &dyn Fn(&str, &[u8]) -> bool) -> PartitionCheckpoint {
+        let mut moved_maps = BTreeMap::new();
+        for (name, entries) in self.maps.iter_mut() {
+            let moved: Entries = entries
+                .iter()
+                .filter(|(key, _)| moves(name.as_str(), key))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if moved.len() * 2 > entries.len() {
+                *entries = entries
+                    .iter()
+                    .filter(|(key, _)| !moved.contains_key(*key))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+            } else {
+                for key in moved.keys() {
+                    entries.remove(key);
+                }
+            }
+            moved_maps.insert(name.clone(), moved);
+        }
+        PartitionCheckpoint {
+            maps: moved_maps,
+            snapshot_leases: self
+                .snapshots
+                .iter()
+                .map(|(id, s)| (*id, s.lease_until_micros))
+                .collect(),
+        }
+    }
+
+    /// Takes in the entries of a partition merged into this one (their
+    /// keys are disjoint from these). A snapshot open in the merged
+    /// partition keeps its lease here but no pages (its own pages went
+    /// with the merged partition, this partition's alone are not the
+    /// snapshot): reads of it are refused and the reader opens a new one.
+    pub fn absorb_checkpoint(&mut self, other: PartitionCheckpoint) {
+        for (name, theirs) in other.maps {
+            let mine = self.maps.entry(name).or_default();
+            *mine = std::mem::take(mine).union(theirs);
+        }
+        for (id, lease_until_micros) in other.snapshot_leases {
+            let snapshot = self.snapshots.entry(id).or_insert(Snapshot {
+                entries: None,
+                lease_until_micros,
+            });
+            snapshot.entries = None;
+            snapshot.lease_until_micros = snapshot.lease_until_micros.max(lease_until_micros);
+        }
     }
 
     /// Ends snapshots whose lease passed by replicated time `now_micros`.

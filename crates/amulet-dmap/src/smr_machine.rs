@@ -18,6 +18,14 @@ impl StateMachine for PartitionState {
         self.restore_checkpoint(checkpoint);
     }
 
+    fn split_off(&mut self, moves: &dyn Fn(&str, &[u8]) -> bool) -> PartitionCheckpoint {
+        PartitionState::split_off(self, moves)
+    }
+
+    fn absorb(&mut self, other: PartitionCheckpoint) {
+        self.absorb_checkpoint(other);
+    }
+
     fn placement(command: &MapCommand) -> Placement {
         use MapCommand::*;
         if let Some(key) = command.single_key() {

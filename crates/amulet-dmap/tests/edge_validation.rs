@@ -268,7 +268,7 @@ fn a_command_of_an_unknown_session_is_refused_at_execution() {
             },
         ),
     );
-    let Output::Propose { stream, value } = replica.drain().remove(0) else {
+    let Output::Propose { stream, value, .. } = replica.drain().remove(0) else {
         panic!("a valid command is proposed");
     };
     replica.on_deliver(stream, &value);
@@ -375,7 +375,7 @@ fn section_3_keyspace_verdicts_are_ordered_not_given_at_the_edge() {
             ..request
         };
         let id = replica.submit(0, request);
-        let Output::Propose { stream, value } = replica.drain().remove(0) else {
+        let Output::Propose { stream, value, .. } = replica.drain().remove(0) else {
             panic!("{name}: refused at the edge instead of ordered");
         };
         assert_eq!(stream, global, "{name}: ordered on the global stream");
@@ -422,7 +422,7 @@ fn section_3_b_replicas_of_one_node_never_share_a_request_id() {
         ),
     );
     assert_ne!(id1, id2, "request ids of one node's replicas collide");
-    let Output::Propose { stream, value } = p1.drain().remove(0) else {
+    let Output::Propose { stream, value, .. } = p1.drain().remove(0) else {
         panic!("the session opening is proposed");
     };
     p2.drain();

@@ -23,7 +23,7 @@ fn size_command(at: &mut Replica<PartitionState>) -> Bytes {
         },
     );
     match at.drain().remove(0) {
-        Output::Propose { stream, value } => {
+        Output::Propose { stream, value, .. } => {
             assert_eq!(
                 stream,
                 StreamId(1),
@@ -88,7 +88,7 @@ fn a_multi_partition_command_waits_for_every_partition_and_later_commands_wait_b
         }),
     };
     a.submit(0, put);
-    let Output::Propose { stream, value } = a.drain().remove(0) else {
+    let Output::Propose { stream, value, .. } = a.drain().remove(0) else {
         panic!("the put is proposed")
     };
     assert_eq!(stream, StreamId(2));

@@ -60,7 +60,7 @@ impl LaneState {
 }
 
 /// Per-stream merge state.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Lane {
     /// Decided batches not yet merged, in instance order.
     pub(crate) queue: VecDeque<(Instance, Batch)>,

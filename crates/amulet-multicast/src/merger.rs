@@ -383,6 +383,90 @@ impl Merger {
         self.turn == 0 && self.remaining == self.instances_per_round
     }
 
+    /// A copy of this merge for another group, not stopped at any fence
+    /// (a partition split off at a fence starts from its source's merge,
+    /// the instances decided but not yet merged included).
+    pub fn fork(&self, group: GroupId) -> Merger {
+        assert!(self.ready.is_empty(), "fork between deliveries");
+        Merger {
+            group,
+            order: self.order.clone(),
+            lanes: self.lanes.clone(),
+            instances_per_round: self.instances_per_round,
+            turn: self.turn,
+            remaining: self.remaining,
+            ready: VecDeque::new(),
+            bug: self.bug,
+            rounds: self.rounds,
+            merged_instances: 0,
+            waiting: self.waiting,
+            completed: self.completed.clone(),
+            events: Vec::new(),
+            unreadable_controls: 0,
+            lanes_added: false,
+            fence: None,
+        }
+    }
+
+    /// Changes the merged streams at a round boundary (a fence): `remove`
+    /// leave now, `add` (lane positions, from instance `next`) join now;
+    /// the other lanes keep what they hold. Fails, changing nothing, if
+    /// the merge is not at a round boundary with everything popped, a
+    /// stream to add is merged already, or no stream would be left.
+    pub fn reconfigure(
+        &mut self,
+        remove: &[StreamId],
+        add: Vec<LanePosition>,
+    ) -> Result<(), PositionError> {
+        self.reconfigure_lanes(
+            remove,
+            add.into_iter()
+                .map(|l| {
+                    let mut lane = Lane::at(l.next, l.consumed, l.delivered, l.state, l.start);
+                    lane.carry = l.carry;
+                    lane.pushed = l.consumed.saturating_add(l.carry);
+                    (l.stream, lane)
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn lane(&self, stream: StreamId) -> Option<&Lane> {
+        self.lanes.get(&stream)
+    }
+
+    pub(crate) fn reconfigure_lanes(
+        &mut self,
+        remove: &[StreamId],
+        add: Vec<(StreamId, Lane)>,
+    ) -> Result<(), PositionError> {
+        if !self.ready.is_empty() || !self.at_boundary() {
+            return Err(PositionError::Turn);
+        }
+        let mut lanes = self.lanes.clone();
+        for stream in remove {
+            lanes.remove(stream);
+        }
+        for (stream, lane) in add {
+            if lanes.insert(stream, lane).is_some() {
+                return Err(PositionError::Streams);
+            }
+        }
+        let order: Vec<StreamId> = lanes
+            .iter()
+            .filter(|(_, l)| l.state.in_rounds())
+            .map(|(s, _)| *s)
+            .collect();
+        if order.is_empty() {
+            return Err(PositionError::Streams);
+        }
+        self.lanes = lanes;
+        self.order = order;
+        self.turn = 0;
+        self.lanes_added = true;
+        Ok(())
+    }
+
     /// Completed rounds.
     pub fn rounds(&self) -> u64 {
         self.rounds

@@ -13,9 +13,9 @@
 
 use crate::control::{Control, ControlOp};
 use crate::group::GroupId;
+use crate::lane::Lane;
 use crate::merger::{
-    LanePosition, LaneState, MergeBug, MergePosition, Merged, Merger, PositionError,
-    SubscriptionEvent,
+    LaneState, MergeBug, MergePosition, Merged, Merger, PositionError, SubscriptionEvent,
 };
 use crate::skip_pacer::SkipPacer;
 use amulet_paxos::{Bugs, Input, Output, ProposeError, StreamNode};
@@ -348,109 +348,104 @@ impl MulticastNode {
         remove: &[StreamId],
         add: &[(StreamId, Option<GroupId>)],
     ) -> Result<(), ReconfigureError> {
-        let position = self.fenced_position(group)?;
-        let position = self.reconfigured(position, remove, add)?;
-        let merger = Merger::from_position(group, &position, self.instances_per_round())
+        let fence = self
+            .fenced(group)
+            .ok_or(ReconfigureError::NotFenced(group))?;
+        let lanes = self.lanes_to_add(fence, add)?;
+        self.groups
+            .get_mut(&group)
+            .ok_or(ReconfigureError::NoGroup(group))?
+            .reconfigure_lanes(remove, lanes)
             .map_err(ReconfigureError::Position)?;
-        self.groups.insert(group, merger);
         self.feed_lanes(|_, _| false);
         Ok(())
     }
 
     /// Creates group `new` at the fence `source` stopped at: a copy of
-    /// `source`'s merge with `remove` and `add` changed as in
-    /// [`MulticastNode::reconfigure_at_fence`], itself not stopped (a
-    /// partition split off another: the new partition's replica starts
-    /// from the source replica's state at the same point).
+    /// `source`'s merge (what it holds undelivered included) with `remove`
+    /// and `add` changed as in [`MulticastNode::reconfigure_at_fence`],
+    /// itself not stopped (a partition split off another: the new
+    /// partition's replica starts from the source replica's state at the
+    /// same point). Returns the new merge's position at the fork, taken
+    /// before it merges anything (the new replica's checkpoint goes with
+    /// it).
     pub fn fork_at_fence(
         &mut self,
         source: GroupId,
         new: GroupId,
         remove: &[StreamId],
         add: &[(StreamId, Option<GroupId>)],
-    ) -> Result<(), ReconfigureError> {
+    ) -> Result<MergePosition, ReconfigureError> {
         if self.groups.contains_key(&new) {
             return Err(ReconfigureError::GroupExists(new));
         }
-        let position = self.fenced_position(source)?;
-        let mut position = self.reconfigured(position, remove, add)?;
-        position.fence = None;
-        let merger = Merger::from_position(new, &position, self.instances_per_round())
+        let fence = self
+            .fenced(source)
+            .ok_or(ReconfigureError::NotFenced(source))?;
+        let lanes = self.lanes_to_add(fence, add)?;
+        let mut forked = self
+            .groups
+            .get(&source)
+            .ok_or(ReconfigureError::NoGroup(source))?
+            .fork(new);
+        forked
+            .reconfigure_lanes(remove, lanes)
             .map_err(ReconfigureError::Position)?;
-        self.groups.insert(new, merger);
+        let position = forked
+            .position()
+            .expect("a merge forked at a fence is between deliveries");
+        self.groups.insert(new, forked);
         self.feed_lanes(|_, _| false);
         self.absorb();
-        Ok(())
+        Ok(position)
     }
 
-    fn instances_per_round(&self) -> u64 {
+    /// M: instances merged per stream and round.
+    pub fn instances_per_round(&self) -> u64 {
         self.streams
             .values()
             .next()
             .map_or(1, |s| s.config().limits.merge_instances_per_round)
     }
 
-    fn fenced_position(&self, group: GroupId) -> Result<MergePosition, ReconfigureError> {
-        let merger = self
-            .groups
-            .get(&group)
-            .ok_or(ReconfigureError::NoGroup(group))?;
-        if self.fenced(group).is_none() {
-            return Err(ReconfigureError::NotFenced(group));
-        }
-        merger.position().ok_or(ReconfigureError::NotFenced(group))
-    }
-
-    fn reconfigured(
+    /// The lanes `add` names, joining at round `fence`.
+    fn lanes_to_add(
         &self,
-        mut position: MergePosition,
-        remove: &[StreamId],
+        fence: u64,
         add: &[(StreamId, Option<GroupId>)],
-    ) -> Result<MergePosition, ReconfigureError> {
-        let fence = position.fence.expect("a fenced position has its fence");
+    ) -> Result<Vec<(StreamId, Lane)>, ReconfigureError> {
         let m = self.instances_per_round();
-        position.lanes.retain(|l| !remove.contains(&l.stream));
+        let mut lanes = Vec::new();
         for (stream, from) in add {
-            if !self.streams.contains_key(stream) {
+            let Some(node) = self.streams.get(stream) else {
                 return Err(ReconfigureError::UnknownStream(*stream));
-            }
-            if position.lanes.iter().any(|l| l.stream == *stream) {
-                return Err(ReconfigureError::AlreadyMerged(*stream));
-            }
+            };
             let lane = match from {
-                None => LanePosition {
-                    stream: *stream,
-                    next: Instance(0),
-                    carry: 0,
-                    consumed: self.streams[stream].config().base_position,
-                    delivered: Default::default(),
-                    state: LaneState::Active,
-                    start: fence.saturating_mul(m),
-                },
+                None => Lane::at(
+                    Instance(0),
+                    node.config().base_position,
+                    Default::default(),
+                    LaneState::Active,
+                    fence.saturating_mul(m),
+                ),
                 Some(other) => {
                     let merger = self
                         .groups
                         .get(other)
                         .ok_or(ReconfigureError::NoGroup(*other))?;
-                    if merger.fenced() != Some(fence) {
+                    if self.fenced(*other) != Some(fence) {
                         return Err(ReconfigureError::NotFenced(*other));
                     }
-                    let theirs = merger
-                        .position()
-                        .ok_or(ReconfigureError::NotFenced(*other))?;
-                    theirs
-                        .lanes
-                        .into_iter()
-                        .find(|l| l.stream == *stream && l.state.in_rounds())
+                    merger
+                        .lane(*stream)
+                        .filter(|l| l.state.in_rounds())
+                        .cloned()
                         .ok_or(ReconfigureError::UnknownStream(*stream))?
                 }
             };
-            position.lanes.push(lane);
+            lanes.push((*stream, lane));
         }
-        position.lanes.sort_by_key(|l| l.stream);
-        position.turn = 0;
-        position.remaining = m;
-        Ok(position)
+        Ok(lanes)
     }
 
     /// Moves each stream's learner back to the lowest instance a merge

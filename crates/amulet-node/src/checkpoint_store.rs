@@ -170,6 +170,35 @@ impl CheckpointStore {
     }
 }
 
+impl CheckpointStore {
+    /// The partitions that have a checkpoint file here, ascending.
+    pub fn partitions(&self) -> Vec<PartitionId> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut partitions: Vec<PartitionId> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let id = name.strip_prefix("partition-")?.strip_suffix(".ckpt")?;
+                id.parse().ok().map(PartitionId)
+            })
+            .collect();
+        partitions.sort();
+        partitions
+    }
+
+    /// Removes `partition`'s checkpoint (it was merged into another).
+    pub fn remove(&self, partition: PartitionId) -> Result<(), CheckpointError> {
+        let path = self.path(partition);
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(CheckpointError::Io { path, source }),
+        }
+    }
+}
+
 /// A temporary file name of its own for each write, so that a background
 /// write and one at shutdown (or a state transfer's) never share one.
 fn temporary_path(path: &Path) -> PathBuf {

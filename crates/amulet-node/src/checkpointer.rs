@@ -175,6 +175,35 @@ impl Checkpointer {
         }
     }
 
+    /// A partition split off at a fence, whose first checkpoint (at the
+    /// fork) was written synchronously: from now on it is checkpointed
+    /// like the others.
+    pub(crate) fn added(
+        &mut self,
+        partition: PartitionId,
+        global_position: u64,
+        lanes: Lanes,
+        now: TimeMicros,
+    ) {
+        let slot = PartitionSlot {
+            due: now.plus(self.every_micros),
+            writing: false,
+            stats: CheckpointStats {
+                global_position,
+                written: 1,
+                ..CheckpointStats::default()
+            },
+            durable: Some(lanes),
+        };
+        self.slots.insert(partition, slot);
+    }
+
+    /// A partition merged into another: no more checkpoints (a write in
+    /// flight finishes and is ignored; its file is removed by the caller).
+    pub(crate) fn removed(&mut self, partition: PartitionId) {
+        self.slots.remove(&partition);
+    }
+
     /// This node's safe instance of `stream` (thesis §3.4.2): the least
     /// first-unreflected instance over the durable checkpoints of the
     /// replicas here that subscribe to it; 0 if one of them has none.

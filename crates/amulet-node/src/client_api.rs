@@ -202,6 +202,7 @@ impl Service {
             Body::KeepAlive { .. } => "keep_alive",
             Body::CloseSession => "close_session",
             Body::App(_) => "app",
+            Body::Reconfigure(_) => "reconfigure",
         };
         let started = tokio::time::Instant::now();
         let result = self.session_request_inner(session, map_version, body).await;
@@ -392,6 +393,27 @@ impl pb::amulet_server::Amulet for Service {
             }
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn reconfigure(
+        &self,
+        request: Request<pb::ReconfigureRequest>,
+    ) -> Result<Response<pb::ReconfigureResponse>, Status> {
+        let started = tokio::time::Instant::now();
+        let result = async {
+            let (map_version, change) = amulet_api::reconfiguration_from_pb(request.into_inner())?;
+            tracing::info!(?change, map_version, "reconfiguration requested");
+            let request = ClientRequest {
+                map_version: MapVersion(map_version),
+                session: None,
+                body: Body::Reconfigure(change),
+            };
+            self.submit(None, request).await?;
+            Ok(Response::new(pb::ReconfigureResponse {}))
+        }
+        .await;
+        self.record("reconfigure", started, &result);
+        result
     }
 
     async fn status(

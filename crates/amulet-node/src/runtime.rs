@@ -12,23 +12,24 @@ use crate::digest::{DeliveryDigest, DigestPoint};
 use crate::load::{LoadGenerator, LoadReport, LoadSpec};
 use crate::node_handle::{Command, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus};
 use crate::state_transfer::{ChunkOutcome, StateTransfer};
-use crate::storage_setup::{open_logs, OpenedLogs};
+use crate::storage_setup::{open_logs, open_stream_log, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
 use amulet_multicast::{GroupId, MergePosition, Merged, MulticastNode};
 use amulet_smr::{
-    trim_point, ClientReply, Output, PartitionMap, Replica, ReplicaConfig, ReplicaMessage,
-    RequestId, TrimQuorum,
+    trim_point, work_fences, ClientReply, FenceHost, Output, PartitionMap, Replica, ReplicaConfig,
+    ReplicaMessage, RequestId, StreamSpec, TrimQuorum,
 };
 use amulet_storage::AcceptorLog;
 use amulet_types::{
     Instance, NodeId, PartitionId, StorageMode, StreamConfig, StreamId, TimeMicros,
 };
-use amulet_wire::{Envelope, Frame, Hello};
+use amulet_wire::{Envelope, Frame, Hello, ValueKind};
 use bytes::Bytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
@@ -101,7 +102,33 @@ impl Node {
         if let Some(spec) = &load {
             check_load(&config, spec)?;
         }
-        let OpenedLogs { logs, incarnation } = open_logs(&config)?;
+        let OpenedLogs {
+            mut logs,
+            incarnation,
+        } = open_logs(&config)?;
+        let partition_map = config.partition_map()?;
+        let store = CheckpointStore::new(&config.data_dir);
+        store.remove_temporaries();
+        let (replicas, restored) = start_replicas(me, incarnation, partition_map.as_ref(), &store)?;
+        // Streams created at run time by reconfigurations (in the newest
+        // map a replica here restored) are not in the configuration: open
+        // their logs too, with the global stream's limits.
+        if let Some(map) = replicas.values().map(|r| r.map()).max_by_key(|m| m.version) {
+            let template = logs
+                .iter()
+                .find(|(c, _)| c.stream == map.global_stream)
+                .map(|(c, _)| c.limits.clone())
+                .unwrap_or_default();
+            for spec in map.streams.values() {
+                let open = logs.iter().any(|(c, _)| c.stream == spec.stream);
+                if open || !spec.members().contains(&me) {
+                    continue;
+                }
+                let stream = runtime_stream_config(spec, &template);
+                let log = open_stream_log(&config.data_dir, &stream, me, false)?;
+                logs.push((stream, log));
+            }
+        }
         let storage: Vec<(StreamId, StorageMode)> =
             logs.iter().map(|(c, _)| (c.stream, c.storage)).collect();
         let spec = TransportSpec {
@@ -118,10 +145,6 @@ impl Node {
         let local_addr = transport.local_addr();
         #[allow(clippy::disallowed_methods)] // the runtime is the clock of the sans-IO core
         let epoch = Instant::now();
-        let partition_map = config.partition_map()?;
-        let store = CheckpointStore::new(&config.data_dir);
-        store.remove_temporaries();
-        let (replicas, restored) = start_replicas(me, incarnation, partition_map.as_ref(), &store)?;
         let groups = merge_groups(&logs, partition_map.as_ref(), &replicas)?;
         let mut node = MulticastNode::with_groups(me, logs, groups, incarnation, TimeMicros(0));
         for (partition, position) in &restored {
@@ -167,6 +190,7 @@ impl Node {
             store,
             transfer,
             installs: Vec::new(),
+            data_dir: config.data_dir.clone(),
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -276,6 +300,8 @@ struct EventLoop {
     /// current flush (never in the middle of one: undrained deliveries
     /// belong to the replica being replaced).
     installs: Vec<(PartitionId, Box<CheckpointBody>, Bytes)>,
+    /// Where streams created at run time keep their logs.
+    data_dir: PathBuf,
 }
 
 /// A node's replicas, and the merge positions of those restored from a
@@ -295,16 +321,48 @@ fn start_replicas(
     map: Option<&PartitionMap>,
     store: &CheckpointStore,
 ) -> anyhow::Result<StartedReplicas> {
-    let Some(map) = map else {
+    let Some(initial) = map else {
         return Ok((BTreeMap::new(), Vec::new()));
     };
+    // Reconfigurations change the partitions: the newest map among this
+    // node's checkpoints says which this node replicates now. A partition
+    // merged away (or a checkpoint file a write finished after its merge)
+    // is dropped; a partition split off here but without a checkpoint yet
+    // is forked again when its source replays the split's fence.
+    let mut bodies = BTreeMap::new();
+    for partition in store.partitions() {
+        if let Some(body) = store.read(partition)? {
+            bodies.insert(partition, body);
+        }
+    }
+    let newest = bodies
+        .values()
+        .map(|b| &b.replica.map)
+        .filter(|m| m.version >= initial.version)
+        .max_by_key(|m| m.version)
+        .cloned();
+    let map = newest.as_ref().unwrap_or(initial);
     let mut replicas = BTreeMap::new();
     let mut restored = Vec::new();
+    let stale: Vec<PartitionId> = bodies
+        .keys()
+        .copied()
+        .filter(|p| !map.partitions_of(me).contains(p))
+        .collect();
+    for partition in stale {
+        tracing::info!(
+            partition = partition.0,
+            "checkpoint of a partition no longer here removed"
+        );
+        bodies.remove(&partition);
+        store.remove(partition)?;
+    }
     for partition in map.partitions_of(me) {
         let config = ReplicaConfig::new(me, incarnation, partition);
         let state = PartitionState::new(MapLimits::default());
-        let replica = match store.read(partition)? {
-            None => Replica::new(config, map.clone(), state),
+        let replica = match bodies.remove(&partition) {
+            None if !initial.partitions.contains_key(&partition) => continue,
+            None => Replica::new(config, initial.clone(), state),
             Some(body) => {
                 let replica = Replica::restore(config, body.replica, state).map_err(|e| {
                     anyhow::anyhow!("checkpoint {}: {e}", store.path(partition).display())
@@ -340,8 +398,13 @@ fn merge_groups(
         )]);
     };
     let mut groups = Vec::new();
-    for partition in replicas.keys() {
-        let streams = vec![map.global_stream, map.partitions[partition].stream];
+    for (partition, replica) in replicas {
+        let own = replica
+            .map()
+            .partitions
+            .get(partition)
+            .map_or_else(|| map.partitions[partition].stream, |info| info.stream);
+        let streams = vec![map.global_stream, own];
         if let Some(missing) = streams.iter().find(|s| !member(**s)) {
             anyhow::bail!(
                 "this node replicates partition {} but is not a member of stream {}",
@@ -600,10 +663,19 @@ impl EventLoop {
             let outputs = self.replicas.get_mut(&partition).expect("listed").drain();
             for output in outputs {
                 match output {
-                    Output::Propose { stream, value } => {
+                    Output::Propose {
+                        stream,
+                        value,
+                        barrier,
+                    } => {
+                        let kind = if barrier {
+                            ValueKind::Barrier
+                        } else {
+                            ValueKind::Application
+                        };
                         // A refusal (proposer queue full) surfaces as the
                         // client's timeout; it retries.
-                        if let Err(error) = self.node.multicast(now, stream, value) {
+                        if let Err(error) = self.node.multicast_kind(now, stream, kind, value) {
                             tracing::debug!(?error, "replica proposal refused");
                         }
                     }
@@ -953,7 +1025,95 @@ impl EventLoop {
             for envelope in local {
                 self.node.on_message(now, self.me, envelope);
             }
+            if !self.replicas.is_empty() {
+                self.work_fences(now)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Does the work of every merge stopped at a barrier's fence whose
+    /// replica executed everything before it (see [`amulet_smr::work_fences`]):
+    /// opens the streams a reconfiguration created, forks a split-off
+    /// partition (whose first checkpoint is written here and now, so a
+    /// restart finds it), retires a merged one, releases the fences.
+    fn work_fences(&mut self, now: TimeMicros) -> anyhow::Result<()> {
+        let me = self.me;
+        let template = self
+            .current_map()
+            .and_then(|m| self.node.streams().get(&m.global_stream))
+            .map(|s| s.config().limits.clone())
+            .unwrap_or_default();
+        let data_dir = self.data_dir.clone();
+        let mut failed: Option<anyhow::Error> = None;
+        let done = {
+            let new_state = || PartitionState::new(MapLimits::default());
+            let stream_config = |spec: &StreamSpec| runtime_stream_config(spec, &template);
+            let mut open_log = |config: &StreamConfig| -> Box<dyn AcceptorLog> {
+                match open_stream_log(&data_dir, config, me, true) {
+                    Ok(log) => log,
+                    Err(error) => {
+                        // The node cannot take part in the new stream: it
+                        // stops (below) rather than run a partition
+                        // without its log.
+                        failed.get_or_insert(error);
+                        Box::new(amulet_storage::MemoryRing::after_restart(1))
+                    }
+                }
+            };
+            let mut host = FenceHost {
+                me,
+                incarnation: self.incarnation,
+                new_state: &new_state,
+                stream_config: &stream_config,
+                open_log: &mut open_log,
+                now,
+            };
+            work_fences(&mut self.node, &mut self.replicas, &mut host)
+        };
+        if let Some(error) = failed {
+            return Err(error.context("opening a stream created by a reconfiguration"));
+        }
+        if done.released == 0 {
+            return Ok(());
+        }
+        for stream in &done.created {
+            if let Some(node) = self.node.streams().get(stream) {
+                self.storage.push((*stream, node.config().storage));
+            }
+        }
+        for (partition, position) in done.added {
+            let replica = &self.replicas[&partition];
+            let body = CheckpointBody {
+                replica: replica
+                    .checkpoint()
+                    .expect("a replica forked at a fence is idle"),
+                position,
+            };
+            let global = body.replica.global_position;
+            let lanes = lanes_of(&body.position);
+            self.store.write(partition, &body).map_err(|e| {
+                anyhow::anyhow!("partition {}: first checkpoint failed: {e}", partition.0)
+            })?;
+            self.checkpointer.added(partition, global, lanes, now);
+            tracing::info!(
+                partition = partition.0,
+                global_position = global,
+                "partition split off here"
+            );
+        }
+        for partition in done.removed {
+            self.checkpointer.removed(partition);
+            self.store
+                .remove(partition)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            // Requests still waiting there were answered `Behind` by the
+            // replica when it retired; drop what is left.
+            self.pending.retain(|(p, _), _| *p != partition);
+            tracing::info!(partition = partition.0, "partition merged away");
+        }
+        let version = self.current_map().map(|m| m.version.0);
+        tracing::info!(fences = done.released, map_version = ?version, "reconfigured at a fence");
         Ok(())
     }
 
@@ -966,5 +1126,18 @@ impl EventLoop {
                 transport.send(to, envelope);
             }
         }
+    }
+}
+
+/// The configuration of a stream created at run time by a reconfiguration:
+/// its spec, with `limits` (the global stream's).
+fn runtime_stream_config(spec: &StreamSpec, limits: &amulet_types::StreamLimits) -> StreamConfig {
+    StreamConfig {
+        stream: spec.stream,
+        acceptors: spec.acceptors.clone(),
+        learners: spec.learners.clone(),
+        storage: spec.storage,
+        limits: limits.clone(),
+        base_position: spec.base_position,
     }
 }

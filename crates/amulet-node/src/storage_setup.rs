@@ -26,30 +26,43 @@ pub fn open_logs(config: &NodeConfig) -> anyhow::Result<OpenedLogs> {
         // Memory rings: only the first run of the data directory may vote
         // (a ring cannot vouch for promises an earlier run made). Durable
         // logs find out from their files whether they lost anything.
-        let dir = config.data_dir.join(format!("stream-{}", stream.stream.0));
-        let log = open_log(
-            stream.storage,
-            &dir,
-            usize::try_from(stream.limits.memory_ring_slots)
-                .context("memory_ring_slots too large")?,
-            incarnation == 1,
-        )
-        .with_context(|| {
-            format!(
-                "stream {}: cannot open its log in {}",
-                stream.stream.0,
-                dir.display()
-            )
-        })?;
-        if !log.recovered().intact && stream.is_acceptor(config.me()) {
-            tracing::warn!(
-                stream = stream.stream.0,
-                "acceptor log is not intact (lost promises or votes): learner only in this stream"
-            );
-        }
+        let log = open_stream_log(&config.data_dir, &stream, config.me(), incarnation == 1)?;
         logs.push((stream, log));
     }
     Ok(OpenedLogs { logs, incarnation })
+}
+
+/// Opens (creating it if new) the log of one stream under `data_dir`:
+/// a stream of the configuration, or one created at run time by a
+/// reconfiguration (`first_run`: nothing of it can exist from an earlier
+/// run, so a memory ring may vote).
+pub fn open_stream_log(
+    data_dir: &Path,
+    stream: &StreamConfig,
+    me: amulet_types::NodeId,
+    first_run: bool,
+) -> anyhow::Result<Box<dyn AcceptorLog>> {
+    let dir = data_dir.join(format!("stream-{}", stream.stream.0));
+    let log = open_log(
+        stream.storage,
+        &dir,
+        usize::try_from(stream.limits.memory_ring_slots).context("memory_ring_slots too large")?,
+        first_run,
+    )
+    .with_context(|| {
+        format!(
+            "stream {}: cannot open its log in {}",
+            stream.stream.0,
+            dir.display()
+        )
+    })?;
+    if !log.recovered().intact && stream.is_acceptor(me) {
+        tracing::warn!(
+            stream = stream.stream.0,
+            "acceptor log is not intact (lost promises or votes): learner only in this stream"
+        );
+    }
+    Ok(log)
 }
 
 /// Reads, increments and durably rewrites `<data_dir>/incarnation`.

@@ -54,6 +54,8 @@ enum BugArg {
     CheckpointPastPosition,
     /// DMap: acceptors trim below their own checkpoints, without a quorum.
     TrimWithoutQuorum,
+    /// DMap: a partition split off starts empty (no range handed over).
+    SplitWithoutTransfer,
     /// Elastic: a subscription's merge point comes from the new stream's
     /// copy alone.
     MergePointFromNewStream,
@@ -65,6 +67,7 @@ impl BugArg {
             BugArg::SkipSignals => DmapBug::CompleteWithoutSignals,
             BugArg::CheckpointPastPosition => DmapBug::CheckpointPastPosition,
             BugArg::TrimWithoutQuorum => DmapBug::TrimWithoutQuorum,
+            BugArg::SplitWithoutTransfer => DmapBug::SplitWithoutTransfer,
             _ => DmapBug::None,
         }
     }
@@ -81,6 +84,7 @@ impl BugArg {
             BugArg::SkipSignals
             | BugArg::CheckpointPastPosition
             | BugArg::TrimWithoutQuorum
+            | BugArg::SplitWithoutTransfer
             | BugArg::MergePointFromNewStream => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,

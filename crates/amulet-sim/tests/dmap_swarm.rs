@@ -145,3 +145,33 @@ fn dmap_section_3_4_2_replicas_behind_the_trim_point_install_a_peers_checkpoint(
         .sum();
     assert!(transfers > 0, "40 seeds installed no peer checkpoint");
 }
+
+#[test]
+fn dmap_section_3_c_splits_merges_and_stream_replacements_happen_in_the_swarm() {
+    // Two seeds in three run an operator that splits and merges
+    // partitions and replaces streams at barriers while clients run and
+    // the nemesis strikes; the parts above check those histories.
+    let changes: u64 = (0..12)
+        .map(|seed| {
+            run_dmap_seed(seed, false, DmapBug::None)
+                .stats
+                .subscription_changes
+        })
+        .sum();
+    assert!(changes > 0, "12 seeds split or merged no partition");
+}
+
+#[test]
+fn dmap_section_3_c_a_split_that_hands_over_nothing_is_caught() {
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..50).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::SplitWithoutTransfer)
+        });
+        outcome.violations.first().map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("a split handing over nothing survived 50 seeds");
+    println!("caught at seed {seed}: {how}");
+}

@@ -35,6 +35,9 @@ pub enum Body<C> {
     },
     /// Ends the envelope's session. Global stream only.
     CloseSession,
+    /// Changes the partitioning (see [`crate::Reconfiguration`]). Global
+    /// stream only, ordered as a barrier; takes effect at its fence.
+    Reconfigure(crate::Reconfiguration),
 }
 
 /// One command as the streams order it.

@@ -21,17 +21,21 @@
 #![deny(missing_docs)]
 
 mod envelope;
+mod fence;
 mod partition_map;
+mod reconfiguration;
 mod replica;
 mod session_table;
 mod state_machine;
 mod trim_point;
 
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
+pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
 pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, PartitionMapError, Placement};
+pub use reconfiguration::{Reconfiguration, StreamSpec};
 pub use replica::{
-    ClientReply, ClientRequest, Output, Replica, ReplicaCheckpoint, ReplicaConfig, RequestId,
-    RestoreError,
+    ClientReply, ClientRequest, FenceWork, Output, Replica, ReplicaCheckpoint, ReplicaConfig,
+    RequestId, RestoreError,
 };
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};

@@ -6,7 +6,7 @@
 use amulet_types::{MapVersion, NodeId, PartitionId, StreamId};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
 /// One partition: the stream that orders its commands and its replicas.
@@ -82,6 +82,14 @@ pub struct PartitionMap {
     pub token_ring: Vec<(u32, PartitionId)>,
     /// Keyspaces and their layouts.
     pub keyspaces: BTreeMap<String, Layout>,
+    /// Streams created at run time by reconfigurations (the streams of
+    /// the initial configuration are in the nodes' configuration files),
+    /// so a node restarted or restored from a checkpoint opens them too.
+    #[serde(default)]
+    pub streams: BTreeMap<StreamId, crate::StreamSpec>,
+    /// Streams no partition uses any more; their ids are never reused.
+    #[serde(default)]
+    pub retired_streams: BTreeSet<StreamId>,
 }
 
 /// The token of a key: CRC-32C of its bytes (Castagnoli polynomial, as in
@@ -109,6 +117,8 @@ impl PartitionMap {
             partitions: partitions.into_iter().collect(),
             token_ring,
             keyspaces: BTreeMap::new(),
+            streams: BTreeMap::new(),
+            retired_streams: BTreeSet::new(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crate::{
     Body, CommandEnvelope, ExecContext, KeyspaceChange, Origin, PartitionMap, Placement,
-    ReplicaMessage, SessionCheck, SessionTable, StateMachine,
+    Reconfiguration, ReplicaMessage, SessionCheck, SessionTable, StateMachine, StreamSpec,
 };
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId, StreamId};
 use bytes::Bytes;
@@ -88,6 +88,9 @@ pub enum ClientReply<R> {
     /// A multi-partition command took effect but another partition's part
     /// of the reply is no longer available.
     Lost,
+    /// The reconfiguration was ordered and is valid: it takes effect at
+    /// its barrier's fence, a moment later, everywhere.
+    Accepted,
 }
 
 /// What the caller must do.
@@ -99,6 +102,10 @@ pub enum Output<R> {
         stream: StreamId,
         /// An encoded [`CommandEnvelope`].
         value: Bytes,
+        /// Multicast as a barrier (a reconfiguration): every merge that
+        /// delivers it stops at the next round until the runtime has
+        /// called [`Replica::at_fence`] and released it.
+        barrier: bool,
     },
     /// Send a message to another replica.
     Send {
@@ -156,6 +163,53 @@ pub struct ReplicaCheckpoint<C, R> {
     pub signal_cache: BTreeMap<u64, Bytes>,
     /// Delivered values that did not decode.
     pub undecodable: u64,
+    /// A reconfiguration executed whose fence is not reached yet.
+    #[serde(default)]
+    pub pending_reconfiguration: Option<Reconfiguration>,
+}
+
+/// What the runtime does at a barrier's fence for one replica, after
+/// [`Replica::at_fence`] applied the pending reconfiguration's map change.
+#[derive(Clone, Debug)]
+pub enum FenceWork<C, R> {
+    /// No reconfiguration was pending (an invalid one): release the fence.
+    Nothing,
+    /// The map changed, this partition is not otherwise involved.
+    MapChanged,
+    /// This partition was split: create partition `new`'s replica from
+    /// `checkpoint` and its merge group as a fork of this one that drops
+    /// this partition's stream and merges `stream` from its instance 0.
+    Split {
+        /// The new partition.
+        new: PartitionId,
+        /// The new partition's replica state at the fence.
+        checkpoint: Box<ReplicaCheckpoint<C, R>>,
+        /// The new partition's stream (its base position set).
+        stream: StreamSpec,
+    },
+    /// This partition's stream is replaced: its merge group drops `old`
+    /// and merges `new` from its instance 0; requests proposed on `old`
+    /// not executed were answered `Behind` (clients resend them).
+    ReplaceStream {
+        /// The retired stream.
+        old: StreamId,
+        /// The new stream (its base position set).
+        new: StreamSpec,
+    },
+    /// Partition `source` merges into this one: hand this replica the
+    /// source replica's state ([`Replica::absorb`]).
+    Absorb {
+        /// The partition that disappears.
+        source: PartitionId,
+    },
+    /// This partition merges into `into`: its state goes there, then its
+    /// replica and merge group are removed and its stream retired.
+    Retire {
+        /// The partition taking the keys.
+        into: PartitionId,
+        /// This partition's state at the fence.
+        checkpoint: Box<ReplicaCheckpoint<C, R>>,
+    },
 }
 
 /// Why a checkpoint cannot be restored.
@@ -201,7 +255,16 @@ pub struct Replica<S: StateMachine> {
     undecodable: u64,
     outputs: Vec<Output<S::Reply>>,
     complete_without_signals: bool,
+    /// See [`ReplicaCheckpoint::pending_reconfiguration`].
+    pending_reconfiguration: Option<Reconfiguration>,
+    /// Requests received here and proposed, not answered yet, with the
+    /// stream they went on (answered `Behind` if it is retired).
+    proposed: BTreeMap<RequestId, StreamId>,
 }
+
+/// Unanswered proposals a replica remembers the stream of (the oldest
+/// are forgotten first: their clients have long given up).
+const PROPOSED_MAX: usize = 1 << 20;
 
 impl<S: StateMachine> Replica<S> {
     /// A replica starting from `map` and `state` (the initial
@@ -235,6 +298,8 @@ impl<S: StateMachine> Replica<S> {
             undecodable: 0,
             outputs: Vec::new(),
             complete_without_signals: false,
+            pending_reconfiguration: None,
+            proposed: BTreeMap::new(),
         }
     }
 
@@ -266,6 +331,7 @@ impl<S: StateMachine> Replica<S> {
         replica.signal_cache_bytes = checkpoint.signal_cache.values().map(Bytes::len).sum();
         replica.signal_cache = checkpoint.signal_cache;
         replica.undecodable = checkpoint.undecodable;
+        replica.pending_reconfiguration = checkpoint.pending_reconfiguration;
         Ok(replica)
     }
 
@@ -298,6 +364,7 @@ impl<S: StateMachine> Replica<S> {
             early_signals: self.early_signals.clone(),
             signal_cache: self.signal_cache.clone(),
             undecodable: self.undecodable,
+            pending_reconfiguration: self.pending_reconfiguration.clone(),
         })
     }
 
@@ -362,6 +429,7 @@ impl<S: StateMachine> Replica<S> {
         self.next_request += 1;
         match self.route_request(&request) {
             Ok(stream) => {
+                let barrier = matches!(request.body, Body::Reconfigure(_));
                 let envelope = CommandEnvelope {
                     origin: Origin {
                         node: self.config.node,
@@ -376,7 +444,12 @@ impl<S: StateMachine> Replica<S> {
                 self.outputs.push(Output::Propose {
                     stream,
                     value: envelope.encode(),
+                    barrier,
                 });
+                self.proposed.insert(id, stream);
+                while self.proposed.len() > PROPOSED_MAX {
+                    self.proposed.pop_first();
+                }
             }
             Err(reply) => self.outputs.push(Output::Reply { request: id, reply }),
         }
@@ -408,6 +481,18 @@ impl<S: StateMachine> Replica<S> {
                 if request.session.is_none() {
                     return Err(ClientReply::Invalid("closing needs a session id".into()));
                 }
+                return Ok(self.map.global_stream);
+            }
+            Body::Reconfigure(change) => {
+                if request.map_version > self.map.version {
+                    return Err(ClientReply::Behind);
+                }
+                if request.map_version < self.map.version {
+                    return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
+                }
+                change
+                    .apply(&self.map, 0)
+                    .map_err(|e| ClientReply::Invalid(e.to_string()))?;
                 return Ok(self.map.global_stream);
             }
         };
@@ -560,7 +645,134 @@ impl<S: StateMachine> Replica<S> {
         self.local_clock_micros = self.local_clock_micros.max(envelope.timestamp_micros);
         match envelope.body.clone() {
             Body::App(command) => self.execute_app(global, envelope, command),
+            Body::Reconfigure(change) => self.execute_reconfigure(global, &envelope, change),
             body => self.execute_session(global, &envelope, body),
+        }
+    }
+
+    /// A reconfiguration is only judged here (the same verdict in every
+    /// partition: it depends on the map and on what is pending, both
+    /// replicated); it takes effect at its fence ([`Replica::at_fence`]).
+    fn execute_reconfigure(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        change: Reconfiguration,
+    ) {
+        if !global {
+            return; // refused at the edge; a forged one does nothing
+        }
+        let reply = if envelope.map_version != self.map.version {
+            ClientReply::StaleMap(Box::new(self.map.clone()))
+        } else if self.pending_reconfiguration.is_some() {
+            ClientReply::Invalid("another reconfiguration is taking effect; retry".into())
+        } else if let Err(e) = change.apply(&self.map, 0) {
+            ClientReply::Invalid(e.to_string())
+        } else {
+            self.pending_reconfiguration = Some(change);
+            ClientReply::Accepted
+        };
+        self.answer(&envelope.origin, reply);
+    }
+
+    /// The reconfiguration pending here, if any.
+    pub fn pending_reconfiguration(&self) -> Option<&Reconfiguration> {
+        self.pending_reconfiguration.as_ref()
+    }
+
+    /// Whether the replica has executed everything delivered to it (no
+    /// command queued or waiting for signals): the point where a fence's
+    /// work can be done.
+    pub fn is_idle(&self) -> bool {
+        self.waiting.is_none() && self.queue.is_empty()
+    }
+
+    /// At the fence of a barrier, once [`Replica::is_idle`]: applies the
+    /// pending reconfiguration (if any), with the new stream starting at
+    /// merge position `base_position` (the fence's round times M), and
+    /// says what the runtime must do for this replica. Every replica of
+    /// every partition calls it at the same point of the order.
+    pub fn at_fence(&mut self, base_position: u64) -> FenceWork<S::Checkpoint, S::Reply> {
+        assert!(self.is_idle(), "at_fence with commands still to execute");
+        let Some(change) = self.pending_reconfiguration.take() else {
+            return FenceWork::Nothing;
+        };
+        let next = change
+            .apply(&self.map, base_position)
+            .expect("validated when executed, on the same map");
+        let me = self.config.partition;
+        let old_map = std::mem::replace(&mut self.map, next);
+        match change {
+            Reconfiguration::Split { source, new, .. } if source == me => {
+                let map = self.map.clone();
+                let moves = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(new);
+                let moved = self.state.split_off(&moves);
+                let mut checkpoint = self
+                    .checkpoint()
+                    .expect("an idle replica can take a checkpoint");
+                checkpoint.partition = new;
+                checkpoint.state = moved;
+                checkpoint.signal_cache = BTreeMap::new();
+                let stream = self.map.streams[&self.map.partitions[&new].stream].clone();
+                FenceWork::Split {
+                    new,
+                    checkpoint: Box::new(checkpoint),
+                    stream,
+                }
+            }
+            Reconfiguration::ReplaceStream { partition, .. } if partition == me => {
+                let old = old_map.partitions[&me].stream;
+                self.abandon_stream(old);
+                let new = self.map.streams[&self.map.partitions[&me].stream].clone();
+                FenceWork::ReplaceStream { old, new }
+            }
+            Reconfiguration::Merge { source, into } if into == me => FenceWork::Absorb { source },
+            Reconfiguration::Merge { source, into } if source == me => {
+                // Still this partition's map entry in the checkpoint: the
+                // state, sessions and clocks move, the map is `into`'s.
+                self.map = old_map;
+                let checkpoint = self
+                    .checkpoint()
+                    .expect("an idle replica can take a checkpoint");
+                let streams: Vec<StreamId> = self.proposed.values().copied().collect();
+                for stream in streams {
+                    self.abandon_stream(stream);
+                }
+                FenceWork::Retire {
+                    into,
+                    checkpoint: Box::new(checkpoint),
+                }
+            }
+            _ => FenceWork::MapChanged,
+        }
+    }
+
+    /// Takes in partition `source`'s state at the fence of the merge that
+    /// retires it: its keys, and for each session the later of the two
+    /// partitions' records.
+    pub fn absorb(&mut self, source: ReplicaCheckpoint<S::Checkpoint, S::Reply>) {
+        self.state.absorb(source.state);
+        self.sessions.absorb(source.sessions);
+        self.local_clock_micros = self.local_clock_micros.max(source.local_clock_micros);
+    }
+
+    /// Answers `Behind` to every request proposed here on `stream` and not
+    /// executed: the stream is retired at this fence, so nothing decided
+    /// on it from now on is executed, and the client resends the request
+    /// (with the same session sequence) to the new stream.
+    fn abandon_stream(&mut self, stream: StreamId) {
+        let abandoned: Vec<RequestId> = self
+            .proposed
+            .iter()
+            .filter(|(_, s)| **s == stream)
+            .map(|(r, _)| *r)
+            .collect();
+        for request in abandoned {
+            self.proposed.remove(&request);
+            self.outputs.push(Output::Reply {
+                request,
+                reply: ClientReply::Behind,
+            });
         }
     }
 
@@ -570,6 +782,7 @@ impl<S: StateMachine> Replica<S> {
 
     fn answer(&mut self, origin: &Origin, reply: ClientReply<S::Reply>) {
         if self.is_mine(origin) {
+            self.proposed.remove(&origin.request);
             self.outputs.push(Output::Reply {
                 request: origin.request,
                 reply,
@@ -610,7 +823,7 @@ impl<S: StateMachine> Replica<S> {
                 self.sessions.close(session);
                 ClientReply::SessionOk
             }
-            Body::App(_) => unreachable!("handled by execute_app"),
+            Body::App(_) | Body::Reconfigure(_) => unreachable!("handled by execute"),
         };
         self.answer(&envelope.origin, reply);
     }

@@ -123,6 +123,31 @@ impl<R: Clone> SessionTable<R> {
         }
     }
 
+    /// Takes in the sessions of a partition merged into this one (at the
+    /// same point of the order, so both hold the same sessions and global
+    /// records): per session, the later of the two local records, since
+    /// a session's commands run one at a time.
+    pub fn absorb(&mut self, other: SessionTable<R>) {
+        for (id, theirs) in other.sessions {
+            match self.sessions.get_mut(&id) {
+                Some(mine) => {
+                    let later = match (&mine.local, &theirs.local) {
+                        (Some((a, _)), Some((b, _))) => b > a,
+                        (None, Some(_)) => true,
+                        _ => false,
+                    };
+                    if later {
+                        mine.local = theirs.local;
+                    }
+                    mine.expires_at_micros = mine.expires_at_micros.max(theirs.expires_at_micros);
+                }
+                None => {
+                    self.sessions.insert(id, theirs);
+                }
+            }
+        }
+    }
+
     /// Records a command of the global stream (with its reply where this
     /// partition was involved).
     pub fn record_global(&mut self, session: SessionId, sequence: u64, reply: Option<R>) {

@@ -46,6 +46,15 @@ pub trait StateMachine {
     /// executing the same commands gives the same replies and state.
     fn restore(&mut self, checkpoint: Self::Checkpoint);
 
+    /// Splits the state at a reconfiguration's fence: removes every entry
+    /// for which `moves(keyspace, key)` holds and returns them as the new
+    /// partition's state, with what every partition holds alike (the
+    /// catalog of keyspaces, open snapshots' leases).
+    fn split_off(&mut self, moves: &dyn Fn(&str, &[u8]) -> bool) -> Self::Checkpoint;
+
+    /// Takes in a partition merged into this one: its entries join these.
+    fn absorb(&mut self, other: Self::Checkpoint);
+
     /// The keys the command touches, for routing.
     fn placement(command: &Self::Command) -> Placement;
 

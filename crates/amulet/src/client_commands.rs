@@ -1,9 +1,13 @@
 //! `amulet get/put/del/scan/size/first/last/status/create-map/drop-map`:
-//! one operation against a cluster through the Rust client. Without
+//! one operation against a cluster through the Rust client; and the
+//! operator's `split/merge/replace-stream` (online repartitioning). Without
 //! `--addr` they talk to the `amulet dev` cluster of `./amulet-data`.
 
 use crate::dev::{ClusterFile, DEFAULT_DIR, DEFAULT_MAP};
+use amulet_api::storage_from_name;
 use amulet_client::{Bytes, Client, ClientConfig, KeyBound};
+use amulet_smr::{Reconfiguration, StreamSpec};
+use amulet_types::{NodeId, PartitionId, StreamId};
 use anyhow::Context;
 use std::path::Path;
 use std::time::Duration;
@@ -60,6 +64,43 @@ pub enum Op {
     DropMap,
     /// Show partitions, streams, replicas, map version and health.
     Status,
+    /// Split partition SOURCE: the keys from the token --at-token (hash
+    /// maps; default: the middle of SOURCE's first token segment) and, for
+    /// range maps, from --at-key MAP=KEY on move to the new partition NEW
+    /// on the new stream --stream (same replicas, which fork it at a
+    /// fence while clients keep running).
+    Split {
+        source: u32,
+        new: u32,
+        /// Id of the new partition's stream (unused so far).
+        #[arg(long)]
+        stream: u32,
+        #[arg(long)]
+        at_token: Option<u32>,
+        /// MAP=KEY: cut of a range-partitioned map.
+        #[arg(long)]
+        at_key: Vec<String>,
+        /// Acceptor storage of the new stream: memory, async or sync.
+        #[arg(long, default_value = "sync")]
+        storage: String,
+    },
+    /// Merge partition SOURCE into INTO (same replicas); SOURCE and its
+    /// stream retire.
+    Merge { source: u32, into: u32 },
+    /// Move PARTITION onto a new stream --stream with acceptors
+    /// --acceptors (thesis §4.2: acceptor replacement); the old stream
+    /// retires.
+    ReplaceStream {
+        partition: u32,
+        #[arg(long)]
+        stream: u32,
+        /// Node ids, comma separated (an odd number; default: the
+        /// partition's replicas).
+        #[arg(long, value_delimiter = ',')]
+        acceptors: Vec<u32>,
+        #[arg(long, default_value = "sync")]
+        storage: String,
+    },
 }
 
 fn addresses(target: &Target) -> anyhow::Result<Vec<String>> {
@@ -183,7 +224,147 @@ async fn execute(
             println!("dropped map {:?}", target.map);
         }
         Op::Status => status(client, addresses).await?,
+        Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } => {
+            let change = reconfiguration(client, &op)?;
+            reconfigure(client, &change, target.timeout_secs).await?;
+        }
     }
+    Ok(())
+}
+
+/// The change an operator subcommand asks for, on the client's map.
+fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> {
+    let map = client.partition_map();
+    let replicas_of = |p: u32| -> anyhow::Result<Vec<NodeId>> {
+        map.partitions
+            .get(&PartitionId(p))
+            .map(|info| info.replicas.clone())
+            .ok_or_else(|| anyhow::anyhow!("no partition {p} in map version {}", map.version.0))
+    };
+    let storage_of = |name: &str| {
+        storage_from_name(name)
+            .ok_or_else(|| anyhow::anyhow!("storage {name:?}: expected memory, async or sync"))
+    };
+    Ok(match op {
+        Op::Split {
+            source,
+            new,
+            stream,
+            at_token,
+            at_key,
+            storage,
+        } => {
+            let replicas = replicas_of(*source)?;
+            let at_token = match at_token {
+                Some(t) => Some(*t),
+                None => middle_of_first_segment(&map, PartitionId(*source)),
+            };
+            let mut at_keys = Vec::new();
+            for cut in at_key {
+                let (name, key) = cut
+                    .split_once('=')
+                    .ok_or_else(|| anyhow::anyhow!("--at-key {cut:?}: expected MAP=KEY"))?;
+                at_keys.push((name.to_string(), Bytes::from(key.to_string())));
+            }
+            Reconfiguration::Split {
+                source: PartitionId(*source),
+                new: PartitionId(*new),
+                stream: StreamSpec {
+                    stream: StreamId(*stream),
+                    acceptors: replicas,
+                    learners: Vec::new(),
+                    storage: storage_of(storage)?,
+                    base_position: 0,
+                },
+                at_token,
+                at_keys,
+            }
+        }
+        Op::Merge { source, into } => Reconfiguration::Merge {
+            source: PartitionId(*source),
+            into: PartitionId(*into),
+        },
+        Op::ReplaceStream {
+            partition,
+            stream,
+            acceptors,
+            storage,
+        } => {
+            let replicas = replicas_of(*partition)?;
+            let acceptors = if acceptors.is_empty() {
+                replicas.clone()
+            } else {
+                acceptors.iter().copied().map(NodeId).collect()
+            };
+            // Replicas that are not acceptors of the new stream learn it.
+            let learners = replicas
+                .iter()
+                .copied()
+                .filter(|n| !acceptors.contains(n))
+                .collect();
+            Reconfiguration::ReplaceStream {
+                partition: PartitionId(*partition),
+                stream: StreamSpec {
+                    stream: StreamId(*stream),
+                    acceptors,
+                    learners,
+                    storage: storage_of(storage)?,
+                    base_position: 0,
+                },
+            }
+        }
+        _ => unreachable!("only operator subcommands"),
+    })
+}
+
+/// The token in the middle of `partition`'s first segment of the token
+/// ring (`None` if it owns no segment wider than one token).
+fn middle_of_first_segment(map: &amulet_smr::PartitionMap, partition: PartitionId) -> Option<u32> {
+    let ring = &map.token_ring;
+    let at = ring.iter().position(|e| e.1 == partition)?;
+    let start = u64::from(ring[at].0);
+    let end = ring.get(at + 1).map_or(1u64 << 32, |e| u64::from(e.0));
+    (end - start > 1).then(|| u32::try_from(start + (end - start) / 2).expect("inside the ring"))
+}
+
+/// Sends `change`, then shows every node reaching the new map version.
+async fn reconfigure(
+    client: &Client,
+    change: &Reconfiguration,
+    timeout_secs: u64,
+) -> anyhow::Result<()> {
+    println!("requesting {change:?}");
+    let from = client.reconfigure(change).await?;
+    println!("accepted at map version {from}; waiting for every node to apply it at its fence");
+    let mut last = String::new();
+    let done = client
+        .wait_for_map_version(
+            from + 1,
+            Duration::from_secs(timeout_secs.max(30)),
+            |seen| {
+                let at = seen
+                    .iter()
+                    .filter(|(_, v)| v.is_some_and(|v| v > from))
+                    .count();
+                let line = format!(
+                    "[{}{}] {at}/{} nodes at map version {}",
+                    "#".repeat(at),
+                    ".".repeat(seen.len() - at),
+                    seen.len(),
+                    from + 1
+                );
+                if line != last {
+                    println!("{line}");
+                    last = line;
+                }
+            },
+        )
+        .await;
+    anyhow::ensure!(
+        done,
+        "not every node applied the change in time (see `amulet status`)"
+    );
+    println!("done");
     Ok(())
 }
 

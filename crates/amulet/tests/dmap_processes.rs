@@ -14,6 +14,8 @@
 use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
 use amulet_client::{Bytes, Client, ClientConfig, Error};
 use amulet_node::{free_local_ports, local_dmap_cluster_toml};
+use amulet_smr::{Reconfiguration, StreamSpec};
+use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -720,6 +722,195 @@ fn section_3_4_2_a_replica_behind_the_trim_point_recovers_from_a_peers_checkpoin
             );
         }
     });
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
+/// Asks for `change` and waits until every node applied it.
+fn reconfigure(runtime: &tokio::runtime::Runtime, client: &Client, change: Reconfiguration) {
+    let from = runtime
+        .block_on(client.reconfigure(&change))
+        .unwrap_or_else(|e| panic!("{change:?} refused: {e}"));
+    let applied =
+        runtime.block_on(client.wait_for_map_version(from + 1, Duration::from_secs(60), |_| {}));
+    assert!(applied, "{change:?} was not applied by every node in 60 s");
+}
+
+fn stream_spec(stream: u32) -> StreamSpec {
+    StreamSpec {
+        stream: StreamId(stream),
+        acceptors: (1..=NODES).map(NodeId).collect(),
+        learners: Vec::new(),
+        storage: StorageMode::SyncDurable,
+        base_position: 0,
+    }
+}
+
+#[test]
+fn section_3_c_split_stream_replacement_restart_and_merge_under_load_lose_no_write() {
+    let mut cluster = Cluster::start_with("repart", Some(200));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = Arc::new(
+        runtime
+            .block_on(Client::connect_with(cluster.addresses(), client_config()))
+            .unwrap(),
+    );
+    runtime.block_on(client.create_map("rp")).unwrap();
+    // Two writers put fresh keys until told to stop, recording what was
+    // acknowledged; an outcome-unknown write is kept apart (it may or may
+    // not be there at the end).
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(BTreeMap::new()));
+    let mut writers = Vec::new();
+    for w in 0..2u32 {
+        let (client, stop, acked) = (client.clone(), stop.clone(), acked.clone());
+        writers.push(runtime.spawn(async move {
+            let map = client.map("rp").unwrap();
+            let mut unknown = 0u32;
+            for i in 0..100_000u32 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let key = Bytes::from(format!("w{w}-{i:06}"));
+                let value = Bytes::from(format!("v{i}"));
+                match map.put(key.clone(), value.clone()).await {
+                    Ok(_) => {
+                        acked.lock().unwrap().insert(key, value);
+                    }
+                    Err(Error::OutcomeUnknown(_) | Error::Unavailable(_)) => unknown += 1,
+                    Err(e) => panic!("writer {w}: {e}"),
+                }
+            }
+            unknown
+        }));
+    }
+    let wait_for_writes = |n: usize| {
+        for _ in 0..600 {
+            if acked.lock().unwrap().len() >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("writers stalled below {n} acknowledged writes");
+    };
+    wait_for_writes(200);
+
+    // Split partition 1 at the middle of its token segment onto stream 5.
+    let map = client.partition_map();
+    let segment_end = map.token_ring[1].0;
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::Split {
+            source: PartitionId(1),
+            new: PartitionId(4),
+            stream: stream_spec(5),
+            at_token: Some(segment_end / 2),
+            at_keys: Vec::new(),
+        },
+    );
+    let map = client.partition_map();
+    assert!(map.partitions.contains_key(&PartitionId(4)), "{map:?}");
+    let written = acked.lock().unwrap().len();
+    wait_for_writes(written + 200);
+
+    // Move partition 2 onto a new stream (acceptor replacement).
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::ReplaceStream {
+            partition: PartitionId(2),
+            stream: stream_spec(6),
+        },
+    );
+    assert_eq!(
+        client.partition_map().partitions[&PartitionId(2)].stream,
+        StreamId(6)
+    );
+    let written = acked.lock().unwrap().len();
+    wait_for_writes(written + 200);
+
+    // SIGKILL node 3 and restart it: it must reopen the streams created
+    // at run time and the split-off partition from its checkpoints.
+    cluster.kill(3);
+    let written = acked.lock().unwrap().len();
+    wait_for_writes(written + 100);
+    cluster.spawn(3);
+    let address3 = cluster.address(3);
+    let mut up = false;
+    for _ in 0..400 {
+        if let Some(replicas) = runtime.block_on(replica_status(&client, &address3)) {
+            if replicas.iter().any(|r| r.partition == 4) {
+                up = true;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(up, "node 3 did not come back with partition 4");
+
+    // Merge partition 4 back into 1.
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::Merge {
+            source: PartitionId(4),
+            into: PartitionId(1),
+        },
+    );
+    let written = acked.lock().unwrap().len();
+    wait_for_writes(written + 200);
+    stop.store(true, Ordering::Relaxed);
+    let unknown: u32 = writers
+        .into_iter()
+        .map(|w| runtime.block_on(w).unwrap())
+        .sum();
+
+    // Every acknowledged write is there, read by key and in a snapshot.
+    let map = client.map("rp").unwrap();
+    let acked = acked.lock().unwrap().clone();
+    runtime.block_on(async {
+        for (key, value) in &acked {
+            assert_eq!(
+                map.get(key.clone()).await.unwrap().as_ref(),
+                Some(value),
+                "acknowledged write {key:?}"
+            );
+        }
+        let mut snapshot = map.snapshot().await.unwrap();
+        let mut seen = 0usize;
+        while let Some((key, value)) = snapshot.next().await.unwrap() {
+            if let Some(expected) = acked.get(&key) {
+                assert_eq!(&value, expected);
+                seen += 1;
+            }
+        }
+        snapshot.close().await.unwrap();
+        assert_eq!(
+            seen,
+            acked.len(),
+            "the snapshot holds every acknowledged write"
+        );
+        let size = map.size().await.unwrap();
+        assert!(
+            size >= acked.len() as u64 && size <= acked.len() as u64 + u64::from(unknown),
+            "size {size}, {} acknowledged, {unknown} unknown",
+            acked.len()
+        );
+    });
+    let final_map = client.partition_map();
+    let partitions: Vec<u32> = final_map.partitions.keys().map(|p| p.0).collect();
+    assert_eq!(partitions, vec![1, 2, 3]);
+    println!(
+        "{} acknowledged writes across a split, a stream replacement, a restart and a merge; map version {}",
+        acked.len(),
+        final_map.version.0
+    );
     runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();

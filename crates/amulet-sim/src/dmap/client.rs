@@ -54,6 +54,8 @@ pub enum Phase {
         snapshot: u64,
         /// When the open was answered.
         opened_at: u64,
+        /// The partitions at the snapshot's opening (whose pages make it).
+        partitions: Vec<PartitionId>,
     },
 }
 
@@ -61,6 +63,8 @@ pub enum Phase {
 pub struct Send {
     /// The node.
     pub to: NodeId,
+    /// The partition whose replica at `to` takes it (`None`: any).
+    pub partition: Option<PartitionId>,
     /// Tag matching replies to the operation.
     pub tag: u64,
     /// The request.
@@ -114,6 +118,7 @@ impl SimClient {
     fn open_request(&mut self, rng: &mut Rng) -> Send {
         Send {
             to: self.any_node(rng),
+            partition: None,
             tag: self.tag,
             request: ClientRequest {
                 map_version: self.map.version,
@@ -146,6 +151,7 @@ impl SimClient {
         let replicas = &self.map.partitions[&partition].replicas;
         Send {
             to: *rng.pick(replicas).expect("replicas"),
+            partition: Some(partition),
             tag: self.tag,
             request: ClientRequest {
                 map_version: self.map.version,
@@ -304,10 +310,23 @@ impl SimClient {
                     if call.is_some_and(|c| calls[c].op == MapOp::Scan) =>
                 {
                     let call = call.expect("checked");
+                    // The partitions the opening involved (the map did not
+                    // change in between: the command carried its version):
+                    // a partition holding none of the map's keys (a range
+                    // map whose split moved no range) took no snapshot.
+                    let placement =
+                        <amulet_dmap::PartitionState as amulet_smr::StateMachine>::placement(
+                            &command,
+                        );
+                    let partitions = self
+                        .map
+                        .partitions_for(&placement)
+                        .map_err(|e| format!("the snapshot's map is unknown: {e}"))?;
                     self.phase = Phase::Reading {
                         call,
                         snapshot,
                         opened_at: now,
+                        partitions,
                     };
                     Ok(None)
                 }

@@ -17,15 +17,16 @@ use crate::violation::{Property, Violation};
 use amulet_dmap::{
     ExecContext, MapCommand, MapLimits, MapReply, PartitionCheckpoint, PartitionState,
 };
-use amulet_multicast::{GroupId, MergePosition, MulticastNode};
+use amulet_multicast::{MergePosition, MulticastNode};
 use amulet_smr::{
-    trim_point, ClientReply, ClientRequest, Layout, Output, PartitionInfo, PartitionMap, Replica,
-    ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId, TrimQuorum,
+    group_of, newest_map, open_streams, trim_point, work_fences, ClientReply, ClientRequest,
+    FenceHost, Layout, Output, PartitionInfo, PartitionMap, Reconfiguration, Replica,
+    ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId, StreamSpec, TrimQuorum,
 };
 use amulet_types::{
     Instance, NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
 };
-use amulet_wire::Envelope;
+use amulet_wire::{Envelope, ValueKind};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -56,6 +57,9 @@ pub enum DmapBug {
     /// Acceptors trim below their own node's checkpoints, without a trim
     /// quorum of the stream's subscribers.
     TrimWithoutQuorum,
+    /// A partition split off at a fence starts empty: the moved range is
+    /// not handed to the new replica group.
+    SplitWithoutTransfer,
 }
 
 /// What a sim checkpoint file holds: the replica's checkpoint and the
@@ -81,6 +85,18 @@ struct CheckpointPolicy {
 /// next peer is asked.
 const TRANSFER_RETRY_MICROS: u64 = 200_000;
 
+/// Sends reconfigurations (splits, stream replacements, merges) to the
+/// cluster at random times, as an administrator would.
+struct Operator {
+    next: TimeMicros,
+    next_partition: u32,
+    next_stream: u32,
+    rng: Rng,
+}
+
+/// The operator's address (past the clients').
+const OPERATOR_ENDPOINT: NodeId = NodeId(CLIENT_ENDPOINT_BASE + 999);
+
 /// Messages on the simulated network.
 #[derive(Clone, Debug)]
 enum SimMessage {
@@ -88,6 +104,7 @@ enum SimMessage {
     Replica(ReplicaMessage),
     Request {
         tag: u64,
+        partition: Option<PartitionId>,
         request: ClientRequest<MapCommand>,
     },
     Reply {
@@ -98,24 +115,26 @@ enum SimMessage {
 
 struct NodeProcess {
     multicast: MulticastNode,
-    replica: Replica<PartitionState>,
+    /// The replicas this node runs, one merge group each.
+    replicas: BTreeMap<PartitionId, Replica<PartitionState>>,
     /// Requests received here: who asked, with which tag.
-    pending: BTreeMap<RequestId, (NodeId, u64)>,
+    pending: BTreeMap<(PartitionId, RequestId), (NodeId, u64)>,
 }
 
 struct NodeSlot {
+    /// The partition the node replicates from the start.
     partition: PartitionId,
     stores: BTreeMap<StreamId, SimStore>,
     incarnation: u32,
     process: Option<NodeProcess>,
-    /// The last checkpoint written completely (survives crashes), and the
-    /// merge position it reflects.
-    checkpoint: Option<(Vec<u8>, MergePosition)>,
-    /// A checkpoint being written, durable at the given time.
-    writing: Option<(TimeMicros, Vec<u8>, MergePosition)>,
+    /// Per partition, the last checkpoint written completely (survives
+    /// crashes), and the merge position it reflects.
+    checkpoints: BTreeMap<PartitionId, (Vec<u8>, MergePosition)>,
+    /// Checkpoints being written, durable at the given time.
+    writing: BTreeMap<PartitionId, (TimeMicros, Vec<u8>, MergePosition)>,
     next_checkpoint: TimeMicros,
-    /// A state transfer in progress: peers asked so far, when last asked.
-    transfer: Option<(usize, TimeMicros)>,
+    /// State transfers in progress: peers asked so far, when last asked.
+    transfers: BTreeMap<PartitionId, (usize, TimeMicros)>,
 }
 
 struct DmapCluster {
@@ -137,6 +156,12 @@ struct DmapCluster {
     restores: u64,
     /// Peer checkpoints installed by state transfer.
     transfers: u64,
+    /// Acceptor storage of every stream.
+    storage: StorageMode,
+    /// Reconfigures the cluster now and then (in two seeds of three).
+    operator: Option<Operator>,
+    /// Replicas created or removed by reconfigurations.
+    reconfigured: u64,
     calls: Vec<Call<MapOp, Observed>>,
     violations: Vec<Violation>,
     trace: TraceHash,
@@ -269,10 +294,10 @@ impl DmapCluster {
                         stores,
                         incarnation: 0,
                         process: None,
-                        checkpoint: None,
-                        writing: None,
+                        checkpoints: BTreeMap::new(),
+                        writing: BTreeMap::new(),
                         next_checkpoint: TimeMicros(0),
-                        transfer: None,
+                        transfers: BTreeMap::new(),
                     },
                 );
             }
@@ -325,6 +350,14 @@ impl DmapCluster {
         if verbose {
             println!("checkpoints={checkpoints:?}");
         }
+        // A separate generator, so the rest of the seed draws as before.
+        let mut operator_rng = Rng::new(seed ^ 0x6F70_6572);
+        let operator = operator_rng.chance(2.0 / 3.0).then(|| Operator {
+            next: TimeMicros(operator_rng.range(100_000, 1_500_000)),
+            next_partition: partitions + 1,
+            next_stream: partitions + 2,
+            rng: operator_rng.fork(),
+        });
         let mut cluster = DmapCluster {
             bug,
             verbose,
@@ -342,6 +375,9 @@ impl DmapCluster {
             checkpoints,
             restores: 0,
             transfers: 0,
+            storage,
+            reconfigured: 0,
+            operator,
             calls: Vec::new(),
             violations: Vec::new(),
             trace: TraceHash::new(),
@@ -437,22 +473,23 @@ impl DmapCluster {
             .expect("the nemesis crashes only nodes that are up");
         // A checkpoint write in progress is lost (the file is renamed into
         // place only once written and synced).
-        slot.writing = None;
+        slot.writing.clear();
     }
 
-    /// Finishes the checkpoint write of `node` that is due, and starts a
-    /// new one when one is due and the replica is between deliveries.
+    /// Finishes the checkpoint writes of `node` that are due, and starts
+    /// new ones when they are due and the replicas are between deliveries.
     fn checkpoint(&mut self, node: NodeId) {
         let now = self.now;
         let slot = self.slots.get_mut(&node).expect("known node");
-        if let Some((done, _, _)) = &slot.writing {
-            if *done > now {
-                return;
-            }
-            slot.checkpoint = slot
-                .writing
-                .take()
-                .map(|(_, bytes, position)| (bytes, position));
+        let done: Vec<PartitionId> = slot
+            .writing
+            .iter()
+            .filter(|(_, (at, _, _))| *at <= now)
+            .map(|(p, _)| *p)
+            .collect();
+        for partition in done {
+            let (_, bytes, position) = slot.writing.remove(&partition).expect("listed");
+            slot.checkpoints.insert(partition, (bytes, position));
         }
         if self.checkpoints.every_micros == 0 || now < slot.next_checkpoint {
             return;
@@ -460,37 +497,59 @@ impl DmapCluster {
         let Some(process) = slot.process.as_ref() else {
             return;
         };
-        let (Some(replica), Some(position)) = (
-            process.replica.checkpoint(),
-            process.multicast.group_position(GroupId(0)),
-        ) else {
-            return;
-        };
-        let body: CheckpointBody = (replica, position);
-        let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
-        let write = self
-            .checkpoint_rng
-            .range(0, self.checkpoints.write_micros_max + 1);
-        slot.writing = Some((now.plus(write), bytes, body.1));
+        for (partition, replica) in &process.replicas {
+            if slot.writing.contains_key(partition) {
+                continue;
+            }
+            let (Some(checkpoint), Some(position)) = (
+                replica.checkpoint(),
+                process.multicast.group_position(group_of(*partition)),
+            ) else {
+                continue;
+            };
+            let body: CheckpointBody = (checkpoint, position);
+            let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
+            let write = self
+                .checkpoint_rng
+                .range(0, self.checkpoints.write_micros_max + 1);
+            slot.writing
+                .insert(*partition, (now.plus(write), bytes, body.1));
+        }
         slot.next_checkpoint = now.plus(self.checkpoints.every_micros);
     }
 
-    /// Tells `node`'s streams its safe instances (its durable checkpoint's
-    /// position) and trims its acceptor logs below what the trim quorum
-    /// holds (thesis §3.4.2).
+    /// Tells `node`'s streams its safe instances (the least position of
+    /// its durable checkpoints that merge each stream; 0 while a replica
+    /// merging it has none) and trims its acceptor logs below what the
+    /// trim quorum holds (thesis §3.4.2).
     fn trim(&mut self, node: NodeId) {
         let bug = self.bug;
         let slot = self.slots.get_mut(&node).expect("known node");
         let Some(process) = slot.process.as_mut() else {
             return;
         };
-        let position = slot.checkpoint.as_ref().map(|(_, p)| p);
-        let map = process.replica.map().clone();
+        let Some(map) = newest_map(&process.replicas) else {
+            return;
+        };
         let streams: Vec<StreamId> = process.multicast.streams().keys().copied().collect();
         for stream in streams {
-            let safe = position
-                .and_then(|p| p.lanes.iter().find(|l| l.stream == stream))
-                .map_or(Instance(0), |l| l.next);
+            let mut safe: Option<Instance> = None;
+            for partition in process.replicas.keys() {
+                let merges = process
+                    .multicast
+                    .merger(group_of(*partition))
+                    .is_some_and(|m| m.feeds_on(stream));
+                if !merges {
+                    continue;
+                }
+                let next = slot
+                    .checkpoints
+                    .get(partition)
+                    .and_then(|(_, p)| p.lanes.iter().find(|l| l.stream == stream))
+                    .map_or(Instance(0), |l| l.next);
+                safe = Some(safe.map_or(next, |s| s.min(next)));
+            }
+            let safe = safe.unwrap_or(Instance(0));
             let node_stream = process.multicast.stream_mut(stream).expect("listed");
             node_stream.set_safe_instance(safe);
             let point = match bug {
@@ -508,48 +567,78 @@ impl DmapCluster {
         }
     }
 
-    /// State transfer, asking side (thesis §3.4.2; DMap §III-C): a node
-    /// whose learner found a stream trimmed past it asks the partition's
-    /// other replicas in turn for their latest checkpoint.
+    /// State transfer, asking side (thesis §3.4.2; DMap §III-C): for each
+    /// replica whose streams were trimmed past its learner, and each
+    /// partition the node's newest map gives it but it does not run (a
+    /// split it skipped by installing a peer's checkpoint), the node asks
+    /// the partition's other replicas in turn for their latest checkpoint.
     fn request_checkpoint(&mut self, node: NodeId) {
         let now = self.now;
         let slot = self.slots.get_mut(&node).expect("known node");
         let Some(process) = slot.process.as_ref() else {
             return;
         };
-        let behind = process
+        let Some(map) = newest_map(&process.replicas) else {
+            return;
+        };
+        let trimmed: Vec<StreamId> = process
             .multicast
             .streams()
-            .values()
-            .any(|s| s.learner_trimmed().is_some());
-        if !behind {
-            slot.transfer = None;
-            return;
-        }
-        let (asked, at) = slot.transfer.unwrap_or((0, TimeMicros(0)));
-        if slot.transfer.is_some() && now.since(at) < TRANSFER_RETRY_MICROS {
-            return;
-        }
-        let peers: Vec<NodeId> = self.initial_map.partitions[&slot.partition]
-            .replicas
             .iter()
-            .copied()
-            .filter(|n| *n != node)
+            .filter(|(_, s)| s.learner_trimmed().is_some())
+            .map(|(id, _)| *id)
             .collect();
-        let to = peers[asked % peers.len()];
-        slot.transfer = Some((asked + 1, now));
-        let message = ReplicaMessage::CheckpointRequest {
-            partition: slot.partition,
-            from: node,
-            offset: 0,
-        };
-        self.network
-            .send(now, node, to, SimMessage::Replica(message));
+        let mut wanted: Vec<PartitionId> = process
+            .replicas
+            .keys()
+            .filter(|p| {
+                process
+                    .multicast
+                    .merger(group_of(**p))
+                    .is_some_and(|m| trimmed.iter().any(|s| m.feeds_on(*s)))
+            })
+            .copied()
+            .collect();
+        wanted.extend(
+            map.partitions_of(node)
+                .into_iter()
+                .filter(|p| !process.replicas.contains_key(p)),
+        );
+        slot.transfers.retain(|p, _| wanted.contains(p));
+        for partition in wanted {
+            let (asked, at) = slot
+                .transfers
+                .get(&partition)
+                .copied()
+                .unwrap_or((0, TimeMicros(0)));
+            if slot.transfers.contains_key(&partition) && now.since(at) < TRANSFER_RETRY_MICROS {
+                continue;
+            }
+            let peers: Vec<NodeId> = map.partitions[&partition]
+                .replicas
+                .iter()
+                .copied()
+                .filter(|n| *n != node)
+                .collect();
+            if peers.is_empty() {
+                continue;
+            }
+            let to = peers[asked % peers.len()];
+            slot.transfers.insert(partition, (asked + 1, now));
+            let message = ReplicaMessage::CheckpointRequest {
+                partition,
+                from: node,
+                offset: 0,
+            };
+            self.network
+                .send(now, node, to, SimMessage::Replica(message));
+        }
     }
 
     /// State transfer, both sides: a peer answers with its whole durable
-    /// checkpoint (one chunk: the sim has no frame limit); the asker
-    /// installs it if it covers every stream trimmed past it.
+    /// checkpoint of the partition (one chunk: the sim has no frame
+    /// limit); the asker installs it if it covers every stream trimmed
+    /// past it.
     fn on_transfer(&mut self, node: NodeId, message: ReplicaMessage) {
         let now = self.now;
         match message {
@@ -557,12 +646,9 @@ impl DmapCluster {
                 partition, from, ..
             } => {
                 let slot = &self.slots[&node];
-                if slot.partition != partition {
-                    return;
-                }
                 let bytes = slot
-                    .checkpoint
-                    .as_ref()
+                    .checkpoints
+                    .get(&partition)
                     .map_or_else(Bytes::new, |(b, _)| Bytes::from(b.clone()));
                 let reply = ReplicaMessage::CheckpointChunk {
                     partition,
@@ -578,22 +664,42 @@ impl DmapCluster {
                 partition, bytes, ..
             } => {
                 let bug = self.bug;
+                let storage = self.storage;
                 let slot = self.slots.get_mut(&node).expect("known node");
                 let Some(process) = slot.process.as_mut() else {
                     return;
                 };
-                if bytes.is_empty() || partition != slot.partition || slot.transfer.is_none() {
+                if bytes.is_empty() || !slot.transfers.contains_key(&partition) {
                     return;
                 }
                 let (checkpoint, position): CheckpointBody =
                     postcard::from_bytes(&bytes).expect("a peer's checkpoint decodes");
+                // The partition's run-time streams, before its merge names them.
+                let state = self.initial_state.clone();
+                let new_state = || state.clone();
+                let stream_config = |spec: &StreamSpec| sim_stream_config(spec, storage);
+                let stores = &mut slot.stores;
+                let mut open_log = |config: &StreamConfig| -> Box<dyn amulet_storage::AcceptorLog> {
+                    stores
+                        .entry(config.stream)
+                        .or_insert_with(|| SimStore::new(storage))
+                        .open()
+                };
+                let mut host = FenceHost {
+                    me: node,
+                    incarnation: slot.incarnation,
+                    new_state: &new_state,
+                    stream_config: &stream_config,
+                    open_log: &mut open_log,
+                    now,
+                };
+                open_streams(&mut process.multicast, &checkpoint.map, &mut host);
                 let covers = position.lanes.iter().all(|lane| {
                     process
                         .multicast
                         .streams()
                         .get(&lane.stream)
-                        .and_then(|s| s.learner_trimmed())
-                        .is_none_or(|below| lane.next >= below)
+                        .is_some_and(|s| s.learner_trimmed().is_none_or(|below| lane.next >= below))
                 });
                 if !covers {
                     return; // too old: the next peer is asked on retry
@@ -605,71 +711,142 @@ impl DmapCluster {
                         .map(|l| (l.stream.0, l.next.0))
                         .collect();
                     println!(
-                        "t={}us node {node} installs a peer's checkpoint at {lanes:?} global={}",
+                        "t={}us node {node} installs a peer's checkpoint of {partition} at {lanes:?} global={}",
                         now.0, checkpoint.global_position
                     );
                 }
-                process
-                    .multicast
-                    .restore_group(GroupId(0), &position)
-                    .expect("a peer's checkpoint has the partition's streams");
-                let config = ReplicaConfig::new(node, slot.incarnation, slot.partition);
+                let group = group_of(partition);
+                if process.multicast.merger(group).is_some() {
+                    process
+                        .multicast
+                        .restore_group(group, &position)
+                        .expect("a peer's checkpoint has the partition's streams");
+                } else {
+                    process
+                        .multicast
+                        .add_group(group, &position)
+                        .expect("a peer's checkpoint has the partition's streams");
+                }
+                let config = ReplicaConfig::new(node, slot.incarnation, partition);
                 let mut replica = Replica::restore(config, checkpoint, self.initial_state.clone())
                     .expect("a peer's checkpoint is of this partition");
                 replica.set_bug_complete_without_signals(bug == DmapBug::CompleteWithoutSignals);
-                replica.continue_requests_of(&process.replica);
-                process.replica = replica;
+                if let Some(old) = process.replicas.get(&partition) {
+                    replica.continue_requests_of(old);
+                }
+                process.replicas.insert(partition, replica);
                 // Requests the replaced replica received are not answered;
                 // their clients time out and resend.
-                process.pending.clear();
-                slot.checkpoint = Some((bytes.to_vec(), position));
-                slot.transfer = None;
+                process.pending.retain(|(p, _), _| *p != partition);
+                slot.checkpoints
+                    .insert(partition, (bytes.to_vec(), position));
+                slot.transfers.remove(&partition);
                 self.transfers += 1;
             }
             ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
         }
     }
 
-    /// Starts `node` as a new incarnation: its acceptor logs reopen; its
-    /// replica continues from its last checkpoint, or starts from the
-    /// initial state, and gets the streams from there on.
+    /// Starts `node` as a new incarnation: its acceptor logs reopen; each
+    /// replica it had continues from its last checkpoint (those of
+    /// partitions the newest of them no longer gives the node are dropped:
+    /// merged away), or the node's first partition starts from the initial
+    /// state; every replica gets its streams from there on.
     fn start(&mut self, node: NodeId) {
         let now = self.now;
+        let storage = self.storage;
         let slot = self.slots.get_mut(&node).expect("known node");
         slot.incarnation += 1;
-        let streams = self
+        let mut restored: BTreeMap<
+            PartitionId,
+            (
+                ReplicaCheckpoint<PartitionCheckpoint, MapReply>,
+                MergePosition,
+            ),
+        > = BTreeMap::new();
+        for (partition, (bytes, _)) in &slot.checkpoints {
+            let (checkpoint, mut position): CheckpointBody =
+                postcard::from_bytes(bytes).expect("a written checkpoint decodes");
+            if self.bug == DmapBug::CheckpointPastPosition {
+                let partition_stream = checkpoint.map.partitions[partition].stream;
+                for lane in &mut position.lanes {
+                    if lane.stream == partition_stream {
+                        lane.next = lane.next.next();
+                    }
+                }
+            }
+            restored.insert(*partition, (checkpoint, position));
+        }
+        let newest = restored
+            .values()
+            .map(|(c, _)| &c.map)
+            .max_by_key(|m| m.version)
+            .cloned();
+        if let Some(map) = &newest {
+            let mine = map.partitions_of(node);
+            restored.retain(|p, _| mine.contains(p));
+            slot.checkpoints.retain(|p, _| mine.contains(p));
+        }
+        let mut streams: Vec<(StreamConfig, Box<dyn amulet_storage::AcceptorLog>)> = self
             .configs
             .iter()
             .filter(|c| slot.stores.contains_key(&c.stream))
             .map(|c| (c.clone(), slot.stores[&c.stream].open()))
             .collect();
-        let mut multicast = MulticastNode::new(node, streams, slot.incarnation, now);
-        let config = ReplicaConfig::new(node, slot.incarnation, slot.partition);
-        let mut replica = match &slot.checkpoint {
-            Some((bytes, _)) => {
-                let (checkpoint, mut position): CheckpointBody =
-                    postcard::from_bytes(bytes).expect("a written checkpoint decodes");
-                if self.bug == DmapBug::CheckpointPastPosition {
-                    let partition_stream = self.initial_map.partitions[&slot.partition].stream;
-                    for lane in &mut position.lanes {
-                        if lane.stream == partition_stream {
-                            lane.next = lane.next.next();
-                        }
-                    }
+        if let Some(map) = &newest {
+            for spec in map.streams.values() {
+                if spec.members().contains(&node)
+                    && !streams.iter().any(|(c, _)| c.stream == spec.stream)
+                {
+                    let config = sim_stream_config(spec, storage);
+                    let store = slot
+                        .stores
+                        .entry(spec.stream)
+                        .or_insert_with(|| SimStore::new(storage));
+                    streams.push((config, store.open()));
                 }
-                multicast
-                    .restore_group(GroupId(0), &position)
-                    .expect("the checkpoint's streams are the node's");
-                self.restores += 1;
-                Replica::restore(config, checkpoint, self.initial_state.clone())
-                    .expect("the checkpoint is of this partition")
             }
-            None => Replica::new(config, self.initial_map.clone(), self.initial_state.clone()),
-        };
-        replica.set_bug_complete_without_signals(self.bug == DmapBug::CompleteWithoutSignals);
+        }
+        let home = slot.partition;
+        let mut partitions: Vec<PartitionId> = restored.keys().copied().collect();
+        if restored.is_empty() {
+            partitions.push(home);
+        }
+        let groups = partitions
+            .iter()
+            .map(|p| {
+                let streams = match restored.get(p) {
+                    Some((_, position)) => position.lanes.iter().map(|l| l.stream).collect(),
+                    None => {
+                        let map = &self.initial_map;
+                        vec![map.global_stream, map.partitions[p].stream]
+                    }
+                };
+                (group_of(*p), streams)
+            })
+            .collect();
+        let mut multicast =
+            MulticastNode::with_groups(node, streams, groups, slot.incarnation, now);
+        let mut replicas = BTreeMap::new();
+        for partition in partitions {
+            let config = ReplicaConfig::new(node, slot.incarnation, partition);
+            let mut replica = match restored.remove(&partition) {
+                Some((checkpoint, position)) => {
+                    multicast
+                        .restore_group(group_of(partition), &position)
+                        .expect("the checkpoint's streams are the node's");
+                    self.restores += 1;
+                    Replica::restore(config, checkpoint, self.initial_state.clone())
+                        .expect("the checkpoint is of this partition")
+                }
+                None => Replica::new(config, self.initial_map.clone(), self.initial_state.clone()),
+            };
+            replica.set_bug_complete_without_signals(self.bug == DmapBug::CompleteWithoutSignals);
+            replicas.insert(partition, replica);
+        }
         slot.process = Some(NodeProcess {
             multicast,
-            replica,
+            replicas,
             pending: BTreeMap::new(),
         });
     }
@@ -677,8 +854,15 @@ impl DmapCluster {
     fn deliver(&mut self, from: NodeId, to: NodeId, message: SimMessage) {
         let now = self.now;
         if to.0 >= CLIENT_ENDPOINT_BASE {
-            if let SimMessage::Reply { tag, reply } = message {
-                self.client_reply((to.0 - CLIENT_ENDPOINT_BASE) as usize, tag, reply);
+            let client = (to.0 - CLIENT_ENDPOINT_BASE) as usize;
+            match message {
+                SimMessage::Reply { tag, reply } if client < self.clients.len() => {
+                    self.client_reply(client, tag, reply);
+                }
+                SimMessage::Reply { reply, .. } if self.verbose => {
+                    println!("t={}us operator: {reply:?}", now.0);
+                }
+                _ => {}
             }
             return;
         }
@@ -688,10 +872,29 @@ impl DmapCluster {
         match message {
             SimMessage::Paxos(envelope) => process.multicast.on_message(now, from, envelope),
             SimMessage::Replica(message) if !message.is_signal() => self.on_transfer(to, message),
-            SimMessage::Replica(message) => process.replica.on_message(message),
-            SimMessage::Request { tag, request } => {
-                let id = process.replica.submit(now.0, request);
-                process.pending.insert(id, (from, tag));
+            SimMessage::Replica(message) => {
+                for replica in process.replicas.values_mut() {
+                    replica.on_message(message.clone());
+                }
+            }
+            SimMessage::Request {
+                tag,
+                partition,
+                request,
+            } => {
+                let partition = partition.or_else(|| process.replicas.keys().next().copied());
+                match partition.and_then(|p| process.replicas.get_mut(&p).map(|r| (p, r))) {
+                    Some((partition, replica)) => {
+                        let id = replica.submit(now.0, request);
+                        process.pending.insert((partition, id), (from, tag));
+                    }
+                    None => {
+                        let map = newest_map(&process.replicas).expect("a node runs a replica");
+                        let reply = ClientReply::NotAReplica(Box::new(map));
+                        self.network
+                            .send(now, to, from, SimMessage::Reply { tag, reply });
+                    }
+                }
             }
             SimMessage::Reply { .. } => {}
         }
@@ -700,6 +903,9 @@ impl DmapCluster {
 
     fn tick(&mut self, issuing: bool) {
         let now = self.now;
+        if issuing && self.operator.as_ref().is_some_and(|o| now >= o.next) {
+            self.reconfigure();
+        }
         let sync_async = now.0.is_multiple_of(ASYNC_SYNC_MICROS);
         let nodes: Vec<NodeId> = self.slots.keys().copied().collect();
         for node in nodes {
@@ -707,7 +913,9 @@ impl DmapCluster {
                 continue;
             };
             process.multicast.tick(now);
-            process.replica.tick(now.0);
+            for replica in process.replicas.values_mut() {
+                replica.tick(now.0);
+            }
             if sync_async {
                 sync_logs(&mut process.multicast);
             }
@@ -729,6 +937,7 @@ impl DmapCluster {
         let from = self.clients[client].endpoint;
         let message = SimMessage::Request {
             tag: send.tag,
+            partition: send.partition,
             request: send.request,
         };
         self.network.send(self.now, from, send.to, message);
@@ -761,33 +970,29 @@ impl DmapCluster {
             call,
             snapshot,
             opened_at,
+            partitions,
         } = self.clients[client].phase.clone()
         else {
             return;
         };
         let mut entries = Vec::new();
-        let partitions: Vec<PartitionId> = self.initial_map.partitions.keys().copied().collect();
         for partition in partitions {
             let ready = self.slots.values().find_map(|slot| {
-                let process = slot.process.as_ref()?;
-                let state = process.replica.state();
-                (slot.partition == partition
-                    && process.replica.global_position() >= snapshot
-                    && !state.snapshot_held_elsewhere(snapshot))
-                .then_some(&process.replica)
+                let replica = slot.process.as_ref()?.replicas.get(&partition)?;
+                (replica.global_position() >= snapshot
+                    && !replica.state().snapshot_held_elsewhere(snapshot))
+                .then_some(replica)
             });
             let Some(replica) = ready else {
                 // Every replica of the partition restored from a checkpoint
                 // taken after the opening: nobody holds the pages.
-                let gone = self
-                    .slots
-                    .values()
-                    .filter(|slot| slot.partition == partition)
-                    .all(|slot| {
-                        slot.process
-                            .as_ref()
-                            .is_some_and(|p| p.replica.state().snapshot_held_elsewhere(snapshot))
-                    });
+                let gone = self.slots.values().all(|slot| {
+                    slot.process.as_ref().is_none_or(|p| {
+                        p.replicas
+                            .get(&partition)
+                            .is_none_or(|r| r.state().snapshot_held_elsewhere(snapshot))
+                    })
+                });
                 if gone {
                     let now = self.now.0;
                     self.clients[client].abandon_scan(now, &mut self.client_rng);
@@ -835,48 +1040,243 @@ impl DmapCluster {
             body: amulet_smr::Body::App(MapCommand::ReleaseSnapshot { snapshot }),
         };
         let from = self.clients[client].endpoint;
-        self.network
-            .send(self.now, from, to, SimMessage::Request { tag: 0, request });
+        let message = SimMessage::Request {
+            tag: 0,
+            partition: None,
+            request,
+        };
+        self.network.send(self.now, from, to, message);
+    }
+
+    /// The operator sends one reconfiguration, drawn against the newest
+    /// map a live node holds, to a live replica of the partition it
+    /// concerns. Its reply is only printed: a refused or lost one is
+    /// followed by another.
+    fn reconfigure(&mut self) {
+        let now = self.now;
+        let Some(map) = self
+            .slots
+            .values()
+            .filter_map(|s| s.process.as_ref())
+            .filter_map(|p| newest_map(&p.replicas))
+            .max_by_key(|m| m.version)
+        else {
+            return;
+        };
+        let storage = self.storage;
+        let operator = self.operator.as_mut().expect("checked by the caller");
+        operator.next = now.plus(operator.rng.range(200_000, 1_500_000));
+        let partitions: Vec<PartitionId> = map.partitions.keys().copied().collect();
+        let source = *operator.rng.pick(&partitions).expect("partitions");
+        let replicas = map.partitions[&source].replicas.clone();
+        let spec = |stream: u32| StreamSpec {
+            stream: StreamId(stream),
+            acceptors: replicas.clone(),
+            learners: Vec::new(),
+            storage,
+            base_position: 0,
+        };
+        let twins: Vec<PartitionId> = partitions
+            .iter()
+            .copied()
+            .filter(|p| *p != source && map.partitions[p].replicas == replicas)
+            .collect();
+        let change = match operator.rng.below(3) {
+            0 if !twins.is_empty() => {
+                let other = *operator.rng.pick(&twins).expect("not empty");
+                Reconfiguration::Merge {
+                    source: source.max(other),
+                    into: source.min(other),
+                }
+            }
+            1 => {
+                operator.next_stream += 1;
+                Reconfiguration::ReplaceStream {
+                    partition: source,
+                    stream: spec(operator.next_stream),
+                }
+            }
+            _ => {
+                // A cut inside one of the source's token segments, and in
+                // a range map inside one of its ranges (a..f keys).
+                let segments: Vec<(u32, u32)> = map
+                    .token_ring
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.1 == source)
+                    .map(|(i, e)| {
+                        let end = map.token_ring.get(i + 1).map_or(u32::MAX, |n| n.0);
+                        (e.0, end)
+                    })
+                    .filter(|(a, b)| b - a > 1)
+                    .collect();
+                let at_token = operator
+                    .rng
+                    .pick(&segments)
+                    .map(|(a, b)| a + 1 + operator.rng.below(u64::from(b - a - 1)) as u32);
+                let mut at_keys = Vec::new();
+                for (name, layout) in &map.keyspaces {
+                    if let Layout::Range(ranges) = layout {
+                        let cuts: Vec<Bytes> = (0..26u8)
+                            .flat_map(|c| [vec![b'a' + c], vec![b'a' + c, b'm']])
+                            .map(Bytes::from)
+                            .filter(|k| {
+                                let at = ranges.partition_point(|r| r.0 <= *k);
+                                ranges[at - 1].1 == source && ranges[at - 1].0 != *k
+                            })
+                            .collect();
+                        if let Some(key) = operator.rng.pick(&cuts) {
+                            at_keys.push((name.clone(), key.clone()));
+                        }
+                    }
+                }
+                operator.next_partition += 1;
+                operator.next_stream += 1;
+                Reconfiguration::Split {
+                    source,
+                    new: PartitionId(operator.next_partition),
+                    stream: spec(operator.next_stream),
+                    at_token,
+                    at_keys,
+                }
+            }
+        };
+        let live: Vec<NodeId> = replicas
+            .iter()
+            .copied()
+            .filter(|n| self.slots[n].process.is_some())
+            .collect();
+        let Some(&to) = operator.rng.pick(&live) else {
+            return;
+        };
+        if self.verbose {
+            println!("t={}us operator -> {to}: {change:?}", now.0);
+        }
+        let message = SimMessage::Request {
+            tag: 0,
+            partition: Some(source),
+            request: ClientRequest {
+                map_version: map.version,
+                session: None,
+                body: amulet_smr::Body::Reconfigure(change),
+            },
+        };
+        self.network.send(now, OPERATOR_ENDPOINT, to, message);
     }
 
     /// Moves a node's outputs along until it is quiet: multicast
-    /// deliveries feed the replica, whose proposals feed the multicast.
+    /// deliveries feed the replicas, whose proposals feed the multicast;
+    /// merges stopped at a barrier's fence are reconfigured and released
+    /// once their replicas executed everything before it.
     fn flush(&mut self, node: NodeId) {
         let now = self.now;
+        let storage = self.storage;
         loop {
-            let Some(process) = self.slots.get_mut(&node).and_then(|s| s.process.as_mut()) else {
+            let Some(slot) = self.slots.get_mut(&node) else {
+                return;
+            };
+            let incarnation = slot.incarnation;
+            let Some(process) = slot.process.as_mut() else {
                 return;
             };
             let mut effects = process.multicast.drain();
             if !effects.sends_after_sync.is_empty() {
                 sync_logs(&mut process.multicast);
             }
-            for (_, merged) in &effects.delivered {
-                process
-                    .replica
-                    .on_deliver(merged.stream, &merged.value.bytes);
+            for (group, merged) in &effects.delivered {
+                if let Some(replica) = process.replicas.get_mut(&PartitionId(group.0)) {
+                    replica.on_deliver(merged.stream, &merged.value.bytes);
+                }
             }
-            let outputs = process.replica.drain();
             let mut replies = Vec::new();
             let mut proposed = false;
-            for output in outputs {
-                match output {
-                    Output::Propose { stream, value } => {
-                        // A refusal (queue full) is retried by the client.
-                        let _ = process.multicast.multicast(now, stream, value);
-                        proposed = true;
-                    }
-                    Output::Send { to, message } => {
-                        replies.push((to, SimMessage::Replica(message)));
-                    }
-                    Output::Reply { request, reply } => {
-                        if let Some((client, tag)) = process.pending.remove(&request) {
-                            replies.push((client, SimMessage::Reply { tag, reply }));
+            for (partition, replica) in process.replicas.iter_mut() {
+                for output in replica.drain() {
+                    match output {
+                        Output::Propose {
+                            stream,
+                            value,
+                            barrier,
+                        } => {
+                            let kind = if barrier {
+                                ValueKind::Barrier
+                            } else {
+                                ValueKind::Application
+                            };
+                            // A refusal (queue full) is retried by the client.
+                            let _ = process.multicast.multicast_kind(now, stream, kind, value);
+                            proposed = true;
+                        }
+                        Output::Send { to, message } => {
+                            replies.push((to, SimMessage::Replica(message)));
+                        }
+                        Output::Reply { request, reply } => {
+                            if let Some((client, tag)) =
+                                process.pending.remove(&(*partition, request))
+                            {
+                                replies.push((client, SimMessage::Reply { tag, reply }));
+                            }
                         }
                     }
                 }
             }
-            let quiet = effects.delivered.is_empty() && !proposed;
+            let state = self.initial_state.clone();
+            let new_state = || state.clone();
+            let stream_config = |spec: &StreamSpec| sim_stream_config(spec, storage);
+            let stores = &mut slot.stores;
+            let mut open_log = |config: &StreamConfig| -> Box<dyn amulet_storage::AcceptorLog> {
+                stores
+                    .entry(config.stream)
+                    .or_insert_with(|| SimStore::new(storage))
+                    .open()
+            };
+            let mut host = FenceHost {
+                me: node,
+                incarnation,
+                new_state: &new_state,
+                stream_config: &stream_config,
+                open_log: &mut open_log,
+                now,
+            };
+            let done = work_fences(&mut process.multicast, &mut process.replicas, &mut host);
+            for (partition, position) in &done.added {
+                if self.bug == DmapBug::SplitWithoutTransfer {
+                    let replica = &process.replicas[partition];
+                    let mut checkpoint = replica.checkpoint().expect("a forked replica is idle");
+                    checkpoint.state = amulet_smr::StateMachine::checkpoint(&self.initial_state);
+                    let config = ReplicaConfig::new(node, incarnation, *partition);
+                    let empty = Replica::restore(config, checkpoint, self.initial_state.clone())
+                        .expect("a checkpoint of the same partition");
+                    process.replicas.insert(*partition, empty);
+                }
+                // The new partition's checkpoint at the fork is durable at
+                // once: a restart must find it (its source's later
+                // checkpoints are past the fork).
+                let replica = &process.replicas[partition];
+                let body: CheckpointBody = (
+                    replica.checkpoint().expect("a forked replica is idle"),
+                    position.clone(),
+                );
+                let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
+                slot.checkpoints.insert(*partition, (bytes, body.1));
+            }
+            for partition in &done.removed {
+                slot.checkpoints.remove(partition);
+                slot.writing.remove(partition);
+                process.pending.retain(|(p, _), _| p != partition);
+            }
+            if self.verbose && done.released > 0 {
+                println!(
+                    "t={}us node {node} fences released={} added={:?} removed={:?} streams={:?}",
+                    now.0,
+                    done.released,
+                    done.added.iter().map(|(p, _)| p).collect::<Vec<_>>(),
+                    done.removed,
+                    done.created
+                );
+            }
+            self.reconfigured += done.added.len() as u64 + done.removed.len() as u64;
+            let quiet = effects.delivered.is_empty() && !proposed && done.released == 0;
             for (to, envelope) in effects
                 .sends
                 .drain(..)
@@ -926,7 +1326,8 @@ impl DmapCluster {
                 .slots
                 .values()
                 .filter_map(|s| s.process.as_ref())
-                .map(|p| p.replica.map().version.0)
+                .filter_map(|p| newest_map(&p.replicas))
+                .map(|m| m.version.0)
                 .collect();
             println!(
                 "calls={} completed={completed} violations={} map versions at the end={versions:?}",
@@ -938,12 +1339,16 @@ impl DmapCluster {
                     println!("node {node}: down");
                     continue;
                 };
-                println!(
-                    "node {node}: global_position={} queued={} waiting={}",
-                    p.replica.global_position(),
-                    p.replica.queued(),
-                    p.replica.is_waiting()
-                );
+                for (partition, r) in &p.replicas {
+                    println!(
+                        "node {node} {partition}: global_position={} queued={} waiting={} pending={:?} fenced={:?}",
+                        r.global_position(),
+                        r.queued(),
+                        r.is_waiting(),
+                        r.pending_reconfiguration(),
+                        p.multicast.fenced(group_of(*partition)),
+                    );
+                }
                 for (stream, s) in p.multicast.streams() {
                     println!(
                         "  {stream:?} trimmed_below={} learner_trimmed={:?} {}",
@@ -970,7 +1375,7 @@ impl DmapCluster {
                     .flat_map(|p| p.multicast.streams().values())
                     .map(|s| s.trimmed_below().0)
                     .sum(),
-                subscription_changes: 0,
+                subscription_changes: self.reconfigured,
                 virtual_micros: self.now.0,
                 trace_events: self.trace.events(),
                 network: self.network.stats(),
@@ -986,7 +1391,15 @@ impl DmapCluster {
             let Some(process) = slot.process.as_ref() else {
                 continue;
             };
+            // A stream retired by a reconfiguration is merged by no group:
+            // its learner may stay behind for good.
+            let retired = newest_map(&process.replicas)
+                .map(|m| m.retired_streams)
+                .unwrap_or_default();
             for (stream, s) in process.multicast.streams() {
+                if retired.contains(stream) {
+                    continue;
+                }
                 if let Some(below) = s.learner_trimmed() {
                     self.violations.push(Violation::new(
                         Property::Progress,
@@ -1012,11 +1425,23 @@ impl DmapCluster {
     }
 }
 
+/// The configuration of a stream created at run time in the simulator.
+fn sim_stream_config(spec: &StreamSpec, storage: StorageMode) -> StreamConfig {
+    StreamConfig {
+        stream: spec.stream,
+        acceptors: spec.acceptors.clone(),
+        learners: spec.learners.clone(),
+        storage,
+        limits: sim_limits(),
+        base_position: spec.base_position,
+    }
+}
+
 fn message_digest(message: &SimMessage) -> u64 {
     match message {
         SimMessage::Paxos(envelope) => envelope_digest(envelope),
         SimMessage::Replica(m) => TraceHash::digest(&(1u8, m.encode().to_vec())),
-        SimMessage::Request { tag, request } => {
+        SimMessage::Request { tag, request, .. } => {
             TraceHash::digest(&(2u8, *tag, request.map_version.0))
         }
         SimMessage::Reply { tag, .. } => TraceHash::digest(&(3u8, *tag)),

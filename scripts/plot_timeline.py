@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Plots a recovery timeline (issue 4; DMap Fig. 5).
+"""Plots a timeline under load (issue 4; DMap Fig. 5 and 6, thesis Fig. 4.7).
 
-usage: plot_timeline.py SERIES_CSV EVENTS_CSV OUT_DIR
+usage: plot_timeline.py SERIES_CSV EVENTS_CSV OUT_DIR [SCENARIO]
 
 SERIES_CSV is amulet-loadgen's --series-csv (one row per second: ops,
 errors, p50_us, p99_us); EVENTS_CSV has `second,event` rows (kill,
@@ -10,7 +10,8 @@ events as vertical lines) and prints the figures the closing note quotes:
 normal throughput (median of the seconds before the first event), the
 dip (lowest second, its share of normal), how long throughput stayed
 below 90% of normal, and the mean share of normal from the restart until
-throughput is back above 90%.
+throughput is back above 90%. "Restart" is the last event (the restart of
+a killed node, or the moment a reconfiguration was applied everywhere).
 """
 import csv
 import statistics
@@ -24,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def main():
     series_csv, events_csv, out_dir = sys.argv[1:4]
+    scenario = sys.argv[4] if len(sys.argv) > 4 else "kill"
     rows = [r for r in csv.DictReader(open(series_csv)) if r["workload"] != "load"]
     seconds = [int(r["second"]) for r in rows]
     ops = [int(r["ops"]) for r in rows]
@@ -31,7 +33,7 @@ def main():
     events = [(int(r["second"]), r["event"]) for r in csv.DictReader(open(events_csv))]
 
     first = min(s for s, _ in events)
-    restart = max((s for s, e in events if e == "restart"), default=first)
+    restart = max(s for s, _ in events)
     before = [o for s, o in zip(seconds, ops) if 2 <= s < first]
     normal = statistics.median(before)
     after_first = [(s, o) for s, o in zip(seconds, ops) if s >= first]
@@ -69,7 +71,12 @@ def main():
         for ax in (ax1, ax2):
             ax.axvline(s, color="black", linestyle="--", linewidth=1)
         ax1.annotate(e, (s, normal * 1.02), rotation=90, va="bottom", fontsize=8)
-    fig.suptitle("Amulet DMap: replica SIGKILL and recovery under steady load")
+    titles = {
+        "kill": "replica SIGKILL and recovery",
+        "split": "split of a partition (2 -> 3 partitions)",
+        "replace-stream": "acceptor replacement (partition moved to a new stream)",
+    }
+    fig.suptitle(f"Amulet DMap: {titles.get(scenario, scenario)} under steady load")
     fig.tight_layout()
     fig.savefig(f"{out_dir}/timeline.png", dpi=110)
 

@@ -14,6 +14,9 @@ use amulet_types::{NodeId, PartitionId, SessionId};
 const MAP_CHURN_PROBABILITY: f64 = 0.03;
 /// Time without a reply before the request is sent again, µs.
 pub const RETRY_MICROS: u64 = 300_000;
+/// Pause before resending a request answered "behind" (or with no newer
+/// map).
+const BEHIND_PAUSE_MICROS: u64 = 5_000;
 /// Snapshot lease: the whole run.
 const SNAPSHOT_LEASE_MICROS: u64 = 600_000_000;
 /// Session lease: the whole run (expiry is covered by unit tests).
@@ -345,11 +348,26 @@ impl SimClient {
                 | ClientReply::StaleMap(_)
                 | ClientReply::NotAReplica(_)) => {
                     // Nothing was ordered: adopt a newer map if given, and
-                    // resend (maybe elsewhere).
+                    // resend (maybe elsewhere): at once with a newer map,
+                    // after a short pause otherwise (the replica is behind
+                    // or has not forked a new partition yet; resending at
+                    // once, every duplicated reply would double the
+                    // requests in flight).
+                    let mut newer = false;
                     if let ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) = reply {
                         if map.version > self.map.version {
                             self.map = *map;
+                            newer = true;
                         }
+                    }
+                    if !newer {
+                        self.phase = Phase::Waiting {
+                            call,
+                            command,
+                            sent_at: now.saturating_sub(RETRY_MICROS - BEHIND_PAUSE_MICROS),
+                            reopen: false,
+                        };
+                        return Ok(None);
                     }
                     self.phase = Phase::Waiting {
                         call,

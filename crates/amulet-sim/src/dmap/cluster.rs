@@ -42,6 +42,9 @@ const CHECK_STEP_BUDGET: u64 = 20_000_000;
 /// so the last ones can complete.
 const DRAIN_MICROS: u64 = 3_000_000;
 
+/// Rounds of one node's outputs feeding its inputs within one event.
+const FLUSH_ROUNDS_MAX: u64 = 100_000;
+
 /// Deliberately broken variants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DmapBug {
@@ -807,9 +810,16 @@ impl DmapCluster {
                 }
             }
         }
+        // The node's partition of the initial map starts afresh (replaying
+        // its streams) when it has no checkpoint, unless the newest map
+        // says it was merged away: a node may hold only the checkpoint of
+        // a partition split off at a fence (written at the fork).
         let home = slot.partition;
         let mut partitions: Vec<PartitionId> = restored.keys().copied().collect();
-        if restored.is_empty() {
+        let home_alive = newest
+            .as_ref()
+            .is_none_or(|m| m.partitions_of(node).contains(&home));
+        if !restored.contains_key(&home) && home_alive {
             partitions.push(home);
         }
         let groups = partitions
@@ -1171,7 +1181,11 @@ impl DmapCluster {
     fn flush(&mut self, node: NodeId) {
         let now = self.now;
         let storage = self.storage;
-        loop {
+        for round in 0.. {
+            // A node's outputs settle in a few rounds; one that keeps
+            // producing is a livelock of the node (an invariant, not a
+            // simulator hang).
+            assert!(round < FLUSH_ROUNDS_MAX, "node {node} never settles: a livelock");
             let Some(slot) = self.slots.get_mut(&node) else {
                 return;
             };

@@ -84,6 +84,7 @@ pub fn map_from_pb(
         // created or retired at run time is the nodes' business.
         streams: BTreeMap::new(),
         retired_streams: Default::default(),
+        merged: Default::default(),
     };
     decoded
         .validate()

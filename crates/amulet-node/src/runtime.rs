@@ -1102,6 +1102,23 @@ impl EventLoop {
                 "partition split off here"
             );
         }
+        for (partition, position) in done.absorbed {
+            // Durable before the merged partition's checkpoint goes: a
+            // restart from an older one would wait at the merge's fence
+            // for a partition no longer here.
+            let body = CheckpointBody {
+                replica: self.replicas[&partition]
+                    .checkpoint()
+                    .expect("a replica at its fence is idle"),
+                position,
+            };
+            let global = body.replica.global_position;
+            let lanes = lanes_of(&body.position);
+            self.store.write(partition, &body).map_err(|e| {
+                anyhow::anyhow!("partition {}: checkpoint after a merge failed: {e}", partition.0)
+            })?;
+            self.checkpointer.installed(partition, global, lanes);
+        }
         for partition in done.removed {
             self.checkpointer.removed(partition);
             self.store

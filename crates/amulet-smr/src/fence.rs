@@ -36,6 +36,11 @@ pub struct FenceDone {
     pub added: Vec<(PartitionId, MergePosition)>,
     /// Partitions whose replica was removed here (merged away).
     pub removed: Vec<PartitionId>,
+    /// Partitions that took a merged partition's state in, with their
+    /// merge's position right after: their checkpoint must be written
+    /// before the merged partition's is removed (a restart from an older
+    /// one would wait at the merge's fence for a partition that is gone).
+    pub absorbed: Vec<(PartitionId, MergePosition)>,
     /// Fences released.
     pub released: usize,
 }
@@ -64,6 +69,7 @@ pub fn work_fences<S: StateMachine>(
     host: &mut FenceHost<'_, S>,
 ) -> FenceDone {
     let mut done = FenceDone::default();
+    drop_merged_orphans(node, replicas, &mut done);
     let m = node.instances_per_round();
     let fenced: Vec<(PartitionId, u64)> = replicas
         .keys()
@@ -130,6 +136,37 @@ pub fn work_fences<S: StateMachine>(
     done
 }
 
+/// Removes the replicas of partitions merged away whose `into` partition
+/// here is already past the merge (it installed a peer's checkpoint taken
+/// after it, which holds the merged partition's state): they would wait
+/// for `into` at the merge's fence forever, and hold their streams'
+/// learners back.
+fn drop_merged_orphans<S: StateMachine>(
+    node: &mut MulticastNode,
+    replicas: &mut BTreeMap<PartitionId, Replica<S>>,
+    done: &mut FenceDone,
+) {
+    let orphans: Vec<PartitionId> = replicas
+        .keys()
+        .copied()
+        .filter(|p| {
+            replicas.values().any(|r| {
+                r.map().merged.get(p).is_some_and(|into| {
+                    replicas
+                        .get(into)
+                        .is_some_and(|i| !i.map().partitions.contains_key(p))
+                })
+            })
+        })
+        .collect();
+    for orphan in orphans {
+        replicas.remove(&orphan);
+        node.remove_group(group_of(orphan));
+        done.removed.push(orphan);
+        done.released += 1;
+    }
+}
+
 /// Partition `source` merges into `into`: both replicas apply the map
 /// change, `into` takes `source`'s state, `source` goes.
 fn merge<S: StateMachine>(
@@ -153,6 +190,11 @@ fn merge<S: StateMachine>(
     kept.absorb(*checkpoint);
     replicas.remove(&source);
     node.remove_group(group_of(source));
+    let mut position = node
+        .group_position(group_of(into))
+        .expect("a merge fenced with its replica idle is between deliveries");
+    position.fence = None; // the fence's work is done
+    done.absorbed.push((into, position));
     node.release_fence(group_of(into));
     done.removed.push(source);
     done.released += 1;

@@ -90,6 +90,12 @@ pub struct PartitionMap {
     /// Streams no partition uses any more; their ids are never reused.
     #[serde(default)]
     pub retired_streams: BTreeSet<StreamId>,
+    /// Partitions merged away, and the partition each merged into; their
+    /// ids are never reused. A replica of a merged partition still running
+    /// where the partition it merged into is already past the merge (it
+    /// installed a peer's checkpoint) knows from this that it can go.
+    #[serde(default)]
+    pub merged: BTreeMap<PartitionId, PartitionId>,
 }
 
 /// The token of a key: CRC-32C of its bytes (Castagnoli polynomial, as in
@@ -119,6 +125,7 @@ impl PartitionMap {
             keyspaces: BTreeMap::new(),
             streams: BTreeMap::new(),
             retired_streams: BTreeSet::new(),
+            merged: BTreeMap::new(),
         }
     }
 

@@ -150,8 +150,8 @@ impl Reconfiguration {
                 let Some(info) = map.partitions.get(source) else {
                     return invalid(format!("no partition {source} to split"));
                 };
-                if map.partitions.contains_key(new) {
-                    return invalid(format!("partition {new} exists"));
+                if map.partitions.contains_key(new) || map.merged.contains_key(new) {
+                    return invalid(format!("partition {new} exists or existed"));
                 }
                 if !stream.members().iter().all(|n| info.replicas.contains(n))
                     || !info.replicas.iter().all(|n| stream.members().contains(n))
@@ -214,6 +214,7 @@ impl Reconfiguration {
                 }
                 next.partitions.remove(source);
                 next.retired_streams.insert(from.stream);
+                next.merged.insert(*source, *into);
                 for entry in next.token_ring.iter_mut() {
                     if entry.1 == *source {
                         entry.1 = *into;

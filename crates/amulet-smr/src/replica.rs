@@ -166,6 +166,10 @@ pub struct ReplicaCheckpoint<C, R> {
     /// A reconfiguration executed whose fence is not reached yet.
     #[serde(default)]
     pub pending_reconfiguration: Option<Reconfiguration>,
+    /// See [`Replica::absorb`]: partitions merged into this one, the
+    /// global position of the merge, and their cached partials.
+    #[serde(default)]
+    pub absorbed_signals: BTreeMap<PartitionId, (u64, BTreeMap<u64, Bytes>)>,
 }
 
 /// What the runtime does at a barrier's fence for one replica, after
@@ -250,6 +254,7 @@ pub struct Replica<S: StateMachine> {
     early_signals: BTreeMap<u64, BTreeMap<PartitionId, Option<Bytes>>>,
     signal_cache: BTreeMap<u64, Bytes>,
     signal_cache_bytes: usize,
+    absorbed_signals: BTreeMap<PartitionId, (u64, BTreeMap<u64, Bytes>)>,
     next_request: RequestId,
     now_micros: u64,
     undecodable: u64,
@@ -289,6 +294,7 @@ impl<S: StateMachine> Replica<S> {
             early_signals: BTreeMap::new(),
             signal_cache: BTreeMap::new(),
             signal_cache_bytes: 0,
+            absorbed_signals: BTreeMap::new(),
             // Disjoint per partition: every replica of a node answers the
             // global commands that node originated, so a node hosting
             // several partitions must be able to tell which replica's
@@ -332,6 +338,7 @@ impl<S: StateMachine> Replica<S> {
         replica.signal_cache = checkpoint.signal_cache;
         replica.undecodable = checkpoint.undecodable;
         replica.pending_reconfiguration = checkpoint.pending_reconfiguration;
+        replica.absorbed_signals = checkpoint.absorbed_signals;
         Ok(replica)
     }
 
@@ -365,6 +372,7 @@ impl<S: StateMachine> Replica<S> {
             signal_cache: self.signal_cache.clone(),
             undecodable: self.undecodable,
             pending_reconfiguration: self.pending_reconfiguration.clone(),
+            absorbed_signals: self.absorbed_signals.clone(),
         })
     }
 
@@ -503,6 +511,16 @@ impl<S: StateMachine> Replica<S> {
             return Err(ClientReply::Behind);
         }
         if request.map_version < self.map.version {
+            // Past the fence that changed the map, this partition's record
+            // of the session is final for the old map: a retry of a
+            // command it executed gets the reply (see `execute_app`).
+            let executed = request
+                .session
+                .filter(|_| !S::is_read_only(command))
+                .and_then(|(session, sequence)| self.sessions.executed(session, sequence));
+            if let Some(reply) = executed {
+                return Err(reply.unwrap_or(ClientReply::Lost));
+            }
             return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
         }
         // "No such map" and "the map exists" are verdicts on the partition
@@ -713,6 +731,7 @@ impl<S: StateMachine> Replica<S> {
                 checkpoint.partition = new;
                 checkpoint.state = moved;
                 checkpoint.signal_cache = BTreeMap::new();
+                checkpoint.absorbed_signals = BTreeMap::new();
                 let stream = self.map.streams[&self.map.partitions[&new].stream].clone();
                 FenceWork::Split {
                     new,
@@ -754,6 +773,13 @@ impl<S: StateMachine> Replica<S> {
         self.state.absorb(source.state);
         self.sessions.absorb(source.sessions);
         self.local_clock_micros = self.local_clock_micros.max(source.local_clock_micros);
+        // A replica still executing commands from before the merge (a
+        // restarted one, catching up) may wait for the merged partition's
+        // signals, and its replicas are gone: this partition answers for
+        // it, from its cache (or "executed long ago").
+        self.absorbed_signals
+            .insert(source.partition, (self.global_position, source.signal_cache));
+        self.absorbed_signals.extend(source.absorbed_signals);
     }
 
     /// Answers `Behind` to every request proposed here on `stream` and not
@@ -836,8 +862,19 @@ impl<S: StateMachine> Replica<S> {
     ) {
         let origin = envelope.origin;
         if envelope.map_version != self.map.version {
-            // The same verdict in every partition: map changes are ordered
-            // by the global stream.
+            // A retry of a command this partition executed under the old
+            // map (its reply was lost) gets that reply: resent under the
+            // new map it could run again elsewhere, on another stream whose
+            // session record does not know it. The verdict is the same at
+            // every replica of the partition (sessions are replicated).
+            if let Some((session, sequence)) = envelope.session.filter(|_| !S::is_read_only(&command)) {
+                if let Some(reply) = self.sessions.executed(session, sequence) {
+                    let reply = reply.unwrap_or(ClientReply::Lost);
+                    return self.answer(&origin, reply);
+                }
+            }
+            // Otherwise the same verdict in every partition: map changes
+            // are ordered by the global stream.
             return self.answer(&origin, ClientReply::StaleMap(Box::new(self.map.clone())));
         }
         let placement = S::placement(&command);
@@ -1022,6 +1059,18 @@ impl<S: StateMachine> Replica<S> {
     }
 
     fn on_signal_request(&mut self, position: u64, from: NodeId) {
+        for (partition, (until, cache)) in &self.absorbed_signals {
+            if position <= *until {
+                self.outputs.push(Output::Send {
+                    to: from,
+                    message: ReplicaMessage::Signal {
+                        global_position: position,
+                        partition: *partition,
+                        partial: cache.get(&position).cloned(),
+                    },
+                });
+            }
+        }
         let partial = match self.signal_cache.get(&position) {
             Some(partial) => Some(partial.clone()),
             // Executed long ago: say so, without the partial.

@@ -116,6 +116,31 @@ impl<R: Clone> SessionTable<R> {
         judge(entry.global.clone(), sequence)
     }
 
+    /// Whether `sequence` of `session` was executed here already, on
+    /// either stream: `Some(reply)` (the reply if still held) or `None`.
+    /// A retried command answered with a stale map must not run again
+    /// under the new map, where it may belong to the other stream (a
+    /// partition split or merged in between changes what it involves).
+    pub fn executed(&self, session: SessionId, sequence: u64) -> Option<Option<R>> {
+        let entry = self.sessions.get(&session)?;
+        if let Some((s, reply)) = &entry.local {
+            if *s == sequence {
+                return Some(Some(reply.clone()));
+            }
+        }
+        if let Some((s, reply)) = &entry.global {
+            if *s == sequence {
+                return Some(reply.clone());
+            }
+        }
+        let last = entry
+            .local
+            .as_ref()
+            .map(|(s, _)| *s)
+            .max(entry.global.as_ref().map(|(s, _)| *s))?;
+        (sequence < last).then_some(None)
+    }
+
     /// Records the reply to a command of the partition's stream.
     pub fn record_local(&mut self, session: SessionId, sequence: u64, reply: R) {
         if let Some(entry) = self.sessions.get_mut(&session) {

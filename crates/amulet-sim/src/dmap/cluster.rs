@@ -617,7 +617,17 @@ impl DmapCluster {
             if slot.transfers.contains_key(&partition) && now.since(at) < TRANSFER_RETRY_MICROS {
                 continue;
             }
-            let peers: Vec<NodeId> = map.partitions[&partition]
+            // The replica's own map names its peers (the newest map may
+            // have merged it away already: it is retired at its fence).
+            let info = process
+                .replicas
+                .get(&partition)
+                .and_then(|r| r.map().partitions.get(&partition))
+                .or_else(|| map.partitions.get(&partition));
+            let Some(info) = info else {
+                continue;
+            };
+            let peers: Vec<NodeId> = info
                 .replicas
                 .iter()
                 .copied()
@@ -816,6 +826,14 @@ impl DmapCluster {
         // a partition split off at a fence (written at the fork).
         let home = slot.partition;
         let mut partitions: Vec<PartitionId> = restored.keys().copied().collect();
+        if self.verbose {
+            println!(
+                "t={}us node {node} starts from checkpoints of {:?} (newest map v{:?})",
+                now.0,
+                partitions,
+                newest.as_ref().map(|m| m.version.0)
+            );
+        }
         let home_alive = newest
             .as_ref()
             .is_none_or(|m| m.partitions_of(node).contains(&home));
@@ -1274,6 +1292,17 @@ impl DmapCluster {
                 let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
                 slot.checkpoints.insert(*partition, (bytes, body.1));
             }
+            for (partition, position) in &done.absorbed {
+                // Durable before the merged partition's checkpoint goes.
+                let replica = &process.replicas[partition];
+                let body: CheckpointBody = (
+                    replica.checkpoint().expect("a replica at its fence is idle"),
+                    position.clone(),
+                );
+                let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
+                slot.checkpoints.insert(*partition, (bytes, body.1));
+                slot.writing.remove(partition);
+            }
             for partition in &done.removed {
                 slot.checkpoints.remove(partition);
                 slot.writing.remove(partition);
@@ -1281,13 +1310,25 @@ impl DmapCluster {
             }
             if self.verbose && done.released > 0 {
                 println!(
-                    "t={}us node {node} fences released={} added={:?} removed={:?} streams={:?}",
+                    "t={}us node {node} fences released={} added={:?} removed={:?} streams={:?} versions={:?}",
                     now.0,
                     done.released,
                     done.added.iter().map(|(p, _)| p).collect::<Vec<_>>(),
                     done.removed,
-                    done.created
+                    done.created,
+                    process
+                        .replicas
+                        .iter()
+                        .map(|(p, r)| (p.0, r.map().version.0, r.global_position()))
+                        .collect::<Vec<_>>()
                 );
+                if let Ok(key) = std::env::var("DBG_KEY") {
+                    for (p, r) in &process.replicas {
+                        let cp = amulet_smr::StateMachine::checkpoint(r.state());
+                        let keys: Vec<String> = cp.maps.values().flat_map(|m| m.keys().map(|k| String::from_utf8_lossy(k).to_string())).collect();
+                        eprintln!("DEBUGS t={} {node} {p} keys={keys:?} has_{key}={}", now.0, keys.contains(&key));
+                    }
+                }
             }
             self.reconfigured += done.added.len() as u64 + done.removed.len() as u64;
             let quiet = effects.delivered.is_empty() && !proposed && done.released == 0;
@@ -1309,6 +1350,14 @@ impl DmapCluster {
     }
 
     fn outcome(mut self) -> SeedOutcome {
+        if let Ok(key) = std::env::var("DBG_KEY") {
+            for c in &self.calls {
+                let text = format!("{:?}", c.op);
+                if text.contains(&format!("b\"{key}\"")) || text.contains("Size") || text.contains("PutAll") || text.contains("Clear") {
+                    eprintln!("DEBUGK {} {:?} {} -> {:?}", c.invoke, c.complete, text.chars().take(90).collect::<String>(), format!("{:?}", c.result).chars().take(100).collect::<String>());
+                }
+            }
+        }
         self.check_progress();
         let verdict =
             linearizability::check(SortedMapModel::default(), &self.calls, CHECK_STEP_BUDGET);

@@ -25,7 +25,8 @@ const BACKOFF_MAX: Duration = Duration::from_millis(500);
 /// The partition map and where the nodes are.
 #[derive(Clone, Debug)]
 struct Routing {
-    map: PartitionMap,
+    /// Shared, so a request can keep the map it was routed by (cheaply).
+    map: Arc<PartitionMap>,
     addresses: BTreeMap<NodeId, String>,
 }
 
@@ -125,7 +126,7 @@ impl Client {
 
     /// The cached partition map.
     pub fn partition_map(&self) -> PartitionMap {
-        self.inner.routing.read().expect("routing lock").map.clone()
+        PartitionMap::clone(&self.inner.routing.read().expect("routing lock").map)
     }
 
     /// Client API addresses of the nodes, by node id.
@@ -324,45 +325,41 @@ impl Client {
         Ok((self.channel(&address)?, address))
     }
 
-    /// The partition a command is sent for and a random replica of it.
-    fn route(
+    /// The partition a command is sent for by `map` and a random replica
+    /// of it.
+    fn route_by(
         &self,
+        map: &PartitionMap,
         command: &MapCommand,
         avoid: Option<&str>,
     ) -> Result<(PartitionId, String, u64), Error> {
-        let routing = self.inner.routing.read().expect("routing lock");
         let placement = PartitionState::placement(command);
         // A map unknown to this (maybe stale) map goes to the lowest
         // partition, whose replica answers "stale" or "unknown map".
-        let partition = routing
-            .map
+        let partition = map
             .partitions_for(&placement)
             .ok()
             .and_then(|p| p.first().copied())
-            .or_else(|| routing.map.partitions.keys().next().copied())
+            .or_else(|| map.partitions.keys().next().copied())
             .ok_or_else(|| Error::Protocol("the partition map has no partitions".into()))?;
-        let address = self.replica_address(&routing, partition, avoid)?;
-        Ok((partition, address, routing.map.version.0))
+        let routing = self.inner.routing.read().expect("routing lock");
+        let address = self.replica_address(map, &routing.addresses, partition, avoid)?;
+        Ok((partition, address, map.version.0))
     }
 
     /// A random replica's address for `partition`, other than `avoid`
     /// when there is another.
     fn replica_address(
         &self,
-        routing: &Routing,
+        map: &PartitionMap,
+        addresses: &BTreeMap<NodeId, String>,
         partition: PartitionId,
         avoid: Option<&str>,
     ) -> Result<String, Error> {
-        let mut replicas: Vec<&String> = routing
-            .map
+        let mut replicas: Vec<&String> = map
             .partitions
             .get(&partition)
-            .map(|p| {
-                p.replicas
-                    .iter()
-                    .filter_map(|n| routing.addresses.get(n))
-                    .collect()
-            })
+            .map(|p| p.replicas.iter().filter_map(|n| addresses.get(n)).collect())
             .unwrap_or_default();
         if replicas.len() > 1 {
             replicas.retain(|a| Some(a.as_str()) != avoid);
@@ -376,7 +373,7 @@ impl Client {
     /// A random replica's address for `partition`.
     pub(crate) fn replica_of(&self, partition: PartitionId) -> Result<String, Error> {
         let routing = self.inner.routing.read().expect("routing lock");
-        self.replica_address(&routing, partition, None)
+        self.replica_address(&routing.map, &routing.addresses, partition, None)
     }
 
     /// The partitions a command touches, by the cached map.
@@ -502,6 +499,13 @@ impl Client {
         let mut backoff = BACKOFF_MIN;
         let mut maybe_applied = false;
         let mut last: String;
+        // Retries of one sequence keep the map they were first routed by
+        // until a replica says it is stale: under a newer map (another
+        // task refreshed the cache) the command may belong to another
+        // stream (a partition split or merged in between), whose session
+        // record does not know an execution under the old one. The replica
+        // answers a stale-map retry it executed with its reply.
+        let mut pinned: Option<Arc<PartitionMap>> = None;
         loop {
             let opened = if !slot.open || slot.renewed.elapsed() > config.session_lease / 2 {
                 self.open_session(slot).await
@@ -509,7 +513,7 @@ impl Client {
                 Attempt::Done(())
             };
             let attempt = match opened {
-                Attempt::Done(()) => self.attempt(slot, command, &op).await,
+                Attempt::Done(()) => self.attempt(slot, command, &op, &mut pinned).await,
                 Attempt::Retry { maybe_applied, why } => Attempt::Retry { maybe_applied, why },
                 Attempt::Fail(error) => Attempt::Fail(error),
             };
@@ -542,12 +546,16 @@ impl Client {
         slot: &mut SessionSlot,
         command: &MapCommand,
         op: &pb::map_request::Op,
+        pinned: &mut Option<Arc<PartitionMap>>,
     ) -> Attempt<(MapReply, String)> {
-        let (partition, address, map_version) = match self.route(command, slot.failed_at.as_deref())
-        {
-            Ok(r) => r,
-            Err(e) => return Attempt::Fail(e),
-        };
+        let map = pinned
+            .get_or_insert_with(|| self.inner.routing.read().expect("routing lock").map.clone())
+            .clone();
+        let (partition, address, map_version) =
+            match self.route_by(&map, command, slot.failed_at.as_deref()) {
+                Ok(r) => r,
+                Err(e) => return Attempt::Fail(e),
+            };
         let request = pb::MapRequest {
             header: Some(pb::RequestHeader {
                 map_version,
@@ -586,7 +594,10 @@ impl Client {
             },
             Ok(Err(status)) => {
                 match error_kind(&status) {
-                    Some(ErrorKind::StaleMap | ErrorKind::NotAReplica) => self.refresh_map().await,
+                    Some(ErrorKind::StaleMap | ErrorKind::NotAReplica) => {
+                        self.refresh_map().await;
+                        *pinned = None;
+                    }
                     Some(ErrorKind::SessionExpired) => slot.open = false,
                     _ => {}
                 }
@@ -656,5 +667,8 @@ async fn fetch_map(config: &ClientConfig, address: &str) -> Result<Routing, Erro
     .map_err(|s| Error::from_status(&s))?;
     let (map, addresses) =
         map_from_pb(reply.into_inner()).map_err(|s| Error::Protocol(s.message().to_string()))?;
-    Ok(Routing { map, addresses })
+    Ok(Routing {
+        map: Arc::new(map),
+        addresses,
+    })
 }

@@ -59,7 +59,8 @@ fn section_3_b_c_a_lagging_replica_runs_thousands_of_early_signalled_commands_in
                 body: Body::App(MapCommand::Size { map: map_name() }),
             };
             ahead1.submit(0, size);
-            let Some(Output::Propose { stream, value, .. }) = ahead1.drain().into_iter().next() else {
+            let Some(Output::Propose { stream, value, .. }) = ahead1.drain().into_iter().next()
+            else {
                 panic!("a size is proposed on the global stream");
             };
             // The replicas that are ahead execute every command, signalling

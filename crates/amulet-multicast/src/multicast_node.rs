@@ -109,6 +109,11 @@ pub struct MulticastNode {
     me: NodeId,
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
+    /// Streams retired by a reconfiguration: no group merges them from
+    /// their fence on, so their coordinator proposes no more skips (the
+    /// log would grow without end); what was decided up to the fence
+    /// stays for replicas that replay to it.
+    retired: std::collections::BTreeSet<StreamId>,
     groups: BTreeMap<GroupId, Merger>,
     /// Reused by local catch-up: (blocked stream, position needed).
     needs_scratch: Vec<(StreamId, u64)>,
@@ -179,6 +184,7 @@ impl MulticastNode {
             groups,
             streams,
             pacing: BTreeMap::new(),
+            retired: std::collections::BTreeSet::new(),
             local_catch_ups: BTreeMap::new(),
             needs_scratch: Vec::new(),
             stalled: BTreeMap::new(),
@@ -777,9 +783,19 @@ impl MulticastNode {
         std::mem::take(&mut self.effects)
     }
 
+    /// Marks `stream` retired (see the field): no more skips for it.
+    pub fn retire_stream(&mut self, stream: StreamId) {
+        if self.retired.insert(stream) {
+            self.pacing.remove(&stream);
+        }
+    }
+
     /// Proposes skips at the streams this node coordinates (thesis §3.3).
     fn level_rates(&mut self, now: TimeMicros) {
         for (id, stream) in self.streams.iter_mut() {
+            if self.retired.contains(id) {
+                continue;
+            }
             let Some((ballot, proposed_weight, delay)) = stream.coordinator_progress() else {
                 self.pacing.remove(id);
                 continue;

@@ -1115,7 +1115,10 @@ impl EventLoop {
             let global = body.replica.global_position;
             let lanes = lanes_of(&body.position);
             self.store.write(partition, &body).map_err(|e| {
-                anyhow::anyhow!("partition {}: checkpoint after a merge failed: {e}", partition.0)
+                anyhow::anyhow!(
+                    "partition {}: checkpoint after a merge failed: {e}",
+                    partition.0
+                )
             })?;
             self.checkpointer.installed(partition, global, lanes);
         }

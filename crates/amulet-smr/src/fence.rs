@@ -70,6 +70,15 @@ pub fn work_fences<S: StateMachine>(
 ) -> FenceDone {
     let mut done = FenceDone::default();
     drop_merged_orphans(node, replicas, &mut done);
+    if let Some(map) = replicas
+        .values()
+        .map(Replica::map)
+        .max_by_key(|m| m.version)
+    {
+        for stream in &map.retired_streams {
+            node.retire_stream(*stream);
+        }
+    }
     let m = node.instances_per_round();
     let fenced: Vec<(PartitionId, u64)> = replicas
         .keys()

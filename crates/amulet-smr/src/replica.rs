@@ -777,8 +777,10 @@ impl<S: StateMachine> Replica<S> {
         // restarted one, catching up) may wait for the merged partition's
         // signals, and its replicas are gone: this partition answers for
         // it, from its cache (or "executed long ago").
-        self.absorbed_signals
-            .insert(source.partition, (self.global_position, source.signal_cache));
+        self.absorbed_signals.insert(
+            source.partition,
+            (self.global_position, source.signal_cache),
+        );
         self.absorbed_signals.extend(source.absorbed_signals);
     }
 
@@ -867,7 +869,9 @@ impl<S: StateMachine> Replica<S> {
             // new map it could run again elsewhere, on another stream whose
             // session record does not know it. The verdict is the same at
             // every replica of the partition (sessions are replicated).
-            if let Some((session, sequence)) = envelope.session.filter(|_| !S::is_read_only(&command)) {
+            if let Some((session, sequence)) =
+                envelope.session.filter(|_| !S::is_read_only(&command))
+            {
                 if let Some(reply) = self.sessions.executed(session, sequence) {
                     let reply = reply.unwrap_or(ClientReply::Lost);
                     return self.answer(&origin, reply);

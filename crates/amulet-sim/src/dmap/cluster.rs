@@ -1203,7 +1203,10 @@ impl DmapCluster {
             // A node's outputs settle in a few rounds; one that keeps
             // producing is a livelock of the node (an invariant, not a
             // simulator hang).
-            assert!(round < FLUSH_ROUNDS_MAX, "node {node} never settles: a livelock");
+            assert!(
+                round < FLUSH_ROUNDS_MAX,
+                "node {node} never settles: a livelock"
+            );
             let Some(slot) = self.slots.get_mut(&node) else {
                 return;
             };
@@ -1296,7 +1299,9 @@ impl DmapCluster {
                 // Durable before the merged partition's checkpoint goes.
                 let replica = &process.replicas[partition];
                 let body: CheckpointBody = (
-                    replica.checkpoint().expect("a replica at its fence is idle"),
+                    replica
+                        .checkpoint()
+                        .expect("a replica at its fence is idle"),
                     position.clone(),
                 );
                 let bytes = postcard::to_allocvec(&body).expect("a checkpoint encodes");
@@ -1325,8 +1330,16 @@ impl DmapCluster {
                 if let Ok(key) = std::env::var("DBG_KEY") {
                     for (p, r) in &process.replicas {
                         let cp = amulet_smr::StateMachine::checkpoint(r.state());
-                        let keys: Vec<String> = cp.maps.values().flat_map(|m| m.keys().map(|k| String::from_utf8_lossy(k).to_string())).collect();
-                        eprintln!("DEBUGS t={} {node} {p} keys={keys:?} has_{key}={}", now.0, keys.contains(&key));
+                        let keys: Vec<String> = cp
+                            .maps
+                            .values()
+                            .flat_map(|m| m.keys().map(|k| String::from_utf8_lossy(k).to_string()))
+                            .collect();
+                        eprintln!(
+                            "DEBUGS t={} {node} {p} keys={keys:?} has_{key}={}",
+                            now.0,
+                            keys.contains(&key)
+                        );
                     }
                 }
             }
@@ -1353,8 +1366,21 @@ impl DmapCluster {
         if let Ok(key) = std::env::var("DBG_KEY") {
             for c in &self.calls {
                 let text = format!("{:?}", c.op);
-                if text.contains(&format!("b\"{key}\"")) || text.contains("Size") || text.contains("PutAll") || text.contains("Clear") {
-                    eprintln!("DEBUGK {} {:?} {} -> {:?}", c.invoke, c.complete, text.chars().take(90).collect::<String>(), format!("{:?}", c.result).chars().take(100).collect::<String>());
+                if text.contains(&format!("b\"{key}\""))
+                    || text.contains("Size")
+                    || text.contains("PutAll")
+                    || text.contains("Clear")
+                {
+                    eprintln!(
+                        "DEBUGK {} {:?} {} -> {:?}",
+                        c.invoke,
+                        c.complete,
+                        text.chars().take(90).collect::<String>(),
+                        format!("{:?}", c.result)
+                            .chars()
+                            .take(100)
+                            .collect::<String>()
+                    );
                 }
             }
         }

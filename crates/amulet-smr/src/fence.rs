@@ -121,6 +121,9 @@ pub fn work_fences<S: StateMachine>(
                 checkpoint,
                 stream,
             } => {
+                // Replaying to this fence, the stream may be retired in a
+                // newer map already (the new partition merged away since).
+                open_stream(node, &stream, host, &mut done);
                 let own = replicas[&partition].stream();
                 let position = node
                     .fork_at_fence(group, group_of(new), &[own], &[(stream.stream, None)])
@@ -132,6 +135,7 @@ pub fn work_fences<S: StateMachine>(
                 done.added.push((new, position));
             }
             FenceWork::ReplaceStream { old, new } => {
+                open_stream(node, &new, host, &mut done);
                 node.reconfigure_at_fence(group, &[old], &[(new.stream, None)])
                     .expect("a fenced group takes a stream the node just opened");
             }
@@ -219,6 +223,23 @@ fn ensure_streams<S: StateMachine>(
 ) {
     if let Some(map) = newest_map(replicas) {
         done.created.extend(open_streams(node, &map, host));
+    }
+}
+
+/// Opens `spec`'s stream if the node does not have it.
+fn open_stream<S>(
+    node: &mut MulticastNode,
+    spec: &StreamSpec,
+    host: &mut FenceHost<'_, S>,
+    done: &mut FenceDone,
+) {
+    if node.streams().contains_key(&spec.stream) {
+        return;
+    }
+    let config = (host.stream_config)(spec);
+    let log = (host.open_log)(&config);
+    if node.add_stream(config, log, host.now).is_ok() {
+        done.created.push(spec.stream);
     }
 }
 

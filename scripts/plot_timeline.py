@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main():
     series_csv, events_csv, out_dir = sys.argv[1:4]
     scenario = sys.argv[4] if len(sys.argv) > 4 else "kill"
-    rows = [r for r in csv.DictReader(open(series_csv)) if r["workload"] != "load"]
+    rows = [r for r in csv.DictReader(open(series_csv)) if r["workload"] != "load" and r.get("phase") != "drain"]
     seconds = [int(r["second"]) for r in rows]
     ops = [int(r["ops"]) for r in rows]
     p99 = [int(r["p99_us"]) / 1000 if r["p99_us"] else None for r in rows]

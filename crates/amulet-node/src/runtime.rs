@@ -793,8 +793,20 @@ impl EventLoop {
                 from,
                 offset,
             } => {
-                if self.replicas.contains_key(&partition) {
-                    let reply = self.transfer.on_request(partition, offset, now);
+                // A partition merged away here: the one it merged into
+                // holds its state; the asker installs that instead (and
+                // drops its replica of the merged one).
+                let serve = self
+                    .current_map()
+                    .map_or(partition, |map| merged_into(map, partition));
+                if self.replicas.contains_key(&serve) {
+                    let mut reply = self.transfer.on_request(serve, offset, now);
+                    if let ReplicaMessage::CheckpointChunk {
+                        partition: label, ..
+                    } = &mut reply
+                    {
+                        *label = partition;
+                    }
                     self.send_replica_message(from, reply);
                 }
             }
@@ -834,7 +846,19 @@ impl EventLoop {
     /// Installs fetched peer checkpoints: the file becomes this replica's
     /// checkpoint, the replica and its merge restart from it.
     fn install_checkpoints(&mut self) {
-        for (partition, body, file) in std::mem::take(&mut self.installs) {
+        for (asked, body, file) in std::mem::take(&mut self.installs) {
+            // The peer may have sent the partition `asked` merged into.
+            let partition = body.replica.partition;
+            if partition != asked {
+                self.transfer.cancel(asked);
+                let ahead = self.replicas.get(&partition).is_some_and(|r| {
+                    r.global_position() >= body.replica.global_position
+                        && r.map().version >= body.replica.map.version
+                });
+                if ahead {
+                    continue;
+                }
+            }
             if let Err(error) = self.store.write_bytes(partition, &file) {
                 tracing::error!(%error, "cannot store a peer's checkpoint; fetching again");
                 self.transfer.cancel(partition);
@@ -1160,4 +1184,16 @@ fn runtime_stream_config(spec: &StreamSpec, limits: &amulet_types::StreamLimits)
         limits: limits.clone(),
         base_position: spec.base_position,
     }
+}
+
+/// The partition holding `partition`'s state by `map`: itself, or the one
+/// it was merged into (following merges of merges).
+fn merged_into(map: &PartitionMap, mut partition: PartitionId) -> PartitionId {
+    for _ in 0..map.merged.len() {
+        match map.merged.get(&partition) {
+            Some(into) => partition = *into,
+            None => break,
+        }
+    }
+    partition
 }

@@ -659,9 +659,16 @@ impl DmapCluster {
                 partition, from, ..
             } => {
                 let slot = &self.slots[&node];
+                // A partition merged away here: the one it merged into
+                // holds its state (see `merged_into`).
+                let serve = slot
+                    .process
+                    .as_ref()
+                    .and_then(|p| newest_map(&p.replicas))
+                    .map_or(partition, |map| merged_into(&map, partition));
                 let bytes = slot
                     .checkpoints
-                    .get(&partition)
+                    .get(&serve)
                     .map_or_else(Bytes::new, |(b, _)| Bytes::from(b.clone()));
                 let reply = ReplicaMessage::CheckpointChunk {
                     partition,
@@ -687,6 +694,19 @@ impl DmapCluster {
                 }
                 let (checkpoint, position): CheckpointBody =
                     postcard::from_bytes(&bytes).expect("a peer's checkpoint decodes");
+                // Asked for a partition merged away at the peer, the peer
+                // sent the one it merged into: install that (the merged
+                // partition's replica here is dropped as an orphan).
+                let asked = partition;
+                let partition = checkpoint.partition;
+                if partition != asked
+                    && process.replicas.get(&partition).is_some_and(|r| {
+                        r.global_position() >= checkpoint.global_position
+                            && r.map().version >= checkpoint.map.version
+                    })
+                {
+                    return;
+                }
                 // The partition's run-time streams, before its merge names them.
                 let state = self.initial_state.clone();
                 let new_state = || state.clone();
@@ -754,6 +774,7 @@ impl DmapCluster {
                 slot.checkpoints
                     .insert(partition, (bytes.to_vec(), position));
                 slot.transfers.remove(&partition);
+                slot.transfers.remove(&asked);
                 self.transfers += 1;
             }
             ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
@@ -1512,6 +1533,18 @@ impl DmapCluster {
             }
         }
     }
+}
+
+/// The partition holding `partition`'s state by `map`: itself, or the
+/// one it was merged into (following merges of merges).
+fn merged_into(map: &PartitionMap, mut partition: PartitionId) -> PartitionId {
+    for _ in 0..map.merged.len() {
+        match map.merged.get(&partition) {
+            Some(into) => partition = *into,
+            None => break,
+        }
+    }
+    partition
 }
 
 /// The configuration of a stream created at run time in the simulator.

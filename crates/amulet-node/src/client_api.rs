@@ -159,8 +159,13 @@ fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
     }
 }
 
-fn stopped(_: HandleError) -> Status {
-    Status::unavailable("the node is stopping")
+fn stopped(error: HandleError) -> Status {
+    match error {
+        HandleError::Dropped => Status::unavailable(
+            "the replica was replaced while the request waited (it may have taken effect): resend with the same session and sequence",
+        ),
+        _ => Status::unavailable("the node is stopping"),
+    }
 }
 
 impl Service {

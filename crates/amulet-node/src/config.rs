@@ -376,9 +376,42 @@ pub fn local_cluster_toml(
 /// with port 0, then released for nodes to take; another process could take
 /// one in between, which makes a node fail to start with a clear error).
 pub fn free_local_ports(count: usize) -> std::io::Result<Vec<u16>> {
-    let listeners = (0..count)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()?;
+    // Below Linux's ephemeral range (32768-60999): a port the OS hands out
+    // for "port 0" can be taken again by any outgoing connection (a peer
+    // link of another cluster in the same test run) before the node
+    // binds it. Random starting points keep concurrent callers apart.
+    const LOW: u32 = 20_000;
+    const HIGH: u32 = 32_000;
+    #[allow(clippy::disallowed_methods)] // a seed for port choice, not protocol time
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos())
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut candidate = LOW
+        + (seed.wrapping_add(NEXT.fetch_add(7_919, std::sync::atomic::Ordering::Relaxed)))
+            % (HIGH - LOW);
+    let mut listeners = Vec::with_capacity(count);
+    for _ in 0..(HIGH - LOW) {
+        if listeners.len() == count {
+            break;
+        }
+        candidate = if candidate + 1 >= HIGH {
+            LOW
+        } else {
+            candidate + 1
+        };
+        let port = u16::try_from(candidate).expect("below 32000");
+        if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+            listeners.push(listener);
+        }
+    }
+    if listeners.len() < count {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            "no free ports in 20000-32000",
+        ));
+    }
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))

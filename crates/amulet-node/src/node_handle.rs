@@ -146,6 +146,11 @@ pub enum HandleError {
     /// The node stopped.
     #[error("the node stopped")]
     Stopped,
+    /// The request was dropped unanswered: its replica was replaced (a
+    /// peer's checkpoint installed, a partition merged away) or its client
+    /// gave up. It may have taken effect.
+    #[error("the request was dropped unanswered")]
+    Dropped,
     /// The node refused the value.
     #[error("multicast refused: {0:?}")]
     Refused(MulticastError),
@@ -195,7 +200,7 @@ impl NodeHandle {
                 reply,
             })
             .map_err(|_| HandleError::Stopped)?;
-        answer.await.map_err(|_| HandleError::Stopped)
+        answer.await.map_err(|_| HandleError::Dropped)
     }
 
     /// The current partition map (`Ok(None)` if the node serves no DMap).

@@ -881,6 +881,18 @@ impl EventLoop {
                     continue;
                 }
             };
+            // Streams the checkpoint's merge names that were created at run
+            // time after this node's own state (a split, a replacement).
+            for lane in &body.position.lanes {
+                if self.node.streams().contains_key(&lane.stream) {
+                    continue;
+                }
+                if let Some(spec) = replica.map().streams.get(&lane.stream).cloned() {
+                    if let Err(error) = self.open_runtime_stream(&spec) {
+                        tracing::error!(%error, "cannot open a stream a peer's checkpoint merges");
+                    }
+                }
+            }
             if let Err(error) = self
                 .node
                 .restore_group(GroupId(partition.0), &body.position)
@@ -1053,6 +1065,27 @@ impl EventLoop {
                 self.work_fences(now)?;
             }
         }
+        Ok(())
+    }
+
+    /// Opens a stream created at run time (its log under the data
+    /// directory), with the global stream's limits.
+    fn open_runtime_stream(&mut self, spec: &StreamSpec) -> anyhow::Result<()> {
+        if !spec.members().contains(&self.me) {
+            return Ok(());
+        }
+        let template = self
+            .current_map()
+            .and_then(|m| self.node.streams().get(&m.global_stream))
+            .map(|s| s.config().limits.clone())
+            .unwrap_or_default();
+        let config = runtime_stream_config(spec, &template);
+        let log = open_stream_log(&self.data_dir, &config, self.me, false)?;
+        let storage = config.storage;
+        self.node
+            .add_stream(config, log, self.now())
+            .map_err(|e| anyhow::anyhow!("stream {}: {e:?}", spec.stream.0))?;
+        self.storage.push((spec.stream, storage));
         Ok(())
     }
 

@@ -203,10 +203,10 @@ impl StateTransfer {
         }
         let file = std::mem::take(&mut fetch.buffer).freeze();
         match decode(&file) {
-            Ok(body) if body.replica.partition == partition => {
-                ChunkOutcome::Complete(Box::new(body), file)
-            }
-            Ok(_) | Err(_) => {
+            // Another partition's checkpoint comes when the peer merged
+            // the one asked for into it (the runtime installs it as that).
+            Ok(body) => ChunkOutcome::Complete(Box::new(body), file),
+            Err(_) => {
                 tracing::error!(
                     partition = partition.0,
                     peer = %from,

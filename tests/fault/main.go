@@ -61,7 +61,7 @@ func main() {
 	table := flag.String("table", "", "also write the results table into this markdown file (between the results markers)")
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
 	model := flag.String("model", "register", "model for -check: register or map")
-	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: stale-reads")
+	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client)")
 	flag.Parse()
 
 	if *check != "" {

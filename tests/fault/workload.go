@@ -48,7 +48,10 @@ var Workloads = map[string]*Workload{
 
 // InjectBug names a deliberately injected bug ("" for none): "stale-reads"
 // answers a quarter of the gets and scans from the client's earlier view
-// instead of asking the cluster, to show that the checkers catch it.
+// instead of asking the cluster, to show that the checkers catch it;
+// "local-reads" is in the nodes (every replica answers single-partition
+// reads from its own state without ordering them), and the client does
+// nothing different.
 var InjectBug string
 
 type Recorder struct {

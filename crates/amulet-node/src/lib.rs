@@ -12,6 +12,7 @@ mod client_api;
 pub mod config;
 mod digest;
 mod inbound;
+mod injected_bug;
 pub mod load;
 mod metrics;
 mod node_handle;

@@ -377,6 +377,8 @@ fn start_replicas(
                 replica
             }
         };
+        let mut replica = replica;
+        crate::injected_bug::apply(&mut replica);
         replicas.insert(partition, replica);
     }
     Ok((replicas, restored))
@@ -881,6 +883,7 @@ impl EventLoop {
                     continue;
                 }
             };
+            crate::injected_bug::apply(&mut replica);
             // Streams the checkpoint's merge names that were created at run
             // time after this node's own state (a split, a replacement).
             for lane in &body.position.lanes {

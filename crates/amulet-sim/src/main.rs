@@ -56,6 +56,9 @@ enum BugArg {
     TrimWithoutQuorum,
     /// DMap: a partition split off starts empty (no range handed over).
     SplitWithoutTransfer,
+    /// DMap: replicas answer single-partition reads from their own state
+    /// without ordering them.
+    LocalReads,
     /// Elastic: a subscription's merge point comes from the new stream's
     /// copy alone.
     MergePointFromNewStream,
@@ -68,6 +71,7 @@ impl BugArg {
             BugArg::CheckpointPastPosition => DmapBug::CheckpointPastPosition,
             BugArg::TrimWithoutQuorum => DmapBug::TrimWithoutQuorum,
             BugArg::SplitWithoutTransfer => DmapBug::SplitWithoutTransfer,
+            BugArg::LocalReads => DmapBug::AnswerReadsLocally,
             _ => DmapBug::None,
         }
     }
@@ -85,6 +89,7 @@ impl BugArg {
             | BugArg::CheckpointPastPosition
             | BugArg::TrimWithoutQuorum
             | BugArg::SplitWithoutTransfer
+            | BugArg::LocalReads
             | BugArg::MergePointFromNewStream => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,

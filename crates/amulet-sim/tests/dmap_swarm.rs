@@ -72,6 +72,24 @@ fn dmap_section_3_b_c_completing_without_signals_is_caught() {
     println!("caught at seed {seed}: {how}");
 }
 
+/// DMap §III-B: a read is a command like any other, ordered before it is
+/// executed. A replica answering reads from its own state (behind the
+/// others, or cut off from them) gives stale answers.
+#[test]
+fn dmap_section_3_b_reads_answered_without_ordering_are_caught() {
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..50).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::AnswerReadsLocally)
+        });
+        outcome.violations.first().map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("reads answered without ordering survived 50 seeds");
+    println!("caught at seed {seed}: {how}");
+}
+
 #[test]
 fn dmap_section_3_4_2_replicas_restore_from_checkpoints_in_the_swarm() {
     // The swarm restarts replicas from checkpoints (not only by replay):

@@ -260,6 +260,7 @@ pub struct Replica<S: StateMachine> {
     undecodable: u64,
     outputs: Vec<Output<S::Reply>>,
     complete_without_signals: bool,
+    answer_reads_locally: bool,
     /// See [`ReplicaCheckpoint::pending_reconfiguration`].
     pending_reconfiguration: Option<Reconfiguration>,
     /// Requests received here and proposed, not answered yet, with the
@@ -304,6 +305,7 @@ impl<S: StateMachine> Replica<S> {
             undecodable: 0,
             outputs: Vec::new(),
             complete_without_signals: false,
+            answer_reads_locally: false,
             pending_reconfiguration: None,
             proposed: BTreeMap::new(),
         }
@@ -383,6 +385,15 @@ impl<S: StateMachine> Replica<S> {
         self.complete_without_signals = on;
     }
 
+    /// A deliberately broken variant, for the real-process fault suite and
+    /// the simulator to show that their checkers catch it: a read-only
+    /// command of this partition alone is answered at once from this
+    /// replica's state, without being ordered (a replica behind the others,
+    /// or cut off from them, answers from the past).
+    pub fn set_bug_answer_reads_locally(&mut self, on: bool) {
+        self.answer_reads_locally = on;
+    }
+
     /// The service state.
     pub fn state(&self) -> &S {
         &self.state
@@ -436,32 +447,52 @@ impl<S: StateMachine> Replica<S> {
         let id = self.next_request;
         self.next_request += 1;
         match self.route_request(&request) {
-            Ok(stream) => {
-                let barrier = matches!(request.body, Body::Reconfigure(_));
-                let envelope = CommandEnvelope {
-                    origin: Origin {
-                        node: self.config.node,
-                        incarnation: self.config.incarnation,
-                        request: id,
-                    },
-                    timestamp_micros: now_micros,
-                    map_version: request.map_version,
-                    session: request.session,
-                    body: request.body,
-                };
-                self.outputs.push(Output::Propose {
-                    stream,
-                    value: envelope.encode(),
-                    barrier,
-                });
-                self.proposed.insert(id, stream);
-                while self.proposed.len() > PROPOSED_MAX {
-                    self.proposed.pop_first();
+            Ok(stream) if self.answer_reads_locally && stream == self.stream() => {
+                if let Body::App(command) = &request.body {
+                    if S::is_read_only(command) {
+                        let placement = S::placement(command);
+                        let reply = ClientReply::Done(self.execute_here(command, &placement));
+                        self.outputs.push(Output::Reply { request: id, reply });
+                        return id;
+                    }
                 }
+                self.propose(id, stream, now_micros, request);
             }
+            Ok(stream) => self.propose(id, stream, now_micros, request),
             Err(reply) => self.outputs.push(Output::Reply { request: id, reply }),
         }
         id
+    }
+
+    /// Proposes a request on the stream that orders it.
+    fn propose(
+        &mut self,
+        id: RequestId,
+        stream: StreamId,
+        now_micros: u64,
+        request: ClientRequest<S::Command>,
+    ) {
+        let barrier = matches!(request.body, Body::Reconfigure(_));
+        let envelope = CommandEnvelope {
+            origin: Origin {
+                node: self.config.node,
+                incarnation: self.config.incarnation,
+                request: id,
+            },
+            timestamp_micros: now_micros,
+            map_version: request.map_version,
+            session: request.session,
+            body: request.body,
+        };
+        self.outputs.push(Output::Propose {
+            stream,
+            value: envelope.encode(),
+            barrier,
+        });
+        self.proposed.insert(id, stream);
+        while self.proposed.len() > PROPOSED_MAX {
+            self.proposed.pop_first();
+        }
     }
 
     /// The stream a request goes on, or the refusal.

@@ -63,6 +63,9 @@ pub enum DmapBug {
     /// A partition split off at a fence starts empty: the moved range is
     /// not handed to the new replica group.
     SplitWithoutTransfer,
+    /// Replicas answer single-partition reads from their own state at
+    /// once, without ordering them (the fault suite's `local-reads`).
+    AnswerReadsLocally,
 }
 
 /// What a sim checkpoint file holds: the replica's checkpoint and the
@@ -764,6 +767,7 @@ impl DmapCluster {
                 let mut replica = Replica::restore(config, checkpoint, self.initial_state.clone())
                     .expect("a peer's checkpoint is of this partition");
                 replica.set_bug_complete_without_signals(bug == DmapBug::CompleteWithoutSignals);
+                replica.set_bug_answer_reads_locally(bug == DmapBug::AnswerReadsLocally);
                 if let Some(old) = process.replicas.get(&partition) {
                     replica.continue_requests_of(old);
                 }
@@ -891,6 +895,7 @@ impl DmapCluster {
                 None => Replica::new(config, self.initial_map.clone(), self.initial_state.clone()),
             };
             replica.set_bug_complete_without_signals(self.bug == DmapBug::CompleteWithoutSignals);
+            replica.set_bug_answer_reads_locally(self.bug == DmapBug::AnswerReadsLocally);
             replicas.insert(partition, replica);
         }
         slot.process = Some(NodeProcess {

@@ -12,7 +12,7 @@ use crate::digest::{DeliveryDigest, DigestPoint};
 use crate::load::{LoadGenerator, LoadReport, LoadSpec};
 use crate::node_handle::{Command, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus};
 use crate::state_transfer::{ChunkOutcome, StateTransfer};
-use crate::storage_setup::{open_logs, open_stream_log, OpenedLogs};
+use crate::storage_setup::{open_logs, LogOpener, OpenedLogs};
 use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
 use amulet_multicast::{GroupId, MergePosition, Merged, MulticastNode};
@@ -29,7 +29,6 @@ use bytes::Bytes;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
@@ -105,6 +104,7 @@ impl Node {
         let OpenedLogs {
             mut logs,
             incarnation,
+            mut opener,
         } = open_logs(&config)?;
         let partition_map = config.partition_map()?;
         let store = CheckpointStore::new(&config.data_dir);
@@ -125,7 +125,7 @@ impl Node {
                     continue;
                 }
                 let stream = runtime_stream_config(spec, &template);
-                let log = open_stream_log(&config.data_dir, &stream, me, false)?;
+                let log = opener.open(&stream, false)?;
                 logs.push((stream, log));
             }
         }
@@ -190,7 +190,7 @@ impl Node {
             store,
             transfer,
             installs: Vec::new(),
-            data_dir: config.data_dir.clone(),
+            log_opener: opener,
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -300,8 +300,8 @@ struct EventLoop {
     /// current flush (never in the middle of one: undrained deliveries
     /// belong to the replica being replaced).
     installs: Vec<(PartitionId, Box<CheckpointBody>, Bytes)>,
-    /// Where streams created at run time keep their logs.
-    data_dir: PathBuf,
+    /// Opens the logs of streams created at run time.
+    log_opener: LogOpener,
 }
 
 /// A node's replicas, and the merge positions of those restored from a
@@ -1083,7 +1083,7 @@ impl EventLoop {
             .map(|s| s.config().limits.clone())
             .unwrap_or_default();
         let config = runtime_stream_config(spec, &template);
-        let log = open_stream_log(&self.data_dir, &config, self.me, false)?;
+        let log = self.log_opener.open(&config, false)?;
         let storage = config.storage;
         self.node
             .add_stream(config, log, self.now())
@@ -1104,13 +1104,13 @@ impl EventLoop {
             .and_then(|m| self.node.streams().get(&m.global_stream))
             .map(|s| s.config().limits.clone())
             .unwrap_or_default();
-        let data_dir = self.data_dir.clone();
+        let opener = &mut self.log_opener;
         let mut failed: Option<anyhow::Error> = None;
         let done = {
             let new_state = || PartitionState::new(MapLimits::default());
             let stream_config = |spec: &StreamSpec| runtime_stream_config(spec, &template);
             let mut open_log = |config: &StreamConfig| -> Box<dyn AcceptorLog> {
-                match open_stream_log(&data_dir, config, me, true) {
+                match opener.open(config, true) {
                     Ok(log) => log,
                     Err(error) => {
                         // The node cannot take part in the new stream: it

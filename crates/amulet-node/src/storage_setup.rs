@@ -1,12 +1,19 @@
-//! Opens what a node keeps on disk: its incarnation counter and one
-//! acceptor log per stream.
+//! Opens what a node keeps on disk: its incarnation counter and the
+//! acceptor logs of its streams.
+//!
+//! Every durable stream of a node lives in one node-wide log per
+//! durability mode (`<data_dir>/acceptor-log-sync/`,
+//! `<data_dir>/acceptor-log-async/`; `amulet_storage::NodeLog`), so a
+//! group commit is one fsync however many streams it touched. A data
+//! directory from before the node-wide log keeps a stream's own log in
+//! `<data_dir>/stream-<id>/`; such a stream goes on using it.
 
 use crate::config::NodeConfig;
-use amulet_storage::{open_log, AcceptorLog};
-use amulet_types::StreamConfig;
+use amulet_storage::{open_log, AcceptorLog, Durability, FsDisk, NodeLog, SEGMENT_BYTES_DEFAULT};
+use amulet_types::{NodeId, StorageMode, StreamConfig};
 use anyhow::Context;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The node's logs and its run number.
 pub struct OpenedLogs {
@@ -14,6 +21,8 @@ pub struct OpenedLogs {
     pub logs: Vec<(StreamConfig, Box<dyn AcceptorLog>)>,
     /// This run's incarnation (1 on the first run of the data directory).
     pub incarnation: u32,
+    /// Opens the logs of streams created later.
+    pub opener: LogOpener,
 }
 
 /// Bumps the incarnation counter and opens every stream's log.
@@ -21,48 +30,101 @@ pub fn open_logs(config: &NodeConfig) -> anyhow::Result<OpenedLogs> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data_dir {}", config.data_dir.display()))?;
     let incarnation = next_incarnation(&config.data_dir)?;
+    let mut opener = LogOpener::new(&config.data_dir, config.me());
     let mut logs: Vec<(StreamConfig, Box<dyn AcceptorLog>)> = Vec::new();
     for stream in config.my_streams() {
         // Memory rings: only the first run of the data directory may vote
         // (a ring cannot vouch for promises an earlier run made). Durable
         // logs find out from their files whether they lost anything.
-        let log = open_stream_log(&config.data_dir, &stream, config.me(), incarnation == 1)?;
+        let log = opener.open(&stream, incarnation == 1)?;
         logs.push((stream, log));
     }
-    Ok(OpenedLogs { logs, incarnation })
+    Ok(OpenedLogs {
+        logs,
+        incarnation,
+        opener,
+    })
 }
 
-/// Opens (creating it if new) the log of one stream under `data_dir`:
-/// a stream of the configuration, or one created at run time by a
-/// reconfiguration (`first_run`: nothing of it can exist from an earlier
-/// run, so a memory ring may vote).
-pub fn open_stream_log(
-    data_dir: &Path,
-    stream: &StreamConfig,
-    me: amulet_types::NodeId,
-    first_run: bool,
-) -> anyhow::Result<Box<dyn AcceptorLog>> {
-    let dir = data_dir.join(format!("stream-{}", stream.stream.0));
-    let log = open_log(
-        stream.storage,
-        &dir,
-        usize::try_from(stream.limits.memory_ring_slots).context("memory_ring_slots too large")?,
-        first_run,
-    )
-    .with_context(|| {
-        format!(
-            "stream {}: cannot open its log in {}",
-            stream.stream.0,
-            dir.display()
-        )
-    })?;
-    if !log.recovered().intact && stream.is_acceptor(me) {
-        tracing::warn!(
-            stream = stream.stream.0,
-            "acceptor log is not intact (lost promises or votes): learner only in this stream"
-        );
+/// Opens streams' acceptor logs: memory rings, or a stream's place in the
+/// node-wide log of its durability mode (opened at its first stream).
+#[derive(Clone)]
+pub struct LogOpener {
+    data_dir: PathBuf,
+    me: NodeId,
+    sync: Option<NodeLog<FsDisk>>,
+    background: Option<NodeLog<FsDisk>>,
+}
+
+impl LogOpener {
+    /// An opener for the node `me` keeping its data in `data_dir`.
+    pub fn new(data_dir: &Path, me: NodeId) -> LogOpener {
+        LogOpener {
+            data_dir: data_dir.to_path_buf(),
+            me,
+            sync: None,
+            background: None,
+        }
     }
-    Ok(log)
+
+    /// Opens (creating it if new) the log of `stream`: a stream of the
+    /// configuration, or one created at run time by a reconfiguration
+    /// (`first_run`: nothing of it can exist from an earlier run, so a
+    /// memory ring may vote).
+    pub fn open(
+        &mut self,
+        stream: &StreamConfig,
+        first_run: bool,
+    ) -> anyhow::Result<Box<dyn AcceptorLog>> {
+        let own_dir = self.data_dir.join(format!("stream-{}", stream.stream.0));
+        let context = |dir: &Path| {
+            format!(
+                "stream {}: cannot open its log in {}",
+                stream.stream.0,
+                dir.display()
+            )
+        };
+        let log: Box<dyn AcceptorLog> = match stream.storage {
+            StorageMode::Memory => open_log(
+                stream.storage,
+                &own_dir,
+                usize::try_from(stream.limits.memory_ring_slots)
+                    .context("memory_ring_slots too large")?,
+                first_run,
+            )
+            .with_context(|| context(&own_dir))?,
+            // A stream's own log from before the node-wide one.
+            _ if holds_files(&own_dir) => open_log(stream.storage, &own_dir, 0, first_run)
+                .with_context(|| context(&own_dir))?,
+            StorageMode::SyncDurable | StorageMode::AsyncDurable => {
+                let (slot, durability, name) = match stream.storage {
+                    StorageMode::SyncDurable => (&mut self.sync, Durability::Sync, "sync"),
+                    _ => (&mut self.background, Durability::Async, "async"),
+                };
+                let dir = self.data_dir.join(format!("acceptor-log-{name}"));
+                if slot.is_none() {
+                    let disk = FsDisk::open(&dir).with_context(|| context(&dir))?;
+                    let log = NodeLog::open(disk, durability, SEGMENT_BYTES_DEFAULT)
+                        .with_context(|| context(&dir))?;
+                    *slot = Some(log);
+                }
+                let log = slot.as_ref().expect("opened above");
+                Box::new(log.stream(stream.stream).with_context(|| context(&dir))?)
+            }
+        };
+        if !log.recovered().intact && stream.is_acceptor(self.me) {
+            tracing::warn!(
+                stream = stream.stream.0,
+                "acceptor log is not intact (lost promises or votes): learner only in this stream"
+            );
+        }
+        Ok(log)
+    }
+}
+
+/// Whether `dir` exists and holds a file.
+fn holds_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
 }
 
 /// Reads, increments and durably rewrites `<data_dir>/incarnation`.
@@ -103,6 +165,66 @@ mod tests {
         assert_eq!(next_incarnation(&dir).unwrap(), 2);
         std::fs::write(dir.join("incarnation"), "junk").unwrap();
         assert!(next_incarnation(&dir).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn stream(id: u32, storage: StorageMode) -> StreamConfig {
+        StreamConfig {
+            stream: amulet_types::StreamId(id),
+            acceptors: vec![NodeId(1), NodeId(2), NodeId(3)],
+            learners: Vec::new(),
+            storage,
+            limits: Default::default(),
+            base_position: 0,
+        }
+    }
+
+    #[test]
+    fn durable_streams_share_one_log_per_mode_and_an_older_own_log_is_kept() {
+        let dir = std::env::temp_dir().join(format!("amulet-logs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // Stream 4's own log, as a data directory from before the node-wide
+        // log has it.
+        {
+            let own = amulet_storage::FsDisk::open(&dir.join("stream-4")).unwrap();
+            amulet_storage::DurableLog::open(own, Durability::Sync, 4096).unwrap();
+        }
+        let mut opener = LogOpener::new(&dir, NodeId(1));
+        let mut logs: Vec<_> = [1, 2, 3, 4]
+            .map(|id| {
+                opener
+                    .open(&stream(id, StorageMode::SyncDurable), true)
+                    .unwrap()
+            })
+            .into_iter()
+            .collect();
+        let fifth = opener
+            .open(&stream(5, StorageMode::AsyncDurable), true)
+            .unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["acceptor-log-async", "acceptor-log-sync", "stream-4"]
+        );
+        for log in &mut logs {
+            log.save_promise(amulet_types::Ballot { round: 2, node: 1 })
+                .unwrap();
+        }
+        // One sync covers streams 1-3 (the node log); stream 4 has its own.
+        logs[0].sync().unwrap();
+        assert!(!logs[1].dirty() && !logs[2].dirty() && logs[3].dirty());
+        drop((logs, fifth, opener));
+        let mut opener = LogOpener::new(&dir, NodeId(1));
+        for id in [1, 2, 3, 4] {
+            let log = opener
+                .open(&stream(id, StorageMode::SyncDurable), false)
+                .unwrap();
+            assert_eq!(log.recovered().promised.round, 2, "stream {id}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -15,7 +15,7 @@ use crate::nemesis::{next_instant, CrashGroup, FaultEvent, Nemesis, NemesisConfi
 use crate::network::Network;
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
-use crate::sim_log::{crash_stores, SimStore};
+use crate::sim_log::{crash_stores, store_for, NodeDisk, SimStore};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
 use amulet_multicast::{GroupId, MergeBug, MulticastNode};
@@ -177,10 +177,15 @@ impl Cluster {
                 .filter(|c| c.members().contains(&node))
                 .map(|c| c.stream)
                 .collect();
+            // Odd seeds keep every durable stream of a node in one
+            // node-wide log, as the real node does; even seeds a log per
+            // stream. Drawn from the seed, not the rng, so the rest of the
+            // seed's scenario is the same either way.
+            let node_disk = NodeDisk::new(storage).filter(|_| seed % 2 == 1);
             let stores = configs
                 .iter()
                 .filter(|c| c.members().contains(&node))
-                .map(|c| (c.stream, SimStore::new(storage)))
+                .map(|c| (c.stream, store_for(&node_disk, storage, c.stream)))
                 .collect();
             slots.insert(
                 node,

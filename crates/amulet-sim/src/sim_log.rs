@@ -1,8 +1,10 @@
 //! Acceptor storage in the simulator (thesis §3.4.1).
 //!
-//! Durable modes run the real `DurableLog` on a `SimDisk`: a machine crash
-//! keeps each file's synced prefix plus a random part of its unsynced tail
-//! (tearing records), and the log must recover from exactly that. Memory
+//! Durable modes run the real `DurableLog` on a `SimDisk`, or, as the node
+//! does, every durable stream of a node in one real `NodeLog` on one
+//! `SimDisk` (a [`NodeDisk`]): a machine crash keeps each file's synced
+//! prefix plus a random part of its unsynced tail (tearing records), and
+//! the log must recover from exactly that. Memory
 //! mode uses the model below (a memory ring's eviction is not exercised:
 //! learners cannot yet recover from a trimmed answer without checkpoints).
 //!
@@ -17,9 +19,9 @@
 
 use crate::rng::Rng;
 use amulet_storage::{
-    AcceptorLog, Durability, DurableLog, LogRecord, Recovered, SimDisk, StorageError,
+    AcceptorLog, Durability, DurableLog, LogRecord, NodeLog, Recovered, SimDisk, StorageError,
 };
-use amulet_types::{Ballot, Instance, StorageMode};
+use amulet_types::{Ballot, Instance, StorageMode, StreamId};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -109,6 +111,90 @@ pub enum SimStore {
         /// Async or sync.
         durability: Durability,
     },
+    /// One stream of the node-wide durable log on the node's disk.
+    Shared {
+        /// The node's disk and log.
+        node: NodeDisk,
+        /// The stream.
+        stream: StreamId,
+    },
+}
+
+/// The disk a node keeps all its durable streams on, and the `NodeLog`
+/// its current process opened (forgotten when the process dies).
+#[derive(Clone, Debug)]
+pub struct NodeDisk(Arc<Mutex<NodeDiskInner>>);
+
+struct NodeDiskInner {
+    disk: SimDisk,
+    durability: Durability,
+    open: Option<NodeLog<SimDisk>>,
+}
+
+impl std::fmt::Debug for NodeDiskInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NodeDisk({:?})", self.durability)
+    }
+}
+
+impl NodeDisk {
+    /// A node's empty disk for its streams in `mode` (`None` for memory
+    /// mode, which has no disk).
+    pub fn new(mode: StorageMode) -> Option<NodeDisk> {
+        let durability = match mode {
+            StorageMode::Memory => return None,
+            StorageMode::AsyncDurable => Durability::Async,
+            StorageMode::SyncDurable => Durability::Sync,
+        };
+        Some(NodeDisk(Arc::new(Mutex::new(NodeDiskInner {
+            disk: SimDisk::new(),
+            durability,
+            open: None,
+        }))))
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, NodeDiskInner> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The process died: its open log is gone, the files stay.
+    fn forget(&self) {
+        self.inner().open = None;
+    }
+
+    fn crash_machine(&self, seed: u64) {
+        let mut inner = self.inner();
+        inner.open = None;
+        inner.disk.crash_machine(seed);
+    }
+
+    /// `stream`'s log in the node log of the current process, opened at
+    /// the process's first stream.
+    fn open(&self, stream: StreamId) -> Box<dyn AcceptorLog> {
+        let mut inner = self.inner();
+        if inner.open.is_none() {
+            let log = NodeLog::open(inner.disk.clone(), inner.durability, SIM_SEGMENT_BYTES)
+                .unwrap_or_else(|e| panic!("node log recovery failed: {e}"));
+            inner.open = Some(log);
+        }
+        let log = inner.open.as_ref().expect("opened above");
+        Box::new(
+            log.stream(stream)
+                .unwrap_or_else(|e| panic!("node log stream {}: {e}", stream.0)),
+        )
+    }
+}
+
+/// A new store for `stream` of a node in `mode`: on the node's shared
+/// disk when it has one, else a store of its own.
+pub fn store_for(node: &Option<NodeDisk>, mode: StorageMode, stream: StreamId) -> SimStore {
+    match node {
+        Some(node) => SimStore::Shared {
+            node: node.clone(),
+            stream,
+        },
+        None => SimStore::new(mode),
+    }
 }
 
 impl SimStore {
@@ -130,8 +216,10 @@ impl SimStore {
     /// The process died: the OS keeps every write (a durable log's files
     /// are untouched). A memory log is gone.
     pub fn crash_process(&self) {
-        if let SimStore::Model(model) = self {
-            model.crash_process();
+        match self {
+            SimStore::Model(model) => model.crash_process(),
+            SimStore::Shared { node, .. } => node.forget(),
+            SimStore::Durable { .. } => {}
         }
     }
 
@@ -140,6 +228,9 @@ impl SimStore {
         match self {
             SimStore::Model(model) => model.crash_machine(rng),
             SimStore::Durable { disk, .. } => disk.crash_machine(rng.next_u64()),
+            // Every store of the node crashes its disk: the first tears the
+            // unsynced tails, the others find everything synced.
+            SimStore::Shared { node, .. } => node.crash_machine(rng.next_u64()),
         }
     }
 
@@ -148,7 +239,7 @@ impl SimStore {
     pub fn pretend_intact(&self) {
         match self {
             SimStore::Model(model) => model.pretend_intact(),
-            SimStore::Durable { .. } => {
+            SimStore::Durable { .. } | SimStore::Shared { .. } => {
                 panic!("the amnesiac-acceptor bug runs in memory mode")
             }
         }
@@ -164,6 +255,7 @@ impl SimStore {
                 DurableLog::open(disk.clone(), *durability, SIM_SEGMENT_BYTES)
                     .unwrap_or_else(|e| panic!("durable log recovery failed: {e}")),
             ),
+            SimStore::Shared { node, stream } => node.open(*stream),
         }
     }
 }

@@ -28,11 +28,18 @@
 //!   if it was closed cleanly or the machine did not restart since it was
 //!   opened. A log that is not intact writes an amnesia record and stays
 //!   not intact for good: the acceptor returns as a learner only.
+//!
+//! The same files can hold several streams ([`crate::NodeLog`]): each
+//! record is then tagged with its stream, every segment restates each
+//! stream's promises and trim point after its own first record, and a
+//! segment goes once every stream's votes in it lie below that stream's
+//! restated trim point. [`LogCore`] is that machinery; a [`DurableLog`] is
+//! the core with one untagged stream.
 
 use crate::disk::Disk;
 use crate::log::{AcceptorLog, LogRecord, Recovered, StorageError};
-use crate::record::{decode_at, Damage, Record, Snapshot};
-use amulet_types::{Ballot, Instance};
+use crate::record::{decode_at, Damage, Record, Snapshot, Tagged};
+use amulet_types::{Ballot, Instance, StreamId};
 use bytes::BytesMut;
 use std::collections::BTreeMap;
 
@@ -48,6 +55,10 @@ pub enum Durability {
 /// Default size at which a segment is closed and a new one started.
 pub const SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
 
+/// Which stream a record belongs to: `None` for a per-stream log's own
+/// (untagged) records, `Some` for a stream of a node-wide log.
+pub(crate) type Tag = Option<StreamId>;
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     segment: u64,
@@ -61,10 +72,28 @@ struct Entry {
 struct Segment {
     sequence: u64,
     len: u64,
-    /// The trim point restated by the segment's first record.
-    header_trimmed_below: Instance,
-    /// Highest instance with a vote or decided record in this segment.
-    max_instance: Option<Instance>,
+    /// Per stream, the trim point restated by the segment's header
+    /// records (its first record, and a node log's restatements).
+    header_trimmed_below: BTreeMap<Tag, Instance>,
+    /// Per stream, the highest instance with a vote or decided record in
+    /// this segment.
+    max_instance: BTreeMap<Tag, Instance>,
+}
+
+impl Segment {
+    fn new(sequence: u64) -> Segment {
+        Segment {
+            sequence,
+            len: 0,
+            header_trimmed_below: BTreeMap::new(),
+            max_instance: BTreeMap::new(),
+        }
+    }
+
+    fn touch(&mut self, tag: Tag, instance: Instance) {
+        let max = self.max_instance.entry(tag).or_insert(instance);
+        *max = (*max).max(instance);
+    }
 }
 
 fn segment_name(sequence: u64) -> String {
@@ -79,21 +108,78 @@ fn parse_segment_name(name: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
-/// A segmented, checksummed acceptor log on a [`Disk`].
-pub struct DurableLog<D: Disk> {
-    disk: D,
-    durability: Durability,
-    segment_bytes_max: u64,
-    /// Oldest first; the last one is appended to.
-    segments: Vec<Segment>,
+/// One stream's acceptor state in a log.
+#[derive(Clone, Debug, Default)]
+struct StreamState {
     index: BTreeMap<Instance, Entry>,
     promised: Ballot,
     instance_promises: BTreeMap<Instance, Ballot>,
     trimmed_below: Instance,
     end: Instance,
     amnesic: bool,
-    dirty: bool,
     recovered: Recovered,
+}
+
+impl StreamState {
+    fn snapshot(&self, boot_id: u128) -> Snapshot {
+        Snapshot {
+            promised: self.promised,
+            instance_promises: self
+                .instance_promises
+                .iter()
+                .map(|(i, b)| (*i, *b))
+                .collect(),
+            trimmed_below: self.trimmed_below,
+            end: self.end,
+            boot_id,
+            amnesic: self.amnesic,
+        }
+    }
+
+    fn absorb(&mut self, snapshot: &Snapshot) {
+        self.promised = self.promised.max(snapshot.promised);
+        self.trimmed_below = self.trimmed_below.max(snapshot.trimmed_below);
+        self.end = self.end.max(snapshot.end);
+        self.amnesic |= snapshot.amnesic;
+        for (instance, ballot) in &snapshot.instance_promises {
+            let entry = self.instance_promises.entry(*instance).or_insert(*ballot);
+            *entry = (*entry).max(*ballot);
+        }
+    }
+
+    /// Drops what lies below the trim point (after replay).
+    fn settle(&mut self) {
+        self.index = self.index.split_off(&self.trimmed_below);
+        self.instance_promises = self.instance_promises.split_off(&self.trimmed_below);
+        self.end = self.end.max(self.trimmed_below);
+    }
+
+    fn recovered_now(&self, intact: bool) -> Recovered {
+        Recovered {
+            promised: self.promised,
+            instance_promises: self
+                .instance_promises
+                .iter()
+                .map(|(i, b)| (*i, *b))
+                .collect(),
+            trimmed_below: self.trimmed_below,
+            end: self.end,
+            intact,
+        }
+    }
+}
+
+/// The segmented files of one or more streams' acceptor logs on a
+/// [`Disk`]. Not an [`AcceptorLog`] itself: [`DurableLog`] is its
+/// one-stream form and [`crate::NodeLog`] hands out one log per stream.
+pub(crate) struct LogCore<D: Disk> {
+    disk: D,
+    durability: Durability,
+    segment_bytes_max: u64,
+    /// Oldest first; the last one is appended to.
+    segments: Vec<Segment>,
+    streams: BTreeMap<Tag, StreamState>,
+    dirty: bool,
     /// Bytes the torn tail repair cut off at open (for logs and tests).
     torn_bytes: u64,
     scratch: BytesMut,
@@ -103,38 +189,35 @@ pub struct DurableLog<D: Disk> {
 #[derive(Default)]
 struct Replay {
     segments: Vec<Segment>,
-    index: BTreeMap<Instance, Entry>,
-    promised: Ballot,
-    instance_promises: BTreeMap<Instance, Ballot>,
-    trimmed_below: Instance,
-    end: Instance,
-    amnesic: bool,
+    streams: BTreeMap<Tag, StreamState>,
     last_boot: Option<u128>,
     closed: bool,
     torn_bytes: u64,
 }
 
 impl Replay {
-    fn apply(&mut self, record: Record, segment: u64, offset: u64, len: u32) {
+    fn apply(&mut self, (tag, record): Tagged, segment: u64, offset: u64, len: u32) {
         if !matches!(record, Record::Close) {
             self.closed = false;
         }
+        let current = self.segments.last_mut().expect("a segment is open");
+        let state = self.streams.entry(tag).or_default();
         match record {
             Record::Segment { snapshot, .. } => {
-                self.promised = self.promised.max(snapshot.promised);
-                self.trimmed_below = self.trimmed_below.max(snapshot.trimmed_below);
-                self.end = self.end.max(snapshot.end);
-                self.amnesic |= snapshot.amnesic;
-                self.last_boot = Some(snapshot.boot_id);
-                for (instance, ballot) in snapshot.instance_promises {
-                    let entry = self.instance_promises.entry(instance).or_insert(ballot);
-                    *entry = (*entry).max(ballot);
+                state.absorb(&snapshot);
+                let restated = current
+                    .header_trimmed_below
+                    .entry(tag)
+                    .or_insert(snapshot.trimmed_below);
+                *restated = (*restated).max(snapshot.trimmed_below);
+                if tag.is_none() {
+                    self.last_boot = Some(snapshot.boot_id);
                 }
             }
             Record::Boot { boot_id } => self.last_boot = Some(boot_id),
-            Record::Promise { ballot } => self.promised = self.promised.max(ballot),
+            Record::Promise { ballot } => state.promised = state.promised.max(ballot),
             Record::InstancePromise { instance, ballot } => {
-                let entry = self.instance_promises.entry(instance).or_insert(ballot);
+                let entry = state.instance_promises.entry(instance).or_insert(ballot);
                 *entry = (*entry).max(ballot);
             }
             Record::Vote {
@@ -143,10 +226,9 @@ impl Replay {
                 decided,
                 ..
             } => {
-                self.end = self.end.max(instance.next());
-                let current = self.segments.last_mut().expect("a segment is open");
-                current.max_instance = current.max_instance.max(Some(instance));
-                self.index.insert(
+                state.end = state.end.max(instance.next());
+                current.touch(tag, instance);
+                state.index.insert(
                     instance,
                     Entry {
                         segment,
@@ -158,138 +240,174 @@ impl Replay {
                 );
             }
             Record::Decided { instance, ballot } => {
-                let current = self.segments.last_mut().expect("a segment is open");
-                current.max_instance = current.max_instance.max(Some(instance));
-                if let Some(entry) = self.index.get_mut(&instance) {
+                current.touch(tag, instance);
+                if let Some(entry) = state.index.get_mut(&instance) {
                     if entry.ballot == ballot {
                         entry.decided = true;
                     }
                 }
             }
-            Record::Trim { below } => self.trimmed_below = self.trimmed_below.max(below),
+            Record::Trim { below } => state.trimmed_below = state.trimmed_below.max(below),
             Record::Close => self.closed = true,
-            Record::Amnesia => self.amnesic = true,
+            Record::Amnesia => state.amnesic = true,
         }
     }
 }
 
-impl<D: Disk> DurableLog<D> {
-    /// Opens (or creates) the log on `disk`, repairing a torn tail.
-    pub fn open(
+impl<D: Disk> LogCore<D> {
+    /// Opens (or creates) the files on `disk`, repairing a torn tail. Every
+    /// stream found is marked amnesic if the files cannot vouch for it.
+    pub(crate) fn open(
         disk: D,
         durability: Durability,
         segment_bytes_max: u64,
-    ) -> Result<DurableLog<D>, StorageError> {
+    ) -> Result<LogCore<D>, StorageError> {
         let mut disk = disk;
         let replay = replay(&mut disk)?;
         let fresh = replay.segments.is_empty();
         let boot_id = disk.boot_id();
-        let intact = !replay.amnesic
-            && match durability {
-                Durability::Sync => true,
-                Durability::Async => fresh || replay.closed || replay.last_boot == Some(boot_id),
-            };
-        let mut index = replay.index;
-        let mut instance_promises = replay.instance_promises;
-        let trimmed_below = replay.trimmed_below;
-        index = index.split_off(&trimmed_below);
-        instance_promises = instance_promises.split_off(&trimmed_below);
-        let mut log = DurableLog {
+        let intact = match durability {
+            Durability::Sync => true,
+            Durability::Async => fresh || replay.closed || replay.last_boot == Some(boot_id),
+        };
+        let mut core = LogCore {
             disk,
             durability,
             segment_bytes_max: segment_bytes_max.max(256),
             segments: replay.segments,
-            index,
-            promised: replay.promised,
-            instance_promises,
-            trimmed_below,
-            end: replay.end.max(trimmed_below),
-            amnesic: replay.amnesic || !intact,
+            streams: replay.streams,
             dirty: false,
-            recovered: Recovered::default(),
             torn_bytes: replay.torn_bytes,
             scratch: BytesMut::new(),
         };
-        if log.segments.is_empty() {
-            log.start_segment(1)?;
+        core.streams.entry(None).or_default();
+        if core.segments.is_empty() {
+            core.start_segment(1)?;
         }
-        if !intact && !replay.amnesic {
-            log.append(&Record::Amnesia)?;
+        let tags: Vec<Tag> = core.streams.keys().copied().collect();
+        for tag in tags {
+            let state = core.streams.get_mut(&tag).expect("listed");
+            state.settle();
+            let stream_intact = intact && !state.amnesic;
+            if !stream_intact && !state.amnesic {
+                state.amnesic = true;
+                core.append(tag, &Record::Amnesia)?;
+            }
+            let state = core.streams.get_mut(&tag).expect("listed");
+            state.recovered = state.recovered_now(stream_intact);
         }
-        log.append(&Record::Boot { boot_id })?;
-        log.sync()?;
-        log.recovered = Recovered {
-            promised: log.promised,
-            instance_promises: log
-                .instance_promises
-                .iter()
-                .map(|(i, b)| (*i, *b))
-                .collect(),
-            trimmed_below: log.trimmed_below,
-            end: log.end,
-            intact,
-        };
-        Ok(log)
+        core.append(None, &Record::Boot { boot_id })?;
+        core.sync()?;
+        Ok(core)
     }
 
-    /// The disk (for tests and the simulator).
-    pub fn disk(&self) -> &D {
+    pub(crate) fn disk(&self) -> &D {
         &self.disk
     }
 
-    /// Bytes cut off as a torn tail when the log was opened.
-    pub fn torn_bytes(&self) -> u64 {
+    pub(crate) fn torn_bytes(&self) -> u64 {
         self.torn_bytes
     }
 
-    /// Number of segment files.
-    pub fn segment_count(&self) -> usize {
+    pub(crate) fn segment_count(&self) -> usize {
         self.segments.len()
     }
 
-    /// The durability mode.
-    pub fn durability(&self) -> Durability {
+    pub(crate) fn durability(&self) -> Durability {
         self.durability
     }
 
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            promised: self.promised,
-            instance_promises: self
-                .instance_promises
-                .iter()
-                .map(|(i, b)| (*i, *b))
-                .collect(),
-            trimmed_below: self.trimmed_below,
-            end: self.end,
-            boot_id: self.disk.boot_id(),
-            amnesic: self.amnesic,
-        }
+    /// Whether the files know `stream` (it has written to them).
+    pub(crate) fn knows(&self, stream: StreamId) -> bool {
+        self.streams.contains_key(&Some(stream))
     }
 
-    /// Starts segment `sequence` with a snapshot record; the previous
+    /// Streams the files hold, other than the untagged one.
+    pub(crate) fn tagged_streams(&self) -> Vec<StreamId> {
+        self.streams.keys().filter_map(|t| *t).collect()
+    }
+
+    /// Starts a stream new to the files: a restatement record says it
+    /// exists, synced at once, so that after a machine crash the files
+    /// still know the stream and can tell it lost writes.
+    pub(crate) fn add_stream(&mut self, stream: StreamId) -> Result<(), StorageError> {
+        if self.knows(stream) {
+            return Ok(());
+        }
+        let state = StreamState {
+            recovered: Recovered {
+                intact: true,
+                ..Recovered::default()
+            },
+            ..StreamState::default()
+        };
+        let snapshot = state.snapshot(self.disk.boot_id());
+        self.streams.insert(Some(stream), state);
+        // Rolled over first: the record names the segment it lands in.
+        self.roll_if_full()?;
+        let sequence = self.segments.last().expect("a segment is open").sequence;
+        self.write(Some(stream), &Record::Segment { sequence, snapshot })?;
+        self.sync()
+    }
+
+    fn state(&self, tag: Tag) -> &StreamState {
+        self.streams.get(&tag).expect("a stream of this log")
+    }
+
+    fn state_mut(&mut self, tag: Tag) -> &mut StreamState {
+        self.streams.get_mut(&tag).expect("a stream of this log")
+    }
+
+    /// Starts segment `sequence` with its header: a snapshot of the
+    /// untagged stream, then one of every tagged stream. The previous
     /// segment (if any) was synced by the caller.
     fn start_segment(&mut self, sequence: u64) -> Result<(), StorageError> {
         let name = segment_name(sequence);
         self.disk.create(&name)?;
         self.disk.sync_dir()?;
-        self.segments.push(Segment {
-            sequence,
-            len: 0,
-            header_trimmed_below: self.trimmed_below,
-            max_instance: None,
-        });
-        let header = Record::Segment {
-            sequence,
-            snapshot: self.snapshot(),
-        };
-        self.write(&header)?;
+        let mut segment = Segment::new(sequence);
+        for (tag, state) in &self.streams {
+            segment
+                .header_trimmed_below
+                .insert(*tag, state.trimmed_below);
+        }
+        self.segments.push(segment);
+        let boot_id = self.disk.boot_id();
+        let headers: Vec<(Tag, Snapshot)> = self
+            .streams
+            .iter()
+            .map(|(tag, state)| (*tag, state.snapshot(boot_id)))
+            .collect();
+        let untagged = self
+            .streams
+            .get(&None)
+            .map(|s| s.snapshot(boot_id))
+            .unwrap_or(Snapshot {
+                boot_id,
+                ..Snapshot::default()
+            });
+        self.write(
+            None,
+            &Record::Segment {
+                sequence,
+                snapshot: untagged,
+            },
+        )?;
+        for (tag, snapshot) in headers.into_iter().filter(|(t, _)| t.is_some()) {
+            self.write(tag, &Record::Segment { sequence, snapshot })?;
+        }
         Ok(())
     }
 
     /// Appends a record, rolling to a new segment when the current one is
     /// full. Returns where the record went.
-    fn append(&mut self, record: &Record) -> Result<(u64, u64, u32), StorageError> {
+    fn append(&mut self, tag: Tag, record: &Record) -> Result<(u64, u64, u32), StorageError> {
+        self.roll_if_full()?;
+        self.write(tag, record)
+    }
+
+    /// Closes the current segment and starts the next if it is full.
+    fn roll_if_full(&mut self) -> Result<(), StorageError> {
         let current = self.segments.last().expect("a segment is open");
         if current.len >= self.segment_bytes_max {
             let sequence = current.sequence;
@@ -297,12 +415,12 @@ impl<D: Disk> DurableLog<D> {
             self.start_segment(sequence + 1)?;
             self.delete_trimmed_segments()?;
         }
-        self.write(record)
+        Ok(())
     }
 
-    fn write(&mut self, record: &Record) -> Result<(u64, u64, u32), StorageError> {
+    fn write(&mut self, tag: Tag, record: &Record) -> Result<(u64, u64, u32), StorageError> {
         self.scratch.clear();
-        record.encode(&mut self.scratch);
+        record.encode_tagged(tag, &mut self.scratch);
         let segment = self.segments.last_mut().expect("a segment is open");
         let offset = segment.len;
         let len = u32::try_from(self.scratch.len()).expect("record fits u32");
@@ -311,29 +429,33 @@ impl<D: Disk> DurableLog<D> {
         segment.len += u64::from(len);
         // A decided mark lives as long as its vote: both keep the segment.
         if let Record::Vote { instance, .. } | Record::Decided { instance, .. } = record {
-            segment.max_instance = segment.max_instance.max(Some(*instance));
+            segment.touch(tag, *instance);
         }
         self.dirty = true;
         Ok((segment.sequence, offset, len))
     }
 
-    /// Deletes segments whose votes all lie below the trim point restated
-    /// by the first record of the newest *closed* segment (synced, and not
-    /// the one a crash can tear). A trim record at the tail alone never
-    /// deletes anything: if a torn tail took it, the votes it released
-    /// would be missing without a trim point that says so. Promises are
-    /// restated by every later segment, so nothing else is lost.
+    /// Deletes segments all of whose votes lie below their stream's trim
+    /// point restated by the header of the newest *closed* segment (synced,
+    /// and not the one a crash can tear). A trim record at the tail alone
+    /// never deletes anything: if a torn tail took it, the votes it
+    /// released would be missing without a trim point that says so.
+    /// Promises are restated by every later segment, so nothing else is
+    /// lost.
     fn delete_trimmed_segments(&mut self) -> Result<(), StorageError> {
         let count = self.segments.len();
         if count < 3 {
             return Ok(());
         }
-        let authority = count - 2;
-        let below = self.segments[authority].header_trimmed_below;
+        let authority = self.segments[count - 2].header_trimmed_below.clone();
         let mut keep = Vec::with_capacity(count);
         let mut removed = false;
         for (i, segment) in self.segments.drain(..).enumerate() {
-            let obsolete = i < authority && segment.max_instance.is_none_or(|max| max < below);
+            let obsolete = i < count - 2
+                && segment
+                    .max_instance
+                    .iter()
+                    .all(|(tag, max)| authority.get(tag).is_some_and(|below| *max < *below));
             if obsolete {
                 self.disk.remove(&segment_name(segment.sequence))?;
                 removed = true;
@@ -346,6 +468,173 @@ impl<D: Disk> DurableLog<D> {
             self.disk.sync_dir()?;
         }
         Ok(())
+    }
+
+    pub(crate) fn save_promise(&mut self, tag: Tag, ballot: Ballot) -> Result<(), StorageError> {
+        if ballot > self.state(tag).promised {
+            self.append(tag, &Record::Promise { ballot })?;
+            self.state_mut(tag).promised = ballot;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn save_instance_promise(
+        &mut self,
+        tag: Tag,
+        instance: Instance,
+        ballot: Ballot,
+    ) -> Result<(), StorageError> {
+        let state = self.state(tag);
+        if instance < state.trimmed_below
+            || state
+                .instance_promises
+                .get(&instance)
+                .is_some_and(|b| *b >= ballot)
+        {
+            return Ok(());
+        }
+        self.append(tag, &Record::InstancePromise { instance, ballot })?;
+        self.state_mut(tag)
+            .instance_promises
+            .insert(instance, ballot);
+        Ok(())
+    }
+
+    pub(crate) fn save(&mut self, tag: Tag, record: &LogRecord) -> Result<(), StorageError> {
+        if record.instance < self.state(tag).trimmed_below {
+            return Ok(());
+        }
+        let (segment, offset, len) = self.append(
+            tag,
+            &Record::Vote {
+                instance: record.instance,
+                ballot: record.ballot,
+                decided: record.decided,
+                batch: record.batch.clone(),
+            },
+        )?;
+        let state = self.state_mut(tag);
+        state.index.insert(
+            record.instance,
+            Entry {
+                segment,
+                offset,
+                len,
+                ballot: record.ballot,
+                decided: record.decided,
+            },
+        );
+        state.end = state.end.max(record.instance.next());
+        Ok(())
+    }
+
+    pub(crate) fn mark_decided(
+        &mut self,
+        tag: Tag,
+        instance: Instance,
+        ballot: Ballot,
+    ) -> Result<(), StorageError> {
+        let Some(entry) = self.state(tag).index.get(&instance) else {
+            return Ok(());
+        };
+        if entry.ballot != ballot || entry.decided {
+            return Ok(());
+        }
+        self.append(tag, &Record::Decided { instance, ballot })?;
+        if let Some(entry) = self.state_mut(tag).index.get_mut(&instance) {
+            entry.decided = true;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read(
+        &self,
+        tag: Tag,
+        instance: Instance,
+    ) -> Result<Option<LogRecord>, StorageError> {
+        let state = self.state(tag);
+        if instance < state.trimmed_below {
+            return Ok(None);
+        }
+        let Some(entry) = state.index.get(&instance) else {
+            return Ok(None);
+        };
+        let name = segment_name(entry.segment);
+        let bytes = self.disk.read_at(&name, entry.offset, entry.len as usize)?;
+        match decode_at(&bytes, 0) {
+            Ok((
+                (
+                    found_tag,
+                    Record::Vote {
+                        instance: found,
+                        ballot,
+                        batch,
+                        ..
+                    },
+                ),
+                _,
+            )) if found_tag == tag && found == instance && ballot == entry.ballot => {
+                Ok(Some(LogRecord {
+                    instance,
+                    ballot,
+                    batch,
+                    decided: entry.decided,
+                }))
+            }
+            Ok(_) => Err(StorageError::Corrupt(format!(
+                "{name} offset {}: not the vote of instance {}",
+                entry.offset, instance.0
+            ))),
+            Err(damage) => Err(StorageError::Corrupt(format!(
+                "{name} offset {}: {damage:?} (damaged after it was written)",
+                entry.offset
+            ))),
+        }
+    }
+
+    pub(crate) fn trim(&mut self, tag: Tag, below: Instance) -> Result<(), StorageError> {
+        if below <= self.state(tag).trimmed_below {
+            return Ok(());
+        }
+        self.append(tag, &Record::Trim { below })?;
+        let state = self.state_mut(tag);
+        state.trimmed_below = below;
+        state.end = state.end.max(below);
+        state.index = state.index.split_off(&below);
+        state.instance_promises = state.instance_promises.split_off(&below);
+        self.delete_trimmed_segments()
+    }
+
+    pub(crate) fn trimmed_below(&self, tag: Tag) -> Instance {
+        self.state(tag).trimmed_below
+    }
+
+    pub(crate) fn end(&self, tag: Tag) -> Instance {
+        self.state(tag).end
+    }
+
+    pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
+        if self.dirty {
+            let current = self.segments.last().expect("a segment is open");
+            self.disk.sync(&segment_name(current.sequence))?;
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn dirty(&self) -> bool {
+        self.dirty
+    }
+
+    pub(crate) fn recovered(&self, tag: Tag) -> Recovered {
+        self.state(tag).recovered.clone()
+    }
+
+    /// Writes a close record and syncs: the next open knows nothing was
+    /// lost even if the machine restarts in between.
+    pub(crate) fn close(&mut self) -> Result<(), StorageError> {
+        self.append(None, &Record::Close)?;
+        self.sync()
     }
 }
 
@@ -367,34 +656,31 @@ fn replay<D: Disk>(disk: &mut D) -> Result<Replay, StorageError> {
         let mut first = true;
         while offset < data.len() {
             match decode_at(&data, offset) {
-                Ok((record, next)) => {
+                Ok((tagged, next)) => {
+                    let restates = match &tagged.1 {
+                        Record::Segment { sequence: s, .. } => Some(*s),
+                        _ => None,
+                    };
                     if first {
-                        match &record {
-                            Record::Segment { sequence: s, .. } if *s == sequence => {}
-                            _ => {
-                                return Err(StorageError::Corrupt(format!(
-                                    "{name}: does not start with its segment record"
-                                )))
-                            }
+                        if tagged.0.is_some() || restates != Some(sequence) {
+                            return Err(StorageError::Corrupt(format!(
+                                "{name}: does not start with its segment record"
+                            )));
                         }
-                        let header_trimmed_below = match &record {
-                            Record::Segment { snapshot, .. } => snapshot.trimmed_below,
-                            _ => unreachable!("checked above"),
-                        };
-                        replay.segments.push(Segment {
-                            sequence,
-                            len: 0,
-                            header_trimmed_below,
-                            max_instance: None,
-                        });
+                        replay.segments.push(Segment::new(sequence));
                         first = false;
-                    } else if matches!(record, Record::Segment { .. }) {
-                        return Err(StorageError::Corrupt(format!(
-                            "{name} offset {offset}: a segment record inside a segment"
-                        )));
+                    } else if let Some(s) = restates {
+                        // A node log restates each stream after the first
+                        // record; an untagged segment record or one naming
+                        // another segment is damage.
+                        if tagged.0.is_none() || s != sequence {
+                            return Err(StorageError::Corrupt(format!(
+                                "{name} offset {offset}: a segment record inside a segment"
+                            )));
+                        }
                     }
                     let len = (next - offset) as u32;
-                    replay.apply(record, sequence, offset as u64, len);
+                    replay.apply(tagged, sequence, offset as u64, len);
                     offset = next;
                 }
                 Err(Damage::Torn) if newest => break,
@@ -436,13 +722,52 @@ fn replay<D: Disk>(disk: &mut D) -> Result<Replay, StorageError> {
     Ok(replay)
 }
 
+/// A segmented, checksummed acceptor log of one stream on a [`Disk`].
+pub struct DurableLog<D: Disk> {
+    core: LogCore<D>,
+}
+
+impl<D: Disk> DurableLog<D> {
+    /// Opens (or creates) the log on `disk`, repairing a torn tail.
+    pub fn open(
+        disk: D,
+        durability: Durability,
+        segment_bytes_max: u64,
+    ) -> Result<DurableLog<D>, StorageError> {
+        let core = LogCore::open(disk, durability, segment_bytes_max)?;
+        if let Some(stream) = core.tagged_streams().first() {
+            return Err(StorageError::Corrupt(format!(
+                "holds records of stream {} of a node-wide log, not a stream's own log",
+                stream.0
+            )));
+        }
+        Ok(DurableLog { core })
+    }
+
+    /// The disk (for tests and the simulator).
+    pub fn disk(&self) -> &D {
+        self.core.disk()
+    }
+
+    /// Bytes cut off as a torn tail when the log was opened.
+    pub fn torn_bytes(&self) -> u64 {
+        self.core.torn_bytes()
+    }
+
+    /// Number of segment files.
+    pub fn segment_count(&self) -> usize {
+        self.core.segment_count()
+    }
+
+    /// The durability mode.
+    pub fn durability(&self) -> Durability {
+        self.core.durability()
+    }
+}
+
 impl<D: Disk> AcceptorLog for DurableLog<D> {
     fn save_promise(&mut self, ballot: Ballot) -> Result<(), StorageError> {
-        if ballot > self.promised {
-            self.append(&Record::Promise { ballot })?;
-            self.promised = ballot;
-        }
-        Ok(())
+        self.core.save_promise(None, ballot)
     }
 
     fn save_instance_promise(
@@ -450,135 +775,46 @@ impl<D: Disk> AcceptorLog for DurableLog<D> {
         instance: Instance,
         ballot: Ballot,
     ) -> Result<(), StorageError> {
-        if instance < self.trimmed_below {
-            return Ok(());
-        }
-        if self
-            .instance_promises
-            .get(&instance)
-            .is_some_and(|b| *b >= ballot)
-        {
-            return Ok(());
-        }
-        self.append(&Record::InstancePromise { instance, ballot })?;
-        self.instance_promises.insert(instance, ballot);
-        Ok(())
+        self.core.save_instance_promise(None, instance, ballot)
     }
 
     fn save(&mut self, record: &LogRecord) -> Result<(), StorageError> {
-        if record.instance < self.trimmed_below {
-            return Ok(());
-        }
-        let (segment, offset, len) = self.append(&Record::Vote {
-            instance: record.instance,
-            ballot: record.ballot,
-            decided: record.decided,
-            batch: record.batch.clone(),
-        })?;
-        self.index.insert(
-            record.instance,
-            Entry {
-                segment,
-                offset,
-                len,
-                ballot: record.ballot,
-                decided: record.decided,
-            },
-        );
-        self.end = self.end.max(record.instance.next());
-        Ok(())
+        self.core.save(None, record)
     }
 
     fn mark_decided(&mut self, instance: Instance, ballot: Ballot) -> Result<(), StorageError> {
-        let Some(entry) = self.index.get(&instance) else {
-            return Ok(());
-        };
-        if entry.ballot != ballot || entry.decided {
-            return Ok(());
-        }
-        self.append(&Record::Decided { instance, ballot })?;
-        if let Some(entry) = self.index.get_mut(&instance) {
-            entry.decided = true;
-        }
-        Ok(())
+        self.core.mark_decided(None, instance, ballot)
     }
 
     fn read(&self, instance: Instance) -> Result<Option<LogRecord>, StorageError> {
-        if instance < self.trimmed_below {
-            return Ok(None);
-        }
-        let Some(entry) = self.index.get(&instance) else {
-            return Ok(None);
-        };
-        let name = segment_name(entry.segment);
-        let bytes = self.disk.read_at(&name, entry.offset, entry.len as usize)?;
-        match decode_at(&bytes, 0) {
-            Ok((
-                Record::Vote {
-                    instance: found,
-                    ballot,
-                    batch,
-                    ..
-                },
-                _,
-            )) if found == instance && ballot == entry.ballot => Ok(Some(LogRecord {
-                instance,
-                ballot,
-                batch,
-                decided: entry.decided,
-            })),
-            Ok(_) => Err(StorageError::Corrupt(format!(
-                "{name} offset {}: not the vote of instance {}",
-                entry.offset, instance.0
-            ))),
-            Err(damage) => Err(StorageError::Corrupt(format!(
-                "{name} offset {}: {damage:?} (damaged after it was written)",
-                entry.offset
-            ))),
-        }
+        self.core.read(None, instance)
     }
 
     fn trim(&mut self, below: Instance) -> Result<(), StorageError> {
-        if below <= self.trimmed_below {
-            return Ok(());
-        }
-        self.append(&Record::Trim { below })?;
-        self.trimmed_below = below;
-        self.end = self.end.max(below);
-        self.index = self.index.split_off(&below);
-        self.instance_promises = self.instance_promises.split_off(&below);
-        self.delete_trimmed_segments()
+        self.core.trim(None, below)
     }
 
     fn trimmed_below(&self) -> Instance {
-        self.trimmed_below
+        self.core.trimmed_below(None)
     }
 
     fn end(&self) -> Instance {
-        self.end
+        self.core.end(None)
     }
 
     fn sync(&mut self) -> Result<(), StorageError> {
-        if self.dirty {
-            let current = self.segments.last().expect("a segment is open");
-            self.disk.sync(&segment_name(current.sequence))?;
-            self.dirty = false;
-        }
-        Ok(())
+        self.core.sync()
     }
 
     fn dirty(&self) -> bool {
-        self.dirty
+        self.core.dirty()
     }
 
     fn recovered(&self) -> Recovered {
-        self.recovered.clone()
+        self.core.recovered(None)
     }
 
-    /// Writes a close record and syncs: the next open knows nothing was
-    /// lost even if the machine restarts in between.
     fn close(&mut self) -> Result<(), StorageError> {
-        self.append(&Record::Close)?;
-        self.sync()
+        self.core.close()
     }
 }

@@ -17,6 +17,10 @@
 //!   restarted before its log was synced or closed is not intact).
 //! - [`DurableLog`] with [`Durability::Sync`]: any crash.
 //!
+//! A node keeps its durable streams in one [`NodeLog`] (one file set, one
+//! fsync per group commit for all of them); each stream's [`StreamLog`]
+//! survives what a [`DurableLog`] of the same durability survives.
+//!
 //! [`open_log`] opens the right one for a stream's mode.
 #![deny(missing_docs)]
 
@@ -24,6 +28,7 @@ mod disk;
 mod durable_log;
 mod log;
 mod memory_ring;
+mod node_log;
 mod open;
 mod record;
 mod sim_disk;
@@ -32,5 +37,6 @@ pub use disk::{Disk, FsDisk};
 pub use durable_log::{Durability, DurableLog, SEGMENT_BYTES_DEFAULT};
 pub use log::{AcceptorLog, LogRecord, Recovered, StorageError};
 pub use memory_ring::MemoryRing;
+pub use node_log::{NodeLog, StreamLog};
 pub use open::open_log;
 pub use sim_disk::SimDisk;

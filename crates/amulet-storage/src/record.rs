@@ -9,8 +9,14 @@
 //! Every segment starts with a [`Record::Segment`] record that restates the
 //! acceptor's promises and trim point, so older segments can be deleted
 //! without losing them. Votes carry their batch in the wire encoding.
+//!
+//! A record may be *tagged* with a stream: its body is then
+//! `[TAGGED][stream u32][kind][payload]`. A per-stream [`crate::DurableLog`]
+//! writes untagged records; the node-wide [`crate::NodeLog`], which keeps
+//! every stream of a node in one file so that one fsync makes a whole
+//! group commit durable, tags each record with its stream.
 
-use amulet_types::{Ballot, Instance};
+use amulet_types::{Ballot, Instance, StreamId};
 use amulet_wire::{batch_encoded_len, decode_batch, encode_batch, Batch};
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -34,6 +40,8 @@ mod kind {
     pub const TRIM: u8 = 7;
     pub const CLOSE: u8 = 8;
     pub const AMNESIA: u8 = 9;
+    /// Prefix of a record of one stream of a node-wide log.
+    pub const TAGGED: u8 = 10;
 }
 
 /// The acceptor state restated at the start of every segment.
@@ -77,12 +85,16 @@ pub(crate) enum Record {
 }
 
 impl Record {
-    /// Appends the record, framed, to `out`.
-    pub(crate) fn encode(&self, out: &mut BytesMut) {
+    /// Appends the record, framed, to `out`; tagged with `stream` if any.
+    pub(crate) fn encode_tagged(&self, stream: Option<StreamId>, out: &mut BytesMut) {
         let start = out.len();
         out.put_u32_le(0);
         out.put_u32_le(0);
         out.put_u32_le(0);
+        if let Some(stream) = stream {
+            out.put_u8(kind::TAGGED);
+            out.put_u32_le(stream.0);
+        }
         match self {
             Record::Segment { sequence, snapshot } => {
                 out.put_u8(kind::SEGMENT);
@@ -164,8 +176,11 @@ pub(crate) enum Damage {
     Bad(String),
 }
 
-/// Splits the record at `offset` of `data`: `Ok((record, next offset))`.
-pub(crate) fn decode_at(data: &[u8], offset: usize) -> Result<(Record, usize), Damage> {
+/// A record as read: its stream tag (if any) and the record.
+pub(crate) type Tagged = (Option<StreamId>, Record);
+
+/// Splits the record at `offset` of `data`: `Ok(((tag, record), next offset))`.
+pub(crate) fn decode_at(data: &[u8], offset: usize) -> Result<(Tagged, usize), Damage> {
     let rest = &data[offset..];
     if rest.iter().all(|b| *b == 0) {
         // Zeros past the last record: a file system that extended the file
@@ -251,9 +266,18 @@ impl Cursor<'_> {
     }
 }
 
-fn decode_body(body: &[u8]) -> Result<Record, String> {
+fn decode_body(body: &[u8]) -> Result<Tagged, String> {
     let mut c = Cursor { bytes: body };
-    let record = match c.u8()? {
+    let mut kind = c.u8()?;
+    let mut tag = None;
+    if kind == kind::TAGGED {
+        tag = Some(StreamId(c.u32()?));
+        kind = c.u8()?;
+        if kind == kind::TAGGED {
+            return Err("a tagged record inside a tagged record".into());
+        }
+    }
+    let record = match kind {
         kind::SEGMENT => {
             if c.u64()? != SEGMENT_MAGIC {
                 return Err("segment record without the log's magic".into());
@@ -318,7 +342,7 @@ fn decode_body(body: &[u8]) -> Result<Record, String> {
         other => return Err(format!("unknown record kind {other}")),
     };
     c.finish()?;
-    Ok(record)
+    Ok((tag, record))
 }
 
 #[cfg(test)]
@@ -375,18 +399,21 @@ mod tests {
     fn every_record_kind_round_trips() {
         let mut out = BytesMut::new();
         for record in every_kind() {
-            out.clear();
-            record.encode(&mut out);
-            assert_eq!(decode_at(&out, 0), Ok((record, out.len())));
+            for tag in [None, Some(StreamId(7)), Some(StreamId(u32::MAX))] {
+                out.clear();
+                record.encode_tagged(tag, &mut out);
+                assert_eq!(decode_at(&out, 0), Ok(((tag, record.clone()), out.len())));
+            }
         }
     }
 
     #[test]
     fn a_record_cut_anywhere_is_torn_and_a_flipped_byte_is_caught() {
         let mut out = BytesMut::new();
-        for record in every_kind() {
+        for (i, record) in every_kind().into_iter().enumerate() {
             out.clear();
-            record.encode(&mut out);
+            let tag = (i % 2 == 1).then_some(StreamId(3));
+            record.encode_tagged(tag, &mut out);
             for cut in 0..out.len() {
                 assert_eq!(decode_at(&out[..cut], 0).unwrap_err(), Damage::Torn);
             }

@@ -10,7 +10,7 @@ use crate::nemesis::{next_instant, CrashGroup, FaultEvent, Nemesis, NemesisConfi
 use crate::network::Network;
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
-use crate::sim_log::{crash_stores, SimStore};
+use crate::sim_log::{crash_stores, store_for, NodeDisk};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
 use crate::violation::{Property, Violation};
@@ -130,7 +130,10 @@ struct NodeProcess {
 struct NodeSlot {
     /// The partition the node replicates from the start.
     partition: PartitionId,
-    stores: BTreeMap<StreamId, SimStore>,
+    stores: BTreeMap<StreamId, crate::sim_log::SimStore>,
+    /// The disk of the node-wide log holding every durable stream of the
+    /// node, as in the real node (odd seeds); `None`: a log per stream.
+    node_disk: Option<NodeDisk>,
     incarnation: u32,
     process: Option<NodeProcess>,
     /// Per partition, the last checkpoint written completely (survives
@@ -288,16 +291,20 @@ impl DmapCluster {
         let mut slots = BTreeMap::new();
         for (partition, info) in &initial_map.partitions {
             for &node in &info.replicas {
+                // Drawn from the seed, not the rng, so the rest of the
+                // seed's scenario is the same either way.
+                let node_disk = NodeDisk::new(storage).filter(|_| seed % 2 == 1);
                 let stores = configs
                     .iter()
                     .filter(|c| c.members().contains(&node))
-                    .map(|c| (c.stream, SimStore::new(storage)))
+                    .map(|c| (c.stream, store_for(&node_disk, storage, c.stream)))
                     .collect();
                 slots.insert(
                     node,
                     NodeSlot {
                         partition: *partition,
                         stores,
+                        node_disk,
                         incarnation: 0,
                         process: None,
                         checkpoints: BTreeMap::new(),
@@ -715,10 +722,11 @@ impl DmapCluster {
                 let new_state = || state.clone();
                 let stream_config = |spec: &StreamSpec| sim_stream_config(spec, storage);
                 let stores = &mut slot.stores;
+                let node_disk = &slot.node_disk;
                 let mut open_log = |config: &StreamConfig| -> Box<dyn amulet_storage::AcceptorLog> {
                     stores
                         .entry(config.stream)
-                        .or_insert_with(|| SimStore::new(storage))
+                        .or_insert_with(|| store_for(node_disk, storage, config.stream))
                         .open()
                 };
                 let mut host = FenceHost {
@@ -840,7 +848,7 @@ impl DmapCluster {
                     let store = slot
                         .stores
                         .entry(spec.stream)
-                        .or_insert_with(|| SimStore::new(storage));
+                        .or_insert_with(|| store_for(&slot.node_disk, storage, spec.stream));
                     streams.push((config, store.open()));
                 }
             }
@@ -1285,10 +1293,11 @@ impl DmapCluster {
             let new_state = || state.clone();
             let stream_config = |spec: &StreamSpec| sim_stream_config(spec, storage);
             let stores = &mut slot.stores;
+            let node_disk = &slot.node_disk;
             let mut open_log = |config: &StreamConfig| -> Box<dyn amulet_storage::AcceptorLog> {
                 stores
                     .entry(config.stream)
-                    .or_insert_with(|| SimStore::new(storage))
+                    .or_insert_with(|| store_for(node_disk, storage, config.stream))
                     .open()
             };
             let mut host = FenceHost {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import time
 
+import grpc
 import pytest
 
 import amulet
@@ -162,3 +163,74 @@ def test_too_many_open_snapshots_is_resource_exhausted(raw):
             snapshot.close()
     with raw.snapshot() as snapshot:
         assert list(snapshot) == [(b"k", b"v")]
+
+
+class _FakeFailure(grpc.RpcError):
+    """A failed call as grpc raises it: a code, details and trailers."""
+
+    def __init__(self, code, kind=None):
+        self._code, self._kind = code, kind
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return "injected by the test"
+
+    def trailing_metadata(self):
+        return (("amulet-error", self._kind),) if self._kind else ()
+
+
+def test_resends_keep_the_map_they_were_routed_by_until_it_is_called_stale(client, raw, monkeypatch):
+    """DMap §III-C with repartitioning: a resend of one sequence goes by the
+    map its first attempt used, even if another thread refreshed the cache
+    meanwhile (under the newer map the command may belong to another stream,
+    which knows nothing of an execution under the old one); only a replica
+    calling that map stale moves it on to the current one."""
+    import dataclasses
+
+    first = client._routing
+    newer = dataclasses.replace(first, version=first.version + 1)
+    # What refresh_map fetches after "stale-map": the cluster's real map,
+    # as a distinct object, so the test can tell which one an attempt used.
+    refreshed = dataclasses.replace(first)
+    sent = []
+    real_stub = client._stub
+    script = [
+        # The first attempt's reply is lost; meanwhile the cache moves on.
+        lambda: (setattr(client, "_routing", newer), _FakeFailure(grpc.StatusCode.UNAVAILABLE))[1],
+        # The resend, still by the first map, is called stale.
+        lambda: _FakeFailure(grpc.StatusCode.FAILED_PRECONDITION, "stale-map"),
+    ]
+
+    class Stub:
+        def __init__(self, address):
+            self.address = address
+
+        def Execute(self, request, timeout=None):
+            sent.append((self.address, request.header.map_version))
+            if script:
+                raise script.pop(0)()
+            return real_stub(self.address).Execute(request, timeout=timeout)
+
+    pins = []
+    real_attempt = client._attempt
+
+    def attempt(slot, op, message, placement, attempts):
+        try:
+            return real_attempt(slot, op, message, placement, attempts)
+        finally:
+            pins.append(attempts.pinned)
+
+    monkeypatch.setattr(client, "_stub", lambda address: Stub(address))
+    monkeypatch.setattr(client, "_attempt", attempt)
+    monkeypatch.setattr(client, "refresh_map", lambda address=None: setattr(client, "_routing", refreshed))
+    raw.put(b"pinned", b"1")
+    assert [p is first for p in pins] == [True, True, False], pins
+    assert pins[2] is refreshed
+    assert [v for _, v in sent] == [first.version] * 3, sent
+    # The resend after the lost reply went to another replica than the one
+    # that failed (every partition here has three).
+    assert sent[0][0] != sent[1][0]
+    monkeypatch.undo()
+    assert raw.get(b"pinned") == b"1"

@@ -69,9 +69,28 @@ _RETRY_CODES = frozenset(
 class _Retry(Exception):
     """One attempt failed in a way the protocol retries."""
 
-    def __init__(self, why: str, maybe_applied: bool):
+    def __init__(self, why: str, maybe_applied: bool, stale_map: bool = False):
         super().__init__(why)
         self.maybe_applied = maybe_applied
+        # The replica called the map the attempt was routed by stale.
+        self.stale_map = stale_map
+
+
+class _Attempts:
+    """What the attempts of one sequence share.
+
+    ``pinned`` is the partition map they are routed by, kept until a replica
+    calls it stale: under a newer map (another thread refreshed the cache)
+    the command may belong to another stream (a partition split or merged in
+    between), whose session record does not know an execution under the old
+    one, so a resend there could apply twice; a replica answers a stale-map
+    resend it executed with its reply. ``failed_at`` is the replica the last
+    attempt failed at; the next goes elsewhere if it can.
+    """
+
+    def __init__(self) -> None:
+        self.pinned: Routing | None = None
+        self.failed_at: str | None = None
 
 
 def check_map_name(name: str) -> str:
@@ -249,13 +268,16 @@ class Client:
         deadline = time.monotonic() + self.operation_timeout
         backoff = BACKOFF_MIN
         maybe_applied = False
+        attempts = _Attempts()
         while True:
             try:
                 self._ensure_session(slot)
-                return self._attempt(slot, op, message, placement)
+                return self._attempt(slot, op, message, placement, attempts)
             except _Retry as retry:
                 maybe_applied |= retry.maybe_applied
                 last = str(retry)
+                if retry.stale_map:
+                    attempts.pinned = None
             if time.monotonic() + backoff >= deadline:
                 why = f"gave up after {self.operation_timeout}s: {last}"
                 if maybe_applied and op not in READ_ONLY_OPS:
@@ -284,13 +306,18 @@ class Client:
         slot.open = True
         slot.renewed = sent
 
-    def _attempt(self, slot: SessionSlot, op: str, message, placement: Placement):
-        routing = self._routing
+    def _attempt(self, slot: SessionSlot, op: str, message, placement: Placement, attempts: _Attempts):
+        if attempts.pinned is None:
+            attempts.pinned = self._routing
+        routing = attempts.pinned
         partition = routing.first_partition(placement)
         replicas = routing.replica_addresses(partition)
         if not replicas:
             raise errors.ProtocolError(f"no address for a replica of partition {partition}")
+        if len(replicas) > 1 and attempts.failed_at in replicas:
+            replicas = [r for r in replicas if r != attempts.failed_at]
         address = random.choice(replicas)
+        attempts.failed_at = address
         request = pb.MapRequest(
             header=pb.RequestHeader(
                 map_version=routing.version,
@@ -304,6 +331,7 @@ class Client:
             response = self._stub(address).Execute(request, timeout=self.attempt_timeout)
         except grpc.RpcError as e:
             self._on_error(e, slot, address)
+        attempts.failed_at = None
         return response, address
 
     def _on_error(self, error: grpc.RpcError, slot: SessionSlot, address: str):
@@ -311,7 +339,7 @@ class Client:
         code, message, kind = error.code(), error.details() or "", error_kind(error)
         if kind in ("stale-map", "not-a-replica"):
             self.refresh_map()
-            raise _Retry(f"{address}: {message}", maybe_applied=False)
+            raise _Retry(f"{address}: {message}", maybe_applied=False, stale_map=True)
         if kind == "session-expired":
             slot.open = False
             raise _Retry(f"{address}: {message}", maybe_applied=False)

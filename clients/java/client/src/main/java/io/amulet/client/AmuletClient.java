@@ -96,11 +96,36 @@ public final class AmuletClient implements AutoCloseable {
   private static final class Retry extends Exception {
     private static final long serialVersionUID = 1L;
     final boolean maybeApplied;
+    /** The replica called the map the attempt was routed by stale. */
+    final boolean staleMap;
 
     Retry(String why, boolean maybeApplied) {
+      this(why, maybeApplied, false);
+    }
+
+    Retry(String why, boolean maybeApplied, boolean staleMap) {
       super(why, null, false, false);
       this.maybeApplied = maybeApplied;
+      this.staleMap = staleMap;
     }
+  }
+
+  /**
+   * What the attempts of one sequence share: the partition map they are
+   * routed by and the replica the last one failed at.
+   */
+  private static final class Attempts {
+    /**
+     * Kept until a replica calls it stale: under a newer map (another
+     * thread refreshed the cache) the command may belong to another stream
+     * (a partition split or merged in between), whose session record does
+     * not know an execution under the old one, so a resend there could
+     * apply twice. A replica answers a stale-map resend it executed with
+     * its reply.
+     */
+    Routing pinned;
+    /** Where the last attempt failed; the next goes elsewhere if it can. */
+    String failedAt;
   }
 
   private AmuletClient(
@@ -338,13 +363,17 @@ public final class AmuletClient implements AutoCloseable {
     long backoff = BACKOFF_MIN_NANOS;
     boolean maybeApplied = false;
     String last;
+    Attempts attempts = new Attempts();
     while (true) {
       try {
         ensureSession(s);
-        return attempt(s, op, placement, answeredBy);
+        return attempt(s, op, placement, answeredBy, attempts);
       } catch (Retry r) {
         maybeApplied |= r.maybeApplied;
         last = r.getMessage();
+        if (r.staleMap) {
+          attempts.pinned = null;
+        }
       }
       if (System.nanoTime() + backoff >= deadline) {
         String why = "gave up after " + config.operationTimeout() + ": " + last;
@@ -384,16 +413,24 @@ public final class AmuletClient implements AutoCloseable {
     s.renewedNanos = now;
   }
 
-  private MapResponse attempt(Session s, MapRequest op, Placement placement, String[] answeredBy)
+  private MapResponse attempt(
+      Session s, MapRequest op, Placement placement, String[] answeredBy, Attempts attempts)
       throws Retry {
-    Routing r = routing;
+    if (attempts.pinned == null) {
+      attempts.pinned = routing;
+    }
+    Routing r = attempts.pinned;
     int partition = r.partitionsFor(placement).get(0);
-    List<String> replicas = r.replicaAddresses(partition);
+    List<String> replicas = new ArrayList<>(r.replicaAddresses(partition));
     if (replicas.isEmpty()) {
       throw new AmuletException(
           AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
     }
+    if (replicas.size() > 1) {
+      replicas.remove(attempts.failedAt);
+    }
     String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
+    attempts.failedAt = address;
     MapRequest request =
         op.toBuilder()
             .setHeader(
@@ -418,6 +455,7 @@ public final class AmuletClient implements AutoCloseable {
                 .execute(request, config.attemptTimeout().toMillis());
       }
       answeredBy[0] = address;
+      attempts.failedAt = null;
       return response;
     } catch (StatusRuntimeException e) {
       onError(e, s, address);
@@ -436,7 +474,7 @@ public final class AmuletClient implements AutoCloseable {
         case "stale-map":
         case "not-a-replica":
           refreshMap(null);
-          throw new Retry(message, false);
+          throw new Retry(message, false, true);
         case "session-expired":
           s.open = false;
           throw new Retry(message, false);

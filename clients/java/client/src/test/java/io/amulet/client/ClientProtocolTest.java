@@ -40,6 +40,8 @@ public class ClientProtocolTest {
     final MapRequest.OpCase op;
     final AtomicInteger drops;
     final List<RequestHeader> sent = Collections.synchronizedList(new ArrayList<>());
+    /** Runs on the sending thread before a request whose reply is dropped goes out. */
+    volatile Runnable beforeDrop = () -> {};
 
     DropReplies(MapRequest.OpCase op, int drops) {
       this.op = op;
@@ -88,6 +90,7 @@ public class ClientProtocolTest {
               sent.add(r.getHeader());
               if (drops.getAndDecrement() > 0) {
                 drop = true;
+                beforeDrop.run();
               }
             }
           }
@@ -210,6 +213,46 @@ public class ClientProtocolTest {
       // Later operations of the session take later sequences (the get took one).
       assertArrayEquals(b("first"), m.putIfAbsent(b("k"), b("second")));
       assertEquals(first.getSequence() + 2, dropper.sent.get(sends).getSequence());
+    }
+  }
+
+  /**
+   * DMap §III-C with repartitioning: a resend of one sequence goes by the
+   * map its first attempt was routed by, even when another thread refreshed
+   * the cache meanwhile (under a newer map the command may belong to
+   * another stream, which knows nothing of an execution under the old one).
+   * The replica answers the stale-map resend it executed with its reply.
+   */
+  @Test
+  public void aResendKeepsTheMapItsFirstAttemptWasRoutedBy() {
+    String name = ByteMapTest.fresh();
+    DropReplies dropper = new DropReplies(MapRequest.OpCase.PUT, 1);
+    try (AmuletClient other = DevCluster.get().client();
+        AmuletClient c =
+            AmuletClient.connect(
+                DevCluster.get().addresses(),
+                ClientConfig.defaults().withBatchesInFlight(0),
+                dropper)) {
+      ByteMap m = c.createMap(name);
+      dropper.beforeDrop =
+          () -> {
+            // The map version moves on and this client's cache with it
+            // while the first attempt is under way.
+            other.createMap(ByteMapTest.fresh());
+            c.refreshMap(null);
+          };
+      assertNull(m.put(b("k"), b("v")));
+      long routedBy = dropper.sent.get(0).getMapVersion();
+      assertTrue(c.partitionMapVersion() > routedBy);
+      assertTrue("resends " + dropper.sent.size(), dropper.sent.size() >= 2);
+      // The resend after the lost reply keeps the first map; only a replica
+      // answering "stale-map" (one that has not executed the first send
+      // yet) moves a later resend on to the new one.
+      assertEquals(routedBy, dropper.sent.get(1).getMapVersion());
+      for (RequestHeader h : dropper.sent) {
+        assertEquals(dropper.sent.get(0).getSequence(), h.getSequence());
+      }
+      assertArrayEquals(b("v"), m.get(b("k")));
     }
   }
 

@@ -166,6 +166,38 @@ impl Checkpointer {
         }
     }
 
+    /// Whether `partition`'s latest durable checkpoint is behind `at_least`
+    /// (some stream's lane before the instance named), in which case a new
+    /// one is written at the next poll (non-disruptive recovery: a peer
+    /// asked for one at least that recent). False, and nothing scheduled,
+    /// when checkpoints are off or the latest one will do.
+    pub(crate) fn write_if_older(
+        &mut self,
+        partition: PartitionId,
+        at_least: &[(StreamId, Instance)],
+        now: TimeMicros,
+    ) -> bool {
+        if self.every_micros == 0 || at_least.is_empty() {
+            return false;
+        }
+        let Some(slot) = self.slots.get_mut(&partition) else {
+            return false;
+        };
+        let recent_enough = slot.durable.as_ref().is_some_and(|lanes| {
+            at_least.iter().all(|(stream, instance)| {
+                lanes
+                    .iter()
+                    .find(|(s, _)| s == stream)
+                    .is_some_and(|(_, next)| next >= instance)
+            })
+        });
+        if recent_enough {
+            return false;
+        }
+        slot.due = slot.due.min(now);
+        true
+    }
+
     /// A peer's checkpoint was installed as `partition`'s (state transfer):
     /// it is on disk now and counts as this node's.
     pub(crate) fn installed(&mut self, partition: PartitionId, global_position: u64, lanes: Lanes) {

@@ -516,7 +516,11 @@ impl EventLoop {
                         }
                     }
                 }
-                Some(done) = self.checkpointer.done.recv() => self.checkpointer.finished(done),
+                Some(done) = self.checkpointer.done.recv() => {
+                    let partition = done.0;
+                    self.checkpointer.finished(done);
+                    self.serve_waiting(partition);
+                }
                 _ = tick.tick() => {}
             }
             let now = self.now();
@@ -747,10 +751,31 @@ impl EventLoop {
                         .collect()
                 })
                 .unwrap_or_default();
-            if let Some((to, message)) = self.transfer.start(partition, peers, now) {
+            let at_least = self.held_decisions(partition);
+            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
                 self.send_replica_message(to, message);
             }
         }
+    }
+
+    /// Non-disruptive recovery (thesis §3.4.4): per stream of `partition`'s
+    /// merge that was trimmed past this node's learner, the first of the
+    /// new decisions the learner holds meanwhile. A peer's checkpoint at
+    /// or past them is followed by those decisions alone, with no log tail
+    /// fetched from the acceptors.
+    fn held_decisions(&self, partition: PartitionId) -> Vec<(StreamId, Instance)> {
+        let Some(merger) = self.node.merger(GroupId(partition.0)) else {
+            return Vec::new();
+        };
+        merger
+            .streams()
+            .iter()
+            .filter_map(|id| {
+                let stream = self.node.streams().get(id)?;
+                let below = stream.learner_trimmed()?;
+                Some((*id, stream.learner_held_from().max(below)))
+            })
+            .collect()
     }
 
     fn send_replica_message(&mut self, to: NodeId, message: ReplicaMessage) {
@@ -794,6 +819,7 @@ impl EventLoop {
                 partition,
                 from,
                 offset,
+                at_least,
             } => {
                 // A partition merged away here: the one it merged into
                 // holds its state; the asker installs that instead (and
@@ -801,6 +827,16 @@ impl EventLoop {
                 let serve = self
                     .current_map()
                     .map_or(partition, |map| merged_into(map, partition));
+                if offset == 0
+                    && serve == partition
+                    && self.replicas.contains_key(&serve)
+                    && self.checkpointer.write_if_older(serve, &at_least, now)
+                {
+                    // Ours is older than what the asker holds since: a new
+                    // one is being written, and goes to it when written.
+                    self.transfer.wait(serve, from, at_least);
+                    return;
+                }
                 if self.replicas.contains_key(&serve) {
                     let mut reply = self.transfer.on_request(serve, offset, now);
                     if let ReplicaMessage::CheckpointChunk {
@@ -842,6 +878,22 @@ impl EventLoop {
                 ChunkOutcome::Nothing => {}
             },
             ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
+        }
+    }
+
+    /// Sends the first chunk of `partition`'s checkpoint just written to
+    /// the peers that waited for a newer one (non-disruptive recovery).
+    fn serve_waiting(&mut self, partition: PartitionId) {
+        let now = self.now();
+        for (asker, at_least) in self.transfer.take_waiting(partition) {
+            if self.checkpointer.write_if_older(partition, &at_least, now) {
+                // Written from a state taken before the request (or the
+                // write failed): the next one.
+                self.transfer.wait(partition, asker, at_least);
+                continue;
+            }
+            let reply = self.transfer.on_request(partition, 0, now);
+            self.send_replica_message(asker, reply);
         }
     }
 

@@ -10,10 +10,21 @@
 //! so a lost message costs one retry and two concurrent transfers never
 //! interleave. A peer that does not answer for `RETRY_AFTER` is replaced
 //! by the next one, which starts from byte 0 (its file differs).
+//!
+//! Non-disruptive recovery (thesis §3.4.4): while it waits, the asker's
+//! learner keeps the decisions that go on arriving (it only stops
+//! delivering them), and the asker names, per stream it fell behind in,
+//! the first of them (`at_least`). A checkpoint at or past them lets it
+//! apply the held decisions and fetch nothing from the acceptors; an older
+//! one leaves a gap it must fetch, which is what loads the acceptors while
+//! they serve new instances. A peer whose latest checkpoint is older
+//! writes a new one at once and sends it when it is written (`waiting`).
+//! After every peer was asked twice, the asker takes any checkpoint that
+//! covers what was trimmed (a peer may be behind itself).
 
 use crate::checkpoint_store::{decode, CheckpointBody, CheckpointStore};
 use amulet_smr::ReplicaMessage;
-use amulet_types::{NodeId, PartitionId, TimeMicros};
+use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
 use bytes::{Bytes, BytesMut};
 use std::collections::BTreeMap;
 
@@ -24,6 +35,8 @@ const SERVE_IDLE_MICROS: u64 = 30_000_000;
 
 struct Fetch {
     peers: Vec<NodeId>,
+    /// Per stream, the first new decision the asker holds (§3.4.4).
+    at_least: Vec<(StreamId, Instance)>,
     asked: usize,
     buffer: BytesMut,
     last_request: TimeMicros,
@@ -52,6 +65,9 @@ pub(crate) struct StateTransfer {
     chunk_bytes: usize,
     fetching: BTreeMap<PartitionId, Fetch>,
     serving: BTreeMap<PartitionId, (Bytes, TimeMicros)>,
+    /// Askers whose `at_least` our latest checkpoint does not reach,
+    /// answered when one that does is written.
+    waiting: BTreeMap<PartitionId, BTreeMap<NodeId, Vec<(StreamId, Instance)>>>,
     /// Transfers completed since the node started.
     pub(crate) completed: u64,
 }
@@ -64,6 +80,7 @@ impl StateTransfer {
             chunk_bytes: chunk_bytes.max(1024),
             fetching: BTreeMap::new(),
             serving: BTreeMap::new(),
+            waiting: BTreeMap::new(),
             completed: 0,
         }
     }
@@ -79,6 +96,7 @@ impl StateTransfer {
         &mut self,
         partition: PartitionId,
         peers: Vec<NodeId>,
+        at_least: Vec<(StreamId, Instance)>,
         now: TimeMicros,
     ) -> Option<(NodeId, ReplicaMessage)> {
         if self.fetching.contains_key(&partition) || peers.is_empty() {
@@ -87,10 +105,12 @@ impl StateTransfer {
         tracing::warn!(
             partition = partition.0,
             ?peers,
+            ?at_least,
             "streams trimmed past this replica: fetching a peer's checkpoint"
         );
         let fetch = Fetch {
             peers,
+            at_least,
             asked: 0,
             buffer: BytesMut::new(),
             last_request: now,
@@ -113,10 +133,18 @@ impl StateTransfer {
         fetch.asked += 1;
         fetch.buffer.clear();
         fetch.last_request = now;
+        // Every peer asked twice for a recent enough checkpoint: take what
+        // there is rather than wait for peers that may be behind too.
+        let at_least = if fetch.asked <= 2 * fetch.peers.len() {
+            fetch.at_least.clone()
+        } else {
+            Vec::new()
+        };
         let message = ReplicaMessage::CheckpointRequest {
             partition,
             from: self.me,
             offset: 0,
+            at_least,
         };
         (fetch.peer(), message)
     }
@@ -198,6 +226,7 @@ impl StateTransfer {
                 partition,
                 from: self.me,
                 offset: fetch.buffer.len() as u64,
+                at_least: Vec::new(),
             };
             return ChunkOutcome::Ask(from, message);
         }
@@ -228,6 +257,33 @@ impl StateTransfer {
         self.fetching
             .contains_key(&partition)
             .then(|| self.ask_next_peer(partition, now))
+    }
+
+    /// `asker` wants a checkpoint of `partition` at least at `at_least`,
+    /// newer than ours: it is answered when one is written
+    /// ([`Self::take_waiting`]).
+    pub(crate) fn wait(
+        &mut self,
+        partition: PartitionId,
+        asker: NodeId,
+        at_least: Vec<(StreamId, Instance)>,
+    ) {
+        self.waiting
+            .entry(partition)
+            .or_default()
+            .insert(asker, at_least);
+    }
+
+    /// The askers waiting for a newer checkpoint of `partition`, with what
+    /// each needs.
+    pub(crate) fn take_waiting(
+        &mut self,
+        partition: PartitionId,
+    ) -> Vec<(NodeId, Vec<(StreamId, Instance)>)> {
+        self.waiting
+            .remove(&partition)
+            .map(|w| w.into_iter().collect())
+            .unwrap_or_default()
     }
 
     /// The fetched checkpoint was installed.
@@ -345,11 +401,16 @@ mod tests {
         let (dir2, own) = store("asker", 2);
         let mut asker = StateTransfer::new(NodeId(2), own, 1024);
         let first = asker
-            .start(PartitionId(1), vec![NodeId(1), NodeId(3)], TimeMicros(0))
+            .start(
+                PartitionId(1),
+                vec![NodeId(1), NodeId(3)],
+                Vec::new(),
+                TimeMicros(0),
+            )
             .expect("a first request");
         assert!(asker.fetching(PartitionId(1)));
         assert!(asker
-            .start(PartitionId(1), vec![NodeId(1)], TimeMicros(0))
+            .start(PartitionId(1), vec![NodeId(1)], Vec::new(), TimeMicros(0))
             .is_none());
         let (got, rounds) = run(&mut asker, &mut servers, first, 1_000).expect("completes");
         assert_eq!(got.replica.global_position, 77);
@@ -368,7 +429,12 @@ mod tests {
         let (dir, own) = store("quiet", 2);
         let mut asker = StateTransfer::new(NodeId(2), own, 1024);
         let (to, _) = asker
-            .start(PartitionId(1), vec![NodeId(1), NodeId(3)], TimeMicros(0))
+            .start(
+                PartitionId(1),
+                vec![NodeId(1), NodeId(3)],
+                Vec::new(),
+                TimeMicros(0),
+            )
             .expect("a first request");
         assert_eq!(to, NodeId(1));
         // From the wrong peer, at the wrong offset, for another partition.
@@ -395,11 +461,73 @@ mod tests {
     }
 
     #[test]
+    fn section_3_4_4_the_asker_names_what_it_holds_until_every_peer_was_asked_twice() {
+        let (dir, own) = store("at-least", 2);
+        let mut asker = StateTransfer::new(NodeId(2), own, 1024);
+        let held = vec![(StreamId(2), Instance(500)), (StreamId(1), Instance(90))];
+        let (_, first) = asker
+            .start(
+                PartitionId(1),
+                vec![NodeId(1), NodeId(3)],
+                held.clone(),
+                TimeMicros(0),
+            )
+            .expect("a first request");
+        let named = |request: &ReplicaMessage| match request {
+            ReplicaMessage::CheckpointRequest { at_least, .. } => at_least.clone(),
+            other => panic!("not a request: {other:?}"),
+        };
+        assert_eq!(named(&first), held);
+        // Peers writing a newer checkpoint stay quiet meanwhile; each quiet
+        // second the next one is asked, twice round, then for anything.
+        let mut asked = Vec::new();
+        for second in 1..=4u64 {
+            let retries = asker.tick(TimeMicros(second * 1_000_000));
+            assert_eq!(retries.len(), 1);
+            asked.push((retries[0].0, named(&retries[0].1)));
+        }
+        assert_eq!(
+            asked,
+            vec![
+                (NodeId(3), held.clone()),
+                (NodeId(1), held.clone()),
+                (NodeId(3), held),
+                (NodeId(1), Vec::new()),
+            ]
+        );
+        // A waiting asker is remembered once, with what it needs.
+        let (server_dir, server_store) = store("at-least-server", 1);
+        let mut server = StateTransfer::new(NodeId(1), server_store, 1024);
+        server.wait(
+            PartitionId(1),
+            NodeId(2),
+            vec![(StreamId(2), Instance(500))],
+        );
+        server.wait(
+            PartitionId(1),
+            NodeId(2),
+            vec![(StreamId(2), Instance(600))],
+        );
+        assert_eq!(
+            server.take_waiting(PartitionId(1)),
+            vec![(NodeId(2), vec![(StreamId(2), Instance(600))])]
+        );
+        assert!(server.take_waiting(PartitionId(1)).is_empty());
+        let _ = std::fs::remove_dir_all(dir);
+        let _ = std::fs::remove_dir_all(server_dir);
+    }
+
+    #[test]
     fn a_damaged_transfer_is_refused_and_the_next_peer_asked() {
         let (dir, own) = store("damaged", 2);
         let mut asker = StateTransfer::new(NodeId(2), own, 1024);
         asker
-            .start(PartitionId(1), vec![NodeId(1), NodeId(3)], TimeMicros(0))
+            .start(
+                PartitionId(1),
+                vec![NodeId(1), NodeId(3)],
+                Vec::new(),
+                TimeMicros(0),
+            )
             .expect("a first request");
         let junk = Bytes::from_static(b"AMCKPT\x00\x01 not a checkpoint at all");
         let outcome = asker.on_chunk(

@@ -105,6 +105,16 @@ impl Learner {
         self.last_request = None;
     }
 
+    /// The first decided instance held beyond `next`, or one past the
+    /// highest known decided if none is held.
+    pub(crate) fn held_from(&self) -> Instance {
+        self.decided
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or_else(|| self.target())
+    }
+
     /// One past the highest instance known decided anywhere.
     pub(crate) fn target_known(&self) -> Instance {
         self.target()

@@ -191,6 +191,14 @@ impl StreamNode {
             .saturating_sub(self.learner.next.0)
     }
 
+    /// The first instance of the decisions this learner holds beyond the
+    /// one it waits for (while it is trimmed past, the new decisions it
+    /// keeps for when a checkpoint is installed, thesis §3.4.4), or, if it
+    /// holds none, the least instance the next new decision can have.
+    pub fn learner_held_from(&self) -> Instance {
+        self.learner.held_from()
+    }
+
     /// Where the acceptors had trimmed the stream when this learner found
     /// its next instance gone (it needs a checkpoint at or past it from a
     /// peer); `None` while it can learn.

@@ -1,7 +1,7 @@
 //! What replicas multicast (a command with its origin, session and map
 //! version) and what they send each other (signals).
 
-use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
+use amulet_types::{Instance, MapVersion, NodeId, PartitionId, SessionId, StreamId};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -102,6 +102,12 @@ pub enum ReplicaMessage {
         from: NodeId,
         /// First byte wanted.
         offset: u64,
+        /// Non-disruptive recovery (thesis §3.4.4): per stream, the first
+        /// instance the asker holds from new decisions since it fell
+        /// behind. A checkpoint at or past these needs no log tail from the
+        /// acceptors; a peer whose latest one is older writes a new one and
+        /// answers a later request (empty: any checkpoint will do).
+        at_least: Vec<(StreamId, Instance)>,
     },
     /// A chunk of the sender's checkpoint of `partition`, in the
     /// checkpoint file's encoding; `bytes` is empty when the sender holds

@@ -648,10 +648,33 @@ impl DmapCluster {
             }
             let to = peers[asked % peers.len()];
             slot.transfers.insert(partition, (asked + 1, now));
+            // Non-disruptive recovery (thesis §3.4.4), as the node does:
+            // the first new decision the learner holds of each stream it
+            // was trimmed past; after every peer was asked twice, any
+            // checkpoint covering the trim will do.
+            let at_least = if asked < 2 * peers.len() {
+                process
+                    .multicast
+                    .merger(group_of(partition))
+                    .map(|m| {
+                        m.streams()
+                            .iter()
+                            .filter_map(|id| {
+                                let stream = process.multicast.streams().get(id)?;
+                                let below = stream.learner_trimmed()?;
+                                Some((*id, stream.learner_held_from().max(below)))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             let message = ReplicaMessage::CheckpointRequest {
                 partition,
                 from: node,
                 offset: 0,
+                at_least,
             };
             self.network
                 .send(now, node, to, SimMessage::Replica(message));
@@ -666,9 +689,13 @@ impl DmapCluster {
         let now = self.now;
         match message {
             ReplicaMessage::CheckpointRequest {
-                partition, from, ..
+                partition,
+                from,
+                at_least,
+                ..
             } => {
-                let slot = &self.slots[&node];
+                let every_micros = self.checkpoints.every_micros;
+                let slot = self.slots.get_mut(&node).expect("known node");
                 // A partition merged away here: the one it merged into
                 // holds its state (see `merged_into`).
                 let serve = slot
@@ -676,6 +703,28 @@ impl DmapCluster {
                     .as_ref()
                     .and_then(|p| newest_map(&p.replicas))
                     .map_or(partition, |map| merged_into(&map, partition));
+                let recent_enough = |position: &MergePosition| {
+                    at_least.iter().all(|(stream, instance)| {
+                        position
+                            .lanes
+                            .iter()
+                            .any(|l| l.stream == *stream && l.next >= *instance)
+                    })
+                };
+                let older = serve == partition
+                    && every_micros > 0
+                    && !at_least.is_empty()
+                    && !slot
+                        .checkpoints
+                        .get(&serve)
+                        .is_some_and(|(_, position)| recent_enough(position));
+                if older {
+                    // Ours is older than what the asker holds since: write
+                    // one now; the asker asks again (the node instead
+                    // answers when it is written).
+                    slot.next_checkpoint = slot.next_checkpoint.min(now);
+                    return;
+                }
                 let bytes = slot
                     .checkpoints
                     .get(&serve)

@@ -751,31 +751,11 @@ impl EventLoop {
                         .collect()
                 })
                 .unwrap_or_default();
-            let at_least = self.held_decisions(partition);
+            let at_least = self.node.held_decisions(GroupId(partition.0));
             if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
                 self.send_replica_message(to, message);
             }
         }
-    }
-
-    /// Non-disruptive recovery (thesis §3.4.4): per stream of `partition`'s
-    /// merge that was trimmed past this node's learner, the first of the
-    /// new decisions the learner holds meanwhile. A peer's checkpoint at
-    /// or past them is followed by those decisions alone, with no log tail
-    /// fetched from the acceptors.
-    fn held_decisions(&self, partition: PartitionId) -> Vec<(StreamId, Instance)> {
-        let Some(merger) = self.node.merger(GroupId(partition.0)) else {
-            return Vec::new();
-        };
-        merger
-            .streams()
-            .iter()
-            .filter_map(|id| {
-                let stream = self.node.streams().get(id)?;
-                let below = stream.learner_trimmed()?;
-                Some((*id, stream.learner_held_from().max(below)))
-            })
-            .collect()
     }
 
     fn send_replica_message(&mut self, to: NodeId, message: ReplicaMessage) {

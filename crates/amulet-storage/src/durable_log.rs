@@ -38,7 +38,8 @@
 
 use crate::disk::Disk;
 use crate::log::{AcceptorLog, LogRecord, Recovered, StorageError};
-use crate::record::{decode_at, Damage, Record, Snapshot, Tagged};
+use crate::record::{decode_at, Record, Snapshot};
+use crate::replay::replay;
 use amulet_types::{Ballot, Instance, StreamId};
 use bytes::BytesMut;
 use std::collections::BTreeMap;
@@ -60,28 +61,28 @@ pub const SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
 pub(crate) type Tag = Option<StreamId>;
 
 #[derive(Clone, Copy, Debug)]
-struct Entry {
-    segment: u64,
-    offset: u64,
-    len: u32,
-    ballot: Ballot,
-    decided: bool,
+pub(crate) struct Entry {
+    pub(crate) segment: u64,
+    pub(crate) offset: u64,
+    pub(crate) len: u32,
+    pub(crate) ballot: Ballot,
+    pub(crate) decided: bool,
 }
 
 #[derive(Clone, Debug)]
-struct Segment {
-    sequence: u64,
-    len: u64,
+pub(crate) struct Segment {
+    pub(crate) sequence: u64,
+    pub(crate) len: u64,
     /// Per stream, the trim point restated by the segment's header
     /// records (its first record, and a node log's restatements).
-    header_trimmed_below: BTreeMap<Tag, Instance>,
+    pub(crate) header_trimmed_below: BTreeMap<Tag, Instance>,
     /// Per stream, the highest instance with a vote or decided record in
     /// this segment.
     max_instance: BTreeMap<Tag, Instance>,
 }
 
 impl Segment {
-    fn new(sequence: u64) -> Segment {
+    pub(crate) fn new(sequence: u64) -> Segment {
         Segment {
             sequence,
             len: 0,
@@ -90,17 +91,17 @@ impl Segment {
         }
     }
 
-    fn touch(&mut self, tag: Tag, instance: Instance) {
+    pub(crate) fn touch(&mut self, tag: Tag, instance: Instance) {
         let max = self.max_instance.entry(tag).or_insert(instance);
         *max = (*max).max(instance);
     }
 }
 
-fn segment_name(sequence: u64) -> String {
+pub(crate) fn segment_name(sequence: u64) -> String {
     format!("{sequence:016x}.log")
 }
 
-fn parse_segment_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
     let hex = name.strip_suffix(".log")?;
     if hex.len() != 16 {
         return None;
@@ -110,13 +111,13 @@ fn parse_segment_name(name: &str) -> Option<u64> {
 
 /// One stream's acceptor state in a log.
 #[derive(Clone, Debug, Default)]
-struct StreamState {
-    index: BTreeMap<Instance, Entry>,
-    promised: Ballot,
-    instance_promises: BTreeMap<Instance, Ballot>,
-    trimmed_below: Instance,
-    end: Instance,
-    amnesic: bool,
+pub(crate) struct StreamState {
+    pub(crate) index: BTreeMap<Instance, Entry>,
+    pub(crate) promised: Ballot,
+    pub(crate) instance_promises: BTreeMap<Instance, Ballot>,
+    pub(crate) trimmed_below: Instance,
+    pub(crate) end: Instance,
+    pub(crate) amnesic: bool,
     recovered: Recovered,
 }
 
@@ -136,7 +137,7 @@ impl StreamState {
         }
     }
 
-    fn absorb(&mut self, snapshot: &Snapshot) {
+    pub(crate) fn absorb(&mut self, snapshot: &Snapshot) {
         self.promised = self.promised.max(snapshot.promised);
         self.trimmed_below = self.trimmed_below.max(snapshot.trimmed_below);
         self.end = self.end.max(snapshot.end);
@@ -183,75 +184,6 @@ pub(crate) struct LogCore<D: Disk> {
     /// Bytes the torn tail repair cut off at open (for logs and tests).
     torn_bytes: u64,
     scratch: BytesMut,
-}
-
-/// What replaying the segments found.
-#[derive(Default)]
-struct Replay {
-    segments: Vec<Segment>,
-    streams: BTreeMap<Tag, StreamState>,
-    last_boot: Option<u128>,
-    closed: bool,
-    torn_bytes: u64,
-}
-
-impl Replay {
-    fn apply(&mut self, (tag, record): Tagged, segment: u64, offset: u64, len: u32) {
-        if !matches!(record, Record::Close) {
-            self.closed = false;
-        }
-        let current = self.segments.last_mut().expect("a segment is open");
-        let state = self.streams.entry(tag).or_default();
-        match record {
-            Record::Segment { snapshot, .. } => {
-                state.absorb(&snapshot);
-                let restated = current
-                    .header_trimmed_below
-                    .entry(tag)
-                    .or_insert(snapshot.trimmed_below);
-                *restated = (*restated).max(snapshot.trimmed_below);
-                if tag.is_none() {
-                    self.last_boot = Some(snapshot.boot_id);
-                }
-            }
-            Record::Boot { boot_id } => self.last_boot = Some(boot_id),
-            Record::Promise { ballot } => state.promised = state.promised.max(ballot),
-            Record::InstancePromise { instance, ballot } => {
-                let entry = state.instance_promises.entry(instance).or_insert(ballot);
-                *entry = (*entry).max(ballot);
-            }
-            Record::Vote {
-                instance,
-                ballot,
-                decided,
-                ..
-            } => {
-                state.end = state.end.max(instance.next());
-                current.touch(tag, instance);
-                state.index.insert(
-                    instance,
-                    Entry {
-                        segment,
-                        offset,
-                        len,
-                        ballot,
-                        decided,
-                    },
-                );
-            }
-            Record::Decided { instance, ballot } => {
-                current.touch(tag, instance);
-                if let Some(entry) = state.index.get_mut(&instance) {
-                    if entry.ballot == ballot {
-                        entry.decided = true;
-                    }
-                }
-            }
-            Record::Trim { below } => state.trimmed_below = state.trimmed_below.max(below),
-            Record::Close => self.closed = true,
-            Record::Amnesia => state.amnesic = true,
-        }
-    }
 }
 
 impl<D: Disk> LogCore<D> {
@@ -636,90 +568,6 @@ impl<D: Disk> LogCore<D> {
         self.append(None, &Record::Close)?;
         self.sync()
     }
-}
-
-/// Reads every segment in order, cutting a torn tail off the newest.
-fn replay<D: Disk>(disk: &mut D) -> Result<Replay, StorageError> {
-    let mut sequences: Vec<u64> = disk
-        .list()?
-        .iter()
-        .filter_map(|name| parse_segment_name(name))
-        .collect();
-    sequences.sort_unstable();
-    let mut replay = Replay::default();
-    let count = sequences.len();
-    for (position, sequence) in sequences.into_iter().enumerate() {
-        let newest = position + 1 == count;
-        let name = segment_name(sequence);
-        let data = disk.read_all(&name)?;
-        let mut offset = 0usize;
-        let mut first = true;
-        while offset < data.len() {
-            match decode_at(&data, offset) {
-                Ok((tagged, next)) => {
-                    let restates = match &tagged.1 {
-                        Record::Segment { sequence: s, .. } => Some(*s),
-                        _ => None,
-                    };
-                    if first {
-                        if tagged.0.is_some() || restates != Some(sequence) {
-                            return Err(StorageError::Corrupt(format!(
-                                "{name}: does not start with its segment record"
-                            )));
-                        }
-                        replay.segments.push(Segment::new(sequence));
-                        first = false;
-                    } else if let Some(s) = restates {
-                        // A node log restates each stream after the first
-                        // record; an untagged segment record or one naming
-                        // another segment is damage.
-                        if tagged.0.is_none() || s != sequence {
-                            return Err(StorageError::Corrupt(format!(
-                                "{name} offset {offset}: a segment record inside a segment"
-                            )));
-                        }
-                    }
-                    let len = (next - offset) as u32;
-                    replay.apply(tagged, sequence, offset as u64, len);
-                    offset = next;
-                }
-                Err(Damage::Torn) if newest => break,
-                Err(Damage::Torn) => {
-                    return Err(StorageError::Corrupt(format!(
-                        "{name} offset {offset}: an older segment ends in a torn record"
-                    )))
-                }
-                Err(Damage::Bad(why)) => {
-                    return Err(StorageError::Corrupt(format!(
-                        "{name} offset {offset}: {why}"
-                    )))
-                }
-            }
-        }
-        if offset < data.len() {
-            replay.torn_bytes = (data.len() - offset) as u64;
-        }
-        if first {
-            // The newest segment's own first record was torn: the crash
-            // came while the segment was being started. Nothing in it.
-            if !newest {
-                return Err(StorageError::Corrupt(format!("{name}: empty segment")));
-            }
-            disk.remove(&name)?;
-            disk.sync_dir()?;
-            continue;
-        }
-        if offset < data.len() {
-            disk.truncate(&name, offset as u64)?;
-            disk.sync(&name)?;
-        }
-        replay
-            .segments
-            .last_mut()
-            .expect("pushed at its first record")
-            .len = offset as u64;
-    }
-    Ok(replay)
 }
 
 /// A segmented, checksummed acceptor log of one stream on a [`Disk`].

@@ -31,6 +31,7 @@ mod memory_ring;
 mod node_log;
 mod open;
 mod record;
+mod replay;
 mod sim_disk;
 
 pub use disk::{Disk, FsDisk};

@@ -653,20 +653,7 @@ impl DmapCluster {
             // was trimmed past; after every peer was asked twice, any
             // checkpoint covering the trim will do.
             let at_least = if asked < 2 * peers.len() {
-                process
-                    .multicast
-                    .merger(group_of(partition))
-                    .map(|m| {
-                        m.streams()
-                            .iter()
-                            .filter_map(|id| {
-                                let stream = process.multicast.streams().get(id)?;
-                                let below = stream.learner_trimmed()?;
-                                Some((*id, stream.learner_held_from().max(below)))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default()
+                process.multicast.held_decisions(group_of(partition))
             } else {
                 Vec::new()
             };

@@ -45,6 +45,19 @@ impl Cluster {
         warmup_ms: u64,
         window: usize,
     ) -> Cluster {
+        Cluster::start_configured(name, storage, duration_ms, warmup_ms, window, None)
+    }
+
+    /// Like `start_with_window`, with memory rings of `ring_slots` slots
+    /// (the configuration's default when `None`).
+    fn start_configured(
+        name: &str,
+        storage: &str,
+        duration_ms: u64,
+        warmup_ms: u64,
+        window: usize,
+        ring_slots: Option<u64>,
+    ) -> Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -65,6 +78,15 @@ impl Cluster {
                 2,
                 storage,
             );
+            let text = match ring_slots {
+                Some(slots) => text.replace(
+                    &format!("storage = \"{storage}\"\n"),
+                    &format!(
+                        "storage = \"{storage}\"\n[streams.limits]\nmemory_ring_slots = {slots}\n"
+                    ),
+                ),
+                None => text,
+            };
             std::fs::write(&config, text).unwrap();
             let child = cluster.spawn(node, duration_ms, warmup_ms);
             cluster.children.push(child);
@@ -288,7 +310,15 @@ fn two_nodes_go_on_after_the_third_is_killed() {
 /// restarts it on the same data directory, and checks that it comes back
 /// as incarnation 2, voting or not as `voting`, and that all three agree.
 fn kill_and_restart_node_3(name: &str, storage: &str, kill_after_ms: u64, voting: bool) {
-    let mut cluster = Cluster::start_with_window(name, storage, 4000, 500, 1);
+    // A restarted memory acceptor learns the streams from the start out of
+    // the others' rings: they must still hold instance 0 when it asks. On a
+    // loaded machine (CI runs the tests of this file at once) the restart
+    // and the catch-up can take seconds while local catch-up skips decide
+    // thousands of instances a second, which wrapped the default ring of
+    // 16,384 slots once (instance 0 gone, the learner trimmed past for
+    // good). 262,144 slots hold the whole run.
+    let ring = (storage == "memory").then_some(262_144);
+    let mut cluster = Cluster::start_configured(name, storage, 4000, 500, 1, ring);
     std::thread::sleep(Duration::from_millis(kill_after_ms));
     cluster.children[2].kill().unwrap();
     cluster.children[2].wait().unwrap();

@@ -229,7 +229,8 @@ impl Client {
 
     /// Waits until every node in the map reports a map version of at
     /// least `version` (or `timeout` passes); `progress` hears each
-    /// node's version on every poll. Returns whether all got there.
+    /// node's version on every poll. Returns whether all got there; if
+    /// so, the cached partition map is at `version` or later too.
     pub async fn wait_for_map_version(
         &self,
         version: u64,
@@ -246,7 +247,14 @@ impl Client {
             }
             progress(&seen);
             if !seen.is_empty() && seen.iter().all(|(_, v)| v.is_some_and(|v| v >= version)) {
-                return true;
+                // The map was fetched before the nodes were asked: fetch it
+                // again, so that on return the cached map is at `version`
+                // too (a repartitioning test once read the old stream of a
+                // partition from the cache right after this said yes).
+                self.refresh_map().await;
+                if self.map_version() >= version {
+                    return true;
+                }
             }
             if Instant::now() >= deadline {
                 return false;

@@ -16,6 +16,7 @@ mod group;
 mod lane;
 mod merger;
 mod multicast_node;
+mod recovery;
 mod skip_pacer;
 
 pub use control::{Control, ControlError, ControlOp, CONTROL_BYTES};
@@ -25,4 +26,5 @@ pub use merger::{
     SubscriptionEvent,
 };
 pub use multicast_node::{Effects, MulticastError, MulticastNode, ReconfigureError};
+pub use recovery::checkpoint_reaches;
 pub use skip_pacer::SkipPacer;

@@ -232,26 +232,6 @@ impl MulticastNode {
         self.groups.get(&group)?.position()
     }
 
-    /// Non-disruptive recovery (thesis §3.4.4): per stream `group` merges
-    /// that was trimmed past this node's learner, the first of the new
-    /// decisions the learner holds meanwhile (or the trim point, if that is
-    /// later). A checkpoint at or past these is followed by the held
-    /// decisions alone, with no log tail fetched from the acceptors.
-    pub fn held_decisions(&self, group: GroupId) -> Vec<(StreamId, Instance)> {
-        let Some(merger) = self.groups.get(&group) else {
-            return Vec::new();
-        };
-        merger
-            .streams()
-            .iter()
-            .filter_map(|id| {
-                let stream = self.streams.get(id)?;
-                let below = stream.learner_trimmed()?;
-                Some((*id, stream.learner_held_from().max(below)))
-            })
-            .collect()
-    }
-
     /// Restores `group`'s merge at `position` (from a replica checkpoint:
     /// its own at start, or a peer's installed at run time) and moves each
     /// of its streams' learners to the lowest position any group merging

@@ -8,7 +8,7 @@
 
 use crate::checkpoint_store::{CheckpointBody, CheckpointStore};
 use amulet_dmap::PartitionState;
-use amulet_multicast::{GroupId, MulticastNode};
+use amulet_multicast::{checkpoint_reaches, GroupId, MulticastNode};
 use amulet_smr::Replica;
 use amulet_types::{Instance, PartitionId, StreamId, TimeMicros};
 use std::collections::BTreeMap;
@@ -183,14 +183,10 @@ impl Checkpointer {
         let Some(slot) = self.slots.get_mut(&partition) else {
             return false;
         };
-        let recent_enough = slot.durable.as_ref().is_some_and(|lanes| {
-            at_least.iter().all(|(stream, instance)| {
-                lanes
-                    .iter()
-                    .find(|(s, _)| s == stream)
-                    .is_some_and(|(_, next)| next >= instance)
-            })
-        });
+        let recent_enough = slot
+            .durable
+            .as_ref()
+            .is_some_and(|lanes| checkpoint_reaches(lanes.iter().copied(), at_least));
         if recent_enough {
             return false;
         }

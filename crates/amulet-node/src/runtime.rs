@@ -360,7 +360,7 @@ fn start_replicas(
     for partition in map.partitions_of(me) {
         let config = ReplicaConfig::new(me, incarnation, partition);
         let state = PartitionState::new(MapLimits::default());
-        let replica = match bodies.remove(&partition) {
+        let mut replica = match bodies.remove(&partition) {
             None if !initial.partitions.contains_key(&partition) => continue,
             None => Replica::new(config, initial.clone(), state),
             Some(body) => {
@@ -377,7 +377,6 @@ fn start_replicas(
                 replica
             }
         };
-        let mut replica = replica;
         crate::injected_bug::apply(&mut replica);
         replicas.insert(partition, replica);
     }

@@ -48,7 +48,6 @@ pub fn open_logs(config: &NodeConfig) -> anyhow::Result<OpenedLogs> {
 
 /// Opens streams' acceptor logs: memory rings, or a stream's place in the
 /// node-wide log of its durability mode (opened at its first stream).
-#[derive(Clone)]
 pub struct LogOpener {
     data_dir: PathBuf,
     me: NodeId,

@@ -57,19 +57,26 @@ fn dmap_same_seed_twice_gives_the_same_trace_hash() {
     }
 }
 
-#[test]
-fn dmap_section_3_b_c_completing_without_signals_is_caught() {
+/// Runs `bug` from seed 0 until a checker catches it; panics (the test
+/// fails) if 50 seeds pass. Panics inside a seed are the seed's violation.
+fn caught_within_50_seeds(bug: DmapBug, survived: &str) {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
     let caught = (0..50).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::CompleteWithoutSignals)
-        });
+        let outcome = run_catching(seed, &|seed| run_dmap_seed(seed, false, bug));
         outcome.violations.first().map(|v| (seed, v.to_string()))
     });
     panic::set_hook(hook);
-    let (seed, how) = caught.expect("completing without signals survived 50 seeds");
+    let (seed, how) = caught.expect(survived);
     println!("caught at seed {seed}: {how}");
+}
+
+#[test]
+fn dmap_section_3_b_c_completing_without_signals_is_caught() {
+    caught_within_50_seeds(
+        DmapBug::CompleteWithoutSignals,
+        "completing without signals survived 50 seeds",
+    );
 }
 
 /// DMap §III-B: a read is a command like any other, ordered before it is
@@ -77,17 +84,10 @@ fn dmap_section_3_b_c_completing_without_signals_is_caught() {
 /// others, or cut off from them) gives stale answers.
 #[test]
 fn dmap_section_3_b_reads_answered_without_ordering_are_caught() {
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
-    let caught = (0..50).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::AnswerReadsLocally)
-        });
-        outcome.violations.first().map(|v| (seed, v.to_string()))
-    });
-    panic::set_hook(hook);
-    let (seed, how) = caught.expect("reads answered without ordering survived 50 seeds");
-    println!("caught at seed {seed}: {how}");
+    caught_within_50_seeds(
+        DmapBug::AnswerReadsLocally,
+        "reads answered without ordering survived 50 seeds",
+    );
 }
 
 #[test]
@@ -109,17 +109,10 @@ fn dmap_section_3_4_2_replicas_restore_from_checkpoints_in_the_swarm() {
 
 #[test]
 fn dmap_section_3_4_2_a_checkpoint_labelled_past_its_position_is_caught() {
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
-    let caught = (0..50).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::CheckpointPastPosition)
-        });
-        outcome.violations.first().map(|v| (seed, v.to_string()))
-    });
-    panic::set_hook(hook);
-    let (seed, how) = caught.expect("a checkpoint resumed past its position survived 50 seeds");
-    println!("caught at seed {seed}: {how}");
+    caught_within_50_seeds(
+        DmapBug::CheckpointPastPosition,
+        "a checkpoint resumed past its position survived 50 seeds",
+    );
 }
 
 #[test]
@@ -136,17 +129,10 @@ fn dmap_section_3_4_2_acceptors_trim_below_the_trim_quorum() {
 
 #[test]
 fn dmap_section_3_4_2_trimming_without_a_quorum_is_caught() {
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
-    let caught = (0..50).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::TrimWithoutQuorum)
-        });
-        outcome.violations.first().map(|v| (seed, v.to_string()))
-    });
-    panic::set_hook(hook);
-    let (seed, how) = caught.expect("trimming without a quorum survived 50 seeds");
-    println!("caught at seed {seed}: {how}");
+    caught_within_50_seeds(
+        DmapBug::TrimWithoutQuorum,
+        "trimming without a quorum survived 50 seeds",
+    );
 }
 
 #[test]
@@ -181,15 +167,8 @@ fn dmap_section_3_c_splits_merges_and_stream_replacements_happen_in_the_swarm() 
 
 #[test]
 fn dmap_section_3_c_a_split_that_hands_over_nothing_is_caught() {
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
-    let caught = (0..50).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::SplitWithoutTransfer)
-        });
-        outcome.violations.first().map(|v| (seed, v.to_string()))
-    });
-    panic::set_hook(hook);
-    let (seed, how) = caught.expect("a split handing over nothing survived 50 seeds");
-    println!("caught at seed {seed}: {how}");
+    caught_within_50_seeds(
+        DmapBug::SplitWithoutTransfer,
+        "a split handing over nothing survived 50 seeds",
+    );
 }

@@ -156,15 +156,12 @@ impl StreamState {
     }
 
     fn recovered_now(&self, intact: bool) -> Recovered {
+        let snapshot = self.snapshot(0);
         Recovered {
-            promised: self.promised,
-            instance_promises: self
-                .instance_promises
-                .iter()
-                .map(|(i, b)| (*i, *b))
-                .collect(),
-            trimmed_below: self.trimmed_below,
-            end: self.end,
+            promised: snapshot.promised,
+            instance_promises: snapshot.instance_promises,
+            trimmed_below: snapshot.trimmed_below,
+            end: snapshot.end,
             intact,
         }
     }
@@ -304,28 +301,17 @@ impl<D: Disk> LogCore<D> {
                 .insert(*tag, state.trimmed_below);
         }
         self.segments.push(segment);
+        // The untagged stream (always there, `open` makes it) first: it is
+        // the record replay checks a segment starts with; `None` sorts
+        // before every tagged stream.
         let boot_id = self.disk.boot_id();
         let headers: Vec<(Tag, Snapshot)> = self
             .streams
             .iter()
             .map(|(tag, state)| (*tag, state.snapshot(boot_id)))
             .collect();
-        let untagged = self
-            .streams
-            .get(&None)
-            .map(|s| s.snapshot(boot_id))
-            .unwrap_or(Snapshot {
-                boot_id,
-                ..Snapshot::default()
-            });
-        self.write(
-            None,
-            &Record::Segment {
-                sequence,
-                snapshot: untagged,
-            },
-        )?;
-        for (tag, snapshot) in headers.into_iter().filter(|(t, _)| t.is_some()) {
+        debug_assert_eq!(headers.first().map(|(t, _)| *t), Some(None));
+        for (tag, snapshot) in headers {
             self.write(tag, &Record::Segment { sequence, snapshot })?;
         }
         Ok(())

@@ -35,14 +35,6 @@ pub struct NodeLog<D: Disk> {
     core: Arc<Mutex<LogCore<D>>>,
 }
 
-impl<D: Disk> Clone for NodeLog<D> {
-    fn clone(&self) -> Self {
-        NodeLog {
-            core: Arc::clone(&self.core),
-        }
-    }
-}
-
 fn lock<D: Disk>(core: &Mutex<LogCore<D>>) -> MutexGuard<'_, LogCore<D>> {
     // A panic while holding the lock left the core in an unknown state;
     // the node stops anyway (a panicking event loop ends the process).
@@ -76,24 +68,9 @@ impl<D: Disk> NodeLog<D> {
         lock(&self.core).tagged_streams()
     }
 
-    /// Runs `f` on the disk (tests and the simulator).
-    pub fn with_disk<R>(&self, f: impl FnOnce(&D) -> R) -> R {
-        f(lock(&self.core).disk())
-    }
-
-    /// Bytes cut off as a torn tail when the log was opened.
-    pub fn torn_bytes(&self) -> u64 {
-        lock(&self.core).torn_bytes()
-    }
-
     /// Number of segment files.
     pub fn segment_count(&self) -> usize {
         lock(&self.core).segment_count()
-    }
-
-    /// Makes every stream's writes durable.
-    pub fn sync(&self) -> Result<(), StorageError> {
-        lock(&self.core).sync()
     }
 
     /// Whether writes of any stream since the last sync exist.
@@ -105,14 +82,8 @@ impl<D: Disk> NodeLog<D> {
 /// One stream's acceptor log inside a [`NodeLog`].
 pub struct StreamLog<D: Disk> {
     core: Arc<Mutex<LogCore<D>>>,
+    /// The stream's tag (never the untagged one of a `DurableLog`).
     stream: Option<StreamId>,
-}
-
-impl<D: Disk> StreamLog<D> {
-    /// The stream.
-    pub fn stream_id(&self) -> StreamId {
-        self.stream.expect("a node log's streams are tagged")
-    }
 }
 
 impl<D: Disk> AcceptorLog for StreamLog<D> {

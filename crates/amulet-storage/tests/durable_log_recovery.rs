@@ -6,11 +6,9 @@
 
 mod common;
 
-use amulet_storage::{
-    AcceptorLog, Disk, Durability, DurableLog, FsDisk, LogRecord, SimDisk, StorageError,
-};
+use amulet_storage::{AcceptorLog, Disk, Durability, DurableLog, FsDisk, SimDisk, StorageError};
 use amulet_types::Instance;
-use common::{apply, ballot, batch, observe, op, Model, Op, INSTANCES, SEGMENT_BYTES};
+use common::{apply, observe, op, steady_vote, Model, Op, INSTANCES, SEGMENT_BYTES};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -184,16 +182,7 @@ fn a4_trimming_bounds_the_files() {
     let mut log = DurableLog::open(disk.clone(), Durability::Async, SEGMENT_BYTES).unwrap();
     let mut peak = 0;
     for i in 0..5_000u64 {
-        let record = LogRecord {
-            instance: Instance(i),
-            ballot: ballot(1),
-            batch: batch(i, 1, 100),
-            decided: true,
-        };
-        log.save(&record).unwrap();
-        if i % 100 == 99 {
-            log.trim(Instance(i - 50)).unwrap();
-        }
+        steady_vote(&mut log, i);
         peak = peak.max(disk.bytes());
     }
     // 50..150 live instances of ~150 bytes plus one partly used segment.

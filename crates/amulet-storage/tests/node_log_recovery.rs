@@ -8,10 +8,10 @@
 mod common;
 
 use amulet_storage::{
-    AcceptorLog, Durability, DurableLog, LogRecord, NodeLog, SimDisk, StorageError, StreamLog,
+    AcceptorLog, Durability, DurableLog, NodeLog, SimDisk, StorageError, StreamLog,
 };
 use amulet_types::{Instance, StreamId};
-use common::{apply, ballot, batch, observe, op, Model, Op, SEGMENT_BYTES};
+use common::{apply, observe, op, steady_vote, Model, Op, SEGMENT_BYTES};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -155,16 +155,7 @@ fn a4_node_log_trimming_every_stream_bounds_the_files() {
     let mut peak = 0;
     for i in 0..3_000u64 {
         for stream in streams.iter_mut() {
-            let record = LogRecord {
-                instance: Instance(i),
-                ballot: ballot(1),
-                batch: batch(i, 1, 100),
-                decided: true,
-            };
-            stream.save(&record).unwrap();
-            if i % 100 == 99 {
-                stream.trim(Instance(i - 50)).unwrap();
-            }
+            steady_vote(stream, i);
         }
         peak = peak.max(disk.bytes());
     }
@@ -195,16 +186,7 @@ fn a4_node_log_a_stream_never_trimmed_keeps_only_its_own_votes_alive() {
     }
     for i in 0..2_000u64 {
         for stream in streams.iter_mut().skip(1) {
-            let record = LogRecord {
-                instance: Instance(i),
-                ballot: ballot(1),
-                batch: batch(i, 1, 100),
-                decided: true,
-            };
-            stream.save(&record).unwrap();
-            if i % 100 == 99 {
-                stream.trim(Instance(i - 50)).unwrap();
-            }
+            steady_vote(stream, i);
         }
     }
     assert!(disk.bytes() < 120_000, "{} bytes", disk.bytes());

@@ -17,7 +17,7 @@ use crate::violation::{Property, Violation};
 use amulet_dmap::{
     ExecContext, MapCommand, MapLimits, MapReply, PartitionCheckpoint, PartitionState,
 };
-use amulet_multicast::{MergePosition, MulticastNode};
+use amulet_multicast::{checkpoint_reaches, MergePosition, MulticastNode};
 use amulet_smr::{
     group_of, newest_map, open_streams, trim_point, work_fences, ClientReply, ClientRequest,
     FenceHost, Layout, Output, PartitionInfo, PartitionMap, Reconfiguration, Replica,
@@ -691,12 +691,7 @@ impl DmapCluster {
                     .and_then(|p| newest_map(&p.replicas))
                     .map_or(partition, |map| merged_into(&map, partition));
                 let recent_enough = |position: &MergePosition| {
-                    at_least.iter().all(|(stream, instance)| {
-                        position
-                            .lanes
-                            .iter()
-                            .any(|l| l.stream == *stream && l.next >= *instance)
-                    })
+                    checkpoint_reaches(position.lanes.iter().map(|l| (l.stream, l.next)), &at_least)
                 };
                 let older = serve == partition
                     && every_micros > 0

@@ -127,3 +127,19 @@ pub fn observe(log: &dyn AcceptorLog) -> Model {
         trimmed_below: recovered.trimmed_below,
     }
 }
+
+/// A steady stream's vote: a decided vote of ~150 bytes in `instance`,
+/// and every 100 instances a trim 50 behind it (what a log holding a
+/// bounded window sees).
+pub fn steady_vote(log: &mut dyn AcceptorLog, instance: u64) {
+    let record = LogRecord {
+        instance: Instance(instance),
+        ballot: ballot(1),
+        batch: batch(instance, 1, 100),
+        decided: true,
+    };
+    log.save(&record).unwrap();
+    if instance % 100 == 99 {
+        log.trim(Instance(instance - 50)).unwrap();
+    }
+}

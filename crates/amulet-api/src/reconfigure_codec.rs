@@ -33,6 +33,18 @@ pub fn reconfiguration_from_pb(
             partition: PartitionId(replace.partition),
             stream: stream_from_pb(replace.stream)?,
         },
+        Some(Change::Move(moved)) => {
+            if moved.replicas.is_empty() || moved.replicas.contains(&0) {
+                return Err(Status::invalid_argument(
+                    "reconfigure: a move names its new replicas (node ids from 1)",
+                ));
+            }
+            Reconfiguration::Move {
+                partition: PartitionId(moved.partition),
+                replicas: moved.replicas.into_iter().map(NodeId).collect(),
+                stream: stream_from_pb(moved.stream)?,
+            }
+        }
     };
     Ok((request.map_version, change))
 }
@@ -70,6 +82,15 @@ pub fn reconfiguration_to_pb(map_version: u64, change: &Reconfiguration) -> pb::
                 stream: Some(stream_to_pb(stream)),
             })
         }
+        Reconfiguration::Move {
+            partition,
+            replicas,
+            stream,
+        } => Change::Move(pb::MovePartition {
+            partition: partition.0,
+            replicas: replicas.iter().map(|n| n.0).collect(),
+            stream: Some(stream_to_pb(stream)),
+        }),
     };
     pb::ReconfigureRequest {
         map_version,
@@ -165,6 +186,11 @@ mod tests {
                 partition: PartitionId(2),
                 stream: spec(),
             },
+            Reconfiguration::Move {
+                partition: PartitionId(2),
+                replicas: vec![NodeId(2), NodeId(3), NodeId(4)],
+                stream: spec(),
+            },
         ];
         for change in changes {
             let wire = reconfiguration_to_pb(5, &change);
@@ -191,5 +217,15 @@ mod tests {
         }
         let status = reconfiguration_from_pb(bad).unwrap_err();
         assert!(status.message().contains("memory, async or sync"));
+        let nowhere = pb::ReconfigureRequest {
+            map_version: 1,
+            change: Some(pb::reconfigure_request::Change::Move(pb::MovePartition {
+                partition: 1,
+                replicas: vec![],
+                stream: None,
+            })),
+        };
+        let status = reconfiguration_from_pb(nowhere).unwrap_err();
+        assert!(status.message().contains("new replicas"));
     }
 }

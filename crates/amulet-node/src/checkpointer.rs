@@ -226,6 +226,18 @@ impl Checkpointer {
         self.slots.insert(partition, slot);
     }
 
+    /// A partition moved here whose state is being fetched: until it is
+    /// installed this node holds nothing of it, so its safe instance of
+    /// every stream is 0 (nothing it will need is trimmed meanwhile).
+    pub(crate) fn adopting(&mut self, partition: PartitionId, now: TimeMicros) {
+        self.slots.entry(partition).or_insert(PartitionSlot {
+            due: now.plus(self.every_micros),
+            writing: false,
+            stats: CheckpointStats::default(),
+            durable: None,
+        });
+    }
+
     /// A partition merged into another: no more checkpoints (a write in
     /// flight finishes and is ignored; its file is removed by the caller).
     pub(crate) fn removed(&mut self, partition: PartitionId) {

@@ -4,6 +4,7 @@
 //! once if a message must wait for durability (group commit), sends those,
 //! and hands deliveries to the application and the load generator.
 
+mod handoff;
 mod recovery;
 
 use crate::checkpoint_store::{CheckpointBody, CheckpointStore};
@@ -193,6 +194,7 @@ impl Node {
             transfer,
             installs: Vec::new(),
             log_opener: opener,
+            adopting: Default::default(),
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -304,6 +306,8 @@ struct EventLoop {
     installs: Vec<(PartitionId, Box<CheckpointBody>, Bytes)>,
     /// Opens the logs of streams created at run time.
     log_opener: LogOpener,
+    /// Partitions moved here whose replica waits for a peer's checkpoint.
+    adopting: std::collections::BTreeSet<PartitionId>,
 }
 
 /// A node's replicas, and the merge positions of those restored from a
@@ -346,10 +350,13 @@ fn start_replicas(
     let map = newest.as_ref().unwrap_or(initial);
     let mut replicas = BTreeMap::new();
     let mut restored = Vec::new();
+    // A replica moved away from here (`Reconfiguration::Move`) keeps its
+    // checkpoint until a majority of the new group holds the state.
+    let leaving = map.leaving(me);
     let stale: Vec<PartitionId> = bodies
         .keys()
         .copied()
-        .filter(|p| !map.partitions_of(me).contains(p))
+        .filter(|p| !map.partitions_of(me).contains(p) && !leaving.contains(p))
         .collect();
     for partition in stale {
         tracing::info!(
@@ -359,11 +366,16 @@ fn start_replicas(
         bodies.remove(&partition);
         store.remove(partition)?;
     }
-    for partition in map.partitions_of(me) {
+    let mut here = map.partitions_of(me);
+    here.extend(leaving.iter().filter(|p| bodies.contains_key(p)));
+    for partition in here {
         let config = ReplicaConfig::new(me, incarnation, partition);
         let state = PartitionState::new(MapLimits::default());
         let mut replica = match bodies.remove(&partition) {
-            None if !initial.partitions.contains_key(&partition) => continue,
+            // Split off or moved here since the initial map, without a
+            // checkpoint yet: forked again at the split's fence, or
+            // fetched from a peer (`adopt_partitions`).
+            None if !initial.partitions_of(me).contains(&partition) => continue,
             None => Replica::new(config, initial.clone(), state),
             Some(body) => {
                 let replica = Replica::restore(config, body.replica, state).map_err(|e| {
@@ -592,6 +604,11 @@ impl EventLoop {
                     Some((partition, replica)) => {
                         let id = replica.submit(now.0, request);
                         self.pending.insert((partition, id), reply);
+                    }
+                    // Moved here, its state still on the way: another
+                    // replica of the new group, or this one shortly.
+                    None if partition.is_some_and(|p| self.adopting.contains(&p)) => {
+                        let _ = reply.send(ClientReply::Behind);
                     }
                     None => {
                         let answer = match self.current_map() {

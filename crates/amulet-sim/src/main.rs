@@ -3,7 +3,7 @@
 //! DMap on it. Exits non-zero on any violation.
 
 use amulet_sim::cluster::{self, Bug};
-use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+use amulet_sim::dmap::{run_dmap_seed, set_moves, DmapBug};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
 use amulet_sim::SeedOutcome;
@@ -37,6 +37,10 @@ struct Arguments {
     /// from streams under faults) instead of static subscriptions.
     #[arg(long)]
     elastic: bool,
+    /// With --dmap: the operator also moves partitions to other nodes
+    /// (off by default: see `amulet_sim::dmap::set_moves`).
+    #[arg(long, requires = "dmap")]
+    moves: bool,
 }
 
 /// The broken variants selectable from the command line.
@@ -59,6 +63,8 @@ enum BugArg {
     /// DMap: replicas answer single-partition reads from their own state
     /// without ordering them.
     LocalReads,
+    /// DMap: a replica moved away drops its state at the move's fence.
+    HandOffAtFence,
     /// Elastic: a subscription's merge point comes from the new stream's
     /// copy alone.
     MergePointFromNewStream,
@@ -72,6 +78,7 @@ impl BugArg {
             BugArg::TrimWithoutQuorum => DmapBug::TrimWithoutQuorum,
             BugArg::SplitWithoutTransfer => DmapBug::SplitWithoutTransfer,
             BugArg::LocalReads => DmapBug::AnswerReadsLocally,
+            BugArg::HandOffAtFence => DmapBug::HandOffAtFence,
             _ => DmapBug::None,
         }
     }
@@ -90,6 +97,7 @@ impl BugArg {
             | BugArg::TrimWithoutQuorum
             | BugArg::SplitWithoutTransfer
             | BugArg::LocalReads
+            | BugArg::HandOffAtFence
             | BugArg::MergePointFromNewStream => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
@@ -105,6 +113,7 @@ fn main() -> ExitCode {
     let arguments = Arguments::parse();
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
+    set_moves(arguments.moves);
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
         if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)

@@ -116,6 +116,10 @@ pub fn work_fences<S: StateMachine>(
                 // Restored from the checkpoint written at the fork, while
                 // the source replays up to it again: nothing to fork.
             }
+            FenceWork::Split { stream, .. } if !stream.members().contains(&host.me) => {
+                // The source was moved away from here and is still being
+                // handed off: its new group forks the new partition.
+            }
             FenceWork::Split {
                 new,
                 checkpoint,
@@ -133,6 +137,16 @@ pub fn work_fences<S: StateMachine>(
                     .expect("the split's checkpoint is of the new partition");
                 replicas.insert(new, replica);
                 done.added.push((new, position));
+            }
+            FenceWork::ReplaceStream { new, .. } if !new.members().contains(&host.me) => {
+                // A replica moved away from here earlier and not handed off
+                // yet, moved again: the new stream does not reach it, and
+                // the partition's replicas of the earlier move carry on.
+                replicas.remove(&partition);
+                node.remove_group(group);
+                done.removed.push(partition);
+                done.released += 1;
+                continue;
             }
             FenceWork::ReplaceStream { old, new } => {
                 open_stream(node, &new, host, &mut done);

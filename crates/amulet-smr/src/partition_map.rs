@@ -246,6 +246,23 @@ impl PartitionMap {
             .collect()
     }
 
+    /// Partitions moved away from `node` (`Reconfiguration::Move`) that it
+    /// still learns the stream of: its replica stays, serving the state to
+    /// the new group, until a majority of that group holds it.
+    pub fn leaving(&self, node: NodeId) -> Vec<PartitionId> {
+        self.partitions
+            .iter()
+            .filter(|(_, info)| {
+                !info.replicas.contains(&node)
+                    && self
+                        .streams
+                        .get(&info.stream)
+                        .is_some_and(|spec| spec.members().contains(&node))
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
     /// Adds a keyspace; a new version.
     pub fn create_keyspace(&mut self, name: &str, layout: Layout) -> Result<(), PartitionMapError> {
         if self.keyspaces.contains_key(name) {

@@ -88,6 +88,23 @@ pub enum Reconfiguration {
         /// The new stream.
         stream: StreamSpec,
     },
+    /// Moves `partition` to the replica group `replicas` (other nodes, in
+    /// part or whole) ordered by the new stream `stream`; the old stream is
+    /// retired. At the fence the replicas that stay and the ones that go
+    /// join the new stream (every one of both is its member); a node of
+    /// the new group that had no replica fetches a peer's checkpoint taken
+    /// past the fence (DMap §III-C state transfer); a node that goes keeps
+    /// its replica, serving checkpoints, until a majority of the new group
+    /// holds durable ones, then drops it.
+    Move {
+        /// The partition.
+        partition: PartitionId,
+        /// Its replicas from the fence on; each one already replicates
+        /// some partition (so it executes the move at its own fence).
+        replicas: Vec<NodeId>,
+        /// The new stream: its members are the old and the new replicas.
+        stream: StreamSpec,
+    },
 }
 
 impl Reconfiguration {
@@ -97,7 +114,8 @@ impl Reconfiguration {
         match self {
             Reconfiguration::Split { source, new, .. } => partition == *source || partition == *new,
             Reconfiguration::Merge { source, into } => partition == *source || partition == *into,
-            Reconfiguration::ReplaceStream { partition: p, .. } => partition == *p,
+            Reconfiguration::ReplaceStream { partition: p, .. }
+            | Reconfiguration::Move { partition: p, .. } => partition == *p,
         }
     }
 
@@ -105,7 +123,8 @@ impl Reconfiguration {
     pub fn new_stream(&self) -> Option<&StreamSpec> {
         match self {
             Reconfiguration::Split { stream, .. }
-            | Reconfiguration::ReplaceStream { stream, .. } => Some(stream),
+            | Reconfiguration::ReplaceStream { stream, .. }
+            | Reconfiguration::Move { stream, .. } => Some(stream),
             Reconfiguration::Merge { .. } => None,
         }
     }
@@ -248,6 +267,50 @@ impl Reconfiguration {
                 let old = std::mem::replace(&mut info.stream, stream.stream);
                 next.retired_streams.insert(old);
             }
+            Reconfiguration::Move {
+                partition,
+                replicas,
+                stream,
+            } => {
+                let Some(info) = next.partitions.get_mut(partition) else {
+                    return invalid(format!("no partition {partition}"));
+                };
+                let mut group = replicas.clone();
+                group.sort();
+                group.dedup();
+                if group.len() != replicas.len() || group.is_empty() {
+                    return invalid(format!(
+                        "{partition} must move to distinct replicas, not {replicas:?}"
+                    ));
+                }
+                let members = stream.members();
+                if !info
+                    .replicas
+                    .iter()
+                    .chain(replicas)
+                    .all(|n| members.contains(n))
+                {
+                    return invalid(format!(
+                        "the old replicas {:?} and the new {replicas:?} of {partition} must all learn the new stream",
+                        info.replicas
+                    ));
+                }
+                // A node with no replica executes nothing of the global
+                // stream and would never learn it was given one.
+                let hosting: Vec<NodeId> = map
+                    .partitions
+                    .values()
+                    .flat_map(|p| p.replicas.iter().copied())
+                    .collect();
+                if let Some(idle) = replicas.iter().find(|n| !hosting.contains(n)) {
+                    return invalid(format!(
+                        "node {idle} replicates no partition yet; a move goes to nodes that do"
+                    ));
+                }
+                info.replicas = replicas.clone();
+                let old = std::mem::replace(&mut info.stream, stream.stream);
+                next.retired_streams.insert(old);
+            }
         }
         next.validate()?;
         next.version = MapVersion(map.version.0 + 1);
@@ -342,6 +405,57 @@ mod tests {
             again.apply(&next, 6).is_err(),
             "a retired stream id is refused"
         );
+    }
+
+    #[test]
+    fn dmap_section_3_c_a_move_gives_a_partition_new_replicas_and_a_new_stream() {
+        let mut m = map();
+        m.partitions.insert(
+            PartitionId(7),
+            PartitionInfo {
+                stream: StreamId(7),
+                replicas: vec![NodeId(2), NodeId(3), NodeId(4)],
+            },
+        );
+        let spec = StreamSpec {
+            acceptors: vec![NodeId(2), NodeId(3), NodeId(4)],
+            learners: vec![NodeId(1)],
+            ..spec(9)
+        };
+        let to = vec![NodeId(2), NodeId(3), NodeId(4)];
+        let moved = Reconfiguration::Move {
+            partition: PartitionId(1),
+            replicas: to.clone(),
+            stream: spec.clone(),
+        };
+        let next = moved.apply(&m, 5).unwrap();
+        assert_eq!(next.partitions[&PartitionId(1)].replicas, to);
+        assert_eq!(next.partitions[&PartitionId(1)].stream, StreamId(9));
+        assert!(next.retired_streams.contains(&StreamId(2)));
+        let not_learning = Reconfiguration::Move {
+            partition: PartitionId(1),
+            replicas: to.clone(),
+            stream: StreamSpec {
+                learners: vec![],
+                ..spec.clone()
+            },
+        };
+        assert!(not_learning.apply(&m, 5).is_err(), "node 1 must learn it");
+        let idle = Reconfiguration::Move {
+            partition: PartitionId(1),
+            replicas: vec![NodeId(2), NodeId(3), NodeId(5)],
+            stream: StreamSpec {
+                learners: vec![NodeId(1), NodeId(5)],
+                ..spec.clone()
+            },
+        };
+        assert!(idle.apply(&m, 5).is_err(), "node 5 hosts nothing");
+        let twice = Reconfiguration::Move {
+            partition: PartitionId(1),
+            replicas: vec![NodeId(2), NodeId(2), NodeId(3)],
+            stream: spec,
+        };
+        assert!(twice.apply(&m, 5).is_err());
     }
 
     #[test]

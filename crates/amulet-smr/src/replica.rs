@@ -770,7 +770,10 @@ impl<S: StateMachine> Replica<S> {
                     stream,
                 }
             }
-            Reconfiguration::ReplaceStream { partition, .. } if partition == me => {
+            Reconfiguration::ReplaceStream { partition, .. }
+            | Reconfiguration::Move { partition, .. }
+                if partition == me =>
+            {
                 let old = old_map.partitions[&me].stream;
                 self.abandon_stream(old);
                 let new = self.map.streams[&self.map.partitions[&me].stream].clone();

@@ -101,6 +101,19 @@ pub enum Op {
         #[arg(long, default_value = "sync")]
         storage: String,
     },
+    /// Move PARTITION to the replica group --to (node ids, comma
+    /// separated, each already a replica of some partition) on a new
+    /// stream --stream whose acceptors are the new replicas; new replicas
+    /// fetch the state from the old ones (DMap §III-C state transfer).
+    Move {
+        partition: u32,
+        #[arg(long, value_delimiter = ',', required = true)]
+        to: Vec<u32>,
+        #[arg(long)]
+        stream: u32,
+        #[arg(long, default_value = "sync")]
+        storage: String,
+    },
 }
 
 fn addresses(target: &Target) -> anyhow::Result<Vec<String>> {
@@ -224,7 +237,7 @@ async fn execute(
             println!("dropped map {:?}", target.map);
         }
         Op::Status => status(client, addresses).await?,
-        Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } => {
+        Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
             let change = reconfiguration(client, &op)?;
             reconfigure(client, &change, target.timeout_secs).await?;
         }
@@ -307,6 +320,33 @@ fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> 
                 stream: StreamSpec {
                     stream: StreamId(*stream),
                     acceptors,
+                    learners,
+                    storage: storage_of(storage)?,
+                    base_position: 0,
+                },
+            }
+        }
+        Op::Move {
+            partition,
+            to,
+            stream,
+            storage,
+        } => {
+            let old = replicas_of(*partition)?;
+            let replicas: Vec<NodeId> = to.iter().copied().map(NodeId).collect();
+            // The old replicas that go learn the new stream until the new
+            // group holds the partition's state.
+            let learners = old
+                .iter()
+                .copied()
+                .filter(|n| !replicas.contains(n))
+                .collect();
+            Reconfiguration::Move {
+                partition: PartitionId(*partition),
+                replicas: replicas.clone(),
+                stream: StreamSpec {
+                    stream: StreamId(*stream),
+                    acceptors: replicas,
                     learners,
                     storage: storage_of(storage)?,
                     base_position: 0,

@@ -921,3 +921,180 @@ fn section_3_c_split_stream_replacement_restart_and_merge_under_load_lose_no_wri
     drop(runtime);
     cluster.stop();
 }
+
+/// Waits until node `node` runs a replica of `partition` (`present`) or
+/// does not (`!present`).
+fn wait_for_replica(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    cluster: &Cluster,
+    node: u32,
+    partition: u32,
+    present: bool,
+) {
+    let address = cluster.address(node);
+    for _ in 0..1_200 {
+        if let Some(replicas) = runtime.block_on(replica_status(client, &address)) {
+            if replicas.iter().any(|r| r.partition == partition) == present {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "node {node} still {} partition {partition} after 60 s",
+        if present { "lacks" } else { "runs" }
+    );
+}
+
+/// Every acknowledged write is there, read by key.
+fn check_acknowledged(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    acked: &BTreeMap<Bytes, Bytes>,
+    when: &str,
+) {
+    let map = client.map("mv").unwrap();
+    runtime.block_on(async {
+        for (key, value) in acked {
+            assert_eq!(
+                map.get(key.clone()).await.unwrap().as_ref(),
+                Some(value),
+                "acknowledged write {key:?}, {when}"
+            );
+        }
+    });
+}
+
+#[test]
+fn dmap_section_3_c_a_partition_moved_to_other_nodes_arrives_by_state_transfer_and_loses_no_write()
+{
+    let mut cluster = Cluster::start_with("move", Some(200));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = Arc::new(
+        runtime
+            .block_on(Client::connect_with(cluster.addresses(), client_config()))
+            .unwrap(),
+    );
+    runtime.block_on(client.create_map("mv")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(BTreeMap::new()));
+    let mut writers = Vec::new();
+    for w in 0..2u32 {
+        let (client, stop, acked) = (client.clone(), stop.clone(), acked.clone());
+        writers.push(runtime.spawn(async move {
+            let map = client.map("mv").unwrap();
+            let mut unknown = 0u32;
+            for i in 0..100_000u32 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let key = Bytes::from(format!("w{w}-{i:06}"));
+                let value = Bytes::from(format!("v{i}"));
+                match map.put(key.clone(), value.clone()).await {
+                    Ok(_) => {
+                        acked.lock().unwrap().insert(key, value);
+                    }
+                    Err(Error::OutcomeUnknown(_) | Error::Unavailable(_)) => unknown += 1,
+                    Err(e) => panic!("writer {w}: {e}"),
+                }
+            }
+            unknown
+        }));
+    }
+    let wait_for_writes = |n: usize| {
+        for _ in 0..600 {
+            if acked.lock().unwrap().len() >= n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("writers stalled below {n} acknowledged writes");
+    };
+    let more_writes = |n: usize| {
+        let written = acked.lock().unwrap().len();
+        wait_for_writes(written + n);
+    };
+    let nodes = |ids: &[u32]| ids.iter().copied().map(NodeId).collect::<Vec<_>>();
+    let move_to = |replicas: &[u32], stream: u32, acceptors: &[u32]| {
+        let learners = (1..=NODES)
+            .filter(|n| !acceptors.contains(n))
+            .map(NodeId)
+            .collect();
+        Reconfiguration::Move {
+            partition: PartitionId(2),
+            replicas: nodes(replicas),
+            stream: StreamSpec {
+                stream: StreamId(stream),
+                acceptors: nodes(acceptors),
+                learners,
+                storage: StorageMode::SyncDurable,
+                base_position: 0,
+            },
+        }
+    };
+    wait_for_writes(300);
+
+    // Partition 2 leaves node 3: node 3 drops its replica once both new
+    // replicas hold a checkpoint past the move.
+    reconfigure(&runtime, &client, move_to(&[1, 2], 5, &[1, 2, 3]));
+    more_writes(200);
+    wait_for_replica(&runtime, &client, &cluster, 3, 2, false);
+
+    // Partition 2 moves to node 3 alone: node 3 fetches its state from
+    // node 1 or 2 (state transfer), they drop theirs once node 3 holds it,
+    // and from then on every read of partition 2 is answered by node 3's
+    // transferred state.
+    reconfigure(&runtime, &client, move_to(&[3], 6, &[3]));
+    more_writes(200);
+    wait_for_replica(&runtime, &client, &cluster, 3, 2, true);
+    wait_for_replica(&runtime, &client, &cluster, 1, 2, false);
+    wait_for_replica(&runtime, &client, &cluster, 2, 2, false);
+    more_writes(200);
+    let snapshot = acked.lock().unwrap().clone();
+    check_acknowledged(
+        &runtime,
+        &client,
+        &snapshot,
+        "with partition 2 on node 3 alone",
+    );
+
+    // Back to all three nodes (nodes 1 and 2 fetch it from node 3), then
+    // a SIGKILL and restart of node 3 under load.
+    reconfigure(&runtime, &client, move_to(&[1, 2, 3], 7, &[1, 2, 3]));
+    wait_for_replica(&runtime, &client, &cluster, 1, 2, true);
+    wait_for_replica(&runtime, &client, &cluster, 2, 2, true);
+    more_writes(200);
+    cluster.kill(3);
+    more_writes(200);
+    cluster.spawn(3);
+    wait_for_replica(&runtime, &client, &cluster, 3, 2, true);
+    more_writes(200);
+    stop.store(true, Ordering::Relaxed);
+    let unknown: u32 = writers
+        .into_iter()
+        .map(|w| runtime.block_on(w).unwrap())
+        .sum();
+    let acked = acked.lock().unwrap().clone();
+    check_acknowledged(&runtime, &client, &acked, "at the end");
+    let size = runtime.block_on(client.map("mv").unwrap().size()).unwrap();
+    assert!(
+        size >= acked.len() as u64 && size <= acked.len() as u64 + u64::from(unknown),
+        "size {size}, {} acknowledged, {unknown} unknown",
+        acked.len()
+    );
+    let map = client.partition_map();
+    assert_eq!(map.partitions[&PartitionId(2)].replicas, nodes(&[1, 2, 3]));
+    println!(
+        "{} acknowledged writes across three moves of partition 2 and a restart; map version {}",
+        acked.len(),
+        map.version.0
+    );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

@@ -145,15 +145,23 @@ impl EventLoop {
                     continue;
                 }
             }
+            let adopting = self.adopting.contains(&partition);
+            if adopting && !self.adoptable(partition, &body) {
+                // Taken before the move reached that peer: ask again at
+                // the next tick.
+                self.transfer.cancel(partition);
+                continue;
+            }
+            if !adopting && !self.replicas.contains_key(&partition) {
+                self.transfer.cancel(partition);
+                continue;
+            }
             if let Err(error) = self.store.write_bytes(partition, &file) {
                 tracing::error!(%error, "cannot store a peer's checkpoint; fetching again");
                 self.transfer.cancel(partition);
                 continue;
             }
-            let Some(old) = self.replicas.remove(&partition) else {
-                self.transfer.cancel(partition);
-                continue;
-            };
+            let old = self.replicas.remove(&partition);
             let config = ReplicaConfig::new(self.me, self.incarnation, partition);
             let state = PartitionState::new(MapLimits::default());
             let body = *body;
@@ -162,7 +170,9 @@ impl EventLoop {
                 Ok(replica) => replica,
                 Err(error) => {
                     tracing::error!(%error, "a peer's checkpoint does not restore");
-                    self.replicas.insert(partition, old);
+                    if let Some(old) = old {
+                        self.replicas.insert(partition, old);
+                    }
                     self.transfer.cancel(partition);
                     continue;
                 }
@@ -180,19 +190,27 @@ impl EventLoop {
                     }
                 }
             }
-            if let Err(error) = self
-                .node
-                .restore_group(GroupId(partition.0), &body.position)
-            {
+            let group = GroupId(partition.0);
+            let restored = match old {
+                Some(_) => self.node.restore_group(group, &body.position),
+                // Moved here: the merge group starts at the checkpoint.
+                None => self.node.add_group(group, &body.position),
+            };
+            if let Err(error) = restored {
                 tracing::error!(
                     ?error,
                     "a peer's checkpoint does not fit this node's streams"
                 );
-                self.replicas.insert(partition, old);
+                if let Some(old) = old {
+                    self.replicas.insert(partition, old);
+                }
                 self.transfer.cancel(partition);
                 continue;
             }
-            replica.continue_requests_of(&old);
+            if let Some(old) = &old {
+                replica.continue_requests_of(old);
+            }
+            self.adopting.remove(&partition);
             let global = replica.global_position();
             tracing::info!(
                 partition = partition.0,
@@ -219,6 +237,7 @@ impl EventLoop {
         let Some(map) = self.current_map().cloned() else {
             return;
         };
+        self.adopt_and_hand_off();
         for (to, message) in self.transfer.tick(self.now()) {
             self.send_replica_message(to, message);
         }

@@ -1,0 +1,128 @@
+//! Moving a partition to another replica group (`Reconfiguration::Move`,
+//! DMap §III-C: "the new set of replicas first recover the state from the
+//! currently available partition"). At the move's fence the map names the
+//! new group; replicas that stay and replicas that go both switch to the
+//! new stream (fence.rs, as for a stream replacement). Here, on the event
+//! loop's trim tick:
+//!
+//! - a node the map names as a replica of a partition it does not run
+//!   *adopts* it: it fetches a peer's checkpoint taken past the move (its
+//!   merge has a lane of the new stream) and starts the replica and its
+//!   merge group from it. Until then it reports safe instance 0, so no
+//!   stream it is a member of is trimmed past what it will need.
+//! - a node whose replica the map no longer names keeps it (executing,
+//!   checkpointing, serving state transfers) until a majority of the new
+//!   group holds a durable checkpoint that reflects at least one instance
+//!   of the new stream, then drops it. The state is never held by fewer
+//!   than a majority of one group.
+
+use super::*;
+use amulet_smr::trim_point;
+
+impl EventLoop {
+    /// Starts fetching every partition the newest map gives this node and
+    /// that it does not run; drops replicas moved away once the new group
+    /// holds their state.
+    pub(super) fn adopt_and_hand_off(&mut self) {
+        let Some(map) = self.current_map().cloned() else {
+            return;
+        };
+        let now = self.now();
+        for partition in map.partitions_of(self.me) {
+            if self.replicas.contains_key(&partition) || self.transfer.fetching(partition) {
+                continue;
+            }
+            let info = &map.partitions[&partition];
+            // The new group first (a replica that stays has the state at
+            // once), then the replicas that go.
+            let mut peers: Vec<NodeId> = info
+                .replicas
+                .iter()
+                .copied()
+                .filter(|n| *n != self.me)
+                .collect();
+            if let Some(spec) = map.streams.get(&info.stream) {
+                peers.extend(
+                    spec.members()
+                        .into_iter()
+                        .filter(|n| *n != self.me && !info.replicas.contains(n)),
+                );
+            }
+            // A checkpoint past the move: it merges the new stream.
+            let at_least = vec![(info.stream, Instance(0))];
+            if self.adopting.insert(partition) {
+                tracing::info!(
+                    partition = partition.0,
+                    ?peers,
+                    "partition moved here: fetching its state"
+                );
+                self.checkpointer.adopting(partition, now);
+            }
+            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
+                self.send_replica_message(to, message);
+            }
+        }
+        let leaving: Vec<PartitionId> = self
+            .replicas
+            .iter()
+            .filter(|(p, r)| {
+                r.map()
+                    .partitions
+                    .get(p)
+                    .is_some_and(|info| !info.replicas.contains(&self.me))
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        for partition in leaving {
+            let replica_map = self.replicas[&partition].map().clone();
+            let stream = replica_map.partitions[&partition].stream;
+            let held = self.node.streams().get(&stream).and_then(|s| {
+                trim_point(
+                    &replica_map,
+                    stream,
+                    &s.safe_instances(),
+                    TrimQuorum::Majority,
+                )
+            });
+            if held.is_some_and(|below| below > Instance(0)) {
+                self.hand_off(partition);
+            }
+        }
+    }
+
+    /// Drops this node's replica of `partition`, moved to other nodes
+    /// whose majority now holds its state.
+    fn hand_off(&mut self, partition: PartitionId) {
+        self.replicas.remove(&partition);
+        self.node.remove_group(GroupId(partition.0));
+        self.checkpointer.removed(partition);
+        self.transfer.cancel(partition);
+        // Clients waiting here resend to the new group when their waiter
+        // is dropped.
+        self.pending.retain(|(p, _), _| *p != partition);
+        if let Err(error) = self.store.remove(partition) {
+            tracing::error!(%error, "cannot remove the checkpoint of a partition moved away");
+        }
+        tracing::info!(
+            partition = partition.0,
+            "partition moved away: the new group holds it, replica dropped"
+        );
+    }
+
+    /// Whether a fetched checkpoint of `partition` can start the replica
+    /// this node adopts: taken past the move (the map names this node) and
+    /// merging only streams this node is a member of.
+    pub(super) fn adoptable(&self, partition: PartitionId, body: &CheckpointBody) -> bool {
+        body.replica.partition == partition
+            && body
+                .replica
+                .map
+                .partitions
+                .get(&partition)
+                .is_some_and(|info| info.replicas.contains(&self.me))
+            && body.position.lanes.iter().all(|lane| {
+                self.node.streams().contains_key(&lane.stream)
+                    || body.replica.map.streams.contains_key(&lane.stream)
+            })
+    }
+}

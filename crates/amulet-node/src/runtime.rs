@@ -194,7 +194,6 @@ impl Node {
             transfer,
             installs: Vec::new(),
             log_opener: opener,
-            adopting: Default::default(),
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -306,8 +305,6 @@ struct EventLoop {
     installs: Vec<(PartitionId, Box<CheckpointBody>, Bytes)>,
     /// Opens the logs of streams created at run time.
     log_opener: LogOpener,
-    /// Partitions moved here whose replica waits for a peer's checkpoint.
-    adopting: std::collections::BTreeSet<PartitionId>,
 }
 
 /// A node's replicas, and the merge positions of those restored from a
@@ -594,6 +591,7 @@ impl EventLoop {
                 let now = self.now();
                 let partition = partition.or_else(|| self.replicas.keys().next().copied());
                 let catching_up = partition.is_some_and(|p| self.catching_up(p));
+                let adopting = partition.is_some_and(|p| self.adopting(p));
                 match partition.and_then(|p| self.replicas.get_mut(&p).map(|r| (p, r))) {
                     // Not proposed: the client resends it, with the same
                     // sequence, to another replica at once instead of
@@ -607,7 +605,7 @@ impl EventLoop {
                     }
                     // Moved here, its state still on the way: another
                     // replica of the new group, or this one shortly.
-                    None if partition.is_some_and(|p| self.adopting.contains(&p)) => {
+                    None if adopting => {
                         let _ = reply.send(ClientReply::Behind);
                     }
                     None => {
@@ -996,7 +994,10 @@ impl EventLoop {
             // Requests still waiting there were answered `Behind` by the
             // replica when it retired; drop what is left.
             self.pending.retain(|(p, _), _| *p != partition);
-            tracing::info!(partition = partition.0, "partition merged away");
+            tracing::info!(
+                partition = partition.0,
+                "replica removed at a fence (merged away or moved again)"
+            );
         }
         let version = self.current_map().map(|m| m.version.0);
         tracing::info!(fences = done.released, map_version = ?version, "reconfigured at a fence");

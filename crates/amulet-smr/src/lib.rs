@@ -39,4 +39,4 @@ pub use replica::{
 };
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};
-pub use trim_point::{trim_point, TrimQuorum};
+pub use trim_point::{handed_off, trim_point, TrimQuorum};

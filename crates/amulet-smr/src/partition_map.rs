@@ -263,6 +263,42 @@ impl PartitionMap {
             .collect()
     }
 
+    /// Every node replicating some partition, sorted.
+    pub fn hosting_nodes(&self) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = self
+            .partitions
+            .values()
+            .flat_map(|p| p.replicas.iter().copied())
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        nodes
+    }
+
+    /// Whom `node`, newly given `partition` by a move, asks for its state:
+    /// the partition's other replicas first (one that stayed has it at
+    /// once), then the other members of its stream (the replicas that go,
+    /// which keep it until the new group holds it).
+    pub fn transfer_sources(&self, partition: PartitionId, node: NodeId) -> Vec<NodeId> {
+        let Some(info) = self.partitions.get(&partition) else {
+            return Vec::new();
+        };
+        let mut peers: Vec<NodeId> = info
+            .replicas
+            .iter()
+            .copied()
+            .filter(|n| *n != node)
+            .collect();
+        if let Some(spec) = self.streams.get(&info.stream) {
+            peers.extend(
+                spec.members()
+                    .into_iter()
+                    .filter(|n| *n != node && !info.replicas.contains(n)),
+            );
+        }
+        peers
+    }
+
     /// Adds a keyspace; a new version.
     pub fn create_keyspace(&mut self, name: &str, layout: Layout) -> Result<(), PartitionMapError> {
         if self.keyspaces.contains_key(name) {

@@ -297,11 +297,7 @@ impl Reconfiguration {
                 }
                 // A node with no replica executes nothing of the global
                 // stream and would never learn it was given one.
-                let hosting: Vec<NodeId> = map
-                    .partitions
-                    .values()
-                    .flat_map(|p| p.replicas.iter().copied())
-                    .collect();
+                let hosting = map.hosting_nodes();
                 if let Some(idle) = replicas.iter().find(|n| !hosting.contains(n)) {
                     return invalid(format!(
                         "node {idle} replicates no partition yet; a move goes to nodes that do"

@@ -399,6 +399,16 @@ impl<S: StateMachine> Replica<S> {
         &self.state
     }
 
+    /// Whether a move took this partition away from this node (the map
+    /// names other replicas): the replica runs on only until the new
+    /// group holds its state (`handed_off`).
+    pub fn moved_away(&self) -> bool {
+        self.map
+            .partitions
+            .get(&self.config.partition)
+            .is_some_and(|info| !info.replicas.contains(&self.config.node))
+    }
+
     /// The current partition map.
     pub fn map(&self) -> &PartitionMap {
         &self.map

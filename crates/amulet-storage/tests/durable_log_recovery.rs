@@ -8,7 +8,7 @@ mod common;
 
 use amulet_storage::{AcceptorLog, Disk, Durability, DurableLog, FsDisk, SimDisk, StorageError};
 use amulet_types::Instance;
-use common::{apply, observe, op, steady_vote, Model, Op, INSTANCES, SEGMENT_BYTES};
+use common::{apply, damage_byte, observe, op, steady_vote, Model, Op, INSTANCES, SEGMENT_BYTES};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -102,13 +102,7 @@ proptest! {
     ) {
         let (disk, states, _) = write(&ops, Durability::Sync);
         let mut image = disk.image();
-        let names: Vec<String> = image.keys().cloned().collect();
-        let name = &names[file.index(names.len())];
-        let data = image.get_mut(name).unwrap();
-        if !data.is_empty() {
-            let i = at.index(data.len());
-            data[i] ^= mask;
-        }
+        damage_byte(&mut image, file, at, mask);
         match DurableLog::open(SimDisk::from_image(image), Durability::Sync, SEGMENT_BYTES) {
             Ok(log) => {
                 let found = observe(&log);

@@ -11,7 +11,7 @@ use amulet_storage::{
     AcceptorLog, Durability, DurableLog, NodeLog, SimDisk, StorageError, StreamLog,
 };
 use amulet_types::{Instance, StreamId};
-use common::{apply, observe, op, steady_vote, Model, Op, SEGMENT_BYTES};
+use common::{apply, damage_byte, observe, op, steady_vote, Model, Op, SEGMENT_BYTES};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -106,13 +106,7 @@ proptest! {
     ) {
         let (disk, states, _) = write(&ops, Durability::Sync);
         let mut image = disk.image();
-        let names: Vec<String> = image.keys().cloned().collect();
-        let name = &names[file.index(names.len())];
-        let data = image.get_mut(name).unwrap();
-        if !data.is_empty() {
-            let i = at.index(data.len());
-            data[i] ^= mask;
-        }
+        damage_byte(&mut image, file, at, mask);
         let disk = SimDisk::from_image(image);
         match NodeLog::open(disk, Durability::Sync, SEGMENT_BYTES) {
             Ok(log) => {

@@ -17,77 +17,57 @@
 //!   than a majority of one group.
 
 use super::*;
-use amulet_smr::trim_point;
+use amulet_smr::handed_off;
 
 impl EventLoop {
-    /// Starts fetching every partition the newest map gives this node and
-    /// that it does not run; drops replicas moved away once the new group
-    /// holds their state.
-    pub(super) fn adopt_and_hand_off(&mut self) {
-        let Some(map) = self.current_map().cloned() else {
-            return;
-        };
+    /// Starts fetching every partition `map` (the node's newest) gives
+    /// this node and that it does not run; drops replicas moved away once
+    /// the new group holds their state.
+    pub(super) fn adopt_and_hand_off(&mut self, map: &PartitionMap) {
         let now = self.now();
         for partition in map.partitions_of(self.me) {
             if self.replicas.contains_key(&partition) || self.transfer.fetching(partition) {
                 continue;
             }
-            let info = &map.partitions[&partition];
-            // The new group first (a replica that stays has the state at
-            // once), then the replicas that go.
-            let mut peers: Vec<NodeId> = info
-                .replicas
-                .iter()
-                .copied()
-                .filter(|n| *n != self.me)
-                .collect();
-            if let Some(spec) = map.streams.get(&info.stream) {
-                peers.extend(
-                    spec.members()
-                        .into_iter()
-                        .filter(|n| *n != self.me && !info.replicas.contains(n)),
-                );
-            }
+            let peers = map.transfer_sources(partition, self.me);
             // A checkpoint past the move: it merges the new stream.
-            let at_least = vec![(info.stream, Instance(0))];
-            if self.adopting.insert(partition) {
+            let at_least = vec![(map.partitions[&partition].stream, Instance(0))];
+            self.checkpointer.adopting(partition, now);
+            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
                 tracing::info!(
                     partition = partition.0,
-                    ?peers,
                     "partition moved here: fetching its state"
                 );
-                self.checkpointer.adopting(partition, now);
-            }
-            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
                 self.send_replica_message(to, message);
             }
         }
         let leaving: Vec<PartitionId> = self
             .replicas
             .iter()
-            .filter(|(p, r)| {
-                r.map()
-                    .partitions
-                    .get(p)
-                    .is_some_and(|info| !info.replicas.contains(&self.me))
-            })
+            .filter(|(_, r)| r.moved_away())
             .map(|(p, _)| *p)
             .collect();
         for partition in leaving {
-            let replica_map = self.replicas[&partition].map().clone();
+            let replica_map = self.replicas[&partition].map();
             let stream = replica_map.partitions[&partition].stream;
-            let held = self.node.streams().get(&stream).and_then(|s| {
-                trim_point(
-                    &replica_map,
-                    stream,
-                    &s.safe_instances(),
-                    TrimQuorum::Majority,
-                )
-            });
-            if held.is_some_and(|below| below > Instance(0)) {
+            let done = self
+                .node
+                .streams()
+                .get(&stream)
+                .is_some_and(|s| handed_off(replica_map, partition, &s.safe_instances()));
+            if done {
                 self.hand_off(partition);
             }
         }
+    }
+
+    /// Whether this node waits for `partition`'s state after a move gave
+    /// it the partition (its newest map names it; it runs no replica).
+    pub(super) fn adopting(&self, partition: PartitionId) -> bool {
+        !self.replicas.contains_key(&partition)
+            && self
+                .current_map()
+                .is_some_and(|m| m.partitions_of(self.me).contains(&partition))
     }
 
     /// Drops this node's replica of `partition`, moved to other nodes
@@ -110,8 +90,9 @@ impl EventLoop {
     }
 
     /// Whether a fetched checkpoint of `partition` can start the replica
-    /// this node adopts: taken past the move (the map names this node) and
-    /// merging only streams this node is a member of.
+    /// this node adopts: taken past the move (its map names this node).
+    /// Streams its merge names that this node lacks are opened from that
+    /// map when it is installed.
     pub(super) fn adoptable(&self, partition: PartitionId, body: &CheckpointBody) -> bool {
         body.replica.partition == partition
             && body
@@ -120,9 +101,5 @@ impl EventLoop {
                 .partitions
                 .get(&partition)
                 .is_some_and(|info| info.replicas.contains(&self.me))
-            && body.position.lanes.iter().all(|lane| {
-                self.node.streams().contains_key(&lane.stream)
-                    || body.replica.map.streams.contains_key(&lane.stream)
-            })
     }
 }

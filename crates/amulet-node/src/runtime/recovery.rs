@@ -145,7 +145,7 @@ impl EventLoop {
                     continue;
                 }
             }
-            let adopting = self.adopting.contains(&partition);
+            let adopting = self.adopting(partition);
             if adopting && !self.adoptable(partition, &body) {
                 // Taken before the move reached that peer: ask again at
                 // the next tick.
@@ -210,7 +210,6 @@ impl EventLoop {
             if let Some(old) = &old {
                 replica.continue_requests_of(old);
             }
-            self.adopting.remove(&partition);
             let global = replica.global_position();
             tracing::info!(
                 partition = partition.0,
@@ -237,7 +236,7 @@ impl EventLoop {
         let Some(map) = self.current_map().cloned() else {
             return;
         };
-        self.adopt_and_hand_off();
+        self.adopt_and_hand_off(&map);
         for (to, message) in self.transfer.tick(self.now()) {
             self.send_replica_message(to, message);
         }

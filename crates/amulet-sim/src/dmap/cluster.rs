@@ -19,9 +19,9 @@ use amulet_dmap::{
 };
 use amulet_multicast::{checkpoint_reaches, MergePosition, MulticastNode};
 use amulet_smr::{
-    group_of, newest_map, open_streams, trim_point, work_fences, ClientReply, ClientRequest,
-    FenceHost, Layout, Output, PartitionInfo, PartitionMap, Reconfiguration, Replica,
-    ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId, StreamSpec, TrimQuorum,
+    group_of, handed_off, newest_map, open_streams, trim_point, work_fences, ClientReply,
+    ClientRequest, FenceHost, Layout, Output, PartitionInfo, PartitionMap, Reconfiguration,
+    Replica, ReplicaCheckpoint, ReplicaConfig, ReplicaMessage, RequestId, StreamSpec, TrimQuorum,
 };
 use amulet_types::{
     Instance, NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
@@ -621,22 +621,17 @@ impl DmapCluster {
         let leaving: Vec<PartitionId> = process
             .replicas
             .iter()
-            .filter(|(p, r)| {
-                r.map()
-                    .partitions
-                    .get(p)
-                    .is_some_and(|info| !info.replicas.contains(&node))
-            })
+            .filter(|(_, r)| r.moved_away())
             .map(|(p, _)| *p)
             .collect();
         for partition in leaving {
-            let map = process.replicas[&partition].map().clone();
+            let map = process.replicas[&partition].map();
             let stream = map.partitions[&partition].stream;
-            let held =
-                process.multicast.streams().get(&stream).and_then(|s| {
-                    trim_point(&map, stream, &s.safe_instances(), TrimQuorum::Majority)
-                });
-            let handed = held.is_some_and(|below| below > Instance(0));
+            let handed = process
+                .multicast
+                .streams()
+                .get(&stream)
+                .is_some_and(|s| handed_off(map, partition, &s.safe_instances()));
             if bug != DmapBug::HandOffAtFence && !handed {
                 continue;
             }
@@ -708,24 +703,18 @@ impl DmapCluster {
             let Some(info) = info else {
                 continue;
             };
-            let mut peers: Vec<NodeId> = info
-                .replicas
-                .iter()
-                .copied()
-                .filter(|n| *n != node)
-                .collect();
             // Moved here: the replicas it moved from hold it too, until a
             // majority of the new group does.
             let adopting = !process.replicas.contains_key(&partition);
-            if adopting {
-                if let Some(spec) = map.streams.get(&info.stream) {
-                    peers.extend(
-                        spec.members()
-                            .into_iter()
-                            .filter(|n| *n != node && !info.replicas.contains(n)),
-                    );
-                }
-            }
+            let peers: Vec<NodeId> = if adopting {
+                map.transfer_sources(partition, node)
+            } else {
+                info.replicas
+                    .iter()
+                    .copied()
+                    .filter(|n| *n != node)
+                    .collect()
+            };
             if peers.is_empty() {
                 continue;
             }
@@ -1281,16 +1270,7 @@ impl DmapCluster {
             .copied()
             .filter(|p| *p != source && map.partitions[p].replicas == replicas)
             .collect();
-        let hosting: Vec<NodeId> = {
-            let mut all: Vec<NodeId> = map
-                .partitions
-                .values()
-                .flat_map(|p| p.replicas.iter().copied())
-                .collect();
-            all.sort();
-            all.dedup();
-            all
-        };
+        let hosting = map.hosting_nodes();
         let change = match operator.rng.below(kinds) {
             3 => {
                 // To one node or to REPLICAS nodes among those replicating

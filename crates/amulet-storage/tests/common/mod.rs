@@ -143,3 +143,20 @@ pub fn steady_vote(log: &mut dyn AcceptorLog, instance: u64) {
         log.trim(Instance(instance - 50)).unwrap();
     }
 }
+
+/// Flips the bits `mask` of one byte of one file of a disk image (both
+/// picked by proptest indices); an empty file is left alone.
+pub fn damage_byte(
+    image: &mut BTreeMap<String, Vec<u8>>,
+    file: prop::sample::Index,
+    at: prop::sample::Index,
+    mask: u8,
+) {
+    let names: Vec<String> = image.keys().cloned().collect();
+    let name = &names[file.index(names.len())];
+    let data = image.get_mut(name).expect("named from the image");
+    if !data.is_empty() {
+        let i = at.index(data.len());
+        data[i] ^= mask;
+    }
+}

@@ -1,0 +1,209 @@
+//! Online repartitioning on real processes (issue 4, DMap §III-C and
+//! thesis §4.7.4-4.7.5): three `amulet node` processes under two writers
+//! split a partition, replace a stream, merge partitions back and move a
+//! partition between replica groups (state transfer), with a SIGKILL and
+//! restart in between; at the end every acknowledged write is present.
+
+mod common;
+
+use amulet_client::Client;
+use amulet_smr::{Reconfiguration, StreamSpec};
+use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
+use common::{
+    check_acknowledged, client_config, reconfigure, stream_spec, wait_for_replica, Cluster,
+    Writers, NODES,
+};
+use std::sync::Arc;
+
+/// A cluster checkpointing every 200 ms, its client, and a map `name`.
+fn start(name: &str) -> (Cluster, tokio::runtime::Runtime, Arc<Client>) {
+    let cluster = Cluster::start_with(name, Some(200));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = Arc::new(
+        runtime
+            .block_on(Client::connect_with(cluster.addresses(), client_config()))
+            .unwrap(),
+    );
+    runtime.block_on(client.create_map(name)).unwrap();
+    (cluster, runtime, client)
+}
+
+#[test]
+fn section_3_c_split_stream_replacement_restart_and_merge_under_load_lose_no_write() {
+    let (mut cluster, runtime, client) = start("rp");
+    let writers = Writers::start(&runtime, &client, "rp", 2);
+    writers.more(200);
+
+    // Split partition 1 at the middle of its token segment onto stream 5.
+    let map = client.partition_map();
+    let segment_end = map.token_ring[1].0;
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::Split {
+            source: PartitionId(1),
+            new: PartitionId(4),
+            stream: stream_spec(5),
+            at_token: Some(segment_end / 2),
+            at_keys: Vec::new(),
+        },
+    );
+    let map = client.partition_map();
+    assert!(map.partitions.contains_key(&PartitionId(4)), "{map:?}");
+    writers.more(200);
+
+    // Move partition 2 onto a new stream (acceptor replacement).
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::ReplaceStream {
+            partition: PartitionId(2),
+            stream: stream_spec(6),
+        },
+    );
+    assert_eq!(
+        client.partition_map().partitions[&PartitionId(2)].stream,
+        StreamId(6)
+    );
+    writers.more(200);
+
+    // SIGKILL node 3 and restart it: it must reopen the streams created
+    // at run time and the split-off partition from its checkpoints.
+    cluster.kill(3);
+    writers.more(100);
+    cluster.spawn(3);
+    wait_for_replica(&runtime, &client, &cluster, 3, 4, true);
+
+    // Merge partition 4 back into 1.
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::Merge {
+            source: PartitionId(4),
+            into: PartitionId(1),
+        },
+    );
+    writers.more(200);
+    let (acked, unknown) = writers.stop(&runtime);
+
+    // Every acknowledged write is there, read by key and in a snapshot.
+    check_acknowledged(&runtime, &client, "rp", &acked, "at the end");
+    let map = client.map("rp").unwrap();
+    runtime.block_on(async {
+        let mut snapshot = map.snapshot().await.unwrap();
+        let mut seen = 0usize;
+        while let Some((key, value)) = snapshot.next().await.unwrap() {
+            if let Some(expected) = acked.get(&key) {
+                assert_eq!(&value, expected);
+                seen += 1;
+            }
+        }
+        snapshot.close().await.unwrap();
+        assert_eq!(
+            seen,
+            acked.len(),
+            "the snapshot holds every acknowledged write"
+        );
+        let size = map.size().await.unwrap();
+        assert!(
+            size >= acked.len() as u64 && size <= acked.len() as u64 + u64::from(unknown),
+            "size {size}, {} acknowledged, {unknown} unknown",
+            acked.len()
+        );
+    });
+    let final_map = client.partition_map();
+    let partitions: Vec<u32> = final_map.partitions.keys().map(|p| p.0).collect();
+    assert_eq!(partitions, vec![1, 2, 3]);
+    println!(
+        "{} acknowledged writes across a split, a stream replacement, a restart and a merge; map version {}",
+        acked.len(),
+        final_map.version.0
+    );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
+#[test]
+fn dmap_section_3_c_a_partition_moved_to_other_nodes_arrives_by_state_transfer_and_loses_no_write()
+{
+    let (mut cluster, runtime, client) = start("mv");
+    let writers = Writers::start(&runtime, &client, "mv", 2);
+    let nodes = |ids: &[u32]| ids.iter().copied().map(NodeId).collect::<Vec<_>>();
+    let move_to = |replicas: &[u32], stream: u32, acceptors: &[u32]| {
+        let learners = (1..=NODES)
+            .filter(|n| !acceptors.contains(n))
+            .map(NodeId)
+            .collect();
+        Reconfiguration::Move {
+            partition: PartitionId(2),
+            replicas: nodes(replicas),
+            stream: StreamSpec {
+                stream: StreamId(stream),
+                acceptors: nodes(acceptors),
+                learners,
+                storage: StorageMode::SyncDurable,
+                base_position: 0,
+            },
+        }
+    };
+    writers.more(300);
+
+    // Partition 2 leaves node 3: node 3 drops its replica once both new
+    // replicas hold a checkpoint past the move.
+    reconfigure(&runtime, &client, move_to(&[1, 2], 5, &[1, 2, 3]));
+    writers.more(200);
+    wait_for_replica(&runtime, &client, &cluster, 3, 2, false);
+
+    // Partition 2 moves to node 3 alone: node 3 fetches its state from
+    // node 1 or 2 (state transfer), they drop theirs once node 3 holds it,
+    // and from then on every read of partition 2 is answered by node 3's
+    // transferred state.
+    reconfigure(&runtime, &client, move_to(&[3], 6, &[3]));
+    writers.more(200);
+    wait_for_replica(&runtime, &client, &cluster, 3, 2, true);
+    wait_for_replica(&runtime, &client, &cluster, 1, 2, false);
+    wait_for_replica(&runtime, &client, &cluster, 2, 2, false);
+    writers.more(200);
+    check_acknowledged(
+        &runtime,
+        &client,
+        "mv",
+        &writers.acked(),
+        "with partition 2 on node 3 alone",
+    );
+
+    // Back to all three nodes (nodes 1 and 2 fetch it from node 3), then
+    // a SIGKILL and restart of node 3 under load.
+    reconfigure(&runtime, &client, move_to(&[1, 2, 3], 7, &[1, 2, 3]));
+    wait_for_replica(&runtime, &client, &cluster, 1, 2, true);
+    wait_for_replica(&runtime, &client, &cluster, 2, 2, true);
+    writers.more(200);
+    cluster.kill(3);
+    writers.more(200);
+    cluster.spawn(3);
+    wait_for_replica(&runtime, &client, &cluster, 3, 2, true);
+    writers.more(200);
+    let (acked, unknown) = writers.stop(&runtime);
+    check_acknowledged(&runtime, &client, "mv", &acked, "at the end");
+    let size = runtime.block_on(client.map("mv").unwrap().size()).unwrap();
+    assert!(
+        size >= acked.len() as u64 && size <= acked.len() as u64 + u64::from(unknown),
+        "size {size}, {} acknowledged, {unknown} unknown",
+        acked.len()
+    );
+    let map = client.partition_map();
+    assert_eq!(map.partitions[&PartitionId(2)].replicas, nodes(&[1, 2, 3]));
+    println!(
+        "{} acknowledged writes across three moves of partition 2 and a restart; map version {}",
+        acked.len(),
+        map.version.0
+    );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

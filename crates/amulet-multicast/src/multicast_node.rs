@@ -114,7 +114,7 @@ pub struct MulticastNode {
     /// log would grow without end); what was decided up to the fence
     /// stays for replicas that replay to it.
     retired: std::collections::BTreeSet<StreamId>,
-    groups: BTreeMap<GroupId, Merger>,
+    pub(crate) groups: BTreeMap<GroupId, Merger>,
     /// Reused by local catch-up: (blocked stream, position needed).
     needs_scratch: Vec<(StreamId, u64)>,
     /// When each stream coordinated here last skipped for local catch-up.

@@ -27,6 +27,22 @@ impl MulticastNode {
             })
             .collect()
     }
+
+    /// The first instance of `stream` that no merge here has passed (the
+    /// greatest lane over this node's groups; `None` when none merges
+    /// it). A node trims its acceptor log of the stream no further: its
+    /// partition map is current up to there. A merge stops at every
+    /// barrier's fence until its replica has applied the reconfiguration
+    /// (say, a move giving a partition to other nodes), so below this
+    /// point no map change is unknown here; trimming past it by an older
+    /// map would count the replicas a partition moved away from and
+    /// forget what the group it moved to still needs.
+    pub fn merged_through(&self, stream: StreamId) -> Option<Instance> {
+        self.groups
+            .values()
+            .filter_map(|merger| merger.next_instance(stream))
+            .max()
+    }
 }
 
 /// Whether a checkpoint whose merge lanes stand at `lanes` (per stream, the

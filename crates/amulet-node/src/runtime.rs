@@ -1028,15 +1028,3 @@ fn runtime_stream_config(spec: &StreamSpec, limits: &amulet_types::StreamLimits)
         base_position: spec.base_position,
     }
 }
-
-/// The partition holding `partition`'s state by `map`: itself, or the one
-/// it was merged into (following merges of merges).
-fn merged_into(map: &PartitionMap, mut partition: PartitionId) -> PartitionId {
-    for _ in 0..map.merged.len() {
-        match map.merged.get(&partition) {
-            Some(into) => partition = *into,
-            None => break,
-        }
-    }
-    partition
-}

@@ -247,6 +247,20 @@ impl StateTransfer {
         }
     }
 
+    /// The peer asked runs no replica of `partition` (and its map does not
+    /// make ours obsolete): ask the next peer at once.
+    pub(crate) fn not_held(
+        &mut self,
+        partition: PartitionId,
+        from: NodeId,
+        now: TimeMicros,
+    ) -> Option<(NodeId, ReplicaMessage)> {
+        self.fetching
+            .get(&partition)
+            .is_some_and(|fetch| fetch.peer() == from && fetch.buffer.is_empty())
+            .then(|| self.ask_next_peer(partition, now))
+    }
+
     /// The fetched checkpoint does not cover what was trimmed (the peer's
     /// is too old): ask the next peer.
     pub(crate) fn too_old(

@@ -286,6 +286,7 @@ impl Cluster {
             checkpoint_restores: 0,
             trimmed_instances: 0,
             state_transfers: 0,
+            hand_offs: 0,
             subscription_changes: 0,
             virtual_micros: self.now.0,
             trace_events: self.trace.events(),

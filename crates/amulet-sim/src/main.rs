@@ -3,7 +3,7 @@
 //! DMap on it. Exits non-zero on any violation.
 
 use amulet_sim::cluster::{self, Bug};
-use amulet_sim::dmap::{run_dmap_seed, set_moves, DmapBug};
+use amulet_sim::dmap::{run_dmap_seed, DmapBug};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
 use amulet_sim::SeedOutcome;
@@ -37,10 +37,6 @@ struct Arguments {
     /// from streams under faults) instead of static subscriptions.
     #[arg(long)]
     elastic: bool,
-    /// With --dmap: the operator also moves partitions to other nodes
-    /// (off by default: see `amulet_sim::dmap::set_moves`).
-    #[arg(long, requires = "dmap")]
-    moves: bool,
 }
 
 /// The broken variants selectable from the command line.
@@ -113,7 +109,6 @@ fn main() -> ExitCode {
     let arguments = Arguments::parse();
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
-    set_moves(arguments.moves);
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
         if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
@@ -193,6 +188,7 @@ fn swarm(
         println!("checkpoint_restores={}", summary.checkpoint_restores);
         println!("trimmed_instances={}", summary.trimmed_instances);
         println!("state_transfers={}", summary.state_transfers);
+        println!("hand_offs={}", summary.hand_offs);
     }
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {

@@ -203,6 +203,15 @@ impl Nemesis {
         self.down.keys().copied()
     }
 
+    /// Budgets `group` too from now on: a stream created at run time (a
+    /// partition moved to other nodes) whose acceptors span the groups
+    /// the run started with.
+    pub fn add_group(&mut self, group: CrashGroup) {
+        if !self.config.groups.contains(&group) {
+            self.config.groups.push(group);
+        }
+    }
+
     /// Nodes that lost their state at some crash (by the budgets' count).
     pub fn lost_state(&self) -> &BTreeSet<NodeId> {
         &self.lost_state

@@ -23,6 +23,9 @@ pub struct SeedStats {
     pub checkpoint_restores: u64,
     /// Peer checkpoints installed by state transfer (DMap seeds).
     pub state_transfers: u64,
+    /// Replicas dropped after their partition moved to other nodes
+    /// (DMap seeds).
+    pub hand_offs: u64,
     /// Instances trimmed from acceptor logs, summed over the logs of the
     /// nodes up at the end (DMap seeds).
     pub trimmed_instances: u64,
@@ -65,6 +68,8 @@ pub struct SwarmSummary {
     pub trimmed_instances: u64,
     /// State transfers, over all seeds.
     pub state_transfers: u64,
+    /// Replicas handed off after a move, over all seeds.
+    pub hand_offs: u64,
     /// Subscription changes, over all seeds (elastic seeds).
     pub subscription_changes: u64,
     /// Wall-clock time taken.
@@ -142,6 +147,7 @@ pub fn run_swarm_replayed_by(
         summary.checkpoint_restores += outcome.stats.checkpoint_restores;
         summary.trimmed_instances += outcome.stats.trimmed_instances;
         summary.state_transfers += outcome.stats.state_transfers;
+        summary.hand_offs += outcome.stats.hand_offs;
         summary.subscription_changes += outcome.stats.subscription_changes;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;

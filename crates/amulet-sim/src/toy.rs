@@ -171,6 +171,7 @@ impl ToyCluster {
             checkpoint_restores: 0,
             trimmed_instances: 0,
             state_transfers: 0,
+            hand_offs: 0,
             subscription_changes: 0,
             virtual_micros: self.now.0,
             trace_events: self.trace.events(),

@@ -172,3 +172,25 @@ fn dmap_section_3_c_a_split_that_hands_over_nothing_is_caught() {
         "a split handing over nothing survived 50 seeds",
     );
 }
+
+#[test]
+fn dmap_section_3_c_partitions_move_to_other_nodes_in_the_swarm() {
+    // Seeds that checkpoint also move partitions to one node or to three
+    // nodes hosting something; the old replicas hand off once the new
+    // group holds the state. The parts above check those histories.
+    let hand_offs: u64 = (0..12)
+        .map(|seed| run_dmap_seed(seed, false, DmapBug::None).stats.hand_offs)
+        .sum();
+    assert!(hand_offs > 0, "12 seeds moved no partition away");
+}
+
+/// DMap §III-C: "the new set of replicas first recover the state from the
+/// currently available partition". Old replicas dropping the partition at
+/// the move's fence, before the new group holds its state, lose it.
+#[test]
+fn dmap_section_3_c_a_move_handing_off_at_its_fence_is_caught() {
+    caught_within_50_seeds(
+        DmapBug::HandOffAtFence,
+        "handing a moved partition off at the fence survived 50 seeds",
+    );
+}

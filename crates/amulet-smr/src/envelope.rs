@@ -1,6 +1,7 @@
 //! What replicas multicast (a command with its origin, session and map
 //! version) and what they send each other (signals).
 
+use crate::PartitionMap;
 use amulet_types::{Instance, MapVersion, NodeId, PartitionId, SessionId, StreamId};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -123,6 +124,19 @@ pub enum ReplicaMessage {
         offset: u64,
         /// The chunk.
         bytes: Bytes,
+    },
+    /// The answer to a `CheckpointRequest` from a node that runs no
+    /// replica of `partition` (nor of the one it was merged into): its
+    /// newest map. An asker whose replica that map no longer names (it was
+    /// down through a move and its hand-off) drops the replica
+    /// (`PartitionMap::moved_off`).
+    NotHeld {
+        /// The partition asked for.
+        partition: PartitionId,
+        /// The sender.
+        from: NodeId,
+        /// The sender's newest partition map.
+        map: PartitionMap,
     },
 }
 

@@ -263,6 +263,39 @@ impl PartitionMap {
             .collect()
     }
 
+    /// The partition holding `partition`'s state by this map: itself, or
+    /// the one it was merged into (following merges of merges).
+    pub fn merged_into(&self, mut partition: PartitionId) -> PartitionId {
+        for _ in 0..self.merged.len() {
+            match self.merged.get(&partition) {
+                Some(into) => partition = *into,
+                None => break,
+            }
+        }
+        partition
+    }
+
+    /// Whether `node`'s replica of `partition`, kept by an older map, is
+    /// obsolete by this one: the partition holding its state now (itself,
+    /// or the one it was merged into) has replicas and `node` is not among
+    /// them. A node down through a move and its hand-off learns so from a
+    /// peer that no longer runs the partition (`ReplicaMessage::NotHeld`),
+    /// and drops the replica instead of asking for its state forever.
+    pub fn moved_off(&self, partition: PartitionId, node: NodeId) -> bool {
+        self.partitions
+            .get(&self.merged_into(partition))
+            .is_some_and(|info| !info.replicas.is_empty() && !info.replicas.contains(&node))
+    }
+
+    /// Whether this map, newer than `own` (the map of `node`'s replica of
+    /// `partition`), makes that replica obsolete (`moved_off`). Learned
+    /// from a peer's `NotHeld` answer or from the map of a checkpoint it
+    /// sent: the node drops the replica instead of installing state that
+    /// is no longer its own.
+    pub fn obsoletes(&self, own: &PartitionMap, partition: PartitionId, node: NodeId) -> bool {
+        self.version > own.version && self.moved_off(partition, node)
+    }
+
     /// Every node replicating some partition, sorted.
     pub fn hosting_nodes(&self) -> Vec<NodeId> {
         let mut nodes: Vec<NodeId> = self
@@ -273,6 +306,27 @@ impl PartitionMap {
         nodes.sort();
         nodes.dedup();
         nodes
+    }
+
+    /// Whom `node`, a replica of `partition` by this map whose streams were
+    /// trimmed past it, asks for a checkpoint: the partition's other
+    /// replicas, then every other node hosting a partition. Those answer
+    /// `NotHeld` with their newer map when the partition moved away while
+    /// `node` was down and its replicas here, handed off, run nothing.
+    pub fn recovery_sources(&self, partition: PartitionId, node: NodeId) -> Vec<NodeId> {
+        let mut peers: Vec<NodeId> = self
+            .partitions
+            .get(&partition)
+            .map(|info| info.replicas.clone())
+            .unwrap_or_default();
+        let others: Vec<NodeId> = self
+            .hosting_nodes()
+            .into_iter()
+            .filter(|n| !peers.contains(n))
+            .collect();
+        peers.extend(others);
+        peers.retain(|n| *n != node);
+        peers
     }
 
     /// Whom `node`, newly given `partition` by a move, asks for its state:

@@ -651,7 +651,9 @@ impl<S: StateMachine> Replica<S> {
                 from,
             } => self.on_signal_request(global_position, from),
             // State transfer is the node's business, not the replica's.
-            ReplicaMessage::CheckpointRequest { .. } | ReplicaMessage::CheckpointChunk { .. } => {}
+            ReplicaMessage::CheckpointRequest { .. }
+            | ReplicaMessage::CheckpointChunk { .. }
+            | ReplicaMessage::NotHeld { .. } => {}
         }
     }
 

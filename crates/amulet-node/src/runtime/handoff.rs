@@ -41,23 +41,31 @@ impl EventLoop {
                 self.send_replica_message(to, message);
             }
         }
-        let leaving: Vec<PartitionId> = self
+        let mut handed: Vec<PartitionId> = self
             .replicas
             .iter()
             .filter(|(_, r)| r.moved_away())
+            .filter(|(partition, r)| {
+                let stream = r.map().partitions[partition].stream;
+                self.node
+                    .streams()
+                    .get(&stream)
+                    .is_some_and(|s| handed_off(r.map(), **partition, &s.safe_instances()))
+            })
             .map(|(p, _)| *p)
             .collect();
-        for partition in leaving {
-            let replica_map = self.replicas[&partition].map();
-            let stream = replica_map.partitions[&partition].stream;
-            let done = self
-                .node
-                .streams()
-                .get(&stream)
-                .is_some_and(|s| handed_off(replica_map, partition, &s.safe_instances()));
-            if done {
-                self.hand_off(partition);
-            }
+        // A node learns maps only through the replicas it runs: while it
+        // adopts a partition it keeps its last one, or it would never
+        // learn the rest of the move (nor later ones).
+        let adopting = map
+            .partitions_of(self.me)
+            .iter()
+            .any(|p| !self.replicas.contains_key(p));
+        if adopting && handed.len() == self.replicas.len() {
+            handed.pop();
+        }
+        for partition in handed {
+            self.hand_off(partition);
         }
     }
 
@@ -72,7 +80,7 @@ impl EventLoop {
 
     /// Drops this node's replica of `partition`, moved to other nodes
     /// whose majority now holds its state.
-    fn hand_off(&mut self, partition: PartitionId) {
+    pub(super) fn hand_off(&mut self, partition: PartitionId) {
         self.replicas.remove(&partition);
         self.node.remove_group(GroupId(partition.0));
         self.checkpointer.removed(partition);

@@ -26,17 +26,7 @@ impl EventLoop {
             if !behind {
                 continue;
             }
-            let peers: Vec<NodeId> = map
-                .partitions
-                .get(&partition)
-                .map(|info| {
-                    info.replicas
-                        .iter()
-                        .copied()
-                        .filter(|n| *n != self.me)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let peers = map.recovery_sources(partition, self.me);
             let at_least = self.node.held_decisions(GroupId(partition.0));
             if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
                 self.send_replica_message(to, message);
@@ -58,7 +48,7 @@ impl EventLoop {
                 // drops its replica of the merged one).
                 let serve = self
                     .current_map()
-                    .map_or(partition, |map| merged_into(map, partition));
+                    .map_or(partition, |map| map.merged_into(partition));
                 if offset == 0
                     && serve == partition
                     && self.replicas.contains_key(&serve)
@@ -78,6 +68,37 @@ impl EventLoop {
                         *label = partition;
                     }
                     self.send_replica_message(from, reply);
+                } else if let Some(map) = self.current_map().cloned() {
+                    // Moved away and handed off here (or never here): the
+                    // asker learns where it lives now.
+                    let reply = ReplicaMessage::NotHeld {
+                        partition,
+                        from: self.me,
+                        map,
+                    };
+                    self.send_replica_message(from, reply);
+                }
+            }
+            ReplicaMessage::NotHeld {
+                partition,
+                from,
+                map,
+            } => {
+                // Down through a move and its hand-off: the peers dropped
+                // the partition; so does this node.
+                let obsolete = self
+                    .replicas
+                    .get(&partition)
+                    .is_some_and(|replica| map.obsoletes(replica.map(), partition, self.me));
+                if obsolete {
+                    tracing::info!(
+                        partition = partition.0,
+                        map_version = map.version.0,
+                        "a peer's newer map moved this partition away while this node was down"
+                    );
+                    self.hand_off(partition);
+                } else if let Some((to, message)) = self.transfer.not_held(partition, from, now) {
+                    self.send_replica_message(to, message);
                 }
             }
             ReplicaMessage::CheckpointChunk {
@@ -92,6 +113,22 @@ impl EventLoop {
             {
                 ChunkOutcome::Ask(to, message) => self.send_replica_message(to, message),
                 ChunkOutcome::Complete(body, file) => {
+                    let obsolete = self.replicas.get(&partition).is_some_and(|replica| {
+                        body.replica
+                            .map
+                            .obsoletes(replica.map(), partition, self.me)
+                    });
+                    if obsolete {
+                        // Down through a move and its hand-off (or started
+                        // afresh after one): the peer's state is no longer
+                        // this node's to hold.
+                        tracing::info!(
+                            partition = partition.0,
+                            "a peer's checkpoint shows this partition moved away"
+                        );
+                        self.hand_off(partition);
+                        return;
+                    }
                     // Only a checkpoint at or past every point the streams
                     // were trimmed below is of use.
                     let covers = body.position.lanes.iter().all(|lane| {
@@ -259,7 +296,14 @@ impl EventLoop {
                 node.set_safe_instance(safe);
             }
             let reports = node.safe_instances();
-            if let Some(point) = trim_point(&map, stream, &reports, TrimQuorum::Majority) {
+            // The map is current only up to where this node's merges stand.
+            let merged = self.node.merged_through(stream);
+            let Some(node) = self.node.stream_mut(stream) else {
+                continue;
+            };
+            let point = trim_point(&map, stream, &reports, TrimQuorum::Majority)
+                .map(|point| merged.map_or(point, |m| point.min(m)));
+            if let Some(point) = point {
                 let before = node.trimmed_below();
                 node.trim_log(point);
                 let after = node.trimmed_below();

@@ -89,6 +89,11 @@ pub struct SimClient {
     pub completed_after_heal: u64,
     /// Whether it sometimes creates or drops another map.
     pub churns_maps: bool,
+    /// The last reply said "behind" without a newer map: the replicas its
+    /// map names may all have moved away (a node hosting nothing knows no
+    /// map), so the resend may go to any node, which answers with its map
+    /// (as the real client refreshes its map from any node on a retry).
+    asked_elsewhere: bool,
 }
 
 impl SimClient {
@@ -103,17 +108,13 @@ impl SimClient {
             phase: Phase::Opening { sent_at: 0 },
             completed_after_heal: 0,
             churns_maps: false,
+            asked_elsewhere: false,
         }
     }
 
     fn any_node(&self, rng: &mut Rng) -> NodeId {
-        let nodes: Vec<NodeId> = self
-            .map
-            .partitions
-            .values()
-            .flat_map(|p| p.replicas.iter().copied())
-            .collect();
-        *rng.pick(&nodes).expect("partitions have replicas")
+        *rng.pick(&self.map.hosting_nodes())
+            .expect("partitions have replicas")
     }
 
     /// Session requests are not deduplicated (opening is idempotent), so
@@ -151,9 +152,14 @@ impl SimClient {
 
     fn command_request(&mut self, command: &MapCommand, rng: &mut Rng) -> Send {
         let partition = self.target(command);
-        let replicas = &self.map.partitions[&partition].replicas;
+        let to = if std::mem::take(&mut self.asked_elsewhere) && rng.chance(0.5) {
+            self.any_node(rng)
+        } else {
+            *rng.pick(&self.map.partitions[&partition].replicas)
+                .expect("replicas")
+        };
         Send {
-            to: *rng.pick(replicas).expect("replicas"),
+            to,
             partition: Some(partition),
             tag: self.tag,
             request: ClientRequest {
@@ -361,6 +367,7 @@ impl SimClient {
                         }
                     }
                     if !newer {
+                        self.asked_elsewhere = true;
                         self.phase = Phase::Waiting {
                             call,
                             command,

@@ -78,19 +78,6 @@ type CheckpointBody = (
     MergePosition,
 );
 
-/// Whether the operator also moves partitions to other nodes
-/// (`Reconfiguration::Move`); off unless `amulet-sim --dmap --moves`.
-/// Moves hold every safety check over the seeds run so far, but a replica
-/// that was down through a move and its hand-off can be left behind for
-/// good (its old peers no longer hold the partition, and it never learns
-/// the new map): a progress failure in about 1% of seeds, not fixed yet.
-static MOVES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Turns the operator's moves on or off for the seeds run after.
-pub fn set_moves(on: bool) {
-    MOVES.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// How a seed checkpoints (drawn per seed).
 #[derive(Clone, Copy, Debug)]
 struct CheckpointPolicy {
@@ -162,6 +149,21 @@ struct NodeSlot {
     transfers: BTreeMap<PartitionId, (usize, TimeMicros)>,
 }
 
+impl NodeSlot {
+    /// Drops the running process's replica of `partition` (moved away)
+    /// with its merge group, requests, checkpoint and transfer.
+    fn drop_replica(&mut self, partition: PartitionId) {
+        if let Some(process) = self.process.as_mut() {
+            process.replicas.remove(&partition);
+            process.multicast.remove_group(group_of(partition));
+            process.pending.retain(|(p, _), _| *p != partition);
+        }
+        self.checkpoints.remove(&partition);
+        self.writing.remove(&partition);
+        self.transfers.remove(&partition);
+    }
+}
+
 struct DmapCluster {
     bug: DmapBug,
     verbose: bool,
@@ -181,6 +183,9 @@ struct DmapCluster {
     restores: u64,
     /// Peer checkpoints installed by state transfer.
     transfers: u64,
+    /// Replicas dropped after a move (handed off, or found moved away
+    /// after being down through it).
+    hand_offs: u64,
     /// Acceptor storage of every stream.
     storage: StorageMode,
     /// Reconfigures the cluster now and then (in two seeds of three).
@@ -404,6 +409,7 @@ impl DmapCluster {
             checkpoints,
             restores: 0,
             transfers: 0,
+            hand_offs: 0,
             storage,
             reconfigured: 0,
             operator,
@@ -586,6 +592,9 @@ impl DmapCluster {
                 safe = Some(safe.map_or(next, |s| s.min(next)));
             }
             let safe = safe.unwrap_or(Instance(0));
+            // The map is current up to where this node's merges stand
+            // (as the node runtime trims): see `merged_through`.
+            let executed = process.multicast.merged_through(stream);
             let node_stream = process.multicast.stream_mut(stream).expect("listed");
             node_stream.set_safe_instance(safe);
             let point = match bug {
@@ -595,7 +604,8 @@ impl DmapCluster {
                     stream,
                     &node_stream.safe_instances(),
                     self.checkpoints.quorum,
-                ),
+                )
+                .map(|point| executed.map_or(point, |e| point.min(e))),
             };
             if let Some(point) = point {
                 node_stream.trim_log(point);
@@ -615,34 +625,41 @@ impl DmapCluster {
         let verbose = self.verbose;
         let now = self.now;
         let slot = self.slots.get_mut(&node).expect("known node");
-        let Some(process) = slot.process.as_mut() else {
+        let Some(process) = slot.process.as_ref() else {
             return;
         };
-        let leaving: Vec<PartitionId> = process
+        let mut handed: Vec<PartitionId> = process
             .replicas
             .iter()
             .filter(|(_, r)| r.moved_away())
+            .filter(|(partition, r)| {
+                let map = r.map();
+                let stream = map.partitions[partition].stream;
+                bug == DmapBug::HandOffAtFence
+                    || process
+                        .multicast
+                        .streams()
+                        .get(&stream)
+                        .is_some_and(|s| handed_off(map, **partition, &s.safe_instances()))
+            })
             .map(|(p, _)| *p)
             .collect();
-        for partition in leaving {
-            let map = process.replicas[&partition].map();
-            let stream = map.partitions[&partition].stream;
-            let handed = process
-                .multicast
-                .streams()
-                .get(&stream)
-                .is_some_and(|s| handed_off(map, partition, &s.safe_instances()));
-            if bug != DmapBug::HandOffAtFence && !handed {
-                continue;
-            }
+        // While it adopts a partition the node keeps its last replica, the
+        // only way it learns maps (as the node runtime does).
+        let adopting = newest_map(&process.replicas).is_some_and(|map| {
+            map.partitions_of(node)
+                .iter()
+                .any(|p| !process.replicas.contains_key(p))
+        });
+        if adopting && handed.len() == process.replicas.len() {
+            handed.pop();
+        }
+        for partition in handed {
             if verbose {
                 println!("t={}us node {node} hands {partition} off", now.0);
             }
-            process.replicas.remove(&partition);
-            process.multicast.remove_group(group_of(partition));
-            process.pending.retain(|(p, _), _| *p != partition);
-            slot.checkpoints.remove(&partition);
-            slot.transfers.remove(&partition);
+            slot.drop_replica(partition);
+            self.hand_offs += 1;
         }
     }
 
@@ -709,16 +726,18 @@ impl DmapCluster {
             let peers: Vec<NodeId> = if adopting {
                 map.transfer_sources(partition, node)
             } else {
-                info.replicas
-                    .iter()
-                    .copied()
-                    .filter(|n| *n != node)
-                    .collect()
+                // Its own map: the newest may have merged it away.
+                process.replicas[&partition]
+                    .map()
+                    .recovery_sources(partition, node)
             };
             if peers.is_empty() {
                 continue;
             }
             let to = peers[asked % peers.len()];
+            if self.verbose {
+                println!("t={}us node {node} asks {to} for {partition}", now.0);
+            }
             slot.transfers.insert(partition, (asked + 1, now));
             // Non-disruptive recovery (thesis §3.4.4), as the node does:
             // the first new decision the learner holds of each stream it
@@ -764,7 +783,7 @@ impl DmapCluster {
                     .process
                     .as_ref()
                     .and_then(|p| newest_map(&p.replicas))
-                    .map_or(partition, |map| merged_into(&map, partition));
+                    .map_or(partition, |map| map.merged_into(partition));
                 let recent_enough = |position: &MergePosition| {
                     checkpoint_reaches(position.lanes.iter().map(|l| (l.stream, l.next)), &at_least)
                 };
@@ -780,6 +799,23 @@ impl DmapCluster {
                     // one now; the asker asks again (the node instead
                     // answers when it is written).
                     slot.next_checkpoint = slot.next_checkpoint.min(now);
+                    return;
+                }
+                let held = slot
+                    .process
+                    .as_ref()
+                    .is_some_and(|p| p.replicas.contains_key(&serve));
+                let map = slot.process.as_ref().and_then(|p| newest_map(&p.replicas));
+                if let (false, Some(map)) = (held, map) {
+                    // Moved away and handed off here (or never here): the
+                    // asker learns where it lives now.
+                    let reply = ReplicaMessage::NotHeld {
+                        partition,
+                        from: node,
+                        map,
+                    };
+                    self.network
+                        .send(now, node, from, SimMessage::Replica(reply));
                     return;
                 }
                 let bytes = slot
@@ -818,6 +854,22 @@ impl DmapCluster {
                         .is_some_and(|info| info.replicas.contains(&node));
                 if moved_here_before {
                     return; // taken before the move: asked again on retry
+                }
+                let obsolete = process.replicas.get(&partition).is_some_and(|replica| {
+                    checkpoint.map.obsoletes(replica.map(), partition, node)
+                });
+                if obsolete {
+                    // Down through a move and its hand-off (or started
+                    // afresh after one), as the node runtime does.
+                    if self.verbose {
+                        println!(
+                            "t={}us node {node} drops {partition}: a peer's checkpoint shows it moved away",
+                            now.0
+                        );
+                    }
+                    slot.drop_replica(partition);
+                    self.hand_offs += 1;
+                    return;
                 }
                 // Asked for a partition merged away at the peer, the peer
                 // sent the one it merged into: install that (the merged
@@ -903,6 +955,35 @@ impl DmapCluster {
                 slot.transfers.remove(&partition);
                 slot.transfers.remove(&asked);
                 self.transfers += 1;
+            }
+            ReplicaMessage::NotHeld { partition, map, .. } => {
+                // Down through a move and its hand-off (the node runtime's
+                // `on_transfer_message`): the peers dropped the partition;
+                // so does this node.
+                let verbose = self.verbose;
+                let slot = self.slots.get_mut(&node).expect("known node");
+                let Some(process) = slot.process.as_mut() else {
+                    return;
+                };
+                let obsolete = process
+                    .replicas
+                    .get(&partition)
+                    .is_some_and(|replica| map.obsoletes(replica.map(), partition, node));
+                if !obsolete {
+                    // Ask the next peer at once.
+                    if let Some((_, at)) = slot.transfers.get_mut(&partition) {
+                        *at = TimeMicros(0);
+                    }
+                    return;
+                }
+                if verbose {
+                    println!(
+                        "t={}us node {node} drops {partition}: moved away by map v{} while it was down",
+                        now.0, map.version.0
+                    );
+                }
+                slot.drop_replica(partition);
+                self.hand_offs += 1;
             }
             ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
         }
@@ -1247,12 +1328,12 @@ impl DmapCluster {
         };
         let storage = self.storage;
         // A move's new replicas fetch the state from checkpoints.
-        let moves = MOVES.load(std::sync::atomic::Ordering::Relaxed);
-        let kinds = if moves && self.checkpoints.every_micros > 0 {
+        let kinds = if self.checkpoints.every_micros > 0 {
             4
         } else {
             3
         };
+        let lost = self.nemesis.lost_state().clone();
         let operator = self.operator.as_mut().expect("checked by the caller");
         operator.next = now.plus(operator.rng.range(200_000, 1_500_000));
         let partitions: Vec<PartitionId> = map.partitions.keys().copied().collect();
@@ -1274,13 +1355,26 @@ impl DmapCluster {
         let change = match operator.rng.below(kinds) {
             3 => {
                 // To one node or to REPLICAS nodes among those replicating
-                // something, the old replicas learning the new stream.
-                let size = if operator.rng.chance(0.3) {
+                // something, the old replicas learning the new stream. One
+                // node only with synced acceptors: a lone acceptor that
+                // loses its state at a crash loses the stream.
+                let size = if operator.rng.chance(0.3) && storage == StorageMode::SyncDurable {
                     1
                 } else {
                     REPLICAS as usize
                 };
-                let mut pool = hosting.clone();
+                // Acceptors that lost their state never vote again (the
+                // nemesis' budgets): the new stream's come from those that
+                // did not. In-memory acceptors are safe only while a
+                // majority stays up: such streams keep REPLICAS acceptors.
+                let mut pool: Vec<NodeId> = hosting
+                    .iter()
+                    .copied()
+                    .filter(|n| !lost.contains(n))
+                    .collect();
+                if storage != StorageMode::SyncDurable && pool.len() < size {
+                    pool = replicas.clone();
+                }
                 let mut to = Vec::new();
                 while to.len() < size.min(pool.len()) {
                     let at = operator.rng.below(pool.len() as u64) as usize;
@@ -1372,6 +1466,14 @@ impl DmapCluster {
         let Some(&to) = operator.rng.pick(&live) else {
             return;
         };
+        if let Reconfiguration::Move { stream, .. } = &change {
+            // Its acceptors may span the groups the nemesis budgets (a
+            // single synced acceptor needs no budget: it is the stream).
+            if stream.acceptors.len() > 1 {
+                self.nemesis
+                    .add_group(CrashGroup::minority(stream.acceptors.clone()));
+            }
+        }
         if self.verbose {
             println!("t={}us operator -> {to}: {change:?}", now.0);
         }
@@ -1653,6 +1755,7 @@ impl DmapCluster {
                 learner_incarnations: self.slots.values().map(|s| u64::from(s.incarnation)).sum(),
                 checkpoint_restores: self.restores,
                 state_transfers: self.transfers,
+                hand_offs: self.hand_offs,
                 trimmed_instances: self
                     .slots
                     .values()
@@ -1716,18 +1819,6 @@ impl DmapCluster {
             }
         }
     }
-}
-
-/// The partition holding `partition`'s state by `map`: itself, or the
-/// one it was merged into (following merges of merges).
-fn merged_into(map: &PartitionMap, mut partition: PartitionId) -> PartitionId {
-    for _ in 0..map.merged.len() {
-        match map.merged.get(&partition) {
-            Some(into) => partition = *into,
-            None => break,
-        }
-    }
-    partition
 }
 
 /// The configuration of a stream created at run time in the simulator.

@@ -12,5 +12,5 @@ mod cluster;
 mod model;
 mod workload;
 
-pub use cluster::{run_dmap_seed, run_dmap_with, set_moves, DmapBug};
+pub use cluster::{run_dmap_seed, run_dmap_with, DmapBug};
 pub use model::{MapOp, Observed, SortedMapModel};

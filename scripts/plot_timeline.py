@@ -74,6 +74,7 @@ def main():
     titles = {
         "kill": "replica SIGKILL and recovery",
         "split": "split of a partition (2 -> 3 partitions)",
+        "split-move": "split (2 -> 3 partitions), new partition moved to its own group",
         "replace-stream": "acceptor replacement (partition moved to a new stream)",
     }
     fig.suptitle(f"Amulet DMap: {titles.get(scenario, scenario)} under steady load")

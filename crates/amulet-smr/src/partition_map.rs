@@ -443,6 +443,39 @@ mod tests {
         assert!(counts.values().all(|&c| c > 800), "{counts:?}");
     }
 
+    /// DMap §III-C, a move: a replica left behind learns from a newer
+    /// map that its partition lives elsewhere now, and only from a newer
+    /// one; a partition merged away follows the one it went into.
+    #[test]
+    fn section_3_c_a_newer_map_naming_others_obsoletes_a_replica() {
+        let old = map(3);
+        let mut new = old.clone();
+        new.version = MapVersion(old.version.0 + 1);
+        new.partitions.get_mut(&PartitionId(1)).unwrap().replicas = vec![NodeId(2)];
+        assert!(new.moved_off(PartitionId(1), NodeId(1)));
+        assert!(!new.moved_off(PartitionId(1), NodeId(2)));
+        assert!(new.obsoletes(&old, PartitionId(1), NodeId(1)));
+        assert!(!old.obsoletes(&new, PartitionId(1), NodeId(1)), "older");
+        assert!(
+            !new.obsoletes(&old, PartitionId(2), NodeId(2)),
+            "still named"
+        );
+        new.merged.insert(PartitionId(3), PartitionId(1));
+        assert_eq!(new.merged_into(PartitionId(3)), PartitionId(1));
+        assert!(new.obsoletes(&old, PartitionId(3), NodeId(3)));
+        assert!(!new.obsoletes(&old, PartitionId(3), NodeId(2)));
+    }
+
+    #[test]
+    fn section_3_4_2_recovery_asks_the_replicas_first_then_every_hosting_node() {
+        let mut m = map(3);
+        m.partitions.get_mut(&PartitionId(1)).unwrap().replicas = vec![NodeId(3), NodeId(1)];
+        assert_eq!(
+            m.recovery_sources(PartitionId(1), NodeId(1)),
+            vec![NodeId(3), NodeId(2)]
+        );
+    }
+
     #[test]
     fn token_is_crc32c() {
         // The standard CRC-32C check value.

@@ -846,21 +846,13 @@ impl DmapCluster {
                 }
                 let (checkpoint, position): CheckpointBody =
                     postcard::from_bytes(&bytes).expect("a peer's checkpoint decodes");
-                let moved_here_before = !process.replicas.contains_key(&checkpoint.partition)
-                    && !checkpoint
-                        .map
-                        .partitions
-                        .get(&checkpoint.partition)
-                        .is_some_and(|info| info.replicas.contains(&node));
-                if moved_here_before {
-                    return; // taken before the move: asked again on retry
-                }
                 let obsolete = process.replicas.get(&partition).is_some_and(|replica| {
                     checkpoint.map.obsoletes(replica.map(), partition, node)
                 });
                 if obsolete {
                     // Down through a move and its hand-off (or started
-                    // afresh after one), as the node runtime does.
+                    // afresh after one), or its partition merged into one
+                    // elsewhere, as the node runtime does.
                     if self.verbose {
                         println!(
                             "t={}us node {node} drops {partition}: a peer's checkpoint shows it moved away",
@@ -870,6 +862,15 @@ impl DmapCluster {
                     slot.drop_replica(partition);
                     self.hand_offs += 1;
                     return;
+                }
+                let moved_here_before = !process.replicas.contains_key(&checkpoint.partition)
+                    && !checkpoint
+                        .map
+                        .partitions
+                        .get(&checkpoint.partition)
+                        .is_some_and(|info| info.replicas.contains(&node));
+                if moved_here_before {
+                    return; // taken before the move: asked again on retry
                 }
                 // Asked for a partition merged away at the peer, the peer
                 // sent the one it merged into: install that (the merged

@@ -20,8 +20,8 @@ use crate::transport::{Transport, TransportSpec};
 use amulet_dmap::{MapLimits, MapReply, PartitionState};
 use amulet_multicast::{GroupId, MergePosition, Merged, MulticastNode};
 use amulet_smr::{
-    trim_point, work_fences, ClientReply, FenceHost, Output, PartitionMap, Replica, ReplicaConfig,
-    ReplicaMessage, RequestId, StreamSpec, TrimQuorum,
+    trim_point, work_fences, Body, ClientReply, FenceHost, Output, PartitionMap, Reconfiguration,
+    Replica, ReplicaConfig, ReplicaMessage, RequestId, StreamSpec, TrimQuorum,
 };
 use amulet_storage::AcceptorLog;
 use amulet_types::{
@@ -592,6 +592,20 @@ impl EventLoop {
                 let partition = partition.or_else(|| self.replicas.keys().next().copied());
                 let catching_up = partition.is_some_and(|p| self.catching_up(p));
                 let adopting = partition.is_some_and(|p| self.adopting(p));
+                // A move's state travels as a checkpoint, and the old group
+                // hands off once the new one holds a durable one: without
+                // checkpoints it would wait forever. Refused at the edge.
+                let move_without_checkpoints = self.checkpointer.every_micros() == 0
+                    && matches!(
+                        &request.body,
+                        Body::Reconfigure(Reconfiguration::Move { .. })
+                    );
+                if move_without_checkpoints {
+                    let _ = reply.send(ClientReply::Invalid(
+                        "a move needs checkpoints: set [smr] checkpoint_interval_ms > 0".into(),
+                    ));
+                    return;
+                }
                 match partition.and_then(|p| self.replicas.get_mut(&p).map(|r| (p, r))) {
                     // Not proposed: the client resends it, with the same
                     // sequence, to another replica at once instead of

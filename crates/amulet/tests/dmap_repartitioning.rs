@@ -17,7 +17,16 @@ use std::sync::Arc;
 
 /// A cluster checkpointing every 200 ms, its client, and a map `name`.
 fn start(name: &str) -> (Cluster, tokio::runtime::Runtime, Arc<Client>) {
-    let cluster = Cluster::start_with(name, Some(200));
+    start_checkpointing(name, 200)
+}
+
+/// A cluster checkpointing every `checkpoint_ms` (0: never), its client,
+/// and a map `name`.
+fn start_checkpointing(
+    name: &str,
+    checkpoint_ms: u64,
+) -> (Cluster, tokio::runtime::Runtime, Arc<Client>) {
+    let cluster = Cluster::start_with(name, Some(checkpoint_ms));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -227,6 +236,34 @@ fn dmap_section_3_c_a_partition_moved_to_other_nodes_arrives_by_state_transfer_a
         acked.len(),
         map.version.0
     );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
+/// A move's state travels as a checkpoint and the old group hands off once
+/// the new one holds a durable one: a cluster that never checkpoints would
+/// wait forever, so the request is refused with a reason.
+#[test]
+fn dmap_section_3_c_a_move_without_checkpoints_is_refused() {
+    let (cluster, runtime, client) = start_checkpointing("nocp", 0);
+    let change = Reconfiguration::Move {
+        partition: PartitionId(2),
+        replicas: vec![NodeId(1), NodeId(2)],
+        stream: StreamSpec {
+            stream: StreamId(5),
+            acceptors: vec![NodeId(1), NodeId(2), NodeId(3)],
+            learners: Vec::new(),
+            storage: StorageMode::SyncDurable,
+            base_position: 0,
+        },
+    };
+    let before = client.partition_map().version;
+    match runtime.block_on(client.reconfigure(&change)) {
+        Err(e) => assert!(e.to_string().contains("checkpoint"), "{e}"),
+        Ok(at) => panic!("a move without checkpoints was accepted at map version {at}"),
+    }
+    assert_eq!(client.partition_map().version, before);
     runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();

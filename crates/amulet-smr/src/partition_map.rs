@@ -329,27 +329,33 @@ impl PartitionMap {
         peers
     }
 
+    /// Every node that may run a replica of `partition`: its replicas
+    /// first, then the other members of its stream (after a move, the
+    /// replicas that go, which keep executing it until the new group holds
+    /// its state). Signals of multi-partition commands go to all of them:
+    /// a replica being handed off waits for them like any other.
+    pub fn runners(&self, partition: PartitionId) -> Vec<NodeId> {
+        let Some(info) = self.partitions.get(&partition) else {
+            return Vec::new();
+        };
+        let mut nodes = info.replicas.clone();
+        if let Some(spec) = self.streams.get(&info.stream) {
+            nodes.extend(
+                spec.members()
+                    .into_iter()
+                    .filter(|n| !info.replicas.contains(n)),
+            );
+        }
+        nodes
+    }
+
     /// Whom `node`, newly given `partition` by a move, asks for its state:
     /// the partition's other replicas first (one that stayed has it at
     /// once), then the other members of its stream (the replicas that go,
     /// which keep it until the new group holds it).
     pub fn transfer_sources(&self, partition: PartitionId, node: NodeId) -> Vec<NodeId> {
-        let Some(info) = self.partitions.get(&partition) else {
-            return Vec::new();
-        };
-        let mut peers: Vec<NodeId> = info
-            .replicas
-            .iter()
-            .copied()
-            .filter(|n| *n != node)
-            .collect();
-        if let Some(spec) = self.streams.get(&info.stream) {
-            peers.extend(
-                spec.members()
-                    .into_iter()
-                    .filter(|n| *n != node && !info.replicas.contains(n)),
-            );
-        }
+        let mut peers = self.runners(partition);
+        peers.retain(|n| *n != node);
         peers
     }
 

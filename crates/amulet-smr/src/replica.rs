@@ -676,7 +676,7 @@ impl<S: StateMachine> Replica<S> {
             .copied()
             .collect();
         for partition in missing {
-            for &to in &self.map.partitions[&partition].replicas {
+            for to in self.map.runners(partition) {
                 self.outputs.push(Output::Send {
                     to,
                     message: ReplicaMessage::SignalRequest {
@@ -1043,7 +1043,7 @@ impl<S: StateMachine> Replica<S> {
             Bytes::from(postcard::to_allocvec(&partial).expect("encoding to memory cannot fail"));
         self.cache_signal(position, encoded.clone());
         for partition in involved.iter().filter(|p| **p != self.config.partition) {
-            for &to in &self.map.partitions[partition].replicas {
+            for to in self.map.runners(*partition) {
                 self.outputs.push(Output::Send {
                     to,
                     message: ReplicaMessage::Signal {

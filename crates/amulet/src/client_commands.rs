@@ -9,6 +9,7 @@ use amulet_client::{Bytes, Client, ClientConfig, KeyBound};
 use amulet_smr::{Reconfiguration, StreamSpec};
 use amulet_types::{NodeId, PartitionId, StreamId};
 use anyhow::Context;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -404,8 +405,80 @@ async fn reconfigure(
         done,
         "not every node applied the change in time (see `amulet status`)"
     );
+    if let Reconfiguration::Move {
+        partition,
+        replicas,
+        stream,
+    } = change
+    {
+        let leaving: Vec<NodeId> = stream
+            .members()
+            .into_iter()
+            .filter(|n| !replicas.contains(n))
+            .collect();
+        wait_for_hand_off(client, *partition, replicas, &leaving, timeout_secs).await?;
+    }
     println!("done");
     Ok(())
+}
+
+/// After a move's fence: shows the state transfer, until every new
+/// replica runs the partition (it fetched a peer's checkpoint) and every
+/// replica that goes has dropped it (a majority of the new group holds a
+/// durable checkpoint of it).
+async fn wait_for_hand_off(
+    client: &Client,
+    partition: PartitionId,
+    replicas: &[NodeId],
+    leaving: &[NodeId],
+    timeout_secs: u64,
+) -> anyhow::Result<()> {
+    let addresses = client.node_addresses();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(timeout_secs.max(30));
+    let mut last = String::new();
+    loop {
+        let mut runs = BTreeMap::new();
+        for node in replicas.iter().chain(leaving) {
+            let Some(address) = addresses.get(node) else {
+                continue;
+            };
+            if let Ok(s) = client.status(address).await {
+                let here = s.replicas.iter().any(|r| r.partition == partition.0);
+                runs.insert(*node, here);
+            }
+        }
+        let arrived = replicas
+            .iter()
+            .filter(|n| runs.get(n) == Some(&true))
+            .count();
+        let gone = leaving
+            .iter()
+            .filter(|n| runs.get(n) == Some(&false))
+            .count();
+        let line = format!(
+            "[{}{}] {arrived}/{} new replicas hold partition {}; [{}{}] {gone}/{} old ones handed it off",
+            "#".repeat(arrived),
+            ".".repeat(replicas.len() - arrived),
+            replicas.len(),
+            partition.0,
+            "#".repeat(gone),
+            ".".repeat(leaving.len() - gone),
+            leaving.len(),
+        );
+        if line != last {
+            println!("{line}");
+            last = line;
+        }
+        if arrived == replicas.len() && gone == leaving.len() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "partition {} has not finished moving in time (see `amulet status`)",
+            partition.0
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {

@@ -28,20 +28,24 @@ impl MulticastNode {
             .collect()
     }
 
-    /// The first instance of `stream` that no merge here has passed (the
-    /// greatest lane over this node's groups; `None` when none merges
-    /// it). A node trims its acceptor log of the stream no further: its
-    /// partition map is current up to there. A merge stops at every
+    /// Trims this node's acceptor log of `stream` below `point` (a trim
+    /// point computed from the node's partition map), but never past the
+    /// first instance no merge here has passed. A merge stops at every
     /// barrier's fence until its replica has applied the reconfiguration
-    /// (say, a move giving a partition to other nodes), so below this
-    /// point no map change is unknown here; trimming past it by an older
-    /// map would count the replicas a partition moved away from and
-    /// forget what the group it moved to still needs.
-    pub fn merged_through(&self, stream: StreamId) -> Option<Instance> {
-        self.groups
+    /// (say, a move giving a partition to other nodes), so the map is
+    /// current only below that instance; trimming further by an older map
+    /// would count the replicas a partition moved away from and forget
+    /// what the group it moved to still needs. Streams no merge here
+    /// feeds on are trimmed at `point`.
+    pub fn trim_stream(&mut self, stream: StreamId, point: Instance) {
+        let merged = self
+            .groups
             .values()
             .filter_map(|merger| merger.next_instance(stream))
-            .max()
+            .max();
+        if let Some(node) = self.stream_mut(stream) {
+            node.trim_log(merged.map_or(point, |m| point.min(m)));
+        }
     }
 }
 

@@ -591,7 +591,6 @@ impl EventLoop {
                 let now = self.now();
                 let partition = partition.or_else(|| self.replicas.keys().next().copied());
                 let catching_up = partition.is_some_and(|p| self.catching_up(p));
-                let adopting = partition.is_some_and(|p| self.adopting(p));
                 // A move's state travels as a checkpoint, and the old group
                 // hands off once the new one holds a durable one: without
                 // checkpoints it would wait forever. Refused at the edge.
@@ -617,13 +616,12 @@ impl EventLoop {
                         let id = replica.submit(now.0, request);
                         self.pending.insert((partition, id), reply);
                     }
-                    // Moved here, its state still on the way: another
-                    // replica of the new group, or this one shortly.
-                    None if adopting => {
-                        let _ = reply.send(ClientReply::Behind);
-                    }
                     None => {
                         let answer = match self.current_map() {
+                            // Moved here, its state still on the way:
+                            // another replica of the new group, or this
+                            // one shortly.
+                            _ if partition.is_some_and(|p| self.adopting(p)) => ClientReply::Behind,
                             Some(map) => ClientReply::NotAReplica(Box::new(map.clone())),
                             None => ClientReply::Invalid(
                                 "this cluster serves no DMap ([smr] is not configured)".into(),

@@ -22,6 +22,7 @@
 
 mod envelope;
 mod fence;
+mod hand_off;
 mod partition_map;
 mod reconfiguration;
 mod replica;
@@ -31,6 +32,7 @@ mod trim_point;
 
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
+pub use hand_off::{handed_off, replicas_to_hand_off};
 pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, PartitionMapError, Placement};
 pub use reconfiguration::{Reconfiguration, StreamSpec};
 pub use replica::{
@@ -39,4 +41,4 @@ pub use replica::{
 };
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};
-pub use trim_point::{handed_off, trim_point, TrimQuorum};
+pub use trim_point::{trim_point, TrimQuorum};

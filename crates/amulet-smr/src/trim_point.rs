@@ -57,21 +57,6 @@ pub fn trim_point(
     point
 }
 
-/// Whether a replica of `partition` that a move took away from its node
-/// may drop its state: a majority of the new group holds a durable
-/// checkpoint reflecting at least one instance of the partition's new
-/// stream (given each member's safe instance of that stream).
-pub fn handed_off(
-    map: &PartitionMap,
-    partition: amulet_types::PartitionId,
-    safe: &BTreeMap<NodeId, Instance>,
-) -> bool {
-    map.partitions.get(&partition).is_some_and(|info| {
-        trim_point(map, info.stream, safe, TrimQuorum::Majority)
-            .is_some_and(|below| below > Instance(0))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@
 //!   than a majority of one group.
 
 use super::*;
-use amulet_smr::handed_off;
+use amulet_smr::{handed_off, replicas_to_hand_off};
 
 impl EventLoop {
     /// Starts fetching every partition `map` (the node's newest) gives
@@ -41,29 +41,13 @@ impl EventLoop {
                 self.send_replica_message(to, message);
             }
         }
-        let mut handed: Vec<PartitionId> = self
-            .replicas
-            .iter()
-            .filter(|(_, r)| r.moved_away())
-            .filter(|(partition, r)| {
-                let stream = r.map().partitions[partition].stream;
-                self.node
-                    .streams()
-                    .get(&stream)
-                    .is_some_and(|s| handed_off(r.map(), **partition, &s.safe_instances()))
-            })
-            .map(|(p, _)| *p)
-            .collect();
-        // A node learns maps only through the replicas it runs: while it
-        // adopts a partition it keeps its last one, or it would never
-        // learn the rest of the move (nor later ones).
-        let adopting = map
-            .partitions_of(self.me)
-            .iter()
-            .any(|p| !self.replicas.contains_key(p));
-        if adopting && handed.len() == self.replicas.len() {
-            handed.pop();
-        }
+        let handed = replicas_to_hand_off(self.me, &self.replicas, |partition, map| {
+            let stream = map.partitions[&partition].stream;
+            self.node
+                .streams()
+                .get(&stream)
+                .is_some_and(|s| handed_off(map, partition, &s.safe_instances()))
+        });
         for partition in handed {
             self.hand_off(partition);
         }

@@ -295,18 +295,11 @@ impl EventLoop {
             if let Some(safe) = safe {
                 node.set_safe_instance(safe);
             }
+            let before = node.trimmed_below();
             let reports = node.safe_instances();
-            // The map is current only up to where this node's merges stand.
-            let merged = self.node.merged_through(stream);
-            let Some(node) = self.node.stream_mut(stream) else {
-                continue;
-            };
-            let point = trim_point(&map, stream, &reports, TrimQuorum::Majority)
-                .map(|point| merged.map_or(point, |m| point.min(m)));
-            if let Some(point) = point {
-                let before = node.trimmed_below();
-                node.trim_log(point);
-                let after = node.trimmed_below();
+            if let Some(point) = trim_point(&map, stream, &reports, TrimQuorum::Majority) {
+                self.node.trim_stream(stream, point);
+                let after = self.node.streams()[&stream].trimmed_below();
                 if after > before {
                     tracing::debug!(%stream, below = after.0, "acceptor log trimmed");
                 }

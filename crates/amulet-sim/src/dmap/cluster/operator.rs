@@ -1,0 +1,185 @@
+//! The swarm's operator: now and then it asks a live replica for a
+//! reconfiguration (split, merge, stream replacement, move) drawn against
+//! the newest map, while clients run and the nemesis strikes.
+
+use super::*;
+
+impl DmapCluster {
+    /// The operator sends one reconfiguration, drawn against the newest
+    /// map a live node holds, to a live replica of the partition it
+    /// concerns. Its reply is only printed: a refused or lost one is
+    /// followed by another.
+    pub(super) fn reconfigure(&mut self) {
+        let now = self.now;
+        let Some(map) = self
+            .slots
+            .values()
+            .filter_map(|s| s.process.as_ref())
+            .filter_map(|p| newest_map(&p.replicas))
+            .max_by_key(|m| m.version)
+        else {
+            return;
+        };
+        let storage = self.storage;
+        // A move's new replicas fetch the state from checkpoints.
+        let kinds = if self.checkpoints.every_micros > 0 {
+            4
+        } else {
+            3
+        };
+        let lost = self.nemesis.lost_state().clone();
+        let operator = self.operator.as_mut().expect("checked by the caller");
+        operator.next = now.plus(operator.rng.range(200_000, 1_500_000));
+        let partitions: Vec<PartitionId> = map.partitions.keys().copied().collect();
+        let source = *operator.rng.pick(&partitions).expect("partitions");
+        let replicas = map.partitions[&source].replicas.clone();
+        let spec = |stream: u32| StreamSpec {
+            stream: StreamId(stream),
+            acceptors: replicas.clone(),
+            learners: Vec::new(),
+            storage,
+            base_position: 0,
+        };
+        let twins: Vec<PartitionId> = partitions
+            .iter()
+            .copied()
+            .filter(|p| *p != source && map.partitions[p].replicas == replicas)
+            .collect();
+        let hosting = map.hosting_nodes();
+        let change = match operator.rng.below(kinds) {
+            3 => {
+                // To one node or to REPLICAS nodes among those replicating
+                // something, the old replicas learning the new stream. One
+                // node only with synced acceptors: a lone acceptor that
+                // loses its state at a crash loses the stream.
+                let size = if operator.rng.chance(0.3) && storage == StorageMode::SyncDurable {
+                    1
+                } else {
+                    REPLICAS as usize
+                };
+                // Acceptors that lost their state never vote again (the
+                // nemesis' budgets): the new stream's come from those that
+                // did not. In-memory acceptors are safe only while a
+                // majority stays up: such streams keep REPLICAS acceptors.
+                let mut pool: Vec<NodeId> = hosting
+                    .iter()
+                    .copied()
+                    .filter(|n| !lost.contains(n))
+                    .collect();
+                if storage != StorageMode::SyncDurable && pool.len() < size {
+                    pool = replicas.clone();
+                }
+                let mut to = Vec::new();
+                while to.len() < size.min(pool.len()) {
+                    let at = operator.rng.below(pool.len() as u64) as usize;
+                    to.push(pool.swap_remove(at));
+                }
+                to.sort();
+                operator.next_stream += 1;
+                let learners = replicas
+                    .iter()
+                    .copied()
+                    .filter(|n| !to.contains(n))
+                    .collect();
+                Reconfiguration::Move {
+                    partition: source,
+                    replicas: to.clone(),
+                    stream: StreamSpec {
+                        stream: StreamId(operator.next_stream),
+                        acceptors: to,
+                        learners,
+                        storage,
+                        base_position: 0,
+                    },
+                }
+            }
+            0 if !twins.is_empty() => {
+                let other = *operator.rng.pick(&twins).expect("not empty");
+                Reconfiguration::Merge {
+                    source: source.max(other),
+                    into: source.min(other),
+                }
+            }
+            1 => {
+                operator.next_stream += 1;
+                Reconfiguration::ReplaceStream {
+                    partition: source,
+                    stream: spec(operator.next_stream),
+                }
+            }
+            _ => {
+                // A cut inside one of the source's token segments, and in
+                // a range map inside one of its ranges (a..f keys).
+                let segments: Vec<(u32, u32)> = map
+                    .token_ring
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.1 == source)
+                    .map(|(i, e)| {
+                        let end = map.token_ring.get(i + 1).map_or(u32::MAX, |n| n.0);
+                        (e.0, end)
+                    })
+                    .filter(|(a, b)| b - a > 1)
+                    .collect();
+                let at_token = operator
+                    .rng
+                    .pick(&segments)
+                    .map(|(a, b)| a + 1 + operator.rng.below(u64::from(b - a - 1)) as u32);
+                let mut at_keys = Vec::new();
+                for (name, layout) in &map.keyspaces {
+                    if let Layout::Range(ranges) = layout {
+                        let cuts: Vec<Bytes> = (0..26u8)
+                            .flat_map(|c| [vec![b'a' + c], vec![b'a' + c, b'm']])
+                            .map(Bytes::from)
+                            .filter(|k| {
+                                let at = ranges.partition_point(|r| r.0 <= *k);
+                                ranges[at - 1].1 == source && ranges[at - 1].0 != *k
+                            })
+                            .collect();
+                        if let Some(key) = operator.rng.pick(&cuts) {
+                            at_keys.push((name.clone(), key.clone()));
+                        }
+                    }
+                }
+                operator.next_partition += 1;
+                operator.next_stream += 1;
+                Reconfiguration::Split {
+                    source,
+                    new: PartitionId(operator.next_partition),
+                    stream: spec(operator.next_stream),
+                    at_token,
+                    at_keys,
+                }
+            }
+        };
+        let live: Vec<NodeId> = replicas
+            .iter()
+            .copied()
+            .filter(|n| self.slots[n].process.is_some())
+            .collect();
+        let Some(&to) = operator.rng.pick(&live) else {
+            return;
+        };
+        if let Reconfiguration::Move { stream, .. } = &change {
+            // Its acceptors may span the groups the nemesis budgets (a
+            // single synced acceptor needs no budget: it is the stream).
+            if stream.acceptors.len() > 1 {
+                self.nemesis
+                    .add_group(CrashGroup::minority(stream.acceptors.clone()));
+            }
+        }
+        if self.verbose {
+            println!("t={}us operator -> {to}: {change:?}", now.0);
+        }
+        let message = SimMessage::Request {
+            tag: 0,
+            partition: Some(source),
+            request: ClientRequest {
+                map_version: map.version,
+                session: None,
+                body: amulet_smr::Body::Reconfigure(change),
+            },
+        };
+        self.network.send(now, OPERATOR_ENDPOINT, to, message);
+    }
+}

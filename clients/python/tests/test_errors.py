@@ -234,3 +234,48 @@ def test_resends_keep_the_map_they_were_routed_by_until_it_is_called_stale(clien
     assert sent[0][0] != sent[1][0]
     monkeypatch.undo()
     assert raw.get(b"pinned") == b"1"
+
+
+def test_a_retryable_refusal_is_resent_with_the_same_sequence(client, raw, monkeypatch):
+    """A refusal for a passing state of the cluster (ABORTED, amulet-error
+    ``retryable``, e.g. another reconfiguration taking effect) changed
+    nothing: the client resends the same sequence and the operation
+    succeeds."""
+    sent = []
+    real_stub = client._stub
+    script = [lambda: _FakeFailure(grpc.StatusCode.ABORTED, "retryable")]
+
+    class Stub:
+        def __init__(self, address):
+            self.address = address
+
+        def Execute(self, request, timeout=None):
+            sent.append(request.header.sequence)
+            if script:
+                raise script.pop(0)()
+            return real_stub(self.address).Execute(request, timeout=timeout)
+
+    monkeypatch.setattr(client, "_stub", lambda address: Stub(address))
+    raw.put(b"retried", b"1")
+    assert len(sent) == 2 and sent[0] == sent[1], sent
+    monkeypatch.undo()
+    assert raw.get(b"retried") == b"1"
+
+
+def test_aborted_without_the_retryable_kind_is_final(client, raw, monkeypatch):
+    """Only the kind makes ABORTED retryable: without it the status is a
+    final error, not resent."""
+    sent = []
+
+    class Stub:
+        def __init__(self, address):
+            pass
+
+        def Execute(self, request, timeout=None):
+            sent.append(request.header.sequence)
+            raise _FakeFailure(grpc.StatusCode.ABORTED)
+
+    monkeypatch.setattr(client, "_stub", lambda address: Stub(address))
+    with pytest.raises(amulet.ProtocolError):
+        raw.put(b"not-retried", b"1")
+    assert len(sent) == 1, sent

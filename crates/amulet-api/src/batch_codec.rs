@@ -2,7 +2,7 @@
 //! Execute would have returned, carried as a message instead of the call's
 //! status, so one failed request does not fail its neighbours.
 
-use crate::{pb, ERROR_KEY};
+use crate::{pb, ERROR_KEY, REASON_KEY};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
@@ -18,19 +18,26 @@ pub fn outcome_from_result(result: Result<pb::MapResponse, Status>) -> pb::MapOu
             Err(status) => Outcome::Failure(pb::Failure {
                 code: status.code() as u32,
                 message: status.message().to_string(),
-                error: status
-                    .metadata()
-                    .get(ERROR_KEY)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_string(),
+                error: metadata_text(&status, ERROR_KEY),
+                reason: metadata_text(&status, REASON_KEY),
             }),
         }),
     }
 }
 
+/// A metadata value as text ("" when absent or not text).
+fn metadata_text(status: &Status, key: &str) -> String {
+    status
+        .metadata()
+        .get(key)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// A batch outcome as the result Execute would have returned (the
-/// `amulet-error` kind back in the status metadata). Total: an outcome
+/// `amulet-error` kind and `amulet-reason` back in the status metadata).
+/// Total: an outcome
 /// without a result, or a code outside gRPC's, is a protocol error.
 pub fn outcome_to_result(outcome: pb::MapOutcome) -> Result<pb::MapResponse, Status> {
     use pb::map_outcome::Outcome;
@@ -48,9 +55,11 @@ pub fn outcome_to_result(outcome: pb::MapOutcome) -> Result<pb::MapResponse, Sta
                 )));
             };
             let mut status = Status::new(code, failure.message);
-            if !failure.error.is_empty() {
-                if let Ok(value) = MetadataValue::try_from(failure.error.as_str()) {
-                    status.metadata_mut().insert(ERROR_KEY, value);
+            for (key, text) in [(ERROR_KEY, &failure.error), (REASON_KEY, &failure.reason)] {
+                if !text.is_empty() {
+                    if let Ok(value) = MetadataValue::try_from(text.as_str()) {
+                        status.metadata_mut().insert(key, value);
+                    }
                 }
             }
             Err(status)
@@ -62,7 +71,7 @@ pub fn outcome_to_result(outcome: pb::MapOutcome) -> Result<pb::MapResponse, Sta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{error_kind, ErrorKind};
+    use crate::{error_kind, refusal_reason, ErrorKind};
 
     #[test]
     fn a_failure_keeps_its_code_message_and_kind() {
@@ -74,6 +83,19 @@ mod tests {
         assert_eq!(back.code(), Code::FailedPrecondition);
         assert_eq!(back.message(), "old map");
         assert_eq!(error_kind(&back), Some(ErrorKind::StaleMap));
+        assert_eq!(refusal_reason(&back), None);
+    }
+
+    #[test]
+    fn a_refusal_keeps_its_reason_in_a_batch() {
+        let reply = amulet_smr::ClientReply::<amulet_dmap::MapReply>::Refused(
+            amulet_smr::Refusal::ReconfigurationPending,
+        );
+        let status = crate::client_reply_to_response(reply).unwrap_err();
+        let back = outcome_to_result(outcome_from_result(Err(status))).unwrap_err();
+        assert_eq!(back.code(), Code::Aborted);
+        assert_eq!(error_kind(&back), Some(ErrorKind::Retryable));
+        assert_eq!(refusal_reason(&back), Some("reconfiguration-pending"));
     }
 
     #[test]
@@ -91,6 +113,7 @@ mod tests {
                     code,
                     message: String::new(),
                     error: "\u{1}bad".into(),
+                    reason: String::new(),
                 })),
             };
             assert_eq!(
@@ -106,10 +129,12 @@ mod tests {
                 code: Code::Unavailable as u32,
                 message: "x".into(),
                 error: "bad\nkind".into(),
+                reason: "bad\nreason".into(),
             })),
         };
         let status = outcome_to_result(odd).unwrap_err();
         assert_eq!(status.code(), Code::Unavailable);
         assert_eq!(error_kind(&status), None);
+        assert_eq!(refusal_reason(&status), None);
     }
 }

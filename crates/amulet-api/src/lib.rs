@@ -10,6 +10,7 @@ mod batch_codec;
 mod command_codec;
 mod map_codec;
 mod reconfigure_codec;
+mod refusal_status;
 mod reply_codec;
 
 /// Generated from `proto/amulet/v1/amulet.proto`.
@@ -22,7 +23,12 @@ pub use batch_codec::{outcome_from_result, outcome_to_result, BATCH_REQUESTS_MAX
 pub use command_codec::{command_from_op, command_to_op, layout_from_pb, layout_to_pb};
 pub use map_codec::{map_from_pb, map_to_pb};
 pub use reconfigure_codec::{reconfiguration_from_pb, reconfiguration_to_pb, storage_from_name};
+pub use refusal_status::{refusal_reason, refusal_status};
 pub use reply_codec::{client_reply_to_response, error_kind, reply_from_response, ErrorKind};
 
 /// Metadata key naming an error a client library handles by itself.
 pub const ERROR_KEY: &str = "amulet-error";
+
+/// Metadata key naming, in a stable kebab-case word, why the cluster
+/// refused a request (`amulet_smr::Refusal::reason`).
+pub const REASON_KEY: &str = "amulet-reason";

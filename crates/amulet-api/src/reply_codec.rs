@@ -2,6 +2,7 @@
 //! status with a documented code (the table in `amulet.proto`); clients
 //! read them back.
 
+use crate::refusal_status::refusal_status;
 use crate::{pb, ERROR_KEY};
 use amulet_dmap::{MapError, MapReply};
 use amulet_smr::ClientReply;
@@ -25,6 +26,9 @@ pub enum ErrorKind {
     /// The replica has not caught up with the client's map version; not
     /// ordered.
     Behind,
+    /// Refused for a passing state of the cluster (another reconfiguration
+    /// is taking effect); nothing changed. Resend after a pause.
+    Retryable,
 }
 
 impl ErrorKind {
@@ -36,10 +40,11 @@ impl ErrorKind {
             ErrorKind::StaleSequence => "stale-sequence",
             ErrorKind::ReplyLost => "reply-lost",
             ErrorKind::Behind => "behind",
+            ErrorKind::Retryable => "retryable",
         }
     }
 
-    fn status(self, code: Code, message: String) -> Status {
+    pub(crate) fn status(self, code: Code, message: String) -> Status {
         let mut status = Status::new(code, message);
         status
             .metadata_mut()
@@ -58,6 +63,7 @@ pub fn error_kind(status: &Status) -> Option<ErrorKind> {
         ErrorKind::StaleSequence,
         ErrorKind::ReplyLost,
         ErrorKind::Behind,
+        ErrorKind::Retryable,
     ]
     .into_iter()
     .find(|k| k.as_str() == value)
@@ -150,7 +156,7 @@ pub fn client_reply_to_response(
                 "this replica is behind (the client's partition map, or its streams while it catches up); resend".into(),
             ))
         }
-        ClientReply::Invalid(why) => return Err(Status::invalid_argument(why)),
+        ClientReply::Refused(refusal) => return Err(refusal_status(&refusal)),
         ClientReply::Lost => {
             return Err(ErrorKind::ReplyLost.status(
                 Code::Unknown,
@@ -188,7 +194,7 @@ pub fn reply_from_response(response: pb::MapResponse) -> Result<MapReply, Status
 #[cfg(test)]
 mod tests {
     use super::*;
-    use amulet_smr::PartitionMap;
+    use amulet_smr::{PartitionMap, Refusal};
     use amulet_types::StreamId;
     use bytes::Bytes;
 
@@ -247,8 +253,18 @@ mod tests {
                 Some(ErrorKind::Behind),
             ),
             (
-                ClientReply::Invalid("x".into()),
+                ClientReply::Refused(Refusal::SessionIdMissing),
                 Code::InvalidArgument,
+                None,
+            ),
+            (
+                ClientReply::Refused(Refusal::ReconfigurationPending),
+                Code::Aborted,
+                Some(ErrorKind::Retryable),
+            ),
+            (
+                ClientReply::Refused(Refusal::NoDmap),
+                Code::FailedPrecondition,
                 None,
             ),
             (

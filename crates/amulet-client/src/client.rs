@@ -1,26 +1,24 @@
 //! The client: partition-map cache, routing, sessions and retries.
 
 use crate::batcher::Batcher;
-use crate::session_pool::{SessionPool, SessionSlot};
+use crate::env::{ClientEnv, Clock};
+use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Timing};
+use crate::session_pool::SessionPool;
 use crate::{ClientConfig, DMap, Error};
 use amulet_api::pb::{self, amulet_client::AmuletClient};
-use amulet_api::{command_to_op, error_kind, map_from_pb, reply_from_response, ErrorKind};
+use amulet_api::{command_to_op, map_from_pb, reply_from_response};
 use amulet_dmap::{MapCommand, MapName, MapReply, PartitionState};
 use amulet_smr::{Layout, PartitionMap, StateMachine};
-use amulet_types::{NodeId, PartitionId};
-use rand::seq::IndexedRandom;
+use amulet_types::{NodeId, PartitionId, TimeMicros};
+use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tokio::time::Instant;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Code, Status};
+use tonic::Status;
 
 /// Largest reply accepted (a range read of many large values).
 const REPLY_BYTES_MAX: usize = 256 * 1024 * 1024;
-/// Pause between attempts, doubled up to `BACKOFF_MAX`.
-const BACKOFF_MIN: Duration = Duration::from_millis(10);
-const BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// The partition map and where the nodes are.
 #[derive(Clone, Debug)]
@@ -30,8 +28,19 @@ struct Routing {
     addresses: BTreeMap<NodeId, String>,
 }
 
+impl Routing {
+    /// The nodes with a known address, ascending.
+    fn reachable(&self) -> Vec<NodeId> {
+        self.addresses.keys().copied().collect()
+    }
+}
+
 struct Inner {
     config: ClientConfig,
+    /// `config`'s times, as the rules take them.
+    timing: Timing,
+    clock: Arc<dyn Clock>,
+    rng: Mutex<Box<dyn RngCore + Send>>,
     seeds: Vec<String>,
     routing: RwLock<Routing>,
     channels: Mutex<HashMap<String, AmuletClient<Channel>>>,
@@ -53,19 +62,6 @@ impl std::fmt::Debug for Client {
     }
 }
 
-/// What one attempt came to.
-enum Attempt<T> {
-    Done(T),
-    /// Try again (after refreshing the map, reopening the session, or at
-    /// another replica); `maybe_applied` when the attempt may have taken
-    /// effect.
-    Retry {
-        maybe_applied: bool,
-        why: String,
-    },
-    Fail(Error),
-}
-
 impl Client {
     /// Connects through any of `seeds` (client API addresses, host:port)
     /// with the default settings.
@@ -83,19 +79,37 @@ impl Client {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        Client::connect_with_env(seeds, config, ClientEnv::real()).await
+    }
+
+    /// Connects through any of `seeds` with `config`, measuring time by
+    /// `env`'s clock and drawing session ids and replicas from its
+    /// generator.
+    pub async fn connect_with_env<I, S>(
+        seeds: I,
+        config: ClientConfig,
+        env: ClientEnv,
+    ) -> Result<Client, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
         let seeds: Vec<String> = seeds.into_iter().map(Into::into).collect();
         if seeds.is_empty() {
             return Err(Error::InvalidArgument("no seed address given".into()));
         }
-        let deadline = Instant::now() + config.operation_timeout;
+        let timing = Timing::from(&config);
+        let mut backoff = Backoff::new(env.clock.now(), timing.operation_timeout_micros, &timing);
         let mut last = String::new();
-        let mut backoff = BACKOFF_MIN;
         loop {
             for seed in &seeds {
                 match fetch_map(&config, seed).await {
                     Ok(routing) => {
                         let inner = Inner {
                             config,
+                            timing,
+                            clock: env.clock,
+                            rng: Mutex::new(env.rng),
                             seeds,
                             routing: RwLock::new(routing),
                             channels: Mutex::new(HashMap::new()),
@@ -109,13 +123,12 @@ impl Client {
                     Err(e) => last = format!("{seed}: {e}"),
                 }
             }
-            if Instant::now() + backoff >= deadline {
+            let Some(until) = backoff.pause(env.clock.now()) else {
                 return Err(Error::Unavailable(format!(
                     "no seed answered with a partition map ({last})"
                 )));
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
+            };
+            sleep_until(env.clock.as_ref(), until).await;
         }
     }
 
@@ -237,7 +250,8 @@ impl Client {
         timeout: Duration,
         mut progress: impl FnMut(&[(NodeId, Option<u64>)]),
     ) -> bool {
-        let deadline = Instant::now() + timeout;
+        let timeout_micros = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
+        let deadline = TimeMicros(self.now().0.saturating_add(timeout_micros));
         loop {
             self.refresh_map().await;
             let mut seen = Vec::new();
@@ -256,7 +270,7 @@ impl Client {
                     return true;
                 }
             }
-            if Instant::now() >= deadline {
+            if self.now() >= deadline {
                 return false;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -265,15 +279,15 @@ impl Client {
 
     /// Closes the idle sessions (best effort; they would expire anyway).
     pub async fn close(&self) {
-        for slot in self.inner.sessions.drain() {
-            if !slot.open {
+        for session in self.inner.sessions.drain() {
+            if !session.is_open() {
                 continue;
             }
             let Ok((mut channel, _)) = self.any_node() else {
                 return;
             };
             let request = pb::CloseSessionRequest {
-                session: slot.id,
+                session: session.id().0,
                 map_version: self.map_version(),
             };
             let _ = tokio::time::timeout(
@@ -282,6 +296,29 @@ impl Client {
             )
             .await;
         }
+    }
+
+    /// Now, by the client's clock.
+    pub(crate) fn now(&self) -> TimeMicros {
+        self.inner.clock.now()
+    }
+
+    /// Pauses between the attempts of something starting now that may
+    /// take the operation timeout.
+    pub(crate) fn backoff(&self) -> Backoff {
+        let timing = &self.inner.timing;
+        Backoff::new(self.now(), timing.operation_timeout_micros, timing)
+    }
+
+    /// Sleeps until `until` by the client's clock.
+    pub(crate) async fn sleep_until(&self, until: TimeMicros) {
+        sleep_until(self.inner.clock.as_ref(), until).await
+    }
+
+    /// Runs `f` with the client's random generator.
+    fn with_rng<T>(&self, f: impl FnOnce(&mut dyn RngCore) -> T) -> T {
+        let mut rng = self.inner.rng.lock().expect("rng lock");
+        f(rng.as_mut())
     }
 
     fn map_version(&self) -> u64 {
@@ -324,64 +361,21 @@ impl Client {
     fn any_node(&self) -> Result<(AmuletClient<Channel>, String), Error> {
         let address = {
             let routing = self.inner.routing.read().expect("routing lock");
-            let all: Vec<&String> = routing.addresses.values().collect();
-            all.choose(&mut rand::rng())
-                .map(|a| (*a).clone())
+            let node = self.with_rng(|rng| routing::any_node(&routing.reachable(), rng));
+            node.and_then(|n| routing.addresses.get(&n).cloned())
                 .or_else(|| self.inner.seeds.first().cloned())
                 .ok_or_else(|| Error::Unavailable("no node address known".into()))?
         };
         Ok((self.channel(&address)?, address))
     }
 
-    /// The partition a command is sent for by `map` and a random replica
-    /// of it.
-    fn route_by(
-        &self,
-        map: &PartitionMap,
-        command: &MapCommand,
-        avoid: Option<&str>,
-    ) -> Result<(PartitionId, String, u64), Error> {
-        let placement = PartitionState::placement(command);
-        // A map unknown to this (maybe stale) map goes to the lowest
-        // partition, whose replica answers "stale" or "unknown map".
-        let partition = map
-            .partitions_for(&placement)
-            .ok()
-            .and_then(|p| p.first().copied())
-            .or_else(|| map.partitions.keys().next().copied())
-            .ok_or_else(|| Error::Protocol("the partition map has no partitions".into()))?;
-        let routing = self.inner.routing.read().expect("routing lock");
-        let address = self.replica_address(map, &routing.addresses, partition, avoid)?;
-        Ok((partition, address, map.version.0))
-    }
-
-    /// A random replica's address for `partition`, other than `avoid`
-    /// when there is another.
-    fn replica_address(
-        &self,
-        map: &PartitionMap,
-        addresses: &BTreeMap<NodeId, String>,
-        partition: PartitionId,
-        avoid: Option<&str>,
-    ) -> Result<String, Error> {
-        let mut replicas: Vec<&String> = map
-            .partitions
-            .get(&partition)
-            .map(|p| p.replicas.iter().filter_map(|n| addresses.get(n)).collect())
-            .unwrap_or_default();
-        if replicas.len() > 1 {
-            replicas.retain(|a| Some(a.as_str()) != avoid);
-        }
-        replicas
-            .choose(&mut rand::rng())
-            .map(|a| (*a).clone())
-            .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))
-    }
-
     /// A random replica's address for `partition`.
     pub(crate) fn replica_of(&self, partition: PartitionId) -> Result<String, Error> {
         let routing = self.inner.routing.read().expect("routing lock");
-        self.replica_address(&routing.map, &routing.addresses, partition, None)
+        let reachable = routing.reachable();
+        self.with_rng(|rng| routing::replica(&routing.map, partition, None, &reachable, rng))
+            .and_then(|node| routing.addresses.get(&node).cloned())
+            .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))
     }
 
     /// The partitions a command touches, by the cached map.
@@ -411,75 +405,35 @@ impl Client {
         }
     }
 
-    /// Opens (or renews) `slot`'s session.
-    async fn open_session(&self, slot: &mut SessionSlot) -> Attempt<()> {
-        let (mut channel, _) = match self.any_node() {
+    /// Opens (or renews) `session` at `address`.
+    async fn open_session(&self, session: &Session, address: &str) -> Outcome<MapReply> {
+        let mut channel = match self.channel(address) {
             Ok(c) => c,
-            Err(e) => return Attempt::Fail(e),
+            Err(e) => return Outcome::Refused(e),
         };
         let request = pb::OpenSessionRequest {
-            session: slot.id,
-            lease_micros: self.inner.config.session_lease.as_micros() as u64,
+            session: session.id().0,
+            lease_micros: self.inner.timing.session_lease_micros,
             map_version: self.map_version(),
         };
-        let sent = Instant::now();
         match tokio::time::timeout(
             self.inner.config.attempt_timeout,
             channel.open_session(request),
         )
         .await
         {
-            Ok(Ok(_)) => {
-                slot.open = true;
-                slot.renewed = sent.into_std();
-                Attempt::Done(())
-            }
-            Ok(Err(status)) => self.on_status(status),
-            Err(_) => Attempt::Retry {
-                maybe_applied: false,
-                why: "opening the session timed out".into(),
-            },
-        }
-    }
-
-    /// What to do after a failed attempt.
-    fn on_status<T>(&self, status: Status) -> Attempt<T> {
-        match error_kind(&status) {
-            Some(
-                ErrorKind::StaleMap
-                | ErrorKind::NotAReplica
-                | ErrorKind::SessionExpired
-                | ErrorKind::Behind,
-            ) => Attempt::Retry {
-                maybe_applied: false,
-                why: status.message().to_string(),
-            },
-            Some(ErrorKind::StaleSequence) => Attempt::Fail(Error::Protocol(
-                "the session ran ahead of this client".into(),
-            )),
-            Some(ErrorKind::ReplyLost) => {
-                Attempt::Fail(Error::OutcomeUnknown(status.message().to_string()))
-            }
-            None => match status.code() {
-                Code::DeadlineExceeded | Code::Unavailable | Code::Cancelled | Code::Unknown => {
-                    Attempt::Retry {
-                        maybe_applied: true,
-                        why: status.message().to_string(),
-                    }
-                }
-                _ => Attempt::Fail(Error::from_status(&status)),
-            },
+            Ok(Ok(_)) => Outcome::SessionOk,
+            Ok(Err(status)) => Outcome::from_status(&status),
+            Err(_) => Outcome::NoAnswer("opening the session timed out".into()),
         }
     }
 
     /// Runs `command` once, in a session, retrying as the protocol allows.
     pub(crate) async fn execute(&self, command: MapCommand) -> Result<MapReply, Error> {
-        let mut slot = self.inner.sessions.take();
-        let result = self.execute_in(&mut slot, &command).await;
-        // The sequence is used up whatever happened: a later operation
-        // must not be mistaken for a resend of this one.
-        slot.next_sequence += 1;
-        self.inner.sessions.give_back(slot);
+        let mut session = self.with_rng(|rng| self.inner.sessions.take(rng));
+        let result = self.execute_in(&mut session, &command).await;
+        session.end_operation();
+        self.inner.sessions.give_back(session);
         if matches!(
             command,
             MapCommand::CreateMap { .. } | MapCommand::DropMap { .. }
@@ -496,91 +450,78 @@ impl Client {
         result.map(|(reply, _)| reply)
     }
 
+    /// Drives the rules of [`Resend`] for one operation: returns the
+    /// reply and the address of the node that gave it.
     async fn execute_in(
         &self,
-        slot: &mut SessionSlot,
+        session: &mut Session,
         command: &MapCommand,
     ) -> Result<(MapReply, String), Error> {
-        let config = &self.inner.config;
-        let deadline = Instant::now() + config.operation_timeout;
         let op = command_to_op(command);
-        let mut backoff = BACKOFF_MIN;
-        let mut maybe_applied = false;
-        let mut last: String;
-        // Retries of one sequence keep the map they were first routed by
-        // until a replica says it is stale: under a newer map (another
-        // task refreshed the cache) the command may belong to another
-        // stream (a partition split or merged in between), whose session
-        // record does not know an execution under the old one. The replica
-        // answers a stale-map retry it executed with its reply.
-        let mut pinned: Option<Arc<PartitionMap>> = None;
+        let placement = PartitionState::placement(command);
+        let mut resend = Resend::new(self.now(), &self.inner.timing, command.is_read_only());
         loop {
-            let opened = if !slot.open || slot.renewed.elapsed() > config.session_lease / 2 {
-                self.open_session(slot).await
-            } else {
-                Attempt::Done(())
+            let (request, address) = {
+                let routing = self.inner.routing.read().expect("routing lock");
+                let reachable = routing.reachable();
+                let request = self.with_rng(|rng| {
+                    resend.next_request(
+                        session,
+                        self.now(),
+                        &routing.map,
+                        &placement,
+                        &reachable,
+                        rng,
+                    )
+                })?;
+                let address = routing.addresses[&request.to()].clone();
+                (request, address)
             };
-            let attempt = match opened {
-                Attempt::Done(()) => self.attempt(slot, command, &op, &mut pinned).await,
-                Attempt::Retry { maybe_applied, why } => Attempt::Retry { maybe_applied, why },
-                Attempt::Fail(error) => Attempt::Fail(error),
-            };
-            match attempt {
-                Attempt::Done(reply) => return Ok(reply),
-                Attempt::Fail(error) => return Err(error),
-                Attempt::Retry {
-                    maybe_applied: m,
-                    why,
+            let outcome = match &request {
+                Request::OpenSession { .. } => self.open_session(session, &address).await,
+                Request::Command {
+                    partition,
+                    map_version,
+                    sequence,
+                    ..
                 } => {
-                    maybe_applied |= m;
-                    last = why;
+                    let request = pb::MapRequest {
+                        header: Some(pb::RequestHeader {
+                            map_version: map_version.0,
+                            partition: partition.0,
+                            session: session.id().0,
+                            sequence: *sequence,
+                        }),
+                        op: Some(op.clone()),
+                    };
+                    self.attempt(request, &address).await
+                }
+            };
+            match resend.on_outcome(outcome, session, self.now()) {
+                Next::Done(reply) => return Ok((reply, address)),
+                Next::Continue => {}
+                Next::Fail(error) => return Err(error),
+                Next::Retry { refresh_map } => {
+                    if refresh_map {
+                        self.refresh_map().await;
+                    }
+                    let until = resend.pause(self.now())?;
+                    sleep_until(self.inner.clock.as_ref(), until).await;
                 }
             }
-            if Instant::now() + backoff >= deadline {
-                let why = format!("gave up after {:?}: {last}", config.operation_timeout);
-                return Err(if maybe_applied && !command.is_read_only() {
-                    Error::OutcomeUnknown(why)
-                } else {
-                    Error::Unavailable(why)
-                });
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
         }
     }
 
-    async fn attempt(
-        &self,
-        slot: &mut SessionSlot,
-        command: &MapCommand,
-        op: &pb::map_request::Op,
-        pinned: &mut Option<Arc<PartitionMap>>,
-    ) -> Attempt<(MapReply, String)> {
-        let map = pinned
-            .get_or_insert_with(|| self.inner.routing.read().expect("routing lock").map.clone())
-            .clone();
-        let (partition, address, map_version) =
-            match self.route_by(&map, command, slot.failed_at.as_deref()) {
-                Ok(r) => r,
-                Err(e) => return Attempt::Fail(e),
-            };
-        let request = pb::MapRequest {
-            header: Some(pb::RequestHeader {
-                map_version,
-                partition: partition.0,
-                session: slot.id,
-                sequence: slot.next_sequence,
-            }),
-            op: Some(op.clone()),
-        };
+    /// Sends one attempt of a command to `address`.
+    async fn attempt(&self, request: pb::MapRequest, address: &str) -> Outcome<MapReply> {
         let sent = if self.inner.config.batches_in_flight == 0 {
-            self.channel(&address).map(Sender::Direct)
+            self.channel(address).map(Sender::Direct)
         } else {
-            self.batcher(&address).map(Sender::Batched)
+            self.batcher(address).map(Sender::Batched)
         };
         let sender = match sent {
             Ok(sender) => sender,
-            Err(e) => return Attempt::Fail(e),
+            Err(e) => return Outcome::Refused(e),
         };
         let call = async move {
             match sender {
@@ -590,31 +531,13 @@ impl Client {
                 Sender::Batched(batcher) => batcher.execute(request).await,
             }
         };
-        let outcome = tokio::time::timeout(self.inner.config.attempt_timeout, call).await;
-        slot.failed_at = match &outcome {
-            Ok(Ok(_)) => None,
-            _ => Some(address.clone()),
-        };
-        match outcome {
+        match tokio::time::timeout(self.inner.config.attempt_timeout, call).await {
             Ok(Ok(response)) => match reply_from_response(response) {
-                Ok(reply) => Attempt::Done((reply, address)),
-                Err(status) => Attempt::Fail(Error::Protocol(status.message().to_string())),
+                Ok(reply) => Outcome::Done(reply),
+                Err(status) => Outcome::Refused(Error::Protocol(status.message().to_string())),
             },
-            Ok(Err(status)) => {
-                match error_kind(&status) {
-                    Some(ErrorKind::StaleMap | ErrorKind::NotAReplica) => {
-                        self.refresh_map().await;
-                        *pinned = None;
-                    }
-                    Some(ErrorKind::SessionExpired) => slot.open = false,
-                    _ => {}
-                }
-                self.on_status(status)
-            }
-            Err(_) => Attempt::Retry {
-                maybe_applied: true,
-                why: format!("{address} did not answer in time"),
-            },
+            Ok(Err(status)) => Outcome::from_status(&status),
+            Err(_) => Outcome::NoAnswer(format!("{address} did not answer in time")),
         }
     }
 
@@ -654,6 +577,14 @@ enum Sender {
     Direct(AmuletClient<Channel>),
     /// In the node's next ExecuteBatch call.
     Batched(Batcher),
+}
+
+/// Sleeps (on tokio's timer) until `until` by `clock`.
+async fn sleep_until(clock: &dyn Clock, until: TimeMicros) {
+    let wait_micros = until.since(clock.now());
+    if wait_micros > 0 {
+        tokio::time::sleep(Duration::from_micros(wait_micros)).await;
+    }
 }
 
 fn new_client(config: &ClientConfig, address: &str) -> Result<AmuletClient<Channel>, Error> {

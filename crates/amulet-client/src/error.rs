@@ -1,5 +1,6 @@
 //! What an operation can fail with, after the client's own retries.
 
+use amulet_api::{error_kind, ErrorKind};
 use tonic::{Code, Status};
 
 /// Why an operation failed.
@@ -15,6 +16,15 @@ pub enum Error {
     /// The map exists already; nothing changed.
     #[error("already exists: {0}")]
     AlreadyExists(String),
+    /// The cluster is not configured for the request (it serves no DMap;
+    /// a move without checkpoints); nothing changed.
+    #[error("failed precondition: {0}")]
+    FailedPrecondition(String),
+    /// Refused for a passing state of the cluster (another
+    /// reconfiguration is taking effect), still so when the client gave
+    /// up resending; nothing changed. Try again later.
+    #[error("refused for now, retry: {0}")]
+    Retryable(String),
     /// A limit of the cluster was reached (open snapshots); nothing
     /// changed.
     #[error("resource exhausted: {0}")]
@@ -37,14 +47,46 @@ impl Error {
     /// The error a final status means.
     pub(crate) fn from_status(status: &Status) -> Error {
         let message = status.message().to_string();
+        if error_kind(status) == Some(ErrorKind::Retryable) {
+            return Error::Retryable(message);
+        }
         match status.code() {
             Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(message),
             Code::NotFound => Error::NotFound(message),
             Code::AlreadyExists => Error::AlreadyExists(message),
+            Code::FailedPrecondition => Error::FailedPrecondition(message),
             Code::ResourceExhausted => Error::ResourceExhausted(message),
             Code::Unknown | Code::DeadlineExceeded => Error::OutcomeUnknown(message),
             Code::Unavailable => Error::Unavailable(message),
             _ => Error::Protocol(format!("{:?}: {message}", status.code())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amulet_dmap::MapReply;
+    use amulet_smr::{ClientReply, Refusal};
+
+    fn refused(refusal: Refusal) -> Error {
+        let reply = ClientReply::<MapReply>::Refused(refusal);
+        Error::from_status(&amulet_api::client_reply_to_response(reply).unwrap_err())
+    }
+
+    #[test]
+    fn refusals_become_their_errors() {
+        assert!(matches!(
+            refused(Refusal::ReconfigurationPending),
+            Error::Retryable(m) if m == "another reconfiguration is taking effect; retry"
+        ));
+        assert!(matches!(
+            refused(Refusal::MoveNeedsCheckpoints),
+            Error::FailedPrecondition(_)
+        ));
+        assert!(matches!(
+            refused(Refusal::SessionIdMissing),
+            Error::InvalidArgument(_)
+        ));
     }
 }

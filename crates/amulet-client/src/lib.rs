@@ -26,17 +26,21 @@
 //! flight, so a `Client` is shared freely between tasks. Operations that
 //! tasks issue to the same node at the same time travel together in one
 //! ExecuteBatch call (each with its own session, sequence and outcome).
+//!
+//! The rules behind all this (routing, resends, sessions) live in
+//! [`rules`], which never reads the clock or draws randomness itself: the
+//! client passes its [`Clock`]'s time and its generator (both from a
+//! [`ClientEnv`], real ones by default), and the simulator passes virtual
+//! time and its seed's generator, so both run the same rules.
 #![deny(missing_docs)]
-// The client is an I/O shell, not a protocol core: the wall clock (attempt
-// timeouts, session renewal) and OS randomness (session ids, replica
-// choice) are its inputs, unlike in the simulated crates.
-#![allow(clippy::disallowed_methods)]
 
 mod batcher;
 mod client;
 mod config;
+mod env;
 mod error;
 mod map;
+pub mod rules;
 mod session_pool;
 mod snapshot;
 
@@ -45,6 +49,7 @@ pub use amulet_tuple as tuple;
 pub use bytes::Bytes;
 pub use client::Client;
 pub use config::ClientConfig;
+pub use env::{ClientEnv, Clock, TokioClock};
 pub use error::Error;
 pub use map::DMap;
 pub use snapshot::Snapshot;

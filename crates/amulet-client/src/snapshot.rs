@@ -10,8 +10,6 @@ use amulet_dmap::MapCommand;
 use amulet_types::PartitionId;
 use bytes::Bytes;
 use std::collections::VecDeque;
-use std::time::Duration;
-use tokio::time::Instant;
 use tonic::Code;
 
 /// One partition's part of the snapshot.
@@ -95,8 +93,7 @@ impl Snapshot {
     /// Reads the next page of source `i`, reopening its stream at another
     /// replica (after the last key taken) if it broke.
     async fn refill(&mut self, i: usize) -> Result<(), Error> {
-        let deadline = Instant::now() + self.client.config().operation_timeout;
-        let mut backoff = Duration::from_millis(10);
+        let mut backoff = self.client.backoff();
         loop {
             let source = &mut self.sources[i];
             if source.stream.is_none() {
@@ -110,11 +107,10 @@ impl Snapshot {
                         return Err(Error::from_status(&status))
                     }
                     Err(status) => {
-                        if Instant::now() + backoff >= deadline {
+                        let Some(until) = backoff.pause(self.client.now()) else {
                             return Err(Error::Unavailable(status.message().to_string()));
-                        }
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_millis(500));
+                        };
+                        self.client.sleep_until(until).await;
                         continue;
                     }
                 }

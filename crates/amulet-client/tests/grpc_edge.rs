@@ -6,10 +6,11 @@
 //! the map is the same afterwards.
 
 use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
-use amulet_api::{error_kind, outcome_to_result, ErrorKind, BATCH_REQUESTS_MAX};
+use amulet_api::{error_kind, outcome_to_result, refusal_reason, ErrorKind, BATCH_REQUESTS_MAX};
 use amulet_client::{Bytes, Client};
 use amulet_node::{free_local_ports, local_dmap_cluster_toml, Node, NodeConfig};
 use std::time::Duration;
+use tonic::transport::Channel;
 use tonic::Code;
 
 fn map(name: &str) -> String {
@@ -306,7 +307,32 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
             Code::InvalidArgument,
             None,
         ),
+        (
+            "range layout naming an unknown partition",
+            pb::MapRequest {
+                header: header(1, session, next(), version),
+                op: Some(Op::CreateMap(pb::CreateMap {
+                    map: map("r"),
+                    layout: Some(pb::Layout {
+                        kind: Some(pb::layout::Kind::Range(pb::RangeLayout {
+                            splits: vec![pb::RangeSplit {
+                                start_key: Bytes::new(),
+                                partition: 99,
+                            }],
+                        })),
+                    }),
+                })),
+            },
+            Code::InvalidArgument,
+            None,
+        ),
     ];
+    // The cases the cluster refuses by a verdict of its own (not a
+    // decoding error or a map operation's failure) name the reason.
+    let reason_of = |name: &str| match name {
+        "range layout naming an unknown partition" => Some("bad-ranges"),
+        _ => None,
+    };
     let count = cases.len();
     // The same table as one ExecuteBatch, a good read in the middle: each
     // request gets its own outcome, the bad ones exactly their documented
@@ -338,6 +364,11 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
         let status = outcome.expect_err(name);
         assert_eq!(status.code(), *code, "{name} (batched): {status:?}");
         assert_eq!(error_kind(&status), *kind, "{name} (batched): {status:?}");
+        assert_eq!(
+            refusal_reason(&status),
+            reason_of(name),
+            "{name} (batched): {status:?}"
+        );
     }
     let status = raw
         .execute_batch(pb::MapRequestBatch {
@@ -353,6 +384,11 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
             .expect_err(name);
         assert_eq!(status.code(), code, "{name}: {status:?}");
         assert_eq!(error_kind(&status), kind, "{name}: {status:?}");
+        assert_eq!(
+            refusal_reason(&status),
+            reason_of(name),
+            "{name}: {status:?}"
+        );
         assert!(!status.message().is_empty(), "{name}: a status says why");
     }
     // Session requests and snapshot reads are checked too.
@@ -376,6 +412,11 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
     assert_eq!(
         status.code(),
         Code::InvalidArgument,
+        "session lease too long"
+    );
+    assert_eq!(
+        refusal_reason(&status),
+        Some("session-lease-out-of-bounds"),
         "session lease too long"
     );
     let status = raw
@@ -442,6 +483,169 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
         node.stop().await.unwrap();
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Thesis §4.5 at the gRPC edge: a reconfiguration ordered while an
+/// earlier one waits for its fence is refused with ABORTED, the
+/// `retryable` kind clients resend on and the reason
+/// `reconfiguration-pending`; the earlier one is accepted. With M = 1 the
+/// fence follows the barrier's own instance, so only changes ordered in
+/// the same batch as the first come before its fence; the others are
+/// called stale. To batch them, the global stream keeps one instance in
+/// flight at a time (`pipeline_instances_max = 1`) and clients keep it
+/// busy with map sizes (global commands) while several changes are sent
+/// at once: they queue at the coordinator and go in one batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thesis_4_5_a_reconfiguration_before_the_fence_is_refused_as_retryable() {
+    let dir = std::env::temp_dir().join(format!("amulet-grpc-retryable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ports = free_local_ports(6).unwrap();
+    let (peers, clients) = ports.split_at(3);
+    let mut nodes = Vec::new();
+    for node in 1..=3u32 {
+        let text = local_dmap_cluster_toml(
+            6,
+            peers,
+            clients,
+            node,
+            &dir.join(format!("node-{node}")),
+            2,
+            "memory",
+        );
+        let global = "[[streams]]\nid = 1\nacceptors = [1, 2, 3]\nstorage = \"memory\"\n";
+        assert!(text.contains(global), "{text}");
+        let text = text.replace(
+            global,
+            &format!("{global}[streams.limits]\npipeline_instances_max = 1\n"),
+        );
+        let config = NodeConfig::parse(&text).unwrap();
+        nodes.push(Node::start(config, None, None).await.unwrap());
+    }
+    let addresses: Vec<String> = clients.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let client = Client::connect(addresses.clone()).await.unwrap();
+    let mut raws = Vec::new();
+    for address in &addresses {
+        raws.push(
+            AmuletClient::connect(format!("http://{address}"))
+                .await
+                .unwrap(),
+        );
+    }
+    let m = client.create_map("busy").await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..4)
+        .map(|_| {
+            let m = m.clone();
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                for _ in 0..100_000 {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let _ = m.size().await;
+                }
+            })
+        })
+        .collect();
+    const AT_ONCE: u32 = 16;
+    let mut refused_retryably = 0;
+    for round in 0..20u32 {
+        let raw = global_coordinator(&mut raws).await;
+        let map = client.partition_map();
+        let replicas = map.partitions[&amulet_types::PartitionId(1)]
+            .replicas
+            .clone();
+        let calls: Vec<_> = (0..AT_ONCE)
+            .map(|i| {
+                let change = amulet_smr::Reconfiguration::ReplaceStream {
+                    partition: amulet_types::PartitionId(1),
+                    stream: amulet_smr::StreamSpec {
+                        stream: amulet_types::StreamId(100 + round * AT_ONCE + i),
+                        acceptors: replicas.clone(),
+                        learners: vec![],
+                        storage: amulet_types::StorageMode::Memory,
+                        base_position: 0,
+                    },
+                };
+                let request = amulet_api::reconfiguration_to_pb(map.version.0, &change);
+                let mut raw = raw.clone();
+                tokio::spawn(async move {
+                    tokio::time::timeout(Duration::from_secs(10), raw.reconfigure(request))
+                        .await
+                        .expect("a reconfiguration is answered in time")
+                })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for call in calls {
+            answers.push(call.await.unwrap());
+        }
+        let accepted = answers.iter().filter(|a| a.is_ok()).count();
+        assert_eq!(accepted, 1, "one change per map version: {answers:?}");
+        for status in answers.iter().filter_map(|a| a.as_ref().err()) {
+            match error_kind(status) {
+                Some(ErrorKind::Retryable) => {
+                    assert_eq!(status.code(), Code::Aborted, "{status:?}");
+                    assert_eq!(
+                        refusal_reason(status),
+                        Some("reconfiguration-pending"),
+                        "{status:?}"
+                    );
+                    assert_eq!(
+                        status.message(),
+                        "another reconfiguration is taking effect; retry"
+                    );
+                    refused_retryably += 1;
+                }
+                Some(ErrorKind::StaleMap) => {
+                    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}")
+                }
+                _ => panic!("neither retryable nor stale: {status:?}"),
+            }
+        }
+        eprintln!("round {round}: {refused_retryably} refused retryably");
+        if refused_retryably > 0 {
+            break;
+        }
+        // The accepted change takes effect everywhere before the next round.
+        assert!(
+            client
+                .wait_for_map_version(map.version.0 + 1, Duration::from_secs(10), |_| {})
+                .await
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for task in busy {
+        task.await.unwrap();
+    }
+    assert!(
+        refused_retryably > 0,
+        "no reconfiguration came before another's fence in 20 rounds"
+    );
+    client.close().await;
+    for node in nodes {
+        node.stop().await.unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The client of the node coordinating the global stream (stream 1), as
+/// the nodes report it (waiting out an election, bounded).
+async fn global_coordinator(raws: &mut [AmuletClient<Channel>]) -> AmuletClient<Channel> {
+    for _ in 0..100 {
+        for raw in raws.iter_mut() {
+            let status = raw.status(pb::StatusRequest {}).await.unwrap().into_inner();
+            if status
+                .streams
+                .iter()
+                .any(|s| s.stream == 1 && s.coordinator)
+            {
+                return raw.clone();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no node coordinates the global stream");
 }
 
 async fn all_entries(m: &amulet_client::DMap) -> Vec<(Bytes, Bytes)> {

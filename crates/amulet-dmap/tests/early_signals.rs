@@ -45,7 +45,7 @@ fn exchange(
 }
 
 #[test]
-fn section_3_b_c_a_lagging_replica_runs_thousands_of_early_signalled_commands_in_a_loop() {
+fn dmap_iii_b_c_a_lagging_replica_runs_thousands_of_early_signalled_commands_in_a_loop() {
     // A small stack: the old recursion needed a frame chain per command.
     let run = std::thread::Builder::new()
         .stack_size(256 * 1024)

@@ -6,9 +6,10 @@ use amulet_dmap::{
     KeyBound, MapCommand, MapError, MapLimits, MapName, MapReply, PartitionState, RangeQuery,
 };
 use amulet_smr::{
-    Body, ClientReply, ClientRequest, CommandEnvelope, Layout, Origin, Output, Replica,
+    Body, ClientReply, ClientRequest, CommandEnvelope, InvalidMap, Layout, Origin, Output,
+    Reconfiguration, Refusal, Replica, StreamSpec,
 };
-use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
+use amulet_types::{MapVersion, NodeId, PartitionId, SessionId, StorageMode, StreamId};
 use bytes::Bytes;
 
 mod common;
@@ -198,7 +199,13 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
                     layout: Layout::Range(vec![(Bytes::new(), PartitionId(9))]),
                 },
             ),
-            |r| matches!(r, ClientReply::Invalid(_)),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Refused(Refusal::InvalidMap(InvalidMap::BadRanges(name)))
+                        if name == "r"
+                )
+            },
         ),
         (
             "opening a session without a session id",
@@ -209,7 +216,12 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
                     lease_micros: 1_000,
                 },
             ),
-            |r| matches!(r, ClientReply::Invalid(_)),
+            |r| matches!(r, ClientReply::Refused(Refusal::SessionIdMissing)),
+        ),
+        (
+            "closing a session without a session id",
+            request(version, None, Body::CloseSession),
+            |r| matches!(r, ClientReply::Refused(Refusal::CloseWithoutSession)),
         ),
         (
             "session lease of zero",
@@ -218,7 +230,15 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
                 Some((SessionId(1), 0)),
                 Body::OpenSession { lease_micros: 0 },
             ),
-            |r| matches!(r, ClientReply::Invalid(_)),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Refused(Refusal::SessionLeaseOutOfBounds {
+                        lease_micros: 0,
+                        ..
+                    })
+                )
+            },
         ),
         (
             "session lease above the maximum",
@@ -229,7 +249,15 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
                     lease_micros: u64::MAX,
                 },
             ),
-            |r| matches!(r, ClientReply::Invalid(_)),
+            |r| {
+                matches!(
+                    r,
+                    ClientReply::Refused(Refusal::SessionLeaseOutOfBounds {
+                        lease_micros: u64::MAX,
+                        max_micros: 600_000_000,
+                    })
+                )
+            },
         ),
     ];
     for (name, request, expected) in table {
@@ -286,6 +314,66 @@ fn a_command_of_an_unknown_session_is_refused_at_execution() {
     assert_eq!(replica.state().entries(&map_name()).unwrap().len(), 0);
 }
 
+/// Thesis §4.5: a reconfiguration ordered while an earlier one waits for
+/// its fence is refused at execution, in every partition alike, with a
+/// refusal the client may resend on (the earlier one takes effect a moment
+/// later); nothing of it is pending.
+#[test]
+fn thesis_4_5_a_second_reconfiguration_before_the_fence_is_refused_retryably() {
+    let mut replica = replica(1, 1, 64 << 20);
+    let version = replica.map().version.0;
+    let replace = |stream: u32| ClientRequest {
+        map_version: MapVersion(version),
+        session: None,
+        body: Body::Reconfigure(Reconfiguration::ReplaceStream {
+            partition: PartitionId(1),
+            stream: StreamSpec {
+                stream: StreamId(stream),
+                acceptors: vec![NodeId(1), NodeId(2), NodeId(3)],
+                learners: vec![],
+                storage: StorageMode::Memory,
+                base_position: 0,
+            },
+        }),
+    };
+    let first = replica.submit(0, replace(10));
+    let second = replica.submit(0, replace(11));
+    let proposed: Vec<_> = replica
+        .drain()
+        .into_iter()
+        .map(|output| match output {
+            Output::Propose { stream, value, .. } => (stream, value),
+            other => panic!("both are valid against the map: {other:?}"),
+        })
+        .collect();
+    for (stream, value) in proposed {
+        replica.on_deliver(stream, &value);
+    }
+    let replies: Vec<_> = replica
+        .drain()
+        .into_iter()
+        .map(|output| match output {
+            Output::Reply { request, reply } => (request, reply),
+            other => panic!("only replies: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        replies,
+        vec![
+            (first, ClientReply::Accepted),
+            (
+                second,
+                ClientReply::Refused(Refusal::ReconfigurationPending)
+            )
+        ]
+    );
+    assert!(Refusal::ReconfigurationPending.is_retryable());
+    assert!(matches!(
+        replica.pending_reconfiguration(),
+        Some(Reconfiguration::ReplaceStream { stream, .. }) if stream.stream == StreamId(10)
+    ));
+}
+
 #[test]
 fn undecodable_delivered_values_are_counted_and_change_nothing() {
     let mut replica = replica(1, 1, 64 << 20);
@@ -327,7 +415,7 @@ fn undecodable_delivered_values_are_counted_and_change_nothing() {
 /// orders the command on the global stream, and the verdict comes from
 /// execution, at the same point of the order in every replica.
 #[test]
-fn section_3_keyspace_verdicts_are_ordered_not_given_at_the_edge() {
+fn dmap_iii_keyspace_verdicts_are_ordered_not_given_at_the_edge() {
     let mut replica = replica(1, 1, 64 << 20);
     let (mine, _) = keys(&replica);
     let version = replica.map().version.0;
@@ -397,7 +485,7 @@ fn section_3_keyspace_verdicts_are_ordered_not_given_at_the_edge() {
 /// global commands it originated; their request ids are disjoint, so a
 /// reply to one replica's request is never taken for another's.
 #[test]
-fn section_3_b_replicas_of_one_node_never_share_a_request_id() {
+fn dmap_iii_b_replicas_of_one_node_never_share_a_request_id() {
     let mut p1 = replica(1, 1, 64 << 20);
     let mut p2 = replica(1, 2, 64 << 20);
     let version = p1.map().version.0;

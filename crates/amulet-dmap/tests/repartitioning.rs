@@ -44,7 +44,7 @@ fn size(state: &mut PartitionState) -> MapReply {
 }
 
 #[test]
-fn dmap_section_3_c_a_split_moves_exactly_the_moved_keys() {
+fn dmap_iii_c_a_split_moves_exactly_the_moved_keys() {
     let mut source = filled(&["a", "b", "c", "d", "e"]);
     let moved = source.split_off(&|map, key| map == "m" && key >= b"c".as_slice());
     assert_eq!(size(&mut source), MapReply::Count(2));
@@ -59,7 +59,7 @@ fn dmap_section_3_c_a_split_moves_exactly_the_moved_keys() {
 }
 
 #[test]
-fn dmap_section_3_c_a_merge_takes_the_merged_keys_in() {
+fn dmap_iii_c_a_merge_takes_the_merged_keys_in() {
     let mut into = filled(&["a", "b"]);
     let source = filled(&["x", "y", "z"]);
     into.absorb_checkpoint(source.to_checkpoint());
@@ -67,7 +67,7 @@ fn dmap_section_3_c_a_merge_takes_the_merged_keys_in() {
 }
 
 #[test]
-fn dmap_section_3_c_a_snapshot_open_across_a_split_is_read_from_the_source() {
+fn dmap_iii_c_a_snapshot_open_across_a_split_is_read_from_the_source() {
     let mut source = filled(&["a", "b", "c", "d"]);
     let open = MapCommand::OpenSnapshot {
         map: name(),
@@ -85,7 +85,7 @@ fn dmap_section_3_c_a_snapshot_open_across_a_split_is_read_from_the_source() {
 }
 
 #[test]
-fn dmap_section_3_c_a_snapshot_of_a_merged_partition_is_refused_not_torn() {
+fn dmap_iii_c_a_snapshot_of_a_merged_partition_is_refused_not_torn() {
     let open = MapCommand::OpenSnapshot {
         map: name(),
         lease_micros: 60_000_000,

@@ -69,7 +69,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn section_3_4_4_a_checkpoint_reaches_what_every_named_stream_needs() {
+    fn thesis_3_4_4_a_checkpoint_reaches_what_every_named_stream_needs() {
         let lanes = [(StreamId(1), Instance(90)), (StreamId(2), Instance(500))];
         assert!(checkpoint_reaches(lanes, &[]));
         assert!(checkpoint_reaches(lanes, &[(StreamId(2), Instance(500))]));

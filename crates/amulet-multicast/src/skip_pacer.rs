@@ -132,7 +132,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn section_3_3_idle_stream_skips_lambda_per_second() {
+    fn thesis_3_3_idle_stream_skips_lambda_per_second() {
         let mut p = SkipPacer::new(20_000, 2_000, TimeMicros(0));
         let mut total = 0;
         for t in (0..=1_000_000).step_by(1_000) {
@@ -162,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_3_busy_stream_does_not_skip() {
+    fn thesis_3_3_busy_stream_does_not_skip() {
         let mut p = SkipPacer::new(1_000, 2_000, TimeMicros(0));
         for t in (0..100_000).step_by(1_000) {
             p.record_proposed(5); // 5 per ms = 5000/s > λ.
@@ -171,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_4_3_latency_compensation_skips_ahead_by_avg_delay() {
+    fn thesis_3_4_3_latency_compensation_skips_ahead_by_avg_delay() {
         let mut plain = SkipPacer::new(10_000, 2_000, TimeMicros(0));
         let mut compensated = SkipPacer::new(10_000, 2_000, TimeMicros(0));
         compensated.record_decision_delay(10_000);

@@ -74,6 +74,8 @@ impl Cluster {
         let mut queue = VecDeque::new();
         for _ in 0..100_000 {
             for (&id, node) in self.nodes.iter_mut() {
+                // Every step of every node leaves it in a state a correct one can be in.
+                node.check_invariants();
                 let effects = node.drain();
                 for (group, m) in effects.delivered {
                     self.delivered
@@ -133,7 +135,7 @@ impl Cluster {
 }
 
 #[test]
-fn section_4_7_a_split_and_a_stream_replacement_at_barriers_agree_everywhere() {
+fn thesis_4_7_a_split_and_a_stream_replacement_at_barriers_agree_everywhere() {
     let mut c = Cluster::new();
     let mut sent: Vec<(StreamId, Bytes)> = Vec::new();
     for step in 0..4_000u64 {

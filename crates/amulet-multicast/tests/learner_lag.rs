@@ -13,7 +13,7 @@ use bytes::Bytes;
 use common::Net;
 
 #[test]
-fn section_a1_a_node_knows_its_lag_from_heartbeats_before_catching_up() {
+fn thesis_a_1_a_node_knows_its_lag_from_heartbeats_before_catching_up() {
     let mut net = Net::started(500);
     // Node 3 is cut off while the others decide 3,000 instances.
     net.cut_between(&[(1, 3), (2, 3)]);

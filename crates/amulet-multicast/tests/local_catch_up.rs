@@ -34,6 +34,8 @@ fn node(now: TimeMicros) -> MulticastNode {
 fn pump(node: &mut MulticastNode, now: TimeMicros) -> Vec<Bytes> {
     let mut delivered = Vec::new();
     for _ in 0..10_000 {
+        // Every step of every node leaves it in a state a correct one can be in.
+        node.check_invariants();
         let effects = node.drain();
         delivered.extend(
             effects
@@ -52,7 +54,7 @@ fn pump(node: &mut MulticastNode, now: TimeMicros) -> Vec<Bytes> {
 }
 
 #[test]
-fn section_3_3_a_value_does_not_wait_for_the_idle_streams_next_skip() {
+fn thesis_3_3_a_value_does_not_wait_for_the_idle_streams_next_skip() {
     let limits = StreamLimits::default();
     let delta = limits.skip_interval_micros;
     let mut now = TimeMicros(0);

@@ -41,6 +41,8 @@ fn pump(nodes: &mut BTreeMap<NodeId, MulticastNode>, delivered: &mut Delivered, 
     let mut queue = VecDeque::new();
     for _ in 0..100_000 {
         for (&id, node) in nodes.iter_mut() {
+            // Every step of every node leaves it in a state a correct one can be in.
+            node.check_invariants();
             let effects = node.drain();
             for (group, m) in effects.delivered {
                 delivered
@@ -65,7 +67,7 @@ fn pump(nodes: &mut BTreeMap<NodeId, MulticastNode>, delivered: &mut Delivered, 
 }
 
 #[test]
-fn section_2_6_a_groups_merge_is_the_projection_of_the_merge_of_all_streams() {
+fn thesis_2_6_a_groups_merge_is_the_projection_of_the_merge_of_all_streams() {
     let mut now = TimeMicros(0);
     let mut nodes = BTreeMap::new();
     // Node 1 hosts two replicas, node 2 one merge of everything, node 3

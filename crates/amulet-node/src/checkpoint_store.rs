@@ -2,35 +2,24 @@
 //! replicates, `<data_dir>/checkpoints/partition-<p>.ckpt`, replaced
 //! atomically (write a temporary file, sync it, rename it over the old
 //! one, sync the directory), so a crash mid-write leaves the previous
-//! checkpoint.
+//! checkpoint. The format is the host core's
+//! ([`amulet_host::encode_checkpoint_to`]).
 //!
-//! Layout: `MAGIC` (8 bytes), format version (u32 LE), the postcard
-//! payload, then its length (u64 LE) and crc32c (u32 LE). Decoding is
-//! total: a short, truncated, corrupt or foreign file is an error, never a
-//! panic.
+//! Writes and removals carry the host's numbers ([`WriteId`]): a write is
+//! renamed into place only if no later write or removal of the same
+//! partition came first (a background write that finishes after a newer
+//! one written at a fence is discarded, not renamed over it).
 
 use amulet_dmap::{MapReply, PartitionCheckpoint};
-use amulet_multicast::MergePosition;
-use amulet_smr::ReplicaCheckpoint;
+use amulet_host::{decode_checkpoint, encode_checkpoint_to, WriteId, WriteOutcome};
 use amulet_types::PartitionId;
-use std::io::Write;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
-const VERSION: u32 = 2;
-const HEADER_BYTES: usize = 12;
-const TRAILER_BYTES: usize = 12;
-
-/// What a checkpoint file holds: a replica's state and the merge position
-/// of its streams it reflects.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct CheckpointBody {
-    /// The replica's replicated state.
-    pub replica: ReplicaCheckpoint<PartitionCheckpoint, MapReply>,
-    /// Where its merge stood: the learners resume from each lane's `next`.
-    pub position: MergePosition,
-}
+/// What a DMap checkpoint file holds.
+pub type CheckpointBody = amulet_host::CheckpointBody<PartitionCheckpoint, MapReply>;
 
 /// Why a checkpoint file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +46,9 @@ pub enum CheckpointError {
 #[derive(Clone, Debug)]
 pub struct CheckpointStore {
     dir: PathBuf,
+    /// Per partition, the number of the last write renamed into place or
+    /// removal done.
+    applied: Arc<Mutex<HashMap<PartitionId, WriteId>>>,
 }
 
 impl CheckpointStore {
@@ -64,6 +56,7 @@ impl CheckpointStore {
     pub fn new(data_dir: &Path) -> CheckpointStore {
         CheckpointStore {
             dir: data_dir.join("checkpoints"),
+            applied: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -80,69 +73,88 @@ impl CheckpointStore {
         }
     }
 
+    /// The directory of the checkpoint files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The file of `partition`'s checkpoint.
     pub fn path(&self, partition: PartitionId) -> PathBuf {
         self.dir.join(format!("partition-{}.ckpt", partition.0))
     }
 
-    /// Writes `body` as `partition`'s checkpoint, durably; returns the
-    /// file's size. Blocking: run it off the event loop.
+    /// Writes `body` as `partition`'s checkpoint (write number `write`),
+    /// durably. Blocking: run it off the event loop.
     pub fn write(
         &self,
         partition: PartitionId,
+        write: WriteId,
         body: &CheckpointBody,
-    ) -> Result<u64, CheckpointError> {
-        let path = self.path(partition);
-        let temporary = temporary_path(&path);
-        let io = |source| CheckpointError::Io {
-            path: temporary.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let file = std::fs::File::create(&temporary).map_err(io)?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-        out.write_all(MAGIC).map_err(io)?;
-        out.write_all(&VERSION.to_le_bytes()).map_err(io)?;
-        let mut payload = Checksummed {
-            inner: &mut out,
-            crc: 0,
-            len: 0,
-        };
-        postcard::to_io(body, &mut payload).map_err(|e| CheckpointError::Corrupt {
-            path: temporary.clone(),
-            what: format!("cannot encode: {e}"),
-        })?;
-        let (len, crc) = (payload.len, payload.crc);
-        out.write_all(&len.to_le_bytes()).map_err(io)?;
-        out.write_all(&crc.to_le_bytes()).map_err(io)?;
-        let file = out.into_inner().map_err(|e| io(e.into_error()))?;
-        file.sync_all().map_err(io)?;
-        drop(file);
-        std::fs::rename(&temporary, &path).map_err(io)?;
-        std::fs::File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)?;
-        Ok(len + (HEADER_BYTES + TRAILER_BYTES) as u64)
+    ) -> WriteOutcome {
+        self.write_with(partition, write, |out| {
+            let mut buffered = std::io::BufWriter::with_capacity(1 << 20, out);
+            let size = encode_checkpoint_to(body, &mut buffered)?;
+            buffered.into_inner().map_err(|e| e.into_error())?;
+            Ok(size)
+        })
     }
 
     /// Installs `bytes` (a peer's checkpoint file, already decoded and
     /// checked) as `partition`'s checkpoint, atomically and durably.
-    pub fn write_bytes(&self, partition: PartitionId, bytes: &[u8]) -> Result<(), CheckpointError> {
+    pub fn write_bytes(
+        &self,
+        partition: PartitionId,
+        write: WriteId,
+        bytes: &[u8],
+    ) -> WriteOutcome {
+        self.write_with(partition, write, |out| {
+            std::io::Write::write_all(out, bytes)?;
+            Ok(bytes.len() as u64)
+        })
+    }
+
+    fn write_with(
+        &self,
+        partition: PartitionId,
+        write: WriteId,
+        fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<u64>,
+    ) -> WriteOutcome {
         let path = self.path(partition);
         let temporary = temporary_path(&path);
-        let io = |source| CheckpointError::Io {
-            path: temporary.clone(),
-            source,
+        let failed = |what: &str, error: std::io::Error| {
+            let _ = std::fs::remove_file(&temporary);
+            WriteOutcome::Failed(format!("{}: {what}: {error}", temporary.display()))
         };
-        std::fs::create_dir_all(&self.dir).map_err(io)?;
-        let mut file = std::fs::File::create(&temporary).map_err(io)?;
-        file.write_all(bytes).map_err(io)?;
-        file.sync_all().map_err(io)?;
+        if let Err(e) = std::fs::create_dir_all(&self.dir) {
+            return failed("create the directory", e);
+        }
+        let mut file = match std::fs::File::create(&temporary) {
+            Ok(file) => file,
+            Err(e) => return failed("create", e),
+        };
+        let size = match fill(&mut file) {
+            Ok(size) => size,
+            Err(e) => return failed("write", e),
+        };
+        if let Err(e) = file.sync_all() {
+            return failed("sync", e);
+        }
         drop(file);
-        std::fs::rename(&temporary, &path).map_err(io)?;
-        std::fs::File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)
+        let mut applied = self.applied.lock().expect("checkpoint store lock");
+        if applied.get(&partition).is_some_and(|last| *last > write) {
+            drop(applied);
+            let _ = std::fs::remove_file(&temporary);
+            return WriteOutcome::Superseded;
+        }
+        if let Err(e) = std::fs::rename(&temporary, &path) {
+            return failed("rename", e);
+        }
+        applied.insert(partition, write);
+        drop(applied);
+        if let Err(e) = std::fs::File::open(&self.dir).and_then(|d| d.sync_all()) {
+            return WriteOutcome::Failed(format!("{}: sync: {e}", self.dir.display()));
+        }
+        WriteOutcome::Written(size)
     }
 
     /// The raw bytes of `partition`'s checkpoint file, if there is one (to
@@ -164,7 +176,7 @@ impl CheckpointStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(CheckpointError::Io { path, source }),
         };
-        decode(&bytes)
+        decode_checkpoint(&bytes)
             .map(Some)
             .map_err(|what| CheckpointError::Corrupt { path, what })
     }
@@ -188,9 +200,15 @@ impl CheckpointStore {
         partitions
     }
 
-    /// Removes `partition`'s checkpoint (it was merged into another).
-    pub fn remove(&self, partition: PartitionId) -> Result<(), CheckpointError> {
+    /// Removes `partition`'s checkpoint (merged into another, moved
+    /// away), as removal number `write`: no earlier write brings it back.
+    pub fn remove(&self, partition: PartitionId, write: WriteId) -> Result<(), CheckpointError> {
         let path = self.path(partition);
+        let mut applied = self.applied.lock().expect("checkpoint store lock");
+        if applied.get(&partition).is_some_and(|last| *last > write) {
+            return Ok(());
+        }
+        applied.insert(partition, write);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -207,60 +225,6 @@ fn temporary_path(path: &Path) -> PathBuf {
     path.with_extension(format!("ckpt.tmp-{}-{n}", std::process::id()))
 }
 
-/// Decodes a checkpoint file's bytes (also those a peer sent in a state
-/// transfer).
-pub(crate) fn decode(bytes: &[u8]) -> Result<CheckpointBody, String> {
-    if bytes.len() < HEADER_BYTES + TRAILER_BYTES {
-        return Err(format!(
-            "{} bytes is too short for a checkpoint",
-            bytes.len()
-        ));
-    }
-    if &bytes[..8] != MAGIC {
-        return Err("not an amulet checkpoint (bad magic)".into());
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
-        return Err(format!(
-            "checkpoint format {version}, this build reads {VERSION}"
-        ));
-    }
-    let trailer = &bytes[bytes.len() - TRAILER_BYTES..];
-    let len = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
-    let crc = u32::from_le_bytes(trailer[8..].try_into().expect("4 bytes"));
-    let payload = &bytes[HEADER_BYTES..bytes.len() - TRAILER_BYTES];
-    if len != payload.len() as u64 {
-        return Err(format!(
-            "payload of {} bytes, trailer says {len} (truncated?)",
-            payload.len()
-        ));
-    }
-    if crc32c::crc32c(payload) != crc {
-        return Err("payload checksum mismatch".into());
-    }
-    postcard::from_bytes(payload).map_err(|e| format!("payload does not decode: {e}"))
-}
-
-/// Counts and checksums what passes through.
-struct Checksummed<'a, W: Write> {
-    inner: &'a mut W,
-    crc: u32,
-    len: u64,
-}
-
-impl<W: Write> Write for Checksummed<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
-        self.len += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,7 +233,7 @@ mod tests {
     use amulet_smr::{PartitionInfo, PartitionMap, Replica, ReplicaConfig};
     use amulet_types::{Instance, NodeId, StreamId};
 
-    fn body() -> CheckpointBody {
+    fn body(global: u64) -> CheckpointBody {
         let map = PartitionMap::uniform(
             StreamId(1),
             vec![(
@@ -291,8 +255,10 @@ mod tests {
             state: amulet_multicast::LaneState::Active,
             start: 0,
         };
+        let mut checkpoint = replica.checkpoint().expect("idle replica");
+        checkpoint.global_position = global;
         CheckpointBody {
-            replica: replica.checkpoint().expect("idle replica"),
+            replica: checkpoint,
             position: MergePosition {
                 lanes: vec![lane(1, 5), lane(2, 7)],
                 turn: 0,
@@ -305,16 +271,27 @@ mod tests {
         }
     }
 
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("amulet-ckpt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
     #[test]
-    fn section_3_4_2_a_written_checkpoint_reads_back() {
-        let dir = std::env::temp_dir().join(format!("amulet-ckpt-{}", std::process::id()));
+    fn thesis_3_4_2_a_written_checkpoint_reads_back() {
+        let dir = dir("read-back");
         let store = CheckpointStore::new(&dir);
         assert!(store
             .read(PartitionId(1))
             .expect("no file is fine")
             .is_none());
-        let written = body();
-        store.write(PartitionId(1), &written).expect("write");
+        let written = body(3);
+        let size = std::fs::metadata(&dir).map(|_| ()).is_err();
+        assert!(size, "nothing written yet");
+        assert!(matches!(
+            store.write(PartitionId(1), 1, &written),
+            WriteOutcome::Written(_)
+        ));
         let read = store.read(PartitionId(1)).expect("read").expect("present");
         assert_eq!(read.position, written.position);
         assert_eq!(
@@ -325,20 +302,53 @@ mod tests {
     }
 
     #[test]
-    fn every_damaged_checkpoint_is_an_error_not_a_panic() {
-        let dir = std::env::temp_dir().join(format!("amulet-ckpt-bad-{}", std::process::id()));
+    fn thesis_3_4_2_a_write_finishing_after_a_later_one_is_discarded() {
+        let dir = dir("superseded");
         let store = CheckpointStore::new(&dir);
-        store.write(PartitionId(1), &body()).expect("write");
-        let good = std::fs::read(store.path(PartitionId(1))).expect("read");
-        assert!(decode(&good).is_ok());
-        // Every truncation and every single-byte flip is refused.
-        for cut in 0..good.len() {
-            assert!(decode(&good[..cut]).is_err(), "truncated to {cut} accepted");
-        }
-        for i in 0..good.len() {
-            let mut bad = good.clone();
-            bad[i] ^= 0x40;
-            assert!(decode(&bad).is_err(), "flip at byte {i} accepted");
+        let p = PartitionId(1);
+        assert!(matches!(
+            store.write(p, 5, &body(50)),
+            WriteOutcome::Written(_)
+        ));
+        // An older write (number 4) finishing late must not replace it.
+        assert_eq!(store.write(p, 4, &body(40)), WriteOutcome::Superseded);
+        assert_eq!(store.read(p).unwrap().unwrap().replica.global_position, 50);
+        // A removal numbered after a write in flight keeps it away.
+        store.remove(p, 7).expect("remove");
+        assert_eq!(store.write(p, 6, &body(60)), WriteOutcome::Superseded);
+        assert!(store.read(p).unwrap().is_none());
+        assert!(matches!(
+            store.write(p, 8, &body(80)),
+            WriteOutcome::Written(_)
+        ));
+        assert_eq!(store.read(p).unwrap().unwrap().replica.global_position, 80);
+        let leftovers = std::fs::read_dir(dir.join("checkpoints"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .contains(".tmp")
+            })
+            .count();
+        assert_eq!(leftovers, 0, "discarded writes leave no temporary file");
+        std::fs::remove_dir_all(&dir).expect("clean up");
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_file_is_refused_with_its_path() {
+        let dir = dir("damaged");
+        let store = CheckpointStore::new(&dir);
+        store.write(PartitionId(1), 1, &body(1));
+        let path = store.path(PartitionId(1));
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        match store.read(PartitionId(1)) {
+            Err(CheckpointError::Corrupt { path: p, .. }) => assert_eq!(p, path),
+            other => panic!("a damaged file must be refused, got {other:?}"),
         }
         std::fs::remove_dir_all(&dir).expect("clean up");
     }

@@ -4,19 +4,19 @@
 //! replica that answers reads from its own state without ordering them.
 //! A binary built without the feature ignores the variable.
 
-use amulet_dmap::PartitionState;
-use amulet_smr::Replica;
-
 /// The environment variable naming the bug (`local-reads`).
 pub const INJECT_BUG_VARIABLE: &str = "AMULET_INJECT_BUG";
 
-/// Turns on the bug the environment names, if this binary was built to
-/// carry it.
-pub(crate) fn apply(replica: &mut Replica<PartitionState>) {
-    if cfg!(feature = "inject-bugs")
-        && std::env::var(INJECT_BUG_VARIABLE).as_deref() == Ok("local-reads")
-    {
-        tracing::warn!("injected bug: this replica answers reads without ordering them");
-        replica.set_bug_answer_reads_locally(true);
+/// The replica bugs the environment names, if this binary was built to
+/// carry them (none otherwise).
+pub(crate) fn replica_bugs() -> amulet_host::ReplicaBugs {
+    let local_reads = cfg!(feature = "inject-bugs")
+        && std::env::var(INJECT_BUG_VARIABLE).as_deref() == Ok("local-reads");
+    if local_reads {
+        tracing::warn!("injected bug: replicas answer reads without ordering them");
+    }
+    amulet_host::ReplicaBugs {
+        answer_reads_locally: local_reads,
+        ..amulet_host::ReplicaBugs::default()
     }
 }

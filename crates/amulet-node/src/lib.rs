@@ -7,7 +7,6 @@
 #![deny(missing_docs)]
 
 mod checkpoint_store;
-mod checkpointer;
 mod client_api;
 pub mod config;
 mod digest;
@@ -18,7 +17,6 @@ mod metrics;
 mod node_handle;
 mod outbound;
 mod runtime;
-mod state_transfer;
 mod storage_setup;
 mod transport;
 

@@ -1,7 +1,7 @@
 //! The handle other tasks use to talk to a running node's event loop.
 
 use crate::digest::DigestPoint;
-use amulet_dmap::{MapCommand, MapError, MapReply, SnapshotPage};
+use amulet_dmap::{MapCommand, MapReply};
 use amulet_multicast::MulticastError;
 use amulet_smr::{ClientReply, ClientRequest, PartitionMap};
 use amulet_types::{PartitionId, StreamId, ValueId};
@@ -40,92 +40,7 @@ pub(crate) enum Command {
     Shutdown,
 }
 
-/// The answer to a snapshot page request.
-#[derive(Debug)]
-pub enum PageAnswer {
-    /// The page.
-    Page(SnapshotPage),
-    /// The local replica has not executed the snapshot's opening yet.
-    Behind,
-    /// The local replica is far behind its streams (a restarted node
-    /// replaying them): another replica answers sooner.
-    CatchingUp,
-    /// The snapshot is open but this replica was restored from a
-    /// checkpoint since it opened and holds no copy of its entries:
-    /// another replica serves it.
-    HeldElsewhere,
-    /// No local replica of the partition.
-    NotAReplica,
-    /// The snapshot is unknown or the page request is invalid.
-    Failed(MapError),
-}
-
-/// One local replica's state.
-#[derive(Clone, Debug, Serialize)]
-pub struct ReplicaStatus {
-    /// Its partition.
-    pub partition: u32,
-    /// The partition's stream.
-    pub stream: u32,
-    /// Global-stream values executed.
-    pub global_position: u64,
-    /// Commands waiting for signals or their turn.
-    pub queued: u64,
-    /// Open sessions.
-    pub sessions: u64,
-    /// Names of the maps it holds.
-    pub maps: Vec<String>,
-    /// Its checkpoints.
-    pub checkpoint: CheckpointStatus,
-}
-
-/// A replica's checkpoints.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CheckpointStatus {
-    /// Written since the node started.
-    pub written: u64,
-    /// Writes that failed since the node started.
-    pub failed: u64,
-    /// Size of the last one written, bytes.
-    pub bytes: u64,
-    /// Global position of the last one written or restored.
-    pub global_position: u64,
-}
-
-impl From<crate::checkpointer::CheckpointStats> for CheckpointStatus {
-    fn from(s: crate::checkpointer::CheckpointStats) -> CheckpointStatus {
-        CheckpointStatus {
-            written: s.written,
-            failed: s.failed,
-            bytes: s.bytes,
-            global_position: s.global_position,
-        }
-    }
-}
-
-/// One stream's state at a node.
-#[derive(Clone, Debug, Serialize)]
-pub struct StreamStatus {
-    /// The stream.
-    pub stream: u32,
-    /// Every instance below this was decided and delivered here.
-    pub decided_below: u64,
-    /// Instances known decided elsewhere and not yet delivered here (large
-    /// while a restarted node catches up).
-    pub learner_lag: u64,
-    /// This node coordinates the stream.
-    pub coordinator: bool,
-    /// This node votes in the stream.
-    pub voting: bool,
-    /// Instances proposed here as coordinator.
-    pub instances_proposed: u64,
-    /// Skip weight proposed here as coordinator.
-    pub skips_proposed: u64,
-    /// Values the stream delivered here.
-    pub values_delivered: u64,
-    /// This node's acceptor log holds nothing below this instance.
-    pub trimmed_below: u64,
-}
+pub use amulet_host::{CheckpointStatus, PageAnswer, ReplicaStatus, StreamStatus};
 
 /// Counters of a running node.
 #[derive(Clone, Debug, Serialize)]

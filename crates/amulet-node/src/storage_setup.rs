@@ -122,6 +122,16 @@ impl LogOpener {
 }
 
 /// Whether `dir` exists and holds a file.
+impl amulet_host::LogOpener for LogOpener {
+    fn open(
+        &mut self,
+        config: &StreamConfig,
+        created_now: bool,
+    ) -> Result<Box<dyn AcceptorLog>, String> {
+        LogOpener::open(self, config, created_now).map_err(|e| format!("{e:#}"))
+    }
+}
+
 fn holds_files(dir: &Path) -> bool {
     std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some())
 }

@@ -539,7 +539,12 @@ impl StreamNode {
         }
     }
 
-    fn check_invariants(&self) {
+    /// Panics unless the node's roles agree with each other: a
+    /// coordinator owns its ballot, is a voting acceptor, and no ballot it
+    /// holds or promised is above the highest it has seen. Runs after
+    /// every step; callers (the simulator) may also run it at any time.
+    /// O(1).
+    pub fn check_invariants(&self) {
         if let Some(coordinator) = &self.coordinator {
             assert_eq!(
                 coordinator.ballot.node, self.me.0,

@@ -22,33 +22,27 @@
 //! requests in the streams rebuild the same subscriptions.
 
 use crate::checker::{group_agreement, integrity, order, value_name};
-use crate::cluster::{envelope_digest, sim_limits, sync_logs};
+use crate::harness::{self, Harness, Workload, TRACE_SUBSCRIBE};
 use crate::history::History;
-use crate::nemesis::{next_instant, CrashGroup, FaultEvent, Nemesis, NemesisConfig};
+use crate::nemesis::{FaultEvent, Nemesis};
 use crate::network::Network;
+use crate::order::{history_name, sim_limits};
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
-use crate::sim_log::{crash_stores, SimStore};
 use crate::swarm::SwarmOptions;
 use crate::trace::TraceHash;
 use crate::violation::{Property, Violation};
-use amulet_multicast::{GroupId, MergeBug, MulticastNode, SubscriptionEvent};
-use amulet_types::{Ballot, NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId};
-use amulet_wire::Envelope;
-use bytes::Bytes;
+use amulet_dmap::{MapLimits, PartitionState};
+use amulet_host::Host;
+use amulet_multicast::{GroupId, MergeBug, Merged, SubscriptionEvent};
+use amulet_types::{NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-const TICK_MICROS: u64 = 1_000;
-const ASYNC_SYNC_MICROS: u64 = 5_000;
 /// Probability per tick that some node multicasts a value.
 const PROPOSE_PROBABILITY: f64 = 0.05;
 /// Probability per tick that the controller changes a subscription.
 const CHANGE_PROBABILITY: f64 = 0.002;
-const TRACE_MESSAGE: u8 = 0;
-const TRACE_FAULT: u8 = 1;
-const TRACE_PROPOSE: u8 = 2;
-const TRACE_DELIVER: u8 = 3;
-const TRACE_SUBSCRIBE: u8 = 4;
 
 /// Deliberately broken variants of Elastic Paxos.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,25 +55,13 @@ pub enum ElasticBug {
     MergePointFromNewStreamOnly,
 }
 
-struct Slot {
-    stores: BTreeMap<StreamId, SimStore>,
-    vouched: BTreeMap<StreamId, Ballot>,
-    incarnation: u32,
-    process: Option<MulticastNode>,
-}
-
-/// The cluster of one seed.
-struct Cluster {
-    options: SwarmOptions,
+/// The workload of one seed.
+struct Elastic {
     bug: ElasticBug,
     verbose: bool,
     configs: Vec<StreamConfig>,
     groups: Vec<(GroupId, Vec<StreamId>)>,
     workload: Rng,
-    disk_rng: Rng,
-    network: Network<Envelope>,
-    nemesis: Nemesis,
-    slots: BTreeMap<NodeId, Slot>,
     history: History,
     /// Runs (history learner index) of each group, by group.
     runs: BTreeMap<String, Vec<usize>>,
@@ -90,8 +72,11 @@ struct Cluster {
     requests: u64,
     /// Subscribe copies broadcast again, by processes that ended.
     rebroadcasts: u64,
-    trace: TraceHash,
-    now: TimeMicros,
+    safety_end: TimeMicros,
+    propose_until: TimeMicros,
+    /// Fig. 4.2's crossed subscriptions, at this time (a third of the
+    /// seeds).
+    crossed_at: Option<TimeMicros>,
 }
 
 /// Runs one seed of the elastic simulation.
@@ -101,9 +86,11 @@ pub fn run_elastic_seed(seed: u64, verbose: bool, bug: ElasticBug) -> SeedOutcom
     if verbose {
         println!("seed={seed} bug={bug:?} options={options:#?}");
     }
-    let mut cluster = Cluster::new(seed, options, bug, verbose);
-    cluster.run();
-    cluster.outcome()
+    let end = TimeMicros(options.safety_phase_micros + options.liveness_phase_micros);
+    let (mut elastic, mut harness) = Elastic::new(seed, options, bug, verbose);
+    harness.run(&mut elastic, end);
+    elastic.history.finished(end);
+    elastic.outcome(&harness)
 }
 
 /// The learner id of `node`'s replica of `group` in the history.
@@ -111,8 +98,8 @@ fn replica_id(node: NodeId, group: GroupId) -> NodeId {
     NodeId(node.0 * 100 + group.0)
 }
 
-impl Cluster {
-    fn new(seed: u64, options: SwarmOptions, bug: ElasticBug, verbose: bool) -> Cluster {
+impl Elastic {
+    fn new(seed: u64, options: SwarmOptions, bug: ElasticBug, verbose: bool) -> (Elastic, Harness) {
         let mut rng = Rng::new(seed ^ 0x656C_6173); // Independent of the options' draw.
         let storage = match rng.below(3) {
             0 => StorageMode::Memory,
@@ -144,233 +131,43 @@ impl Cluster {
         if verbose {
             println!("storage={storage:?} streams={configs:#?} groups={groups:?}");
         }
-        let slots = nodes
-            .iter()
-            .map(|&node| {
-                let stores = configs
-                    .iter()
-                    .map(|c| (c.stream, SimStore::new(storage)))
-                    .collect();
-                let slot = Slot {
-                    stores,
-                    vouched: BTreeMap::new(),
-                    incarnation: 0,
-                    process: None,
-                };
-                (node, slot)
-            })
-            .collect();
-        let config = NemesisConfig {
-            storage: nodes.iter().map(|n| (*n, storage)).collect(),
-            groups: configs
-                .iter()
-                .map(|c| CrashGroup::minority(c.acceptors.clone()))
-                .collect(),
-            down_max: nodes.len() / 2,
-            nodes: nodes.clone(),
-        };
+        let slots = harness::slots(&nodes, storage, seed);
+        let config = harness::nemesis_config(&nodes, nodes.iter().copied(), &configs, storage);
         let safety_end = TimeMicros(options.safety_phase_micros);
         let nemesis = Nemesis::new(config, options.faults.clone(), safety_end, rng.fork());
         let network = Network::new(options.network.clone(), rng.fork());
-        let mut cluster = Cluster {
-            options,
+        let mut workload = rng.fork();
+        let disk_rng = rng.fork();
+        let harness = Harness::new(verbose, network, nemesis, slots, disk_rng, rng.fork(), 0);
+        let crossed_at = workload
+            .chance(1.0 / 3.0)
+            .then(|| TimeMicros(workload.range(100_000, safety_end.0.max(100_001))));
+        let elastic = Elastic {
             bug,
             verbose,
             configs,
             groups,
-            workload: rng.fork(),
-            disk_rng: rng.fork(),
-            network,
-            nemesis,
-            slots,
+            workload,
             history: History::new(),
             runs: BTreeMap::new(),
             events: BTreeMap::new(),
             markers: BTreeMap::new(),
             requests: 0,
             rebroadcasts: 0,
-            trace: TraceHash::new(),
-            now: TimeMicros(0),
+            safety_end,
+            propose_until: TimeMicros(
+                options.safety_phase_micros + options.liveness_phase_micros / 2,
+            ),
+            crossed_at,
         };
-        for node in nodes {
-            cluster.start(node);
-        }
-        cluster
-    }
-
-    fn run(&mut self) {
-        let safety_end = self.options.safety_phase_micros;
-        let end = TimeMicros(safety_end + self.options.liveness_phase_micros);
-        let propose_until = TimeMicros(safety_end + self.options.liveness_phase_micros / 2);
-        // In a third of the seeds, Fig. 4.2: groups 1 and 2 subscribe to
-        // each other's stream at the same instant, from different nodes.
-        let crossed_at = self
-            .workload
-            .chance(1.0 / 3.0)
-            .then(|| TimeMicros(self.workload.range(100_000, safety_end.max(100_001))));
-        let mut next_tick = TimeMicros(0);
-        loop {
-            let next = next_instant(&self.network, &self.nemesis, next_tick);
-            if next > end {
-                break;
-            }
-            self.now = next;
-            let coordinators = self.coordinators();
-            for event in self.nemesis.poll(next, || coordinators.clone()) {
-                self.apply(event);
-            }
-            for (from, to, envelope) in self.network.deliver_due(next) {
-                let digest = envelope_digest(&envelope);
-                self.trace.event(next, TRACE_MESSAGE, from, to, digest);
-                if let Some(process) = self.process_mut(to) {
-                    process.on_message(next, from, envelope);
-                    self.flush(to);
-                }
-            }
-            if next_tick <= next {
-                let now = next;
-                if crossed_at.is_some_and(|t| t <= now && now < t.plus(TICK_MICROS)) {
-                    self.cross_subscribe();
-                }
-                if now.0 < safety_end && self.workload.chance(CHANGE_PROBABILITY) {
-                    self.change_subscription();
-                }
-                if now < propose_until && self.workload.chance(PROPOSE_PROBABILITY) {
-                    self.propose(None);
-                }
-                if self.markers.is_empty() && now >= propose_until {
-                    let streams: Vec<StreamId> = self.configs.iter().map(|c| c.stream).collect();
-                    for stream in streams {
-                        self.propose(Some(stream));
-                    }
-                }
-                self.tick();
-                next_tick = next_tick.plus(TICK_MICROS);
-            }
-        }
-        self.now = end;
-        self.history.finished(end);
-    }
-
-    fn coordinators(&self) -> Vec<NodeId> {
-        self.slots
-            .iter()
-            .filter(|(_, slot)| slot.process.as_ref().is_some_and(|p| p.coordinates_any()))
-            .map(|(node, _)| *node)
-            .collect()
-    }
-
-    fn process_mut(&mut self, node: NodeId) -> Option<&mut MulticastNode> {
-        self.slots.get_mut(&node).and_then(|s| s.process.as_mut())
-    }
-
-    fn live_nodes(&self) -> Vec<NodeId> {
-        self.slots
-            .iter()
-            .filter(|(_, s)| s.process.is_some())
-            .map(|(n, _)| *n)
-            .collect()
-    }
-
-    fn apply(&mut self, event: FaultEvent) {
-        if self.verbose {
-            println!("t={}us fault {event:?}", self.now.0);
-        }
-        let digest = TraceHash::digest_debug(&event);
-        self.trace
-            .event(self.now, TRACE_FAULT, NodeId(0), NodeId(0), digest);
-        match event {
-            FaultEvent::PartitionStart { blocked, .. } => self.network.block_links(&blocked),
-            FaultEvent::PartitionEnd => self.network.unblock_all(),
-            FaultEvent::CrashProcess { node, .. } => {
-                self.crash(node);
-                crash_stores(self.slots[&node].stores.values(), None);
-            }
-            FaultEvent::CrashMachine { node } => {
-                self.crash(node);
-                crash_stores(self.slots[&node].stores.values(), Some(&mut self.disk_rng));
-            }
-            FaultEvent::RestartProcess { node } | FaultEvent::RestartMachine { node } => {
-                self.start(node)
-            }
-            FaultEvent::Heal => {
-                self.network.heal();
-                self.history.healed(self.now);
-            }
-        }
-    }
-
-    fn crash(&mut self, node: NodeId) {
-        self.network.drop_to(node);
-        let slot = self.slots.get_mut(&node).expect("known node");
-        let process = slot
-            .process
-            .take()
-            .expect("the nemesis crashes only nodes that are up");
-        self.rebroadcasts += process.rebroadcasts();
-        self.history.proposer_crashed(node, slot.incarnation);
-        for (group, _) in &self.groups {
-            self.history.learner_crashed(replica_id(node, *group));
-        }
-    }
-
-    fn start(&mut self, node: NodeId) {
-        let now = self.now;
-        let slot = self.slots.get_mut(&node).expect("known node");
-        slot.incarnation += 1;
-        let streams = self
-            .configs
-            .iter()
-            .map(|c| (c.clone(), slot.stores[&c.stream].open()))
-            .collect();
-        let mut process =
-            MulticastNode::with_groups(node, streams, self.groups.clone(), slot.incarnation, now);
-        if self.bug == ElasticBug::MergePointFromNewStreamOnly {
-            process.set_merge_bug(MergeBug::MergePointFromNewStreamOnly);
-        }
-        for (stream, s) in process.streams() {
-            let vouched = slot.vouched.get(stream).copied().unwrap_or(Ballot::ZERO);
-            if let Some(promised) = s.promised() {
-                assert!(
-                    promised >= vouched,
-                    "{node} restarted as a voting acceptor of {stream} promising {promised}, \
-                     below the {vouched} its log made durable"
-                );
-            }
-        }
-        slot.process = Some(process);
-        let incarnation = slot.incarnation;
-        let all: BTreeSet<StreamId> = self.configs.iter().map(|c| c.stream).collect();
-        for (group, _) in &self.groups {
-            let id = replica_id(node, *group);
-            self.history
-                .learner_started(now, id, incarnation, all.clone());
-            let index = self.history.learners().len() - 1;
-            self.runs.entry(group.to_string()).or_default().push(index);
-        }
-    }
-
-    fn tick(&mut self) {
-        let now = self.now;
-        let sync_async = now.0.is_multiple_of(ASYNC_SYNC_MICROS);
-        for node in self.slots.keys().copied().collect::<Vec<_>>() {
-            let Some(process) = self.process_mut(node) else {
-                continue;
-            };
-            process.tick(now);
-            if sync_async {
-                sync_logs(process);
-                self.vouch(node);
-            }
-            self.flush(node);
-        }
+        (elastic, harness)
     }
 
     /// A random live node multicasts a fresh value to a random stream (or
     /// the marker of `marker`).
-    fn propose(&mut self, marker: Option<StreamId>) {
-        let now = self.now;
-        let up = self.live_nodes();
+    fn propose(&mut self, harness: &mut Harness, marker: Option<StreamId>) {
+        let now = harness.now;
+        let up = harness.live_nodes();
         let Some(&node) = self.workload.pick(&up) else {
             return;
         };
@@ -379,18 +176,8 @@ impl Cluster {
             Some(stream) => stream,
             None => *self.workload.pick(&streams).expect("streams drawn"),
         };
-        let payload = Bytes::from(self.workload.next_u64().to_le_bytes().to_vec());
-        let slot = self.slots.get_mut(&node).expect("picked from slots");
-        let incarnation = slot.incarnation;
-        let process = slot.process.as_mut().expect("picked among live nodes");
-        if let Ok(id) = process.multicast(now, stream, payload) {
-            self.trace.event(
-                now,
-                TRACE_PROPOSE,
-                node,
-                node,
-                TraceHash::digest(&(id.sequence, stream.0)),
-            );
+        if let Some((id, incarnation)) = harness.multicast_random(node, stream, &mut self.workload)
+        {
             let name = history_name(stream, id);
             self.history
                 .propose(now, name, BTreeSet::from([stream]), node, incarnation);
@@ -398,15 +185,15 @@ impl Cluster {
                 self.markers.insert(stream, name);
             }
         }
-        self.flush(node);
+        harness.step(self, node);
     }
 
     /// The controller: a random live node subscribes a random group to a
     /// stream it does not merge, or unsubscribes it from one of two or
     /// more, as that node's replica of the group sees it.
-    fn change_subscription(&mut self) {
-        let now = self.now;
-        let up = self.live_nodes();
+    fn change_subscription(&mut self, harness: &mut Harness) {
+        let now = harness.now;
+        let up = harness.live_nodes();
         let Some(&node) = self.workload.pick(&up) else {
             return;
         };
@@ -414,7 +201,10 @@ impl Cluster {
         let group = *self.workload.pick(&groups).expect("groups drawn");
         let streams: Vec<StreamId> = self.configs.iter().map(|c| c.stream).collect();
         let stream = *self.workload.pick(&streams).expect("streams drawn");
-        let process = self.process_mut(node).expect("picked among live nodes");
+        let process = harness
+            .host_mut(node)
+            .expect("picked among live nodes")
+            .multicast_node_mut();
         let Some(merger) = process.merger(group) else {
             return;
         };
@@ -437,21 +227,21 @@ impl Cluster {
                 now.0
             );
         }
-        self.trace.event(
+        harness.trace.event(
             now,
             TRACE_SUBSCRIBE,
             node,
             node,
             TraceHash::digest(&(group.0, stream.0, via.0)),
         );
-        self.flush(node);
+        harness.step(self, node);
     }
 
     /// Fig. 4.2: group 1 subscribes to stream 2 from one node while group
     /// 2 subscribes to stream 1 from another, in the same tick.
-    fn cross_subscribe(&mut self) {
-        let now = self.now;
-        let up = self.live_nodes();
+    fn cross_subscribe(&mut self, harness: &mut Harness) {
+        let now = harness.now;
+        let up = harness.live_nodes();
         if up.len() < 2 {
             return;
         }
@@ -460,7 +250,7 @@ impl Cluster {
             (up[up.len() - 1], GroupId(2), StreamId(1), StreamId(2)),
         ];
         for (node, group, stream, via) in pairs {
-            let process = self.process_mut(node).expect("live");
+            let process = harness.host_mut(node).expect("live").multicast_node_mut();
             let result = process.subscribe(now, group, stream, via);
             if self.verbose {
                 println!(
@@ -469,57 +259,7 @@ impl Cluster {
                 );
             }
             self.requests += 1;
-            self.flush(node);
-        }
-    }
-
-    fn vouch(&mut self, node: NodeId) {
-        let slot = self.slots.get_mut(&node).expect("known node");
-        let Some(process) = slot.process.as_ref() else {
-            return;
-        };
-        for (stream, s) in process.streams() {
-            if s.config().storage == StorageMode::Memory {
-                continue;
-            }
-            if let Some(promised) = s.promised() {
-                let entry = slot.vouched.entry(*stream).or_insert(promised);
-                *entry = (*entry).max(promised);
-            }
-        }
-    }
-
-    fn flush(&mut self, node: NodeId) {
-        let now = self.now;
-        let Some(process) = self.process_mut(node) else {
-            return;
-        };
-        let mut effects = process.drain();
-        if !effects.sends_after_sync.is_empty() {
-            sync_logs(process);
-            self.vouch(node);
-        }
-        for (group, merged) in &effects.delivered {
-            let digest = TraceHash::digest(&(group.0, merged.stream.0, merged.value.id.sequence));
-            self.trace.event(now, TRACE_DELIVER, node, node, digest);
-            let name = history_name(merged.stream, merged.value.id);
-            self.history
-                .deliver(replica_id(node, *group), merged.stream, name);
-        }
-        for (group, event) in &effects.subscriptions {
-            if self.verbose {
-                println!("t={}us {node} {group} {event:?}", now.0);
-            }
-            if let Some(run) = self.run_index(node, *group) {
-                self.events.entry(run).or_default().push(*event);
-            }
-        }
-        for (to, envelope) in effects
-            .sends
-            .drain(..)
-            .chain(effects.sends_after_sync.drain(..))
-        {
-            self.network.send(now, node, to, envelope);
+            harness.step(self, node);
         }
     }
 
@@ -534,7 +274,7 @@ impl Cluster {
             .find(|&i| self.history.learners()[i].node == id && !self.history.learners()[i].crashed)
     }
 
-    fn outcome(self) -> SeedOutcome {
+    fn outcome(self, harness: &Harness) -> SeedOutcome {
         let mut violations = integrity::check(&self.history);
         violations.extend(order::check(&self.history));
         violations.extend(group_agreement::check(
@@ -542,15 +282,15 @@ impl Cluster {
             &self.runs,
             &self.events,
         ));
-        violations.extend(self.check_progress());
+        violations.extend(self.check_progress(harness));
         let stats = SeedStats {
             values_proposed: self.history.proposals().len() as u64,
             deliveries: self.history.delivery_count() as u64,
             learner_incarnations: self.history.learners().len() as u64,
-            virtual_micros: self.now.0,
-            trace_events: self.trace.events(),
-            network: self.network.stats(),
-            nemesis: self.nemesis.stats(),
+            virtual_micros: harness.now.0,
+            trace_events: harness.trace.events(),
+            network: harness.network.stats(),
+            nemesis: harness.nemesis.stats(),
             subscription_changes: self
                 .events
                 .values()
@@ -570,11 +310,9 @@ impl Cluster {
         };
         if self.verbose {
             let rebroadcasts = self.rebroadcasts
-                + self
-                    .slots
-                    .values()
-                    .filter_map(|s| s.process.as_ref())
-                    .map(MulticastNode::rebroadcasts)
+                + harness
+                    .hosts()
+                    .map(|(_, h)| h.multicast_node().rebroadcasts())
                     .sum::<u64>();
             println!(
                 "stats={stats:#?} requests={} rebroadcasts={rebroadcasts}",
@@ -586,7 +324,7 @@ impl Cluster {
         }
         SeedOutcome {
             violations,
-            trace_hash: self.trace.value(),
+            trace_hash: harness.trace.value(),
             stats,
         }
     }
@@ -594,12 +332,10 @@ impl Cluster {
     /// After the healed phase: no merge waits for a subscription, and
     /// every replica delivered the marker of every stream its group
     /// merges at the end.
-    fn check_progress(&self) -> Vec<Violation> {
+    fn check_progress(&self, harness: &Harness) -> Vec<Violation> {
         let mut violations = Vec::new();
-        for (node, slot) in &self.slots {
-            let Some(process) = slot.process.as_ref() else {
-                continue;
-            };
+        for (node, host) in harness.hosts() {
+            let process = host.multicast_node();
             for (group, _) in &self.groups {
                 let Some(merger) = process.merger(*group) else {
                     continue;
@@ -611,7 +347,7 @@ impl Cluster {
                         format!("{name} still waits for subscription {waiting:?} after the heal"),
                     ));
                 }
-                let Some(run) = self.history.live_learner(replica_id(*node, *group)) else {
+                let Some(run) = self.history.live_learner(replica_id(node, *group)) else {
                     continue;
                 };
                 for stream in merger.streams() {
@@ -634,11 +370,99 @@ impl Cluster {
     }
 }
 
-/// The name of a value in the history: its stream folded into the
-/// sequence, as in the multicast cluster.
-fn history_name(stream: StreamId, id: ValueId) -> ValueId {
-    ValueId {
-        sequence: (id.sequence << 8) | stream.0 as u64,
-        ..id
+impl Workload for Elastic {
+    fn start(&mut self, harness: &mut Harness, node: NodeId) -> Host<PartitionState> {
+        let now = harness.now;
+        let slot = harness.slots.get_mut(&node).expect("known node");
+        let logs = slot.storage.open_all(&self.configs);
+        let incarnation = slot.incarnation;
+        let mut config = harness::host_config(
+            node,
+            incarnation,
+            Arc::new(|| PartitionState::new(MapLimits::default())),
+        );
+        config.groups = Some(self.groups.clone());
+        let mut host = Host::start(config, logs, None, BTreeMap::new(), &mut slot.storage, now)
+            .unwrap_or_else(|e| panic!("node {node} does not start: {e}"));
+        if self.bug == ElasticBug::MergePointFromNewStreamOnly {
+            host.multicast_node_mut()
+                .set_merge_bug(MergeBug::MergePointFromNewStreamOnly);
+        }
+        // A restarted node replays its streams from instance 0 with its
+        // groups' initial subscriptions: the subscription requests in the
+        // streams rebuild the same subscriptions.
+        let all: BTreeSet<StreamId> = self.configs.iter().map(|c| c.stream).collect();
+        for (group, _) in &self.groups {
+            let id = replica_id(node, *group);
+            self.history
+                .learner_started(now, id, incarnation, all.clone());
+            let index = self.history.learners().len() - 1;
+            self.runs.entry(group.to_string()).or_default().push(index);
+        }
+        host
+    }
+
+    fn tick(&mut self, harness: &mut Harness) {
+        let now = harness.now;
+        if self
+            .crossed_at
+            .is_some_and(|t| t <= now && now < t.plus(crate::harness::TICK_MICROS))
+        {
+            self.cross_subscribe(harness);
+        }
+        if now < self.safety_end && self.workload.chance(CHANGE_PROBABILITY) {
+            self.change_subscription(harness);
+        }
+        if now < self.propose_until && self.workload.chance(PROPOSE_PROBABILITY) {
+            self.propose(harness, None);
+        }
+        if self.markers.is_empty() && now >= self.propose_until {
+            let streams: Vec<StreamId> = self.configs.iter().map(|c| c.stream).collect();
+            for stream in streams {
+                self.propose(harness, Some(stream));
+            }
+        }
+    }
+
+    fn delivered(
+        &mut self,
+        _now: TimeMicros,
+        node: NodeId,
+        _incarnation: u32,
+        group: GroupId,
+        merged: &Merged,
+    ) {
+        let name = history_name(merged.stream, merged.value.id);
+        self.history
+            .deliver(replica_id(node, group), merged.stream, name);
+    }
+
+    fn subscription(
+        &mut self,
+        now: TimeMicros,
+        node: NodeId,
+        group: GroupId,
+        event: SubscriptionEvent,
+    ) {
+        if self.verbose {
+            println!("t={}us {node} {group} {event:?}", now.0);
+        }
+        if let Some(run) = self.run_index(node, group) {
+            self.events.entry(run).or_default().push(event);
+        }
+    }
+
+    fn crashing(&mut self, node: NodeId, incarnation: u32, host: &Host<PartitionState>) {
+        self.rebroadcasts += host.multicast_node().rebroadcasts();
+        self.history.proposer_crashed(node, incarnation);
+        for (group, _) in &self.groups {
+            self.history.learner_crashed(replica_id(node, *group));
+        }
+    }
+
+    fn fault(&mut self, now: TimeMicros, event: &FaultEvent) {
+        if matches!(event, FaultEvent::Heal) {
+            self.history.healed(now);
+        }
     }
 }

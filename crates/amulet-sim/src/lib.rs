@@ -10,17 +10,17 @@
 #![deny(missing_docs)]
 
 pub mod checker;
-pub mod cluster;
 pub mod dmap;
 pub mod elastic;
+pub mod harness;
 pub mod history;
 pub mod nemesis;
 pub mod network;
+pub mod order;
 pub mod rng;
 pub mod runner;
 pub mod sim_log;
 pub mod swarm;
-pub mod toy;
 pub mod trace;
 pub mod violation;
 

@@ -2,9 +2,9 @@
 //! (`--seeds N [--start S]`), of the multicast cluster or (`--dmap`) of
 //! DMap on it. Exits non-zero on any violation.
 
-use amulet_sim::cluster::{self, Bug};
 use amulet_sim::dmap::{run_dmap_seed, DmapBug};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
+use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
 use amulet_sim::SeedOutcome;
 use clap::{Parser, ValueEnum};
@@ -61,6 +61,9 @@ enum BugArg {
     LocalReads,
     /// DMap: a replica moved away drops its state at the move's fence.
     HandOffAtFence,
+    /// DMap: state transfer (in the host core) assembles a peer's
+    /// checkpoint without its last chunk.
+    TransferDropsLastChunk,
     /// Elastic: a subscription's merge point comes from the new stream's
     /// copy alone.
     MergePointFromNewStream,
@@ -75,6 +78,7 @@ impl BugArg {
             BugArg::SplitWithoutTransfer => DmapBug::SplitWithoutTransfer,
             BugArg::LocalReads => DmapBug::AnswerReadsLocally,
             BugArg::HandOffAtFence => DmapBug::HandOffAtFence,
+            BugArg::TransferDropsLastChunk => DmapBug::TransferDropsLastChunk,
             _ => DmapBug::None,
         }
     }
@@ -94,6 +98,7 @@ impl BugArg {
             | BugArg::SplitWithoutTransfer
             | BugArg::LocalReads
             | BugArg::HandOffAtFence
+            | BugArg::TransferDropsLastChunk
             | BugArg::MergePointFromNewStream => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
@@ -107,6 +112,18 @@ impl BugArg {
 
 fn main() -> ExitCode {
     let arguments = Arguments::parse();
+    // The host core's own log lines (what the node would log), tagged
+    // with the node and the virtual time, for replaying one seed:
+    // AMULET_SIM_LOG=info amulet-sim --dmap --seed N.
+    if let (Some(_), Ok(filter)) = (arguments.seed, std::env::var("AMULET_SIM_LOG")) {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .without_time()
+            .with_target(false)
+            .with_ansi(false)
+            .with_writer(std::io::stdout)
+            .init();
+    }
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
@@ -115,7 +132,7 @@ fn main() -> ExitCode {
         } else if arguments.elastic {
             run_elastic_seed(seed, verbose, elastic_bug)
         } else {
-            cluster::run_seed(seed, verbose, bug)
+            order::run_seed(seed, verbose, bug)
         }
     };
     let command = match (arguments.dmap, arguments.elastic, arguments.bug) {
@@ -188,6 +205,7 @@ fn swarm(
         println!("checkpoint_restores={}", summary.checkpoint_restores);
         println!("trimmed_instances={}", summary.trimmed_instances);
         println!("state_transfers={}", summary.state_transfers);
+        println!("state_transfer_chunks={}", summary.state_transfer_chunks);
         println!("hand_offs={}", summary.hand_offs);
     }
     println!("seeds={} violations={}", summary.seeds, summary.violations);

@@ -125,6 +125,26 @@ impl Rng {
     }
 }
 
+/// The seed's generator drives the real client's rules
+/// (`amulet_client::rules`), which draw through `next_u64` only and reduce
+/// it themselves: a `rand` upgrade cannot change a recorded run.
+impl rand::RngCore for Rng {
+    fn next_u32(&mut self) -> u32 {
+        (Rng::next_u64(self) >> 32) as u32
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        Rng::next_u64(self)
+    }
+
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = Rng::next_u64(self).to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

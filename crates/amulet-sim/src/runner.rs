@@ -1,9 +1,9 @@
 //! Runs seeds and reports: one seed verbosely for replay, or a swarm of
 //! seeds with a one-line summary. Every failure names its replay command.
 
-use crate::cluster;
 use crate::nemesis::NemesisStats;
 use crate::network::NetworkStats;
+use crate::order;
 use crate::violation::{Property, Violation};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,9 @@ pub struct SeedStats {
     pub checkpoint_restores: u64,
     /// Peer checkpoints installed by state transfer (DMap seeds).
     pub state_transfers: u64,
+    /// Chunks of peer checkpoints received by state transfers (DMap
+    /// seeds).
+    pub state_transfer_chunks: u64,
     /// Replicas dropped after their partition moved to other nodes
     /// (DMap seeds).
     pub hand_offs: u64,
@@ -68,6 +71,8 @@ pub struct SwarmSummary {
     pub trimmed_instances: u64,
     /// State transfers, over all seeds.
     pub state_transfers: u64,
+    /// Chunks of peer checkpoints received, over all seeds.
+    pub state_transfer_chunks: u64,
     /// Replicas handed off after a move, over all seeds.
     pub hand_offs: u64,
     /// Subscription changes, over all seeds (elastic seeds).
@@ -79,10 +84,10 @@ pub struct SwarmSummary {
 /// Runs one seed: draws its fault mix, runs the cluster, checks the
 /// history. `verbose` prints the options, every fault and the stats.
 ///
-/// The cluster is the Ring Paxos one of [`crate::cluster`], running the
+/// The cluster is the Ring Paxos one of [`crate::order`], running the
 /// same `MulticastNode` code as the node process.
 pub fn run_seed(seed: u64, verbose: bool) -> SeedOutcome {
-    cluster::run_seed(seed, verbose, cluster::Bug::None)
+    order::run_seed(seed, verbose, order::Bug::None)
 }
 
 /// Prints a failing seed's replay command and its violations.
@@ -147,6 +152,7 @@ pub fn run_swarm_replayed_by(
         summary.checkpoint_restores += outcome.stats.checkpoint_restores;
         summary.trimmed_instances += outcome.stats.trimmed_instances;
         summary.state_transfers += outcome.stats.state_transfers;
+        summary.state_transfer_chunks += outcome.stats.state_transfer_chunks;
         summary.hand_offs += outcome.stats.hand_offs;
         summary.subscription_changes += outcome.stats.subscription_changes;
         if !outcome.violations.is_empty() {

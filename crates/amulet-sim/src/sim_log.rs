@@ -443,7 +443,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_4_1_each_mode_keeps_what_it_promises() {
+    fn thesis_3_4_1_each_mode_keeps_what_it_promises() {
         let mut rng = Rng::new(7);
         for mode in [StorageMode::SyncDurable, StorageMode::AsyncDurable] {
             let store = SimStore::new(mode);

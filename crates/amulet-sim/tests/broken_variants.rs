@@ -4,7 +4,7 @@
 //! caught when a checker reports a violation or an invariant assertion in
 //! the protocol fires (a panic), whichever comes first.
 
-use amulet_sim::cluster::{run_seed, run_with, Bug};
+use amulet_sim::order::{run_seed, run_with, Bug};
 use amulet_sim::runner::run_catching;
 use amulet_sim::swarm::{FaultOptions, NetworkOptions, PartitionKind, SwarmOptions, SwarmProfile};
 use std::panic;
@@ -63,7 +63,7 @@ fn stale_coordinator_mix() -> SwarmOptions {
 }
 
 #[test]
-fn section_2_4_acceptor_that_forgets_its_promise_on_restart_is_caught() {
+fn thesis_2_4_acceptor_that_forgets_its_promise_on_restart_is_caught() {
     // Caught by the simulator's promise check at restart (an acceptor's
     // promise never goes below what its log made durable); the agreement
     // checker alone saw it only about once in a thousand seeds.
@@ -86,21 +86,21 @@ fn the_stale_coordinator_mix_passes_without_the_bug() {
 }
 
 #[test]
-fn section_3_4_1_memory_acceptor_that_votes_after_losing_its_log_is_caught() {
+fn thesis_3_4_1_memory_acceptor_that_votes_after_losing_its_log_is_caught() {
     assert_caught(Bug::AmnesiacAcceptorVotes);
 }
 
 #[test]
-fn section_2_4_learner_that_delivers_before_the_decision_is_caught() {
+fn thesis_2_4_learner_that_delivers_before_the_decision_is_caught() {
     assert_caught(Bug::DeliverBeforeDecision);
 }
 
 #[test]
-fn section_2_4_coordinator_that_ignores_phase_1_votes_is_caught() {
+fn thesis_2_4_coordinator_that_ignores_phase_1_votes_is_caught() {
     assert_caught(Bug::IgnorePhase1Votes);
 }
 
 #[test]
-fn section_3_3_merge_that_ignores_skip_counts_is_caught() {
+fn thesis_3_3_merge_that_ignores_skip_counts_is_caught() {
     assert_caught(Bug::MergeIgnoresSkipCounts);
 }

@@ -29,17 +29,17 @@ fn swarm(part: u64) {
 }
 
 #[test]
-fn dmap_section_3_b_linearizable_under_faults_part_0() {
+fn dmap_iii_b_linearizable_under_faults_part_0() {
     swarm(0);
 }
 
 #[test]
-fn dmap_section_3_b_linearizable_under_faults_part_1() {
+fn dmap_iii_b_linearizable_under_faults_part_1() {
     swarm(1);
 }
 
 #[test]
-fn dmap_section_3_b_linearizable_under_faults_part_2() {
+fn dmap_iii_b_linearizable_under_faults_part_2() {
     swarm(2);
 }
 
@@ -72,7 +72,7 @@ fn caught_within_50_seeds(bug: DmapBug, survived: &str) {
 }
 
 #[test]
-fn dmap_section_3_b_c_completing_without_signals_is_caught() {
+fn dmap_iii_b_c_completing_without_signals_is_caught() {
     caught_within_50_seeds(
         DmapBug::CompleteWithoutSignals,
         "completing without signals survived 50 seeds",
@@ -83,7 +83,7 @@ fn dmap_section_3_b_c_completing_without_signals_is_caught() {
 /// executed. A replica answering reads from its own state (behind the
 /// others, or cut off from them) gives stale answers.
 #[test]
-fn dmap_section_3_b_reads_answered_without_ordering_are_caught() {
+fn dmap_iii_b_reads_answered_without_ordering_are_caught() {
     caught_within_50_seeds(
         DmapBug::AnswerReadsLocally,
         "reads answered without ordering survived 50 seeds",
@@ -91,7 +91,7 @@ fn dmap_section_3_b_reads_answered_without_ordering_are_caught() {
 }
 
 #[test]
-fn dmap_section_3_4_2_replicas_restore_from_checkpoints_in_the_swarm() {
+fn thesis_3_4_2_replicas_restore_from_checkpoints_in_the_swarm() {
     // The swarm restarts replicas from checkpoints (not only by replay):
     // the seeds of the parts above do, so a checkpoint bug shows there.
     let restores: u64 = (0..20)
@@ -108,7 +108,7 @@ fn dmap_section_3_4_2_replicas_restore_from_checkpoints_in_the_swarm() {
 }
 
 #[test]
-fn dmap_section_3_4_2_a_checkpoint_labelled_past_its_position_is_caught() {
+fn thesis_3_4_2_a_checkpoint_labelled_past_its_position_is_caught() {
     caught_within_50_seeds(
         DmapBug::CheckpointPastPosition,
         "a checkpoint resumed past its position survived 50 seeds",
@@ -116,7 +116,7 @@ fn dmap_section_3_4_2_a_checkpoint_labelled_past_its_position_is_caught() {
 }
 
 #[test]
-fn dmap_section_3_4_2_acceptors_trim_below_the_trim_quorum() {
+fn thesis_3_4_2_acceptors_trim_below_the_trim_quorum() {
     let trimmed: u64 = (0..20)
         .map(|seed| {
             run_dmap_seed(seed, false, DmapBug::None)
@@ -128,7 +128,7 @@ fn dmap_section_3_4_2_acceptors_trim_below_the_trim_quorum() {
 }
 
 #[test]
-fn dmap_section_3_4_2_trimming_without_a_quorum_is_caught() {
+fn thesis_3_4_2_trimming_without_a_quorum_is_caught() {
     caught_within_50_seeds(
         DmapBug::TrimWithoutQuorum,
         "trimming without a quorum survived 50 seeds",
@@ -136,22 +136,27 @@ fn dmap_section_3_4_2_trimming_without_a_quorum_is_caught() {
 }
 
 #[test]
-fn dmap_section_3_4_2_replicas_behind_the_trim_point_install_a_peers_checkpoint() {
+fn thesis_3_4_2_replicas_behind_the_trim_point_install_a_peers_checkpoint() {
     // Half the seeds trim at a majority of each partition: a replica left
     // behind (down, cut off, slow) fetches a peer's checkpoint. The parts
-    // above check those seeds' histories; here, that it happens.
-    let transfers: u64 = (0..40)
-        .map(|seed| {
-            run_dmap_seed(seed, false, DmapBug::None)
-                .stats
-                .state_transfers
-        })
-        .sum();
+    // above check those seeds' histories; here, that it happens, and that
+    // it pulls checkpoints in several chunks as the node does (the swarm
+    // draws chunks of 64 to 256 B, smaller than its checkpoints).
+    let (mut transfers, mut chunks) = (0, 0);
+    for seed in 0..40 {
+        let stats = run_dmap_seed(seed, false, DmapBug::None).stats;
+        transfers += stats.state_transfers;
+        chunks += stats.state_transfer_chunks;
+    }
     assert!(transfers > 0, "40 seeds installed no peer checkpoint");
+    assert!(
+        chunks >= 2 * transfers,
+        "{transfers} transfers pulled only {chunks} chunks"
+    );
 }
 
 #[test]
-fn dmap_section_3_c_splits_merges_and_stream_replacements_happen_in_the_swarm() {
+fn dmap_iii_c_splits_merges_and_stream_replacements_happen_in_the_swarm() {
     // Two seeds in three run an operator that splits and merges
     // partitions and replaces streams at barriers while clients run and
     // the nemesis strikes; the parts above check those histories.
@@ -166,7 +171,7 @@ fn dmap_section_3_c_splits_merges_and_stream_replacements_happen_in_the_swarm() 
 }
 
 #[test]
-fn dmap_section_3_c_a_split_that_hands_over_nothing_is_caught() {
+fn dmap_iii_c_a_split_that_hands_over_nothing_is_caught() {
     caught_within_50_seeds(
         DmapBug::SplitWithoutTransfer,
         "a split handing over nothing survived 50 seeds",
@@ -174,7 +179,7 @@ fn dmap_section_3_c_a_split_that_hands_over_nothing_is_caught() {
 }
 
 #[test]
-fn dmap_section_3_c_partitions_move_to_other_nodes_in_the_swarm() {
+fn dmap_iii_c_partitions_move_to_other_nodes_in_the_swarm() {
     // Seeds that checkpoint also move partitions to one node or to three
     // nodes hosting something; the old replicas hand off once the new
     // group holds the state. The parts above check those histories.
@@ -188,9 +193,21 @@ fn dmap_section_3_c_partitions_move_to_other_nodes_in_the_swarm() {
 /// currently available partition". Old replicas dropping the partition at
 /// the move's fence, before the new group holds its state, lose it.
 #[test]
-fn dmap_section_3_c_a_move_handing_off_at_its_fence_is_caught() {
+fn dmap_iii_c_a_move_handing_off_at_its_fence_is_caught() {
     caught_within_50_seeds(
         DmapBug::HandOffAtFence,
         "handing a moved partition off at the fence survived 50 seeds",
+    );
+}
+
+/// Thesis §3.4.2 recovery from a peer, as the node does it: the host core
+/// (which the node runs too) pulls a peer's checkpoint chunk by chunk.
+/// State transfer that assembles the file without its last chunk never
+/// installs one, and a replica trimmed past stays behind for good.
+#[test]
+fn thesis_3_4_2_state_transfer_dropping_its_last_chunk_is_caught() {
+    caught_within_50_seeds(
+        DmapBug::TransferDropsLastChunk,
+        "state transfer dropping its last chunk survived 50 seeds",
     );
 }

@@ -35,12 +35,12 @@ fn swarm(part: u64) {
 }
 
 #[test]
-fn section_4_4_subscriptions_keep_atomic_multicast_under_faults_part_0() {
+fn thesis_4_4_subscriptions_keep_atomic_multicast_under_faults_part_0() {
     swarm(0);
 }
 
 #[test]
-fn section_4_4_subscriptions_keep_atomic_multicast_under_faults_part_1() {
+fn thesis_4_4_subscriptions_keep_atomic_multicast_under_faults_part_1() {
     swarm(1);
 }
 
@@ -55,7 +55,7 @@ fn elastic_same_seed_twice_gives_the_same_trace_hash() {
 }
 
 #[test]
-fn section_4_3_a_merge_point_from_the_new_stream_alone_is_caught() {
+fn thesis_4_3_a_merge_point_from_the_new_stream_alone_is_caught() {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
     let caught = (0..100).find_map(|seed| {

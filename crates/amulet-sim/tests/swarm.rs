@@ -4,7 +4,7 @@
 //! (thesis §2.5). Split in four tests so the test harness runs them in
 //! parallel. The long run (20,000+ seeds) is `amulet-sim --seeds 20000`.
 
-use amulet_sim::cluster::{run_seed, Bug};
+use amulet_sim::order::{run_seed, Bug};
 use amulet_sim::runner::run_swarm;
 
 /// Seeds per test; four tests make the 500-seed swarm.
@@ -27,22 +27,22 @@ fn swarm(part: u64) {
 }
 
 #[test]
-fn section_2_5_swarm_seeds_0_to_124() {
+fn thesis_2_5_swarm_seeds_0_to_124() {
     swarm(0);
 }
 
 #[test]
-fn section_2_5_swarm_seeds_125_to_249() {
+fn thesis_2_5_swarm_seeds_125_to_249() {
     swarm(1);
 }
 
 #[test]
-fn section_2_5_swarm_seeds_250_to_374() {
+fn thesis_2_5_swarm_seeds_250_to_374() {
     swarm(2);
 }
 
 #[test]
-fn section_2_5_swarm_seeds_375_to_499() {
+fn thesis_2_5_swarm_seeds_375_to_499() {
     swarm(3);
 }
 

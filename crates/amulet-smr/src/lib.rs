@@ -23,8 +23,10 @@
 mod envelope;
 mod fence;
 mod hand_off;
+mod map_error;
 mod partition_map;
 mod reconfiguration;
+mod refusal;
 mod replica;
 mod session_table;
 mod state_machine;
@@ -33,8 +35,10 @@ mod trim_point;
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
 pub use hand_off::{handed_off, replicas_to_hand_off};
-pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, PartitionMapError, Placement};
+pub use map_error::{InvalidMap, PartitionMapError};
+pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, Placement};
 pub use reconfiguration::{Reconfiguration, StreamSpec};
+pub use refusal::Refusal;
 pub use replica::{
     ClientReply, ClientRequest, FenceWork, Output, Replica, ReplicaCheckpoint, ReplicaConfig,
     RequestId, RestoreError,

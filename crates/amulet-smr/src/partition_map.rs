@@ -3,6 +3,7 @@
 //! nodes replicate it. Versioned; changed only by commands of the global
 //! stream, so every replica changes it at the same point of the order.
 
+use crate::map_error::{InvalidMap, PartitionMapError};
 use amulet_types::{MapVersion, NodeId, PartitionId, StreamId};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -51,20 +52,6 @@ pub enum Keys {
     Range(Bound<Bytes>, Bound<Bytes>),
     /// Every key.
     All,
-}
-
-/// Why a map or a route is refused.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PartitionMapError {
-    /// The keyspace is not in the map.
-    #[error("no keyspace named {0:?}")]
-    UnknownKeyspace(String),
-    /// Creating a keyspace that exists.
-    #[error("keyspace {0:?} exists")]
-    KeyspaceExists(String),
-    /// A structural rule is broken.
-    #[error("invalid partition map: {0}")]
-    Invalid(String),
 }
 
 /// The partition map.
@@ -134,22 +121,19 @@ impl PartitionMap {
     /// partitions, range layouts starting at the empty key in increasing
     /// order over known partitions.
     pub fn validate(&self) -> Result<(), PartitionMapError> {
-        let invalid = |why: String| Err(PartitionMapError::Invalid(why));
         if self.partitions.is_empty() {
-            return invalid("no partitions".into());
+            return Err(InvalidMap::NoPartitions.into());
         }
         let mut streams = vec![self.global_stream];
         for (id, info) in &self.partitions {
             if info.replicas.is_empty() {
-                return invalid(format!("partition {id} has no replicas"));
+                return Err(InvalidMap::NoReplicas(*id).into());
             }
             streams.push(info.stream);
         }
         streams.sort();
         if streams.windows(2).any(|w| w[0] == w[1]) {
-            return invalid(
-                "two partitions (or a partition and the global stream) share a stream".into(),
-            );
+            return Err(InvalidMap::SharedStream.into());
         }
         if self.token_ring.first().map(|e| e.0) != Some(0)
             || self.token_ring.windows(2).any(|w| w[0].0 >= w[1].0)
@@ -158,9 +142,7 @@ impl PartitionMap {
                 .iter()
                 .any(|e| !self.partitions.contains_key(&e.1))
         {
-            return invalid(
-                "token ring must start at 0, increase, and name known partitions".into(),
-            );
+            return Err(InvalidMap::BadTokenRing.into());
         }
         for (name, layout) in &self.keyspaces {
             if let Layout::Range(ranges) = layout {
@@ -168,9 +150,7 @@ impl PartitionMap {
                     || ranges.windows(2).any(|w| w[0].0 >= w[1].0)
                     || ranges.iter().any(|r| !self.partitions.contains_key(&r.1))
                 {
-                    return invalid(format!(
-                        "ranges of {name:?} must start at the empty key, increase, and name known partitions"
-                    ));
+                    return Err(InvalidMap::BadRanges(name.clone()).into());
                 }
             }
         }
@@ -453,7 +433,7 @@ mod tests {
     /// map that its partition lives elsewhere now, and only from a newer
     /// one; a partition merged away follows the one it went into.
     #[test]
-    fn section_3_c_a_newer_map_naming_others_obsoletes_a_replica() {
+    fn dmap_iii_c_a_newer_map_naming_others_obsoletes_a_replica() {
         let old = map(3);
         let mut new = old.clone();
         new.version = MapVersion(old.version.0 + 1);
@@ -473,7 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_4_2_recovery_asks_the_replicas_first_then_every_hosting_node() {
+    fn thesis_3_4_2_recovery_asks_the_replicas_first_then_every_hosting_node() {
         let mut m = map(3);
         m.partitions.get_mut(&PartitionId(1)).unwrap().replicas = vec![NodeId(3), NodeId(1)];
         assert_eq!(
@@ -531,21 +511,65 @@ mod tests {
     #[test]
     fn bad_maps_are_refused() {
         let mut m = map(2);
-        assert!(m
-            .create_keyspace(
+        assert_eq!(
+            m.create_keyspace(
                 "r",
                 Layout::Range(vec![(Bytes::from_static(b"a"), PartitionId(1))])
-            )
-            .is_err());
-        assert!(m
-            .create_keyspace("r", Layout::Range(vec![(Bytes::new(), PartitionId(9))]))
-            .is_err());
+            ),
+            Err(InvalidMap::BadRanges("r".into()).into())
+        );
+        assert_eq!(
+            m.create_keyspace("r", Layout::Range(vec![(Bytes::new(), PartitionId(9))])),
+            Err(InvalidMap::BadRanges("r".into()).into())
+        );
         assert_eq!(m.version, MapVersion(1), "a refused change changes nothing");
         m.create_keyspace("h", Layout::Hash).unwrap();
-        assert!(m.create_keyspace("h", Layout::Hash).is_err());
-        assert!(m.partition_of("nope", b"k").is_err());
+        assert_eq!(
+            m.create_keyspace("h", Layout::Hash),
+            Err(PartitionMapError::KeyspaceExists("h".into()))
+        );
+        assert_eq!(
+            m.partition_of("nope", b"k"),
+            Err(PartitionMapError::UnknownKeyspace("nope".into()))
+        );
         let mut shared = map(2);
         shared.partitions.get_mut(&PartitionId(2)).unwrap().stream = StreamId(1);
-        assert!(shared.validate().is_err());
+        assert_eq!(shared.validate(), Err(InvalidMap::SharedStream.into()));
+        let mut lonely = map(2);
+        lonely.partitions.get_mut(&PartitionId(2)).unwrap().replicas = vec![];
+        assert_eq!(
+            lonely.validate(),
+            Err(InvalidMap::NoReplicas(PartitionId(2)).into())
+        );
+        let mut ring = map(2);
+        ring.token_ring.reverse();
+        assert_eq!(ring.validate(), Err(InvalidMap::BadTokenRing.into()));
+        let mut empty = map(1);
+        empty.partitions.clear();
+        assert_eq!(empty.validate(), Err(InvalidMap::NoPartitions.into()));
+    }
+
+    /// Refusals keep the wording clients saw when they were strings.
+    #[test]
+    fn refusals_keep_their_wording() {
+        assert_eq!(
+            PartitionMapError::from(InvalidMap::BadRanges("r".into())).to_string(),
+            "invalid partition map: ranges of \"r\" must start at the empty key, increase, and name known partitions"
+        );
+        assert_eq!(
+            InvalidMap::StreamInUse {
+                stream: StreamId(4)
+            }
+            .to_string(),
+            "stream 4 is or was in use"
+        );
+        assert_eq!(
+            InvalidMap::EvenAcceptors {
+                stream: StreamId(5),
+                acceptors: 2
+            }
+            .to_string(),
+            "stream 5 needs an odd number of acceptors, not 2"
+        );
     }
 }

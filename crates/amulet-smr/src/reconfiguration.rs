@@ -14,7 +14,8 @@
 //! order. Commands ordered between the barrier and the fence are judged by
 //! the old map, so none can involve a partition that does not exist yet.
 
-use crate::partition_map::{Layout, PartitionInfo, PartitionMap, PartitionMapError};
+use crate::map_error::{InvalidMap, PartitionMapError};
+use crate::partition_map::{Layout, PartitionInfo, PartitionMap};
 use amulet_types::{MapVersion, NodeId, PartitionId, StorageMode, StreamId};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -137,7 +138,7 @@ impl Reconfiguration {
         map: &PartitionMap,
         base_position: u64,
     ) -> Result<PartitionMap, PartitionMapError> {
-        let invalid = |why: String| Err(PartitionMapError::Invalid(why));
+        let invalid = |why: InvalidMap| Err(PartitionMapError::Invalid(why));
         let mut next = map.clone();
         if let Some(spec) = self.new_stream() {
             let used = spec.stream == map.global_stream
@@ -145,14 +146,15 @@ impl Reconfiguration {
                 || map.retired_streams.contains(&spec.stream)
                 || map.streams.contains_key(&spec.stream);
             if used {
-                return invalid(format!("stream {} is or was in use", spec.stream.0));
+                return invalid(InvalidMap::StreamInUse {
+                    stream: spec.stream,
+                });
             }
             if spec.acceptors.is_empty() || spec.acceptors.len() % 2 == 0 {
-                return invalid(format!(
-                    "stream {} needs an odd number of acceptors, not {}",
-                    spec.stream.0,
-                    spec.acceptors.len()
-                ));
+                return invalid(InvalidMap::EvenAcceptors {
+                    stream: spec.stream,
+                    acceptors: spec.acceptors.len(),
+                });
             }
             let mut recorded = spec.clone();
             recorded.base_position = base_position;
@@ -167,21 +169,21 @@ impl Reconfiguration {
                 at_keys,
             } => {
                 let Some(info) = map.partitions.get(source) else {
-                    return invalid(format!("no partition {source} to split"));
+                    return invalid(InvalidMap::NoPartitionToSplit(*source));
                 };
                 if map.partitions.contains_key(new) || map.merged.contains_key(new) {
-                    return invalid(format!("partition {new} exists or existed"));
+                    return invalid(InvalidMap::PartitionExists(*new));
                 }
                 if !stream.members().iter().all(|n| info.replicas.contains(n))
                     || !info.replicas.iter().all(|n| stream.members().contains(n))
                 {
-                    return invalid(format!(
-                        "the new stream's members must be {source}'s replicas {:?}",
-                        info.replicas
-                    ));
+                    return invalid(InvalidMap::SplitStreamMembers {
+                        partition: *source,
+                        replicas: info.replicas.clone(),
+                    });
                 }
                 if at_token.is_none() && at_keys.is_empty() {
-                    return invalid("a split must move tokens or key ranges".into());
+                    return invalid(InvalidMap::SplitMovesNothing);
                 }
                 next.partitions.insert(
                     *new,
@@ -194,22 +196,26 @@ impl Reconfiguration {
                     let at = next.token_ring.partition_point(|e| e.0 <= *token);
                     let (start, owner) = next.token_ring[at - 1];
                     if owner != *source || start == *token {
-                        return invalid(format!(
-                            "token {token} is not inside a segment of {source} (it starts one, or {owner} holds it)"
-                        ));
+                        return invalid(InvalidMap::TokenOutsideSegment {
+                            token: *token,
+                            partition: *source,
+                            owner,
+                        });
                     }
                     next.token_ring.insert(at, (*token, *new));
                 }
                 for (keyspace, key) in at_keys {
                     let Some(Layout::Range(ranges)) = next.keyspaces.get_mut(keyspace) else {
-                        return invalid(format!("{keyspace:?} is not a range keyspace"));
+                        return invalid(InvalidMap::NotARangeKeyspace(keyspace.clone()));
                     };
                     let at = ranges.partition_point(|r| r.0 <= *key);
                     let (start, owner) = ranges[at - 1].clone();
                     if owner != *source || start == *key {
-                        return invalid(format!(
-                            "key {key:?} of {keyspace:?} is not inside a range of {source}"
-                        ));
+                        return invalid(InvalidMap::KeyOutsideRange {
+                            keyspace: keyspace.clone(),
+                            key: key.clone(),
+                            partition: *source,
+                        });
                     }
                     ranges.insert(at, (key.clone(), *new));
                 }
@@ -217,19 +223,23 @@ impl Reconfiguration {
             Reconfiguration::Merge { source, into } => {
                 let (Some(from), Some(to)) = (map.partitions.get(source), map.partitions.get(into))
                 else {
-                    return invalid(format!("merging {source} into {into}: no such partition"));
+                    return invalid(InvalidMap::MergeUnknownPartition {
+                        from: *source,
+                        into: *into,
+                    });
                 };
                 if source == into {
-                    return invalid("a partition cannot merge into itself".into());
+                    return invalid(InvalidMap::MergeIntoItself);
                 }
                 let mut a = from.replicas.clone();
                 let mut b = to.replicas.clone();
                 a.sort();
                 b.sort();
                 if a != b {
-                    return invalid(format!(
-                        "{source} and {into} must have the same replicas to merge"
-                    ));
+                    return invalid(InvalidMap::MergeReplicasDiffer {
+                        from: *source,
+                        into: *into,
+                    });
                 }
                 next.partitions.remove(source);
                 next.retired_streams.insert(from.stream);
@@ -255,14 +265,14 @@ impl Reconfiguration {
             }
             Reconfiguration::ReplaceStream { partition, stream } => {
                 let Some(info) = next.partitions.get_mut(partition) else {
-                    return invalid(format!("no partition {partition}"));
+                    return invalid(InvalidMap::NoPartition(*partition));
                 };
                 let members = stream.members();
                 if !info.replicas.iter().all(|n| members.contains(n)) {
-                    return invalid(format!(
-                        "every replica of {partition} ({:?}) must learn the new stream",
-                        info.replicas
-                    ));
+                    return invalid(InvalidMap::ReplicasMustLearn {
+                        partition: *partition,
+                        replicas: info.replicas.clone(),
+                    });
                 }
                 let old = std::mem::replace(&mut info.stream, stream.stream);
                 next.retired_streams.insert(old);
@@ -273,15 +283,16 @@ impl Reconfiguration {
                 stream,
             } => {
                 let Some(info) = next.partitions.get_mut(partition) else {
-                    return invalid(format!("no partition {partition}"));
+                    return invalid(InvalidMap::NoPartition(*partition));
                 };
                 let mut group = replicas.clone();
                 group.sort();
                 group.dedup();
                 if group.len() != replicas.len() || group.is_empty() {
-                    return invalid(format!(
-                        "{partition} must move to distinct replicas, not {replicas:?}"
-                    ));
+                    return invalid(InvalidMap::MoveReplicasNotDistinct {
+                        partition: *partition,
+                        replicas: replicas.clone(),
+                    });
                 }
                 let members = stream.members();
                 if !info
@@ -290,18 +301,17 @@ impl Reconfiguration {
                     .chain(replicas)
                     .all(|n| members.contains(n))
                 {
-                    return invalid(format!(
-                        "the old replicas {:?} and the new {replicas:?} of {partition} must all learn the new stream",
-                        info.replicas
-                    ));
+                    return invalid(InvalidMap::MoveMembersMustLearn {
+                        partition: *partition,
+                        old: info.replicas.clone(),
+                        new: replicas.clone(),
+                    });
                 }
                 // A node with no replica executes nothing of the global
                 // stream and would never learn it was given one.
                 let hosting = map.hosting_nodes();
                 if let Some(idle) = replicas.iter().find(|n| !hosting.contains(n)) {
-                    return invalid(format!(
-                        "node {idle} replicates no partition yet; a move goes to nodes that do"
-                    ));
+                    return invalid(InvalidMap::MoveToIdleNode(*idle));
                 }
                 info.replicas = replicas.clone();
                 let old = std::mem::replace(&mut info.stream, stream.stream);
@@ -352,7 +362,7 @@ mod tests {
     }
 
     #[test]
-    fn section_4_7_4_a_split_moves_part_of_a_segment_and_of_a_range() {
+    fn thesis_4_7_4_a_split_moves_part_of_a_segment_and_of_a_range() {
         let m = map();
         let split = Reconfiguration::Split {
             source: PartitionId(1),
@@ -384,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn section_4_7_5_a_stream_replaced_is_retired_and_never_reused() {
+    fn thesis_4_7_5_a_stream_replaced_is_retired_and_never_reused() {
         let m = map();
         let replace = Reconfiguration::ReplaceStream {
             partition: PartitionId(2),
@@ -397,14 +407,18 @@ mod tests {
             partition: PartitionId(1),
             stream: spec(3),
         };
-        assert!(
-            again.apply(&next, 6).is_err(),
+        assert_eq!(
+            again.apply(&next, 6),
+            Err(InvalidMap::StreamInUse {
+                stream: StreamId(3)
+            }
+            .into()),
             "a retired stream id is refused"
         );
     }
 
     #[test]
-    fn dmap_section_3_c_a_move_gives_a_partition_new_replicas_and_a_new_stream() {
+    fn dmap_iii_c_a_move_gives_a_partition_new_replicas_and_a_new_stream() {
         let mut m = map();
         m.partitions.insert(
             PartitionId(7),
@@ -436,7 +450,16 @@ mod tests {
                 ..spec.clone()
             },
         };
-        assert!(not_learning.apply(&m, 5).is_err(), "node 1 must learn it");
+        assert_eq!(
+            not_learning.apply(&m, 5),
+            Err(InvalidMap::MoveMembersMustLearn {
+                partition: PartitionId(1),
+                old: vec![NodeId(1), NodeId(2), NodeId(3)],
+                new: to.clone(),
+            }
+            .into()),
+            "node 1 must learn it"
+        );
         let idle = Reconfiguration::Move {
             partition: PartitionId(1),
             replicas: vec![NodeId(2), NodeId(3), NodeId(5)],
@@ -445,13 +468,24 @@ mod tests {
                 ..spec.clone()
             },
         };
-        assert!(idle.apply(&m, 5).is_err(), "node 5 hosts nothing");
+        assert_eq!(
+            idle.apply(&m, 5),
+            Err(InvalidMap::MoveToIdleNode(NodeId(5)).into()),
+            "node 5 hosts nothing"
+        );
         let twice = Reconfiguration::Move {
             partition: PartitionId(1),
             replicas: vec![NodeId(2), NodeId(2), NodeId(3)],
             stream: spec,
         };
-        assert!(twice.apply(&m, 5).is_err());
+        assert_eq!(
+            twice.apply(&m, 5),
+            Err(InvalidMap::MoveReplicasNotDistinct {
+                partition: PartitionId(1),
+                replicas: vec![NodeId(2), NodeId(2), NodeId(3)],
+            }
+            .into())
+        );
     }
 
     #[test]
@@ -471,63 +505,161 @@ mod tests {
     #[test]
     fn bad_reconfigurations_are_refused_and_change_nothing() {
         let m = map();
+        let cut =
+            |source: u32, new: u32, stream: StreamSpec, at_token, at_keys| Reconfiguration::Split {
+                source: PartitionId(source),
+                new: PartitionId(new),
+                stream,
+                at_token,
+                at_keys,
+            };
+        let split =
+            |source, new, stream, at_token| cut(source, new, spec(stream), at_token, vec![]);
+        let three = vec![NodeId(1), NodeId(2), NodeId(3)];
         let bad = [
-            Reconfiguration::Split {
-                source: PartitionId(9),
-                new: PartitionId(3),
-                stream: spec(4),
-                at_token: Some(5),
-                at_keys: vec![],
-            },
-            Reconfiguration::Split {
-                source: PartitionId(1),
-                new: PartitionId(2),
-                stream: spec(4),
-                at_token: Some(5),
-                at_keys: vec![],
-            },
-            Reconfiguration::Split {
-                source: PartitionId(1),
-                new: PartitionId(3),
-                stream: spec(2),
-                at_token: Some(5),
-                at_keys: vec![],
-            },
-            Reconfiguration::Split {
-                source: PartitionId(1),
-                new: PartitionId(3),
-                stream: spec(4),
-                at_token: Some(1 << 31), // starts partition 2's segment
-                at_keys: vec![],
-            },
-            Reconfiguration::Split {
-                source: PartitionId(1),
-                new: PartitionId(3),
-                stream: spec(4),
-                at_token: Some(0),
-                at_keys: vec![],
-            },
-            Reconfiguration::Split {
-                source: PartitionId(1),
-                new: PartitionId(3),
-                stream: spec(4),
-                at_token: None,
-                at_keys: vec![("h".into(), Bytes::from_static(b"k"))],
-            },
-            Reconfiguration::Merge {
-                source: PartitionId(1),
-                into: PartitionId(1),
-            },
-            Reconfiguration::ReplaceStream {
-                partition: PartitionId(1),
-                stream: StreamSpec {
-                    acceptors: vec![NodeId(1), NodeId(2)],
-                    ..spec(5)
+            (
+                split(9, 3, 4, Some(5)),
+                InvalidMap::NoPartitionToSplit(PartitionId(9)),
+            ),
+            (
+                split(1, 2, 4, Some(5)),
+                InvalidMap::PartitionExists(PartitionId(2)),
+            ),
+            (
+                split(1, 3, 2, Some(5)),
+                InvalidMap::StreamInUse {
+                    stream: StreamId(2),
                 },
-            },
+            ),
+            (
+                // Starts partition 2's segment.
+                split(1, 3, 4, Some(1 << 31)),
+                InvalidMap::TokenOutsideSegment {
+                    token: 1 << 31,
+                    partition: PartitionId(1),
+                    owner: PartitionId(2),
+                },
+            ),
+            (
+                split(1, 3, 4, Some(0)),
+                InvalidMap::TokenOutsideSegment {
+                    token: 0,
+                    partition: PartitionId(1),
+                    owner: PartitionId(1),
+                },
+            ),
+            (split(1, 3, 4, None), InvalidMap::SplitMovesNothing),
+            (
+                cut(
+                    1,
+                    3,
+                    spec(4),
+                    None,
+                    vec![("h".into(), Bytes::from_static(b"k"))],
+                ),
+                InvalidMap::NotARangeKeyspace("h".into()),
+            ),
+            (
+                cut(
+                    1,
+                    3,
+                    spec(4),
+                    None,
+                    vec![("r".into(), Bytes::from_static(b"p"))],
+                ),
+                InvalidMap::KeyOutsideRange {
+                    keyspace: "r".into(),
+                    key: Bytes::from_static(b"p"),
+                    partition: PartitionId(1),
+                },
+            ),
+            (
+                cut(
+                    1,
+                    3,
+                    StreamSpec {
+                        acceptors: vec![NodeId(1)],
+                        ..spec(4)
+                    },
+                    Some(5),
+                    vec![],
+                ),
+                InvalidMap::SplitStreamMembers {
+                    partition: PartitionId(1),
+                    replicas: three.clone(),
+                },
+            ),
+            (
+                Reconfiguration::Merge {
+                    source: PartitionId(1),
+                    into: PartitionId(1),
+                },
+                InvalidMap::MergeIntoItself,
+            ),
+            (
+                Reconfiguration::Merge {
+                    source: PartitionId(1),
+                    into: PartitionId(9),
+                },
+                InvalidMap::MergeUnknownPartition {
+                    from: PartitionId(1),
+                    into: PartitionId(9),
+                },
+            ),
+            (
+                Reconfiguration::ReplaceStream {
+                    partition: PartitionId(1),
+                    stream: StreamSpec {
+                        acceptors: vec![NodeId(1), NodeId(2)],
+                        ..spec(5)
+                    },
+                },
+                InvalidMap::EvenAcceptors {
+                    stream: StreamId(5),
+                    acceptors: 2,
+                },
+            ),
+            (
+                Reconfiguration::ReplaceStream {
+                    partition: PartitionId(9),
+                    stream: spec(5),
+                },
+                InvalidMap::NoPartition(PartitionId(9)),
+            ),
+            (
+                Reconfiguration::ReplaceStream {
+                    partition: PartitionId(1),
+                    stream: StreamSpec {
+                        acceptors: vec![NodeId(1)],
+                        ..spec(5)
+                    },
+                },
+                InvalidMap::ReplicasMustLearn {
+                    partition: PartitionId(1),
+                    replicas: three,
+                },
+            ),
         ];
-        for change in bad {
-            assert!(change.apply(&m, 0).is_err(), "{change:?} accepted");
+        for (change, why) in bad {
+            assert_eq!(
+                change.apply(&m, 0),
+                Err(PartitionMapError::Invalid(why)),
+                "{change:?}"
+            );
         }
+        let mut apart = m.clone();
+        apart.partitions.get_mut(&PartitionId(2)).unwrap().replicas = vec![NodeId(1)];
+        let merge = Reconfiguration::Merge {
+            source: PartitionId(2),
+            into: PartitionId(1),
+        };
+        assert_eq!(
+            merge.apply(&apart, 0),
+            Err(InvalidMap::MergeReplicasDiffer {
+                from: PartitionId(2),
+                into: PartitionId(1),
+            }
+            .into())
+        );
     }
 }

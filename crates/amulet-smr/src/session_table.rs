@@ -91,6 +91,15 @@ impl<R: Clone> SessionTable<R> {
         self.sessions.remove(&session);
     }
 
+    /// The session whose lease ends first, and when (global time, µs).
+    /// Linear in the open sessions: for invariant checks.
+    pub fn first_to_expire(&self) -> Option<(SessionId, u64)> {
+        self.sessions
+            .iter()
+            .map(|(id, s)| (*id, s.expires_at_micros))
+            .min_by_key(|(_, expires_at_micros)| *expires_at_micros)
+    }
+
     /// Drops sessions whose lease ended by global time `now_micros`.
     pub fn expire(&mut self, now_micros: u64) {
         self.sessions

@@ -85,7 +85,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_4_2_a_partition_stream_is_trimmed_by_its_own_replicas() {
+    fn thesis_3_4_2_a_partition_stream_is_trimmed_by_its_own_replicas() {
         let s = safe(&[(1, 50), (2, 30), (3, 40), (4, 1), (5, 1), (6, 1)]);
         let all = trim_point(&map(), StreamId(2), &s, TrimQuorum::All);
         let majority = trim_point(&map(), StreamId(2), &s, TrimQuorum::Majority);
@@ -94,7 +94,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_4_2_the_global_stream_waits_for_every_partition() {
+    fn thesis_3_4_2_the_global_stream_waits_for_every_partition() {
         let s = safe(&[(1, 50), (2, 50), (3, 50), (4, 20), (5, 25), (6, 9)]);
         let all = trim_point(&map(), StreamId(1), &s, TrimQuorum::All);
         let majority = trim_point(&map(), StreamId(1), &s, TrimQuorum::Majority);
@@ -103,7 +103,7 @@ mod tests {
     }
 
     #[test]
-    fn section_3_4_2_an_unheard_replica_holds_nothing() {
+    fn thesis_3_4_2_an_unheard_replica_holds_nothing() {
         let s = safe(&[(1, 50), (2, 50)]);
         let all = trim_point(&map(), StreamId(2), &s, TrimQuorum::All);
         let majority = trim_point(&map(), StreamId(2), &s, TrimQuorum::Majority);

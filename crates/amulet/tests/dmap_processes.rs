@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[test]
-fn section_3_acknowledged_writes_survive_sigkill_of_one_replica_per_partition() {
+fn dmap_iii_acknowledged_writes_survive_sigkill_of_one_replica_per_partition() {
     let mut cluster = Cluster::start("kill");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -208,7 +208,7 @@ fn section_3_acknowledged_writes_survive_sigkill_of_one_replica_per_partition() 
 }
 
 #[test]
-fn section_3_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
+fn dmap_iii_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
     const ENTRIES: u32 = 1_000_000;
     const BATCH: u32 = 10_000;
     let cluster = Cluster::start("million");
@@ -301,7 +301,7 @@ fn section_3_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
 }
 
 #[test]
-fn section_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
+fn thesis_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
     let mut cluster = Cluster::start_with("ckpt", Some(200));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -448,7 +448,7 @@ fn section_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
 }
 
 #[test]
-fn section_3_4_2_a_replica_behind_the_trim_point_recovers_from_a_peers_checkpoint() {
+fn thesis_3_4_2_a_replica_behind_the_trim_point_recovers_from_a_peers_checkpoint() {
     let mut cluster = Cluster::start_with("transfer", Some(200));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -10,8 +10,9 @@ reference implementation of the client protocol of
   involves, stamped with the cached map version;
 - each operation runs in a session (random id) at the session's next
   sequence number, one operation in flight per session; after
-  DEADLINE_EXCEEDED, UNAVAILABLE, a timeout or ``behind`` it is resent with
-  the *same* sequence, so it applies at most once however often it is sent;
+  DEADLINE_EXCEEDED, UNAVAILABLE, a timeout, ``behind`` or ``retryable`` it
+  is resent with the *same* sequence, so it applies at most once however
+  often it is sent;
 - ``session-expired`` reopens the session; a session idle for half its
   lease is renewed with KeepAlive before it is used again.
 """
@@ -343,7 +344,9 @@ class Client:
         if kind == "session-expired":
             slot.open = False
             raise _Retry(f"{address}: {message}", maybe_applied=False)
-        if kind == "behind":
+        if kind in ("behind", "retryable"):
+            # Not ordered (behind) or refused for a passing state of the
+            # cluster (retryable): resend with the same sequence.
             raise _Retry(f"{address}: {message}", maybe_applied=False)
         if kind == "stale-sequence":
             raise errors.ProtocolError("the session ran ahead of this client", code)

@@ -65,6 +65,8 @@ impl Net {
     pub fn pump(&mut self) {
         for _ in 0..100_000 {
             for (&id, node) in self.nodes.iter_mut() {
+                // Every step of every node leaves it in a state a correct one can be in.
+                node.check_invariants();
                 let effects = node.drain();
                 self.delivered
                     .entry(id)

@@ -1,26 +1,55 @@
-//! A simulated DMap client: one session, one operation at a time, retries
-//! on timeout (same sequence number, another replica) and on a stale map.
+//! A simulated DMap client: one session, one operation at a time. Its
+//! routing, resends and session handling are the real client's rules
+//! ([`amulet_client::rules`]), driven with virtual time and the seed's
+//! generator; what is the simulator's own is the workload (including
+//! map churn), the history the linearizability checker reads, and the
+//! reading of snapshot pages.
 
 use crate::checker::linearizability::Call;
 use crate::dmap::workload;
 use crate::dmap::{MapOp, Observed};
 use crate::rng::Rng;
-use amulet_dmap::{MapCommand, MapReply};
-use amulet_smr::{Body, ClientReply, ClientRequest, PartitionMap, StateMachine};
-use amulet_types::{NodeId, PartitionId, SessionId};
+use amulet_client::rules::resend::{BACKOFF_MAX_MICROS, BACKOFF_MIN_MICROS};
+use amulet_client::rules::{Next, Outcome, Request, Resend, Session, Timing};
+use amulet_client::Error;
+use amulet_dmap::{MapCommand, MapReply, PartitionState};
+use amulet_smr::{Body, ClientReply, ClientRequest, Keys, PartitionMap, Placement, StateMachine};
+use amulet_types::{NodeId, PartitionId, SessionId, TimeMicros};
+use std::sync::Arc;
 
 /// Chance that an operation of a map-churning client creates or drops
 /// another map instead.
 const MAP_CHURN_PROBABILITY: f64 = 0.03;
-/// Time without a reply before the request is sent again, µs.
+/// Time without a reply before the request counts as lost and is sent
+/// again, µs.
 pub const RETRY_MICROS: u64 = 300_000;
-/// Pause before resending a request answered "behind" (or with no newer
-/// map).
-const BEHIND_PAUSE_MICROS: u64 = 5_000;
 /// Snapshot lease: the whole run.
 const SNAPSHOT_LEASE_MICROS: u64 = 600_000_000;
 /// Session lease: the whole run (expiry is covered by unit tests).
 const SESSION_LEASE_MICROS: u64 = 600_000_000;
+
+/// The rules' times for a simulated client. An operation never gives up:
+/// the run's liveness phase checks that every operation ends, and an
+/// operation given up would only leave the checker another pending call.
+fn timing() -> Timing {
+    Timing {
+        attempt_timeout_micros: RETRY_MICROS,
+        operation_timeout_micros: u64::MAX,
+        session_lease_micros: SESSION_LEASE_MICROS,
+        backoff_min_micros: BACKOFF_MIN_MICROS,
+        backoff_max_micros: BACKOFF_MAX_MICROS,
+    }
+}
+
+/// The placement the session's first opening is asked for with: the
+/// session is not open, so the rules answer with an opening and never
+/// route by it.
+fn opening_only() -> Placement {
+    Placement {
+        keyspace: None,
+        keys: Keys::All,
+    }
+}
 
 /// What the client is doing.
 #[derive(Clone, Debug)]
@@ -45,9 +74,6 @@ pub enum Phase {
         command: MapCommand,
         /// Last send.
         sent_at: u64,
-        /// Re-open the session before resending (a command overtook the
-        /// session's opening at some partition).
-        reopen: bool,
     },
     /// Reading the pages of snapshot `snapshot` for `call`.
     Reading {
@@ -68,7 +94,7 @@ pub struct Send {
     pub to: NodeId,
     /// The partition whose replica at `to` takes it (`None`: any).
     pub partition: Option<PartitionId>,
-    /// Tag matching replies to the operation.
+    /// Tag matching replies to the attempt.
     pub tag: u64,
     /// The request.
     pub request: ClientRequest<MapCommand>,
@@ -78,22 +104,28 @@ pub struct Send {
 pub struct SimClient {
     /// Its network address.
     pub endpoint: NodeId,
-    session: SessionId,
-    sequence: u64,
+    session: Session,
     /// Its cached partition map.
-    pub map: PartitionMap,
+    pub map: Arc<PartitionMap>,
+    /// Tag of the last request sent (one per attempt).
     tag: u64,
+    /// Tag of the current operation's first attempt: a reply with a lower
+    /// tag answers an operation that ended.
+    first_tag: u64,
     /// What it is doing.
     pub phase: Phase,
     /// Operations it completed after the network healed.
     pub completed_after_heal: u64,
     /// Whether it sometimes creates or drops another map.
     pub churns_maps: bool,
-    /// The last reply said "behind" without a newer map: the replicas its
-    /// map names may all have moved away (a node hosting nothing knows no
-    /// map), so the resend may go to any node, which answers with its map
-    /// (as the real client refreshes its map from any node on a retry).
-    asked_elsewhere: bool,
+    /// The attempts of the current operation (or of the first opening).
+    attempts: Option<Resend>,
+    /// The map each command attempt of the current operation was routed
+    /// by, by tag: a snapshot's partitions are those of the map its
+    /// opening executed under.
+    routed_by: Vec<(u64, Arc<PartitionMap>)>,
+    /// After a failed attempt, when to send the next one.
+    resume_at: Option<u64>,
 }
 
 impl SimClient {
@@ -101,77 +133,105 @@ impl SimClient {
     pub fn new(endpoint: NodeId, session: SessionId, map: PartitionMap) -> SimClient {
         SimClient {
             endpoint,
-            session,
-            sequence: 0,
-            map,
+            session: Session::with_id(session),
+            map: Arc::new(map),
             tag: 0,
+            first_tag: 1,
             phase: Phase::Opening { sent_at: 0 },
             completed_after_heal: 0,
             churns_maps: false,
-            asked_elsewhere: false,
-        }
-    }
-
-    fn any_node(&self, rng: &mut Rng) -> NodeId {
-        *rng.pick(&self.map.hosting_nodes())
-            .expect("partitions have replicas")
-    }
-
-    /// Session requests are not deduplicated (opening is idempotent), so
-    /// they carry sequence 0.
-    fn open_request(&mut self, rng: &mut Rng) -> Send {
-        Send {
-            to: self.any_node(rng),
-            partition: None,
-            tag: self.tag,
-            request: ClientRequest {
-                map_version: self.map.version,
-                session: Some((self.session, 0)),
-                body: Body::OpenSession {
-                    lease_micros: SESSION_LEASE_MICROS,
-                },
-            },
+            attempts: None,
+            routed_by: Vec::new(),
+            resume_at: None,
         }
     }
 
     /// The session's first request.
     pub fn start(&mut self, now: u64, rng: &mut Rng) -> Send {
+        // Opening changes nothing: read-only attempts.
+        self.begin(now, true);
         self.phase = Phase::Opening { sent_at: now };
-        self.open_request(rng)
+        self.send(now, rng)
     }
 
-    /// The partition a command is sent to: the first it involves.
-    fn target(&self, command: &MapCommand) -> PartitionId {
-        let placement = amulet_dmap::PartitionState::placement(command);
-        self.map
-            .partitions_for(&placement)
-            .ok()
-            .and_then(|p| p.first().copied())
-            .unwrap_or_else(|| *self.map.partitions.keys().next().expect("a partition"))
+    /// Starts an operation's attempts at `now`.
+    fn begin(&mut self, now: u64, read_only: bool) {
+        self.attempts = Some(Resend::new(TimeMicros(now), &timing(), read_only));
+        self.first_tag = self.tag + 1;
+        self.routed_by.clear();
+        self.resume_at = None;
     }
 
-    fn command_request(&mut self, command: &MapCommand, rng: &mut Rng) -> Send {
-        let partition = self.target(command);
-        let to = if std::mem::take(&mut self.asked_elsewhere) && rng.chance(0.5) {
-            self.any_node(rng)
-        } else {
-            *rng.pick(&self.map.partitions[&partition].replicas)
-                .expect("replicas")
+    /// The request the rules ask for now.
+    fn send(&mut self, now: u64, rng: &mut Rng) -> Send {
+        let (command, placement) = match &mut self.phase {
+            Phase::Opening { sent_at } => {
+                *sent_at = now;
+                (None, opening_only())
+            }
+            Phase::Waiting {
+                command, sent_at, ..
+            } => {
+                *sent_at = now;
+                let placement = PartitionState::placement(command);
+                (Some(command.clone()), placement)
+            }
+            other => unreachable!("nothing to send while {other:?}"),
         };
-        Send {
-            to,
-            partition: Some(partition),
-            tag: self.tag,
-            request: ClientRequest {
-                map_version: self.map.version,
-                session: Some((self.session, self.sequence)),
-                body: Body::App(command.clone()),
+        let attempts = self.attempts.as_mut().expect("an operation in progress");
+        let reachable = self.map.hosting_nodes();
+        let request = attempts
+            .next_request(
+                &self.session,
+                TimeMicros(now),
+                &self.map,
+                &placement,
+                &reachable,
+                rng,
+            )
+            .expect("the map names replicas");
+        self.tag += 1;
+        let tag = self.tag;
+        match request {
+            // Session requests are not deduplicated (opening is
+            // idempotent), so they carry sequence 0.
+            Request::OpenSession { to, map_version } => Send {
+                to,
+                partition: None,
+                tag,
+                request: ClientRequest {
+                    map_version,
+                    session: Some((self.session.id(), 0)),
+                    body: Body::OpenSession {
+                        lease_micros: SESSION_LEASE_MICROS,
+                    },
+                },
             },
+            Request::Command {
+                to,
+                partition,
+                map_version,
+                sequence,
+            } => {
+                let pinned = attempts.pinned().expect("a command is routed by a map");
+                self.routed_by.push((tag, pinned.clone()));
+                Send {
+                    to,
+                    partition: Some(partition),
+                    tag,
+                    request: ClientRequest {
+                        map_version,
+                        session: Some((self.session.id(), sequence)),
+                        body: Body::App(command.expect("a command while waiting")),
+                    },
+                }
+            }
         }
     }
 
-    /// Time passes: start an operation or resend. `issue` is false once
-    /// the run stops starting operations.
+    /// Time passes: start an operation, count an unanswered attempt as
+    /// lost, or resend after a pause. `issue` is false once the run stops
+    /// starting operations.
     pub fn tick(
         &mut self,
         now: u64,
@@ -179,65 +239,78 @@ impl SimClient {
         rng: &mut Rng,
         calls: &mut Vec<Call<MapOp, Observed>>,
     ) -> Option<Send> {
-        match self.phase.clone() {
-            Phase::Opening { sent_at } if now - sent_at >= RETRY_MICROS => {
-                self.phase = Phase::Opening { sent_at: now };
-                Some(self.open_request(rng))
-            }
+        match self.phase {
             Phase::Thinking { until } if now >= until && issue => {
-                self.tag += 1;
-                self.sequence += 1;
-                if self.churns_maps && rng.chance(MAP_CHURN_PROBABILITY) {
-                    let command = workload::draw_map_churn(rng);
-                    self.phase = Phase::Waiting {
-                        call: None,
-                        command: command.clone(),
-                        sent_at: now,
-                        reopen: false,
+                let (call, command) = if self.churns_maps && rng.chance(MAP_CHURN_PROBABILITY) {
+                    (None, workload::draw_map_churn(rng))
+                } else {
+                    let op = workload::draw(rng);
+                    let command = match &op {
+                        MapOp::Command(command) => command.clone(),
+                        MapOp::Scan => MapCommand::OpenSnapshot {
+                            map: workload::map_name(),
+                            lease_micros: SNAPSHOT_LEASE_MICROS,
+                        },
                     };
-                    return Some(self.command_request(&command, rng));
-                }
-                let op = workload::draw(rng);
-                let command = match &op {
-                    MapOp::Command(command) => command.clone(),
-                    MapOp::Scan => MapCommand::OpenSnapshot {
-                        map: workload::map_name(),
-                        lease_micros: SNAPSHOT_LEASE_MICROS,
-                    },
+                    calls.push(Call {
+                        invoke: now,
+                        complete: None,
+                        op,
+                        result: None,
+                    });
+                    (Some(calls.len() - 1), command)
                 };
-                calls.push(Call {
-                    invoke: now,
-                    complete: None,
-                    op,
-                    result: None,
-                });
-                self.phase = Phase::Waiting {
-                    call: Some(calls.len() - 1),
-                    command: command.clone(),
-                    sent_at: now,
-                    reopen: false,
-                };
-                Some(self.command_request(&command, rng))
-            }
-            Phase::Waiting {
-                call,
-                command,
-                sent_at,
-                reopen,
-            } if now - sent_at >= RETRY_MICROS => {
+                self.begin(now, command.is_read_only());
                 self.phase = Phase::Waiting {
                     call,
-                    command: command.clone(),
+                    command,
                     sent_at: now,
-                    reopen,
                 };
-                if reopen {
-                    return Some(self.open_request(rng));
+                Some(self.send(now, rng))
+            }
+            Phase::Opening { .. } | Phase::Waiting { .. } => {
+                let attempts = self.attempts.as_mut()?;
+                if attempts.unanswered(TimeMicros(now)) {
+                    let lost = Outcome::NoAnswer(format!("no answer in {RETRY_MICROS} µs"));
+                    match attempts.on_outcome::<MapReply>(lost, &mut self.session, TimeMicros(now))
+                    {
+                        Next::Retry { .. } => self.pause(now, rng),
+                        other => unreachable!("a lost attempt is resent, not {other:?}"),
+                    }
+                    return None;
                 }
-                Some(self.command_request(&command, rng))
+                match self.resume_at {
+                    Some(at) if now >= at => {
+                        self.resume_at = None;
+                        Some(self.send(now, rng))
+                    }
+                    _ => None,
+                }
             }
             _ => None,
         }
+    }
+
+    /// After a failed attempt: wait as the rules say, or give up (the
+    /// call stays pending: its outcome is unknown, never wrong).
+    fn pause(&mut self, now: u64, rng: &mut Rng) {
+        let attempts = self.attempts.as_mut().expect("an operation in progress");
+        match attempts.pause(TimeMicros(now)) {
+            Ok(until) => self.resume_at = Some(until.0),
+            Err(_) => self.end(now, rng),
+        }
+    }
+
+    /// The current operation ended: think.
+    fn end(&mut self, now: u64, rng: &mut Rng) {
+        if matches!(self.phase, Phase::Waiting { .. }) {
+            self.session.end_operation();
+        }
+        self.attempts = None;
+        self.resume_at = None;
+        self.phase = Phase::Thinking {
+            until: now + rng.range(0, 20_000),
+        };
     }
 
     /// A reply for this client. Returns a request to send at once, if any.
@@ -250,165 +323,143 @@ impl SimClient {
         rng: &mut Rng,
         calls: &mut [Call<MapOp, Observed>],
     ) -> Result<Option<Send>, String> {
-        if tag != self.tag {
+        if tag < self.first_tag {
             return Ok(None); // a late reply to an earlier operation
         }
-        let think = |rng: &mut Rng| Phase::Thinking {
-            until: now + rng.range(0, 20_000),
+        let Some(attempts) = self.attempts.as_mut() else {
+            return Ok(None);
         };
-        match (self.phase.clone(), reply) {
-            (Phase::Opening { .. }, ClientReply::SessionOk) => {
-                self.phase = think(rng);
-                Ok(None)
+        // A replica saying the map is stale hands over its own: the
+        // simulated client's refresh.
+        let carried = match &reply {
+            ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) => Some(map.clone()),
+            _ => None,
+        };
+        let outcome = Outcome::from(reply);
+        let next = if tag == self.tag && attempts.in_flight().is_some() {
+            attempts.on_outcome(outcome, &mut self.session, TimeMicros(now))
+        } else {
+            // An attempt given up as lost, answered after all.
+            match attempts.on_late_outcome(outcome) {
+                Some(reply) => Next::Done(reply),
+                None => return Ok(None),
             }
-            (Phase::Waiting { call, command, .. }, ClientReply::SessionOk) => {
-                // The session is open again: resend the command now.
-                self.phase = Phase::Waiting {
-                    call,
-                    command: command.clone(),
-                    sent_at: now,
-                    reopen: false,
-                };
-                Ok(Some(self.command_request(&command, rng)))
-            }
-            (
-                Phase::Waiting {
-                    call: None,
-                    command,
-                    ..
-                },
-                ClientReply::Done(reply),
-            ) => {
-                let expected = matches!(
-                    reply,
-                    MapReply::Done | MapReply::Failed(amulet_dmap::MapError::MapExists(_))
-                ) || matches!(
-                    (&command, &reply),
-                    (
-                        MapCommand::DropMap { .. },
-                        MapReply::Failed(amulet_dmap::MapError::UnknownMap(_))
-                    )
-                );
-                if !expected {
-                    return Err(format!("unexpected reply {reply:?} to {command:?}"));
+        };
+        match next {
+            Next::Continue => match self.phase {
+                Phase::Opening { .. } => {
+                    self.end(now, rng);
+                    Ok(None)
                 }
-                self.phase = think(rng);
+                // The session is open again: resend the command now.
+                _ => Ok(Some(self.send(now, rng))),
+            },
+            Next::Retry { refresh_map } => {
+                if let Some(map) = carried.filter(|m| refresh_map && m.version > self.map.version) {
+                    self.map = Arc::new(*map);
+                }
+                self.pause(now, rng);
                 Ok(None)
             }
+            Next::Done(reply) => self.done(now, tag, reply, healed, rng, calls),
+            Next::Fail(error) => self.failed(now, error, rng),
+        }
+    }
+
+    /// The operation's reply came (to the attempt tagged `tag`).
+    fn done(
+        &mut self,
+        now: u64,
+        tag: u64,
+        reply: MapReply,
+        healed: bool,
+        rng: &mut Rng,
+        calls: &mut [Call<MapOp, Observed>],
+    ) -> Result<Option<Send>, String> {
+        let Phase::Waiting { call, command, .. } = self.phase.clone() else {
+            return Err(format!("a reply {reply:?} to no command"));
+        };
+        let routed_by = self
+            .routed_by
+            .iter()
+            .find(|(t, _)| *t == tag)
+            .map(|(_, map)| map.clone());
+        self.end(now, rng);
+        let Some(call) = call else {
+            let expected = matches!(
+                reply,
+                MapReply::Done | MapReply::Failed(amulet_dmap::MapError::MapExists(_))
+            ) || matches!(
+                (&command, &reply),
+                (
+                    MapCommand::DropMap { .. },
+                    MapReply::Failed(amulet_dmap::MapError::UnknownMap(_))
+                )
+            );
+            if !expected {
+                return Err(format!("unexpected reply {reply:?} to {command:?}"));
+            }
+            return Ok(None);
+        };
+        if calls[call].op == MapOp::Scan {
+            let MapReply::Snapshot(snapshot) = reply else {
+                return Err(format!("opening a snapshot failed: {reply:?}"));
+            };
+            // The partitions the opening involved by the map it was
+            // routed by (a replica executes a command only under the map
+            // version it carries): a partition holding none of the map's
+            // keys (a range map whose split moved no range) took no
+            // snapshot.
+            let map = routed_by.ok_or("a snapshot opened by no attempt")?;
+            let partitions = map
+                .partitions_for(&PartitionState::placement(&command))
+                .map_err(|e| format!("the snapshot's map is unknown: {e}"))?;
+            self.phase = Phase::Reading {
+                call,
+                snapshot,
+                opened_at: now,
+                partitions,
+            };
+            return Ok(None);
+        }
+        calls[call].complete = Some(now);
+        calls[call].result = Some(Observed::Reply(reply));
+        self.completed_after_heal += u64::from(healed);
+        Ok(None)
+    }
+
+    /// The operation failed for good.
+    fn failed(&mut self, now: u64, error: Error, rng: &mut Rng) -> Result<Option<Send>, String> {
+        let phase = self.phase.clone();
+        self.end(now, rng);
+        match (&phase, &error) {
+            // Took effect (or may have), reply unknown: the call stays
+            // pending.
+            (_, Error::OutcomeUnknown(_) | Error::Unavailable(_)) => Ok(None),
+            // Creating a map that exists, dropping one that does not.
             (
-                Phase::Waiting {
-                    call: None,
-                    command: MapCommand::DropMap { .. },
-                    ..
-                },
-                ClientReply::UnknownKeyspace(_),
-            )
-            | (
                 Phase::Waiting {
                     call: None,
                     command: MapCommand::CreateMap { .. },
                     ..
                 },
-                ClientReply::KeyspaceExists(_),
-            ) => {
-                self.phase = think(rng);
-                Ok(None)
+                Error::AlreadyExists(_),
+            )
+            | (
+                Phase::Waiting {
+                    call: None,
+                    command: MapCommand::DropMap { .. },
+                    ..
+                },
+                Error::NotFound(_),
+            ) => Ok(None),
+            (Phase::Waiting { command, .. }, _) => {
+                Err(format!("unexpected failure of {command:?}: {error}"))
             }
-            (Phase::Waiting { call, command, .. }, reply) => match reply {
-                ClientReply::Done(MapReply::Snapshot(snapshot))
-                    if call.is_some_and(|c| calls[c].op == MapOp::Scan) =>
-                {
-                    let call = call.expect("checked");
-                    // The partitions the opening involved (the map did not
-                    // change in between: the command carried its version):
-                    // a partition holding none of the map's keys (a range
-                    // map whose split moved no range) took no snapshot.
-                    let placement =
-                        <amulet_dmap::PartitionState as amulet_smr::StateMachine>::placement(
-                            &command,
-                        );
-                    let partitions = self
-                        .map
-                        .partitions_for(&placement)
-                        .map_err(|e| format!("the snapshot's map is unknown: {e}"))?;
-                    self.phase = Phase::Reading {
-                        call,
-                        snapshot,
-                        opened_at: now,
-                        partitions,
-                    };
-                    Ok(None)
-                }
-                ClientReply::Done(reply) => {
-                    let call = call.expect("admin replies are handled above");
-                    if calls[call].op == MapOp::Scan {
-                        return Err(format!("opening a snapshot failed: {reply:?}"));
-                    }
-                    calls[call].complete = Some(now);
-                    calls[call].result = Some(Observed::Reply(reply));
-                    self.completed_after_heal += u64::from(healed);
-                    self.phase = think(rng);
-                    Ok(None)
-                }
-                reply @ (ClientReply::Behind
-                | ClientReply::StaleMap(_)
-                | ClientReply::NotAReplica(_)) => {
-                    // Nothing was ordered: adopt a newer map if given, and
-                    // resend (maybe elsewhere): at once with a newer map,
-                    // after a short pause otherwise (the replica is behind
-                    // or has not forked a new partition yet; resending at
-                    // once, every duplicated reply would double the
-                    // requests in flight).
-                    let mut newer = false;
-                    if let ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) = reply {
-                        if map.version > self.map.version {
-                            self.map = *map;
-                            newer = true;
-                        }
-                    }
-                    if !newer {
-                        self.asked_elsewhere = true;
-                        self.phase = Phase::Waiting {
-                            call,
-                            command,
-                            sent_at: now.saturating_sub(RETRY_MICROS - BEHIND_PAUSE_MICROS),
-                            reopen: false,
-                        };
-                        return Ok(None);
-                    }
-                    self.phase = Phase::Waiting {
-                        call,
-                        command: command.clone(),
-                        sent_at: now,
-                        reopen: false,
-                    };
-                    Ok(Some(self.command_request(&command, rng)))
-                }
-                ClientReply::SessionExpired => {
-                    // The command overtook the session's opening in this
-                    // partition's merge (streams are ordered among
-                    // themselves, not in real time): open again, then
-                    // resend. Nothing was executed.
-                    self.phase = Phase::Waiting {
-                        call,
-                        command,
-                        sent_at: now.saturating_sub(RETRY_MICROS),
-                        reopen: true,
-                    };
-                    Ok(None)
-                }
-                ClientReply::Lost => {
-                    // Took effect, reply unknown: it stays a pending call.
-                    self.phase = think(rng);
-                    Ok(None)
-                }
-                other => Err(format!("unexpected reply {other:?} to {command:?}")),
-            },
-            _ => Ok(None),
+            (_, _) => Err(format!("opening the session failed: {error}")),
         }
     }
 
-    /// The scan of `call` read its pages: it completes now.
     /// Gives up reading a snapshot that no replica holds any more (every
     /// replica of a partition was restored from a checkpoint taken after
     /// the snapshot opened; checkpoints keep no copy of open snapshots).
@@ -419,6 +470,7 @@ impl SimClient {
         };
     }
 
+    /// The scan of `call` read its pages: it completes now.
     pub fn scanned(
         &mut self,
         now: u64,

@@ -3,20 +3,20 @@
 //! the newest map, while clients run and the nemesis strikes.
 
 use super::*;
+use amulet_smr::{Reconfiguration, StreamSpec};
 
 impl DmapCluster {
     /// The operator sends one reconfiguration, drawn against the newest
     /// map a live node holds, to a live replica of the partition it
     /// concerns. Its reply is only printed: a refused or lost one is
     /// followed by another.
-    pub(super) fn reconfigure(&mut self) {
-        let now = self.now;
-        let Some(map) = self
-            .slots
-            .values()
-            .filter_map(|s| s.process.as_ref())
-            .filter_map(|p| newest_map(&p.replicas))
+    pub(super) fn reconfigure(&mut self, harness: &mut Harness) {
+        let now = harness.now;
+        let Some(map) = harness
+            .hosts()
+            .filter_map(|(_, h)| h.current_map())
             .max_by_key(|m| m.version)
+            .cloned()
         else {
             return;
         };
@@ -27,7 +27,7 @@ impl DmapCluster {
         } else {
             3
         };
-        let lost = self.nemesis.lost_state().clone();
+        let lost = harness.nemesis.lost_state().clone();
         let operator = self.operator.as_mut().expect("checked by the caller");
         operator.next = now.plus(operator.rng.range(200_000, 1_500_000));
         let partitions: Vec<PartitionId> = map.partitions.keys().copied().collect();
@@ -155,7 +155,7 @@ impl DmapCluster {
         let live: Vec<NodeId> = replicas
             .iter()
             .copied()
-            .filter(|n| self.slots[n].process.is_some())
+            .filter(|n| harness.host(*n).is_some())
             .collect();
         let Some(&to) = operator.rng.pick(&live) else {
             return;
@@ -164,22 +164,19 @@ impl DmapCluster {
             // Its acceptors may span the groups the nemesis budgets (a
             // single synced acceptor needs no budget: it is the stream).
             if stream.acceptors.len() > 1 {
-                self.nemesis
+                harness
+                    .nemesis
                     .add_group(CrashGroup::minority(stream.acceptors.clone()));
             }
         }
         if self.verbose {
             println!("t={}us operator -> {to}: {change:?}", now.0);
         }
-        let message = SimMessage::Request {
-            tag: 0,
-            partition: Some(source),
-            request: ClientRequest {
-                map_version: map.version,
-                session: None,
-                body: amulet_smr::Body::Reconfigure(change),
-            },
+        let request = ClientRequest {
+            map_version: map.version,
+            session: None,
+            body: amulet_smr::Body::Reconfigure(change),
         };
-        self.network.send(now, OPERATOR_ENDPOINT, to, message);
+        harness.request(OPERATOR_ENDPOINT, to, 0, Some(source), request);
     }
 }

@@ -48,9 +48,9 @@ import java.util.regex.Pattern;
  *       involves, stamped with the cached map version;
  *   <li>each operation runs in a session (random id) at the session's next
  *       sequence number, one operation in flight per session; after
- *       DEADLINE_EXCEEDED, UNAVAILABLE, an attempt timeout or {@code behind}
- *       it is resent with the same session and sequence, so it applies at
- *       most once however often it is sent;
+ *       DEADLINE_EXCEEDED, UNAVAILABLE, an attempt timeout, {@code behind} or
+ *       {@code retryable} it is resent with the same session and sequence, so
+ *       it applies at most once however often it is sent;
  *   <li>{@code session-expired} reopens the session; a session idle for half
  *       its lease is renewed (KeepAlive) before it is used again.
  * </ul>
@@ -479,6 +479,9 @@ public final class AmuletClient implements AutoCloseable {
           s.open = false;
           throw new Retry(message, false);
         case "behind":
+        case "retryable":
+          // Not ordered (behind), or refused for a passing state of the
+          // cluster (retryable): resend with the same sequence.
           throw new Retry(message, false);
         case "stale-sequence":
           throw new AmuletException(

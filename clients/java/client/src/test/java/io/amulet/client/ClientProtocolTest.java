@@ -3,6 +3,7 @@ package io.amulet.client;
 import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import amulet.v1.AmuletOuterClass.MapRequest;
@@ -150,6 +151,141 @@ public class ClientProtocolTest {
               headers);
         }
       };
+    }
+  }
+
+  /**
+   * Answers the first {@code refusals} Execute calls of an op with {@code
+   * status} and the {@code amulet-error} kind {@code kind} without sending
+   * them (a refusal that changed nothing); records every header sent.
+   */
+  static final class Refuse implements ClientInterceptor {
+    static final Metadata.Key<String> AMULET_ERROR =
+        Metadata.Key.of("amulet-error", Metadata.ASCII_STRING_MARSHALLER);
+    final MapRequest.OpCase op;
+    final AtomicInteger refusals;
+    final Status status;
+    final String kind;
+    final List<RequestHeader> sent = Collections.synchronizedList(new ArrayList<>());
+
+    Refuse(MapRequest.OpCase op, int refusals, Status status, String kind) {
+      this.op = op;
+      this.refusals = new AtomicInteger(refusals);
+      this.status = status;
+      this.kind = kind;
+    }
+
+    @Override
+    public <Q, R> ClientCall<Q, R> interceptCall(
+        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+      if (!method.getFullMethodName().endsWith("/Execute")) {
+        return next.newCall(method, options);
+      }
+      // The real call starts only once the request is seen and not refused.
+      return new ClientCall<Q, R>() {
+        private Listener<R> listener;
+        private Metadata headers;
+        private ClientCall<Q, R> real;
+        private int requested;
+        private boolean refused;
+
+        @Override
+        public void start(Listener<R> listener, Metadata headers) {
+          this.listener = listener;
+          this.headers = headers;
+        }
+
+        @Override
+        public void request(int count) {
+          if (real != null) {
+            real.request(count);
+          } else {
+            requested += count;
+          }
+        }
+
+        @Override
+        public void sendMessage(Q message) {
+          MapRequest r = (MapRequest) message;
+          if (r.getOpCase() == op) {
+            sent.add(r.getHeader());
+            refused = refusals.getAndDecrement() > 0;
+          }
+          if (refused) {
+            return;
+          }
+          real = next.newCall(method, options);
+          real.start(listener, headers);
+          if (requested > 0) {
+            real.request(requested);
+          }
+          real.sendMessage(message);
+        }
+
+        @Override
+        public void halfClose() {
+          if (refused) {
+            Metadata trailers = new Metadata();
+            if (kind != null) {
+              trailers.put(AMULET_ERROR, kind);
+            }
+            listener.onClose(status, trailers);
+          } else if (real != null) {
+            real.halfClose();
+          }
+        }
+
+        @Override
+        public void cancel(String message, Throwable cause) {
+          if (real != null) {
+            real.cancel(message, cause);
+          }
+        }
+      };
+    }
+  }
+
+  /**
+   * A refusal for a passing state of the cluster (ABORTED, {@code
+   * amulet-error: retryable}, such as another reconfiguration taking
+   * effect) changed nothing: the client resends the same session and
+   * sequence, and the operation succeeds.
+   */
+  @Test
+  public void aRetryableRefusalIsResentWithTheSameSequence() {
+    String name = ByteMapTest.fresh();
+    Refuse refuse =
+        new Refuse(
+            MapRequest.OpCase.PUT,
+            2,
+            Status.ABORTED.withDescription("another reconfiguration is taking effect; retry"),
+            "retryable");
+    try (AmuletClient c =
+        AmuletClient.connect(
+            DevCluster.get().addresses(), ClientConfig.defaults().withBatchesInFlight(0), refuse)) {
+      ByteMap m = c.createMap(name);
+      assertNull(m.put(b("k"), b("v")));
+      assertEquals(3, refuse.sent.size());
+      for (RequestHeader h : refuse.sent) {
+        assertEquals(refuse.sent.get(0).getSession(), h.getSession());
+        assertEquals(refuse.sent.get(0).getSequence(), h.getSequence());
+      }
+      assertArrayEquals(b("v"), m.get(b("k")));
+    }
+  }
+
+  /** Only the kind makes ABORTED retryable: without it the status is final. */
+  @Test
+  public void anAbortedStatusWithoutTheRetryableKindIsFinal() {
+    String name = ByteMapTest.fresh();
+    Refuse refuse = new Refuse(MapRequest.OpCase.PUT, 1, Status.ABORTED, null);
+    try (AmuletClient c =
+        AmuletClient.connect(
+            DevCluster.get().addresses(), ClientConfig.defaults().withBatchesInFlight(0), refuse)) {
+      ByteMap m = c.createMap(name);
+      AmuletException e = assertThrows(AmuletException.class, () -> m.put(b("k"), b("v")));
+      assertEquals(AmuletException.Kind.PROTOCOL, e.kind());
+      assertEquals(1, refuse.sent.size());
     }
   }
 

@@ -1,0 +1,83 @@
+//! Routing (DMap §III-B): the partition a command goes to by a partition
+//! map, and the node an attempt goes to.
+//!
+//! Randomness is an input: every choice draws from the generator passed
+//! in, through [`below`] only, so a seeded generator makes the same
+//! choices on every platform and with every version of `rand` (the
+//! simulator replays a seed from it).
+
+use amulet_smr::{PartitionMap, Placement};
+use amulet_types::{NodeId, PartitionId};
+use rand::RngCore;
+
+/// The partition a command with `placement` is sent to by `map`: the first
+/// one it involves (a multi-partition command is ordered through any of
+/// its partitions' replicas, which multicast it to all of them). A
+/// keyspace unknown to `map` (which may be stale) goes to the lowest
+/// partition, whose replica answers "stale map" or "unknown keyspace".
+/// `None` only for a map without partitions.
+pub fn partition_for(map: &PartitionMap, placement: &Placement) -> Option<PartitionId> {
+    map.partitions_for(placement)
+        .ok()
+        .and_then(|partitions| partitions.first().copied())
+        .or_else(|| map.partitions.keys().next().copied())
+}
+
+/// A random replica of `partition` by `map` among `reachable` (ascending:
+/// the nodes the caller can address), other than `avoid` when the
+/// partition has another: a replica that just failed (down, partitioned
+/// away, catching up) should not get the resend too. `None` when no
+/// replica is reachable.
+pub fn replica(
+    map: &PartitionMap,
+    partition: PartitionId,
+    avoid: Option<NodeId>,
+    reachable: &[NodeId],
+    rng: &mut (impl RngCore + ?Sized),
+) -> Option<NodeId> {
+    let mut replicas: Vec<NodeId> = map
+        .partitions
+        .get(&partition)
+        .map(|p| {
+            p.replicas
+                .iter()
+                .copied()
+                .filter(|n| reachable.binary_search(n).is_ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if replicas.len() > 1 {
+        replicas.retain(|n| Some(*n) != avoid);
+    }
+    pick(&replicas, rng)
+}
+
+/// A random node among `nodes`, `None` when there is none.
+pub fn any_node(nodes: &[NodeId], rng: &mut (impl RngCore + ?Sized)) -> Option<NodeId> {
+    pick(nodes, rng)
+}
+
+/// A uniformly chosen element.
+fn pick<T: Copy>(items: &[T], rng: &mut (impl RngCore + ?Sized)) -> Option<T> {
+    if items.is_empty() {
+        return None;
+    }
+    let index = below(rng, items.len() as u64) as usize;
+    items.get(index).copied()
+}
+
+/// Uniform in `[0, bound)`, unbiased (rejection sampling), from whole
+/// `next_u64` draws, so the result is a function of the generator's
+/// stream alone. Panics if `bound == 0`.
+pub fn below(rng: &mut (impl RngCore + ?Sized), bound: u64) -> u64 {
+    assert!(bound > 0, "below(0) has no value to return");
+    // Reject the top partial copy of [0, bound) so every residue is
+    // equally likely.
+    let zone = u64::MAX - (u64::MAX % bound + 1) % bound;
+    loop {
+        let x = rng.next_u64();
+        if x <= zone {
+            return x % bound;
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! What a host is configured with, and the timing rules it follows (the
+//! same in the node and in the simulator, where they run in virtual time).
+
+use amulet_multicast::GroupId;
+use amulet_smr::TrimQuorum;
+use amulet_types::{NodeId, StreamId};
+use std::sync::Arc;
+
+/// How often safe instances are published, acceptor logs trimmed, moves
+/// adopted and handed off, and stalled state transfers retried.
+pub const TRIM_INTERVAL_MICROS: u64 = 100_000;
+
+/// How often async-durable acceptor logs are synced in the background.
+pub const ASYNC_SYNC_INTERVAL_MICROS: u64 = 5_000;
+
+/// A replica whose streams have this many more instances decided
+/// elsewhere than it has delivered refuses new requests with "behind" (the
+/// client resends to another replica) and answers snapshot pages it cannot
+/// serve yet with "catching up". Well above what a live replica lags by
+/// between two heartbeats under load (tens of instances), well below the
+/// backlog of a node restarted after minutes (the fault suite found
+/// clients waiting seconds on one, and a final snapshot read giving up).
+pub const CATCHING_UP_LAG: u64 = 2_048;
+
+/// Rounds of outputs feeding inputs (deliveries to replicas, their
+/// proposals to the streams, messages to this node looped back) within one
+/// [`crate::Host::flush`]. The rest waits for the next call rather than
+/// starving the runtime's other inputs; `flush` says so
+/// ([`crate::Flushed::Unsettled`]) and the runtime calls it again soon.
+pub const FLUSH_ROUNDS_PER_CALL: u64 = 64;
+
+/// Consecutive rounds without settling after which a host is livelocked:
+/// its outputs keep producing inputs forever. An invariant (checked when
+/// invariants are on), not a runtime condition.
+pub const LIVELOCK_ROUNDS: u64 = 100_000;
+
+/// How long an asker waits for a chunk of a peer's checkpoint before it
+/// asks the next peer.
+pub const TRANSFER_RETRY_AFTER_MICROS: u64 = 1_000_000;
+
+/// Deliberately broken variants of the replicas (the simulator's and the
+/// fault suite's injected bugs; never set in production).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReplicaBugs {
+    /// Multi-partition commands complete without the signal exchange.
+    pub complete_without_signals: bool,
+    /// Single-partition reads are answered from the replica's state at
+    /// once, without ordering them.
+    pub answer_reads_locally: bool,
+}
+
+/// Deliberately broken variants of the host itself, for the simulator to
+/// show that its checkers catch them (never set in production).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostBugs {
+    /// A replica restored from a checkpoint resumes one instance past it
+    /// in its partition stream (a checkpoint labelled with a position it
+    /// does not reflect).
+    pub checkpoint_past_position: bool,
+    /// Acceptor logs are trimmed below this node's own checkpoints,
+    /// without a trim quorum of the stream's subscribers.
+    pub trim_without_quorum: bool,
+    /// A partition split off at a fence starts empty: the moved range is
+    /// not handed to it.
+    pub split_without_transfer: bool,
+    /// A replica moved away drops its state at the move's fence, before a
+    /// majority of the new group holds it.
+    pub hand_off_at_fence: bool,
+    /// State transfer assembles a peer's checkpoint without its last
+    /// chunk.
+    pub transfer_drops_last_chunk: bool,
+}
+
+/// A host's identity and settings.
+pub struct HostConfig<S> {
+    /// This node.
+    pub me: NodeId,
+    /// This run of it (grows at every restart).
+    pub incarnation: u32,
+    /// A fresh service state: a new replica's initial state, and what a
+    /// checkpoint is restored into.
+    pub new_state: Arc<dyn Fn() -> S + Send + Sync>,
+    /// Micros between a replica's checkpoints; 0: never (replicas replay
+    /// their streams from the start, and moves are refused).
+    pub checkpoint_every_micros: u64,
+    /// Bytes per state transfer chunk (a checkpoint can be far larger
+    /// than a frame).
+    pub transfer_chunk_bytes: usize,
+    /// Whose checkpoints must hold an instance before acceptors trim it.
+    pub trim_quorum: TrimQuorum,
+    /// Whether every merged delivery is also handed to the runtime
+    /// ([`crate::Command::Deliver`]): digests, load generators, histories.
+    pub report_deliveries: bool,
+    /// Whether every group commit is reported with the promises it made
+    /// durable ([`crate::Command::Synced`]; the simulator checks that an
+    /// acceptor never goes back on one).
+    pub report_syncs: bool,
+    /// Whether the host, its merges and its replicas check their
+    /// invariants after every step (always in debug builds).
+    pub check_invariants: bool,
+    /// Merge groups of a node that runs no replica (`None`: one group,
+    /// 0, merging every stream the node is a member of).
+    pub groups: Option<Vec<(GroupId, Vec<StreamId>)>>,
+    /// Injected replica bugs.
+    pub replica_bugs: ReplicaBugs,
+    /// Injected host bugs.
+    pub bugs: HostBugs,
+}
+
+impl<S> HostConfig<S> {
+    /// The production settings for `me` in its `incarnation`.
+    pub fn new(
+        me: NodeId,
+        incarnation: u32,
+        new_state: Arc<dyn Fn() -> S + Send + Sync>,
+    ) -> HostConfig<S> {
+        HostConfig {
+            me,
+            incarnation,
+            new_state,
+            checkpoint_every_micros: 10_000_000,
+            transfer_chunk_bytes: 1024 * 1024,
+            trim_quorum: TrimQuorum::Majority,
+            report_deliveries: true,
+            report_syncs: false,
+            check_invariants: cfg!(debug_assertions),
+            groups: None,
+            replica_bugs: ReplicaBugs::default(),
+            bugs: HostBugs::default(),
+        }
+    }
+
+    /// Whether invariants are checked after every step.
+    pub(crate) fn checking(&self) -> bool {
+        self.check_invariants || cfg!(debug_assertions)
+    }
+}

@@ -1,0 +1,166 @@
+//! The client edge of a node (DMap §III-B): a request goes to the local
+//! replica of the partition it names, which proposes it; its answer comes
+//! back as [`Command::Reply`] with the runtime's token. Requests the node
+//! cannot take are answered at once, with nothing ordered: "behind" while
+//! the replica catches up or its state is on the way, "not a replica"
+//! with the node's newest map otherwise.
+
+use crate::command::{Command, Token};
+use crate::config::{ReplicaBugs, CATCHING_UP_LAG};
+use crate::host::Host;
+use amulet_dmap::{MapError, PartitionState, SnapshotPage};
+use amulet_smr::{
+    group_of, Body, ClientReply, ClientRequest, Reconfiguration, Refusal, Replica, StateMachine,
+};
+use amulet_types::{PartitionId, TimeMicros};
+
+/// The answer to a snapshot page request.
+#[derive(Debug)]
+pub enum PageAnswer {
+    /// The page.
+    Page(SnapshotPage),
+    /// The local replica has not executed the snapshot's opening yet.
+    Behind,
+    /// The local replica is far behind its streams (a restarted node
+    /// replaying them): another replica answers sooner.
+    CatchingUp,
+    /// The snapshot is open but this replica was restored from a
+    /// checkpoint since it opened and holds no copy of its entries:
+    /// another replica serves it.
+    HeldElsewhere,
+    /// No local replica of the partition.
+    NotAReplica,
+    /// The snapshot is unknown or the page request is invalid.
+    Failed(MapError),
+}
+
+/// Turns on the injected bugs of a replica (never in production).
+pub(crate) fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs: ReplicaBugs) {
+    if bugs.complete_without_signals {
+        replica.set_bug_complete_without_signals(true);
+    }
+    if bugs.answer_reads_locally {
+        replica.set_bug_answer_reads_locally(true);
+    }
+}
+
+impl<S: StateMachine> Host<S> {
+    /// A client request for the replica of `partition` (any local replica
+    /// when `None`: session requests go on the global stream), named
+    /// `token` by the runtime. Its answer comes as a [`Command::Reply`]
+    /// (or, if the replica is replaced first, [`Command::Abandon`]).
+    pub fn submit(
+        &mut self,
+        now: TimeMicros,
+        partition: Option<PartitionId>,
+        request: ClientRequest<S::Command>,
+        token: Token,
+    ) {
+        let partition = partition.or_else(|| self.replicas.keys().next().copied());
+        let catching_up = partition.is_some_and(|p| self.catching_up(p));
+        // A move's state travels as a checkpoint, and the old group hands
+        // off once the new one holds a durable one: without checkpoints it
+        // would wait forever. Refused at the edge.
+        let move_without_checkpoints = self.checkpointer.every_micros() == 0
+            && matches!(
+                &request.body,
+                Body::Reconfigure(Reconfiguration::Move { .. })
+            );
+        if move_without_checkpoints {
+            let reply = ClientReply::Refused(Refusal::MoveNeedsCheckpoints);
+            self.out.push(Command::Reply { token, reply });
+            return;
+        }
+        let adopting = partition.is_some_and(|p| self.adopting(p));
+        let here = partition.filter(|p| self.replicas.contains_key(p));
+        let reply = match here {
+            // Not proposed: the client resends it, with the same sequence,
+            // to another replica at once instead of waiting for this one
+            // to replay its streams.
+            Some(_) if catching_up => ClientReply::Behind,
+            Some(partition) => {
+                let replica = self.replicas.get_mut(&partition).expect("checked");
+                let id = replica.submit(now.0, request);
+                self.pending.insert((partition, id), token);
+                self.requests.insert(token, (partition, id));
+                self.check_after_step();
+                return;
+            }
+            // Moved here, its state still on the way: another replica of
+            // the new group, or this one shortly.
+            None if adopting => ClientReply::Behind,
+            None => match self.current_map() {
+                Some(map) => ClientReply::NotAReplica(Box::new(map.clone())),
+                None => ClientReply::Refused(Refusal::NoDmap),
+            },
+        };
+        self.out.push(Command::Reply { token, reply });
+    }
+
+    /// The client behind `token` gave up (its proposal may have been
+    /// lost): the request will not be answered.
+    pub fn cancel(&mut self, token: Token) {
+        if let Some(key) = self.requests.remove(&token) {
+            self.pending.remove(&key);
+        }
+    }
+
+    /// Abandons every request waiting at `partition`'s replica (replaced
+    /// or removed): the runtime drops their waiters, and the clients
+    /// resend with the same session sequence.
+    pub(crate) fn abandon_requests(&mut self, partition: PartitionId) {
+        let gone: Vec<(PartitionId, u64)> = self
+            .pending
+            .range((partition, 0)..=(partition, u64::MAX))
+            .map(|(key, _)| *key)
+            .collect();
+        for key in gone {
+            if let Some(token) = self.pending.remove(&key) {
+                self.requests.remove(&token);
+                self.out.push(Command::Abandon { token });
+            }
+        }
+    }
+
+    /// Whether the replica of `partition` is so far behind its streams (a
+    /// restarted node replaying them) or waiting for a peer's checkpoint,
+    /// that clients should go elsewhere.
+    pub fn catching_up(&self, partition: PartitionId) -> bool {
+        self.replicas.contains_key(&partition)
+            && (self.node.group_lag(group_of(partition)) > CATCHING_UP_LAG
+                || self.transfer.fetching(partition))
+    }
+}
+
+impl Host<PartitionState> {
+    /// A page of the open snapshot `snapshot` of `partition`, read from
+    /// the local replica (snapshots never change, so pages are read
+    /// without ordering, from any replica past the snapshot's opening).
+    pub fn snapshot_page(
+        &self,
+        partition: PartitionId,
+        snapshot: u64,
+        after: Option<&[u8]>,
+        limit: u32,
+    ) -> PageAnswer {
+        match self.replicas.get(&partition) {
+            None => PageAnswer::NotAReplica,
+            // The snapshot's id is the global position of its opening: a
+            // replica that has not got there yet will.
+            Some(replica) if replica.global_position() < snapshot => {
+                if self.catching_up(partition) {
+                    PageAnswer::CatchingUp
+                } else {
+                    PageAnswer::Behind
+                }
+            }
+            Some(replica) if replica.state().snapshot_held_elsewhere(snapshot) => {
+                PageAnswer::HeldElsewhere
+            }
+            Some(replica) => match replica.state().snapshot_page(snapshot, after, limit) {
+                Ok(page) => PageAnswer::Page(page),
+                Err(error) => PageAnswer::Failed(error),
+            },
+        }
+    }
+}

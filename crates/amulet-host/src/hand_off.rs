@@ -1,0 +1,113 @@
+//! Moving a partition to another replica group (`Reconfiguration::Move`,
+//! DMap §III-C: "the new set of replicas first recover the state from the
+//! currently available partition"). At the move's fence the map names the
+//! new group; replicas that stay and replicas that go both switch to the
+//! new stream (as for a stream replacement). Here, on the trim tick:
+//!
+//! - a node the map names as a replica of a partition it does not run
+//!   *adopts* it: it fetches a peer's checkpoint taken past the move (its
+//!   merge has a lane of the new stream) and starts the replica and its
+//!   merge group from it. Until then it reports safe instance 0, so no
+//!   stream it is a member of is trimmed past what it will need.
+//! - a node whose replica the map no longer names keeps it (executing,
+//!   checkpointing, serving state transfers) until a majority of the new
+//!   group holds a durable checkpoint that reflects at least one instance
+//!   of the new stream, then drops it. The state is never held by fewer
+//!   than a majority of one group.
+
+use crate::command::Command;
+use crate::host::Host;
+use amulet_smr::{group_of, handed_off, replicas_to_hand_off, PartitionMap, StateMachine};
+use amulet_types::{Instance, PartitionId, TimeMicros};
+
+impl<S: StateMachine> Host<S> {
+    /// Starts fetching every partition `map` (the node's newest) gives
+    /// this node and that it does not run; drops replicas moved away once
+    /// the new group holds their state.
+    pub(crate) fn adopt_and_hand_off(&mut self, map: &PartitionMap, now: TimeMicros) {
+        let me = self.config.me;
+        for partition in map.partitions_of(me) {
+            if self.replicas.contains_key(&partition) || self.transfer.fetching(partition) {
+                continue;
+            }
+            let peers = map.transfer_sources(partition, me);
+            // A checkpoint past the move: it merges the new stream.
+            let at_least = vec![(map.partitions[&partition].stream, Instance(0))];
+            self.checkpointer.track(partition, now);
+            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
+                tracing::info!(
+                    partition = partition.0,
+                    "partition moved here: fetching its state"
+                );
+                self.out.push(Command::SendReplica {
+                    to,
+                    message: Box::new(message),
+                });
+            }
+        }
+        self.forget_abandoned_adoptions();
+        let at_fence = self.config.bugs.hand_off_at_fence;
+        let node = &self.node;
+        let handed = replicas_to_hand_off(me, &self.replicas, |partition, map| {
+            let stream = map.partitions[&partition].stream;
+            at_fence
+                || node
+                    .streams()
+                    .get(&stream)
+                    .is_some_and(|s| handed_off(map, partition, &s.safe_instances()))
+        });
+        for partition in handed {
+            self.hand_off(partition);
+        }
+    }
+
+    /// Forgets the partitions this node was adopting that a newer map no
+    /// longer gives it (they moved on before their state arrived): nothing
+    /// of them will come, and an adoption's safe instance 0 would hold
+    /// every stream's trimming back for good. Run after every round, since
+    /// any executed command may bring the newer map.
+    pub(crate) fn forget_abandoned_adoptions(&mut self) {
+        let Some(map) = self.current_map() else {
+            return;
+        };
+        // Adoptions start by the current map; only a newer one can
+        // abandon them (cheap on the hot path: one comparison).
+        if self.adoptions_checked_at == Some(map.version) {
+            return;
+        }
+        let (version, given) = (map.version, map.partitions_of(self.config.me));
+        self.adoptions_checked_at = Some(version);
+        let abandoned: Vec<PartitionId> = self
+            .checkpointer
+            .partitions()
+            .chain(self.transfer.fetched_partitions())
+            .filter(|p| !self.replicas.contains_key(p) && !given.contains(p))
+            .collect();
+        for partition in abandoned {
+            self.checkpointer.removed(partition);
+            self.transfer.cancel(partition);
+        }
+    }
+
+    /// Drops this node's replica of `partition`, moved to other nodes
+    /// whose majority now holds its state (or found moved away after being
+    /// down through it).
+    pub(crate) fn hand_off(&mut self, partition: PartitionId) {
+        self.remember_maps();
+        self.replicas.remove(&partition);
+        self.node.remove_group(group_of(partition));
+        self.checkpointer.removed(partition);
+        self.transfer.cancel(partition);
+        // Clients waiting here resend to the new group when their waiter
+        // is dropped.
+        self.abandon_requests(partition);
+        let write = self.checkpointer.number();
+        self.out
+            .push(Command::RemoveCheckpoint { partition, write });
+        self.counters.hand_offs += 1;
+        tracing::info!(
+            partition = partition.0,
+            "partition moved away: replica dropped"
+        );
+    }
+}

@@ -1,0 +1,460 @@
+//! Recovery from a peer (thesis §3.4.2, §3.4.4; DMap §III-C), the host's
+//! side: a replica trimmed past asks its peers for a checkpoint (naming
+//! the new decisions it holds), a peer serves its own (writing a newer one
+//! first if asked), or says where the partition lives now (`NotHeld`); a
+//! fetched checkpoint is checked and installed between flush rounds. The
+//! chunking itself is `state_transfer.rs`.
+
+use crate::checkpoint_codec::{decode_checkpoint, CheckpointBody};
+use crate::checkpointer::{lanes_of, Purpose};
+use crate::command::{CheckpointFile, Command, Durability, WriteId, WriteOutcome};
+use crate::edge::apply_replica_bugs;
+use crate::host::{Fetched, Host, HostError};
+use crate::state_transfer::{ChunkOutcome, Serve};
+use crate::storage::{with_fence_host, LogOpener};
+use amulet_smr::{group_of, open_streams, Replica, ReplicaConfig, ReplicaMessage, StateMachine};
+use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
+use bytes::Bytes;
+
+impl<S: StateMachine> Host<S> {
+    /// `stream` was trimmed below `below` past this node's learner: every
+    /// replica here that merges the stream from below that point fetches
+    /// a peer's checkpoint.
+    pub(crate) fn need_transfer(&mut self, stream: StreamId, below: Instance, now: TimeMicros) {
+        let me = self.config.me;
+        let partitions: Vec<PartitionId> = self.replicas.keys().copied().collect();
+        for partition in partitions {
+            let group = group_of(partition);
+            let behind = self
+                .node
+                .merger(group)
+                .and_then(|m| m.next_instance(stream))
+                .is_some_and(|next| next < below);
+            if !behind {
+                continue;
+            }
+            // The replica's own map names its peers: the newest map may
+            // have merged it away already (it retires at its fence).
+            let peers = self.replicas[&partition]
+                .map()
+                .recovery_sources(partition, me);
+            let at_least = self.node.held_decisions(group);
+            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
+                self.out.push(Command::SendReplica {
+                    to,
+                    message: Box::new(message),
+                });
+            }
+        }
+    }
+
+    /// State transfer messages (both sides).
+    pub(crate) fn on_transfer_message(&mut self, now: TimeMicros, message: ReplicaMessage) {
+        let me = self.config.me;
+        match message {
+            ReplicaMessage::CheckpointRequest {
+                partition,
+                from,
+                offset,
+                at_least,
+            } => {
+                // A partition merged away here: the one it merged into
+                // holds its state; the asker installs that instead (and
+                // drops its replica of the merged one).
+                let serve = self
+                    .current_map()
+                    .map_or(partition, |map| map.merged_into(partition));
+                if offset == 0
+                    && serve == partition
+                    && self.replicas.contains_key(&serve)
+                    && self.checkpointer.write_if_older(serve, &at_least, now)
+                {
+                    // Ours is older than what the asker holds since: a new
+                    // one is written now, and goes to it when written.
+                    self.transfer.wait(serve, from, at_least);
+                    return;
+                }
+                if self.replicas.contains_key(&serve) {
+                    self.serve(serve, partition, from, offset, now);
+                } else if let Some(map) = self.current_map().cloned() {
+                    // Moved away and handed off here (or never here): the
+                    // asker learns where it lives now.
+                    let message = ReplicaMessage::NotHeld {
+                        partition,
+                        from: me,
+                        map,
+                    };
+                    self.out.push(Command::SendReplica {
+                        to: from,
+                        message: Box::new(message),
+                    });
+                }
+            }
+            ReplicaMessage::NotHeld {
+                partition,
+                from,
+                map,
+            } => {
+                // Down through a move and its hand-off: the peers dropped
+                // the partition; so does this node.
+                let obsolete = self
+                    .replicas
+                    .get(&partition)
+                    .is_some_and(|replica| map.obsoletes(replica.map(), partition, me));
+                if obsolete {
+                    tracing::info!(
+                        partition = partition.0,
+                        map_version = map.version.0,
+                        "a peer's newer map moved this partition away while this node was down"
+                    );
+                    self.hand_off(partition);
+                } else if let Some((to, message)) = self.transfer.not_held(partition, from, now) {
+                    self.out.push(Command::SendReplica {
+                        to,
+                        message: Box::new(message),
+                    });
+                }
+            }
+            ReplicaMessage::CheckpointChunk {
+                partition,
+                from,
+                total,
+                offset,
+                bytes,
+            } => {
+                self.counters.transfer_chunks += 1;
+                self.on_chunk(partition, from, total, offset, bytes, now);
+            }
+            ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
+        }
+    }
+
+    /// A chunk of the checkpoint this node fetches.
+    fn on_chunk(
+        &mut self,
+        partition: PartitionId,
+        from: NodeId,
+        total: u64,
+        offset: u64,
+        bytes: Bytes,
+        now: TimeMicros,
+    ) {
+        match self
+            .transfer
+            .on_chunk(partition, from, total, offset, bytes, now)
+        {
+            ChunkOutcome::Ask(to, message) => self.out.push(Command::SendReplica {
+                to,
+                message: Box::new(message),
+            }),
+            // Another partition's checkpoint comes when the peer merged
+            // the one asked for into it (installed as that).
+            ChunkOutcome::Complete(file) => match decode_checkpoint(&file) {
+                Ok(body) => self.fetched.push(Fetched {
+                    asked: partition,
+                    body: Box::new(body),
+                    file,
+                }),
+                Err(error) => {
+                    tracing::error!(
+                        partition = partition.0,
+                        peer = %from,
+                        %error,
+                        "a peer's checkpoint does not decode; asking another"
+                    );
+                    if let Some((to, message)) = self.transfer.next_peer(partition, now) {
+                        self.out.push(Command::SendReplica {
+                            to,
+                            message: Box::new(message),
+                        });
+                    }
+                }
+            },
+            ChunkOutcome::Nothing => {}
+        }
+    }
+
+    /// Answers `asker`'s request for the chunk at `offset` of `serve`'s
+    /// checkpoint (labelled `label`), reading the file first if needed.
+    fn serve(
+        &mut self,
+        serve: PartitionId,
+        label: PartitionId,
+        asker: NodeId,
+        offset: u64,
+        now: TimeMicros,
+    ) {
+        match self.transfer.on_request(serve, label, asker, offset, now) {
+            Serve::Chunk(to, message) => self.out.push(Command::SendReplica {
+                to,
+                message: Box::new(message),
+            }),
+            Serve::Read => self.out.push(Command::ReadCheckpoint { partition: serve }),
+            Serve::Queued => {}
+        }
+    }
+
+    /// The runtime read `partition`'s checkpoint file ([`Command::ReadCheckpoint`]):
+    /// its bytes (`None`: there is none; an error is logged and served as
+    /// none, so the asker turns to its next peer).
+    pub fn checkpoint_read(
+        &mut self,
+        partition: PartitionId,
+        file: Result<Option<Bytes>, String>,
+        now: TimeMicros,
+    ) {
+        let file = file.unwrap_or_else(|error| {
+            tracing::error!(partition = partition.0, %error, "cannot read a checkpoint a peer asked for");
+            None
+        });
+        for (to, message) in self
+            .transfer
+            .on_read(partition, file.unwrap_or_default(), now)
+        {
+            self.out.push(Command::SendReplica {
+                to,
+                message: Box::new(message),
+            });
+        }
+    }
+
+    /// The runtime finished the checkpoint write `write` of `partition`
+    /// ([`Command::WriteCheckpoint`]). A failed write a restart depends on
+    /// stops the node.
+    pub fn checkpoint_written(
+        &mut self,
+        partition: PartitionId,
+        write: WriteId,
+        outcome: WriteOutcome,
+        now: TimeMicros,
+    ) -> Result<(), HostError> {
+        let Some(done) = self.checkpointer.finished(write, outcome) else {
+            return Ok(());
+        };
+        debug_assert_eq!(
+            done.partition, partition,
+            "a write reported for its partition"
+        );
+        match (&done.outcome, done.purpose) {
+            (WriteOutcome::Failed(error), Purpose::Fork | Purpose::Absorb) => {
+                return Err(HostError::FenceCheckpoint {
+                    partition: partition.0,
+                    error: error.clone(),
+                })
+            }
+            (WriteOutcome::Failed(error), purpose) => {
+                tracing::error!(partition = partition.0, ?purpose, %error, "checkpoint write failed");
+            }
+            (WriteOutcome::Written(bytes), purpose) => {
+                tracing::info!(
+                    partition = partition.0,
+                    ?purpose,
+                    global_position = self.checkpointer.stats(partition).global_position,
+                    bytes,
+                    "checkpoint written"
+                );
+            }
+            (WriteOutcome::Superseded, _) => {}
+        }
+        self.serve_waiting(partition, now);
+        self.check_after_step();
+        Ok(())
+    }
+
+    /// Sends the first chunk of `partition`'s checkpoint just written to
+    /// the peers that waited for a newer one (non-disruptive recovery).
+    fn serve_waiting(&mut self, partition: PartitionId, now: TimeMicros) {
+        for (asker, at_least) in self.transfer.take_waiting(partition) {
+            if self.checkpointer.write_if_older(partition, &at_least, now) {
+                // Written from a state taken before the request (or the
+                // write failed): the next one.
+                self.transfer.wait(partition, asker, at_least);
+                continue;
+            }
+            self.serve(partition, partition, asker, 0, now);
+        }
+    }
+
+    /// Checks and installs the peer checkpoints fetched (between flush
+    /// rounds).
+    pub(crate) fn install_fetched(
+        &mut self,
+        now: TimeMicros,
+        storage: &mut dyn LogOpener,
+    ) -> Result<(), HostError> {
+        let me = self.config.me;
+        for Fetched { asked, body, file } in std::mem::take(&mut self.fetched) {
+            let obsolete = self
+                .replicas
+                .get(&asked)
+                .is_some_and(|replica| body.replica.map.obsoletes(replica.map(), asked, me));
+            if obsolete {
+                // Down through a move and its hand-off (or started afresh
+                // after one), or merged into a partition elsewhere: the
+                // peer's state is no longer this node's to hold.
+                tracing::info!(
+                    partition = asked.0,
+                    "a peer's checkpoint shows this partition moved away"
+                );
+                self.hand_off(asked);
+                continue;
+            }
+            // The run-time streams the checkpoint's map names, before its
+            // merge needs them.
+            self.open_streams_of(&body.replica.map, storage, now)?;
+            // Only a checkpoint at or past every point its streams were
+            // trimmed below is of use.
+            let covers = body.position.lanes.iter().all(|lane| {
+                self.node
+                    .streams()
+                    .get(&lane.stream)
+                    .and_then(|s| s.learner_trimmed())
+                    .is_none_or(|below| lane.next >= below)
+            });
+            if !covers {
+                if let Some((to, message)) = self.transfer.next_peer(asked, now) {
+                    self.out.push(Command::SendReplica {
+                        to,
+                        message: Box::new(message),
+                    });
+                }
+                continue;
+            }
+            self.install(asked, *body, file, now);
+        }
+        Ok(())
+    }
+
+    /// Opens every stream of `map` this node is a member of and lacks.
+    fn open_streams_of(
+        &mut self,
+        map: &amulet_smr::PartitionMap,
+        storage: &mut dyn LogOpener,
+        now: TimeMicros,
+    ) -> Result<(), HostError> {
+        let limits = self
+            .node
+            .streams()
+            .get(&map.global_stream)
+            .map(|s| s.config().limits.clone())
+            .unwrap_or_default();
+        let node = &mut self.node;
+        with_fence_host(
+            self.config.me,
+            self.config.incarnation,
+            &*self.config.new_state,
+            &limits,
+            storage,
+            false,
+            now,
+            |host| open_streams(node, map, host),
+        )
+        .map(|_| ())
+    }
+
+    /// Installs a fetched peer checkpoint: the replica and its merge
+    /// restart from it, and the file becomes this replica's checkpoint.
+    fn install(
+        &mut self,
+        asked: PartitionId,
+        body: CheckpointBody<S::Checkpoint, S::Reply>,
+        file: Bytes,
+        now: TimeMicros,
+    ) {
+        let me = self.config.me;
+        // The peer may have sent the partition `asked` merged into.
+        let partition = body.replica.partition;
+        if partition != asked {
+            self.transfer.cancel(asked);
+            let ahead = self.replicas.get(&partition).is_some_and(|r| {
+                r.global_position() >= body.replica.global_position
+                    && r.map().version >= body.replica.map.version
+            });
+            if ahead {
+                return;
+            }
+        }
+        let adopting = self.adopting(partition);
+        let adoptable = body
+            .replica
+            .map
+            .partitions
+            .get(&partition)
+            .is_some_and(|info| info.replicas.contains(&me));
+        if adopting && !adoptable {
+            // Taken before the move reached that peer: asked again at the
+            // next trim tick.
+            self.transfer.cancel(partition);
+            return;
+        }
+        if !adopting && !self.replicas.contains_key(&partition) {
+            self.transfer.cancel(partition);
+            return;
+        }
+        let CheckpointBody {
+            replica: checkpoint,
+            position,
+        } = body;
+        let old = self.replicas.remove(&partition);
+        let config = ReplicaConfig::new(me, self.config.incarnation, partition);
+        let mut replica = match Replica::restore(config, checkpoint, (self.config.new_state)()) {
+            Ok(replica) => replica,
+            Err(error) => {
+                tracing::error!(%error, "a peer's checkpoint does not restore");
+                if let Some(old) = old {
+                    self.replicas.insert(partition, old);
+                }
+                self.transfer.cancel(partition);
+                return;
+            }
+        };
+        apply_replica_bugs(&mut replica, self.config.replica_bugs);
+        let group = group_of(partition);
+        let restored = if self.node.merger(group).is_some() {
+            self.node.restore_group(group, &position)
+        } else {
+            // Moved here: the merge group starts at the checkpoint.
+            self.node.add_group(group, &position)
+        };
+        if let Err(error) = restored {
+            tracing::error!(
+                ?error,
+                "a peer's checkpoint does not fit this node's streams"
+            );
+            if let Some(old) = old {
+                self.replicas.insert(partition, old);
+            }
+            self.transfer.cancel(partition);
+            return;
+        }
+        if let Some(old) = &old {
+            // Commands the old replica proposed may still be decided and
+            // are answered by number.
+            replica.continue_requests_of(old);
+        }
+        let global = replica.global_position();
+        tracing::info!(
+            partition = partition.0,
+            global_position = global,
+            lanes = ?lanes_of(&position).iter().map(|(s, i)| (s.0, i.0)).collect::<Vec<_>>(),
+            bytes = file.len(),
+            "replica restored from a peer's checkpoint"
+        );
+        self.replicas.insert(partition, replica);
+        // The replaced replica's waiting clients resend (to it or another
+        // replica) when their waiter is dropped.
+        self.abandon_requests(partition);
+        self.checkpointer.track(partition, now);
+        let write = self
+            .checkpointer
+            .begin(partition, global, &position, Purpose::Install, now);
+        self.out.push(Command::WriteCheckpoint {
+            partition,
+            write,
+            file: CheckpointFile::Bytes(file),
+            durability: Durability::Now,
+        });
+        self.transfer.installed(partition);
+        self.counters.transfers += 1;
+    }
+}

@@ -1,0 +1,152 @@
+//! Rate leveling and merge catch-up (thesis §3.3): the coordinator of
+//! each stream proposes skips so that every stream keeps λ instances per
+//! second ([`SkipPacer`]); a merge blocked on a stream asks it to catch
+//! up, at once when this node coordinates it, through heartbeats to its
+//! coordinator otherwise.
+
+use super::MulticastNode;
+use crate::skip_pacer::SkipPacer;
+use amulet_paxos::StreamNode;
+use amulet_types::{Ballot, StorageMode, TimeMicros};
+
+/// A merge blocked on one stream asks for catch-up when the others are
+/// ahead by more than this much time at λ (well above Δ and one network
+/// round trip, so ordinary pacing jitter never triggers it).
+const CATCH_UP_MICROS: u64 = 25_000;
+
+/// The smallest backlog that asks for catch-up (when λ is 0 or tiny).
+const CATCH_UP_WEIGHT_MIN: u64 = 64;
+
+/// Rate leveling of one stream this node coordinates.
+pub(super) struct Pacing {
+    pacer: SkipPacer,
+    ballot: Ballot,
+    proposed_weight: u64,
+}
+
+impl MulticastNode {
+    /// Proposes skips at the streams this node coordinates (thesis §3.3).
+    pub(super) fn level_rates(&mut self, now: TimeMicros) {
+        for (id, stream) in self.streams.iter_mut() {
+            if self.retired.contains(id) {
+                continue;
+            }
+            let Some((ballot, proposed_weight, delay)) = stream.coordinator_progress() else {
+                self.pacing.remove(id);
+                continue;
+            };
+            let limits = &stream_limits(stream);
+            let pacing = self.pacing.entry(*id).or_insert_with(|| Pacing {
+                pacer: SkipPacer::new(limits.0, limits.1, now),
+                ballot,
+                proposed_weight: 0,
+            });
+            if pacing.ballot != ballot {
+                pacing.pacer.reset(now);
+                pacing.ballot = ballot;
+                pacing.proposed_weight = 0;
+            }
+            let new_weight = proposed_weight.saturating_sub(pacing.proposed_weight);
+            pacing.proposed_weight = proposed_weight;
+            if new_weight > 0 {
+                pacing.pacer.record_proposed(new_weight);
+            }
+            pacing.pacer.record_decision_delay(delay);
+            if let Some(skips) = pacing.pacer.on_tick(now) {
+                stream.propose_skip(now, skips, &mut self.output);
+            }
+        }
+    }
+
+    /// Local catch-up: when this node's merge is blocked on a stream this
+    /// node coordinates while another stream holds decided instances, the
+    /// coordinator skips up to them at once instead of at its next pacing
+    /// tick. Without it every value of a busy stream waits up to Δ (plus a
+    /// decision) for the idle stream's next skip, which bounds a closed
+    /// loop client at about one operation per Δ. It changes only how
+    /// much is skipped and when, never the merge rule, so order is safe
+    /// whatever it does; it cannot run away, since it never skips past
+    /// what another stream has decided. A merge waiting on a stream
+    /// coordinated elsewhere still waits for that coordinator's pacing
+    /// (and heartbeat catch-up, [`MulticastNode::report_merge_needs`]).
+    pub(super) fn catch_up_locally(&mut self, now: TimeMicros) {
+        // The position each blocked stream must reach, the most any group
+        // needs (a stream reaching it unblocks every group waiting on it).
+        // Runs after every message: the buffer is reused, not allocated.
+        let mut needs = std::mem::take(&mut self.needs_scratch);
+        needs.clear();
+        for merger in self.groups.values() {
+            if let Some(waiting) = merger.waiting_on() {
+                let need = merger.need(waiting, 1);
+                match needs.iter_mut().find(|(s, _)| *s == waiting) {
+                    Some((_, most)) => *most = (*most).max(need),
+                    None => needs.push((waiting, need)),
+                }
+            }
+        }
+        let mut skipped = false;
+        for &(waiting, need) in &needs {
+            let Some(stream) = self.streams.get_mut(&waiting) else {
+                continue;
+            };
+            if need == 0 || !stream.is_coordinator() {
+                continue;
+            }
+            let gap = local_catch_up_gap(stream);
+            let last = self.local_catch_ups.get(&waiting).copied();
+            if last.is_some_and(|t| now < t.plus(gap)) {
+                continue;
+            }
+            if stream.catch_up_local(now, need, &mut self.output) {
+                self.local_catch_ups.insert(waiting, now);
+                skipped = true;
+            }
+        }
+        self.needs_scratch = needs;
+        if skipped {
+            self.absorb();
+        }
+    }
+
+    /// Merge catch-up (thesis §3.3): tells each stream (through its
+    /// heartbeats to the coordinator) the position this node's merge
+    /// needs it to reach when the merge is blocked on it while the other
+    /// streams hold more than `CATCH_UP_MICROS` of λ in decided instances.
+    /// Rate leveling alone keeps streams level only while each has a
+    /// coordinator; a stream that was leaderless for a while stays behind
+    /// by that long, and every value of the other streams would wait that
+    /// much longer in the merge, for good.
+    pub(super) fn report_merge_needs(&mut self) {
+        for (id, stream) in self.streams.iter_mut() {
+            let rate = stream.config().limits.skip_rate_per_second;
+            let threshold =
+                (rate.saturating_mul(CATCH_UP_MICROS) / 1_000_000).max(CATCH_UP_WEIGHT_MIN);
+            let need = self
+                .groups
+                .values()
+                .map(|merger| merger.need(*id, threshold))
+                .max()
+                .unwrap_or(0);
+            stream.set_merge_need(need);
+        }
+    }
+}
+
+/// The least time between two local catch-up skips of one stream. Under
+/// load the merge blocks on an idle stream after nearly every decision of
+/// a busy one; a skip each time would double the instances of the idle
+/// stream. In sync mode every instance costs a log sync at each acceptor
+/// before it is decided, so there the idle stream catches up at most once
+/// per Δ (besides its pacing skip); elsewhere up to four times.
+fn local_catch_up_gap(stream: &StreamNode) -> u64 {
+    let config = stream.config();
+    match config.storage {
+        StorageMode::SyncDurable => config.limits.skip_interval_micros,
+        StorageMode::Memory | StorageMode::AsyncDurable => config.limits.skip_interval_micros / 4,
+    }
+}
+
+fn stream_limits(stream: &StreamNode) -> (u64, u64) {
+    let limits = &stream.config().limits;
+    (limits.skip_rate_per_second, limits.skip_interval_micros)
+}

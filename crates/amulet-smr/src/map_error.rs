@@ -1,0 +1,197 @@
+//! Why a partition map, a route through it or a change of it is refused:
+//! one variant per reason, each with a stable name ([`InvalidMap::reason`])
+//! that the client API carries as metadata, so a program can tell the
+//! reasons apart without parsing messages.
+
+use amulet_types::{NodeId, PartitionId, StreamId};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Why a map or a route is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PartitionMapError {
+    /// The keyspace is not in the map.
+    #[error("no keyspace named {0:?}")]
+    UnknownKeyspace(String),
+    /// Creating a keyspace that exists.
+    #[error("keyspace {0:?} exists")]
+    KeyspaceExists(String),
+    /// A structural rule is broken.
+    #[error("invalid partition map: {0}")]
+    Invalid(InvalidMap),
+}
+
+impl From<InvalidMap> for PartitionMapError {
+    fn from(why: InvalidMap) -> PartitionMapError {
+        PartitionMapError::Invalid(why)
+    }
+}
+
+/// The structural rule a partition map (or the map a reconfiguration would
+/// make) breaks. Every one is a verdict on the map alone, so every replica
+/// judges alike.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum InvalidMap {
+    /// A map needs at least one partition.
+    #[error("no partitions")]
+    NoPartitions,
+    /// A partition nobody replicates.
+    #[error("partition {0} has no replicas")]
+    NoReplicas(PartitionId),
+    /// Every partition and the global stream have streams of their own.
+    #[error("two partitions (or a partition and the global stream) share a stream")]
+    SharedStream,
+    /// The token ring's entries are out of order or name unknown partitions.
+    #[error("token ring must start at 0, increase, and name known partitions")]
+    BadTokenRing,
+    /// A range keyspace's ranges are out of order or name unknown
+    /// partitions.
+    #[error("ranges of {0:?} must start at the empty key, increase, and name known partitions")]
+    BadRanges(String),
+    /// A new stream's id is used now or was used before (ids are never
+    /// reused: a learner could mistake the new stream for the old).
+    #[error("stream {} is or was in use", .stream.0)]
+    StreamInUse {
+        /// The stream asked for.
+        stream: StreamId,
+    },
+    /// Ring Paxos needs a majority of an odd number of acceptors.
+    #[error("stream {} needs an odd number of acceptors, not {acceptors}", .stream.0)]
+    EvenAcceptors {
+        /// The stream asked for.
+        stream: StreamId,
+        /// How many acceptors it was given.
+        acceptors: usize,
+    },
+    /// A split of a partition the map does not have.
+    #[error("no partition {0} to split")]
+    NoPartitionToSplit(PartitionId),
+    /// A split's new partition id is used now or was before.
+    #[error("partition {0} exists or existed")]
+    PartitionExists(PartitionId),
+    /// A split's new stream must be learned by exactly the source's
+    /// replicas, which fork the new partition at the fence.
+    #[error("the new stream's members must be {partition}'s replicas {replicas:?}")]
+    SplitStreamMembers {
+        /// The partition split.
+        partition: PartitionId,
+        /// Its replicas.
+        replicas: Vec<NodeId>,
+    },
+    /// A split that cuts neither tokens nor ranges.
+    #[error("a split must move tokens or key ranges")]
+    SplitMovesNothing,
+    /// A split's token must fall strictly inside one of the source's
+    /// token-ring segments.
+    #[error(
+        "token {token} is not inside a segment of {partition} (it starts one, or {owner} holds it)"
+    )]
+    TokenOutsideSegment {
+        /// The token of the cut.
+        token: u32,
+        /// The partition split.
+        partition: PartitionId,
+        /// The partition whose segment holds the token.
+        owner: PartitionId,
+    },
+    /// A split's key cut names a keyspace that is not range-partitioned.
+    #[error("{0:?} is not a range keyspace")]
+    NotARangeKeyspace(String),
+    /// A split's key must fall strictly inside one of the source's ranges.
+    #[error("key {key:?} of {keyspace:?} is not inside a range of {partition}")]
+    KeyOutsideRange {
+        /// The keyspace cut.
+        keyspace: String,
+        /// The first key that would move.
+        key: Bytes,
+        /// The partition split.
+        partition: PartitionId,
+    },
+    /// A merge of a partition the map does not have, or into one.
+    #[error("merging {from} into {into}: no such partition")]
+    MergeUnknownPartition {
+        /// The partition that would disappear.
+        from: PartitionId,
+        /// The partition that would take its keys.
+        into: PartitionId,
+    },
+    /// A merge of a partition into itself.
+    #[error("a partition cannot merge into itself")]
+    MergeIntoItself,
+    /// A merge needs both partitions on the same nodes: the merged state
+    /// moves at the fence without leaving the node.
+    #[error("{from} and {into} must have the same replicas to merge")]
+    MergeReplicasDiffer {
+        /// The partition that would disappear.
+        from: PartitionId,
+        /// The partition that would take its keys.
+        into: PartitionId,
+    },
+    /// A stream replacement or move of a partition the map does not have.
+    #[error("no partition {0}")]
+    NoPartition(PartitionId),
+    /// A replaced stream must be learned by every replica of the partition.
+    #[error("every replica of {partition} ({replicas:?}) must learn the new stream")]
+    ReplicasMustLearn {
+        /// The partition.
+        partition: PartitionId,
+        /// Its replicas.
+        replicas: Vec<NodeId>,
+    },
+    /// A move names a replica twice, or none.
+    #[error("{partition} must move to distinct replicas, not {replicas:?}")]
+    MoveReplicasNotDistinct {
+        /// The partition.
+        partition: PartitionId,
+        /// The replica group asked for.
+        replicas: Vec<NodeId>,
+    },
+    /// A move's new stream must be learned by the replicas that go (they
+    /// serve the state until the new group holds it) and those that come.
+    #[error(
+        "the old replicas {old:?} and the new {new:?} of {partition} must all learn the new stream"
+    )]
+    MoveMembersMustLearn {
+        /// The partition.
+        partition: PartitionId,
+        /// Its replicas before the move.
+        old: Vec<NodeId>,
+        /// Its replicas after the move.
+        new: Vec<NodeId>,
+    },
+    /// A move to a node that runs no replica: it executes nothing of the
+    /// global stream, so it would never learn it was given one.
+    #[error("node {0} replicates no partition yet; a move goes to nodes that do")]
+    MoveToIdleNode(NodeId),
+}
+
+impl InvalidMap {
+    /// The rule's stable name (kebab-case), carried by the client API as
+    /// the `amulet-reason` of a refusal.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            InvalidMap::NoPartitions => "no-partitions",
+            InvalidMap::NoReplicas(_) => "partition-without-replicas",
+            InvalidMap::SharedStream => "shared-stream",
+            InvalidMap::BadTokenRing => "bad-token-ring",
+            InvalidMap::BadRanges(_) => "bad-ranges",
+            InvalidMap::StreamInUse { .. } => "stream-in-use",
+            InvalidMap::EvenAcceptors { .. } => "even-acceptors",
+            InvalidMap::NoPartitionToSplit(_) => "no-partition-to-split",
+            InvalidMap::PartitionExists(_) => "partition-exists",
+            InvalidMap::SplitStreamMembers { .. } => "split-stream-members",
+            InvalidMap::SplitMovesNothing => "split-moves-nothing",
+            InvalidMap::TokenOutsideSegment { .. } => "token-outside-segment",
+            InvalidMap::NotARangeKeyspace(_) => "not-a-range-keyspace",
+            InvalidMap::KeyOutsideRange { .. } => "key-outside-range",
+            InvalidMap::MergeUnknownPartition { .. } => "merge-unknown-partition",
+            InvalidMap::MergeIntoItself => "merge-into-itself",
+            InvalidMap::MergeReplicasDiffer { .. } => "merge-replicas-differ",
+            InvalidMap::NoPartition(_) => "no-partition",
+            InvalidMap::ReplicasMustLearn { .. } => "replicas-must-learn",
+            InvalidMap::MoveReplicasNotDistinct { .. } => "move-replicas-not-distinct",
+            InvalidMap::MoveMembersMustLearn { .. } => "move-members-must-learn",
+            InvalidMap::MoveToIdleNode(_) => "move-to-idle-node",
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Execution: the commands the merge delivers, in merge order (thesis
+//! §2.7). Session requests change the session table; a service command is
+//! judged by the map version it was routed by and its session, executed on
+//! this partition's state, and completed at once or, when it spans
+//! partitions, after the signal exchange (`signals`).
+
+use super::edge::is_global;
+use super::{ClientReply, Replica};
+use crate::{
+    Body, CommandEnvelope, ExecContext, KeyspaceChange, Origin, Placement, Refusal, SessionCheck,
+    StateMachine,
+};
+use amulet_types::{MapVersion, NodeId, StreamId};
+
+impl<S: StateMachine> Replica<S> {
+    /// A value delivered by the merge of this replica's streams, in merge
+    /// order. Values of other streams are not this replica's and ignored.
+    pub fn on_deliver(&mut self, stream: StreamId, value: &[u8]) {
+        self.deliver(stream, value);
+        self.debug_check_invariants();
+    }
+
+    fn deliver(&mut self, stream: StreamId, value: &[u8]) {
+        let global = stream == self.map.global_stream;
+        if !global && stream != self.stream() {
+            return;
+        }
+        match CommandEnvelope::decode(value) {
+            Ok(envelope) => self.queue.push_back((global, envelope)),
+            Err(_) => {
+                // Still a position of the order: count it so the global
+                // position agrees with other partitions.
+                self.undecodable += 1;
+                if global {
+                    self.queue.push_back((true, undecodable_marker()));
+                }
+            }
+        }
+        self.run();
+    }
+
+    /// Executes queued commands until one waits for signals.
+    pub(super) fn run(&mut self) {
+        while self.waiting.is_none() {
+            let Some((global, envelope)) = self.queue.pop_front() else {
+                break;
+            };
+            self.execute(global, envelope);
+        }
+    }
+
+    fn execute(&mut self, global: bool, envelope: CommandEnvelope<S::Command>) {
+        if global {
+            self.global_position += 1;
+            self.global_clock_micros = self.global_clock_micros.max(envelope.timestamp_micros);
+            self.sessions.expire(self.global_clock_micros);
+        }
+        self.local_clock_micros = self.local_clock_micros.max(envelope.timestamp_micros);
+        match envelope.body.clone() {
+            Body::App(command) => self.execute_app(global, envelope, command),
+            Body::Reconfigure(change) => self.execute_reconfigure(global, &envelope, change),
+            body => self.execute_session(global, &envelope, body),
+        }
+    }
+
+    fn execute_session(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        body: Body<S::Command>,
+    ) {
+        let Some((session, _)) = envelope.session else {
+            return; // refused at the edge; a forged one does nothing
+        };
+        if !global {
+            return; // sessions change only through the global stream
+        }
+        let lease_max = self.config.session_lease_micros_max;
+        let until = |lease: u64| {
+            self.global_clock_micros
+                .saturating_add(lease.min(lease_max))
+        };
+        let reply = match body {
+            Body::OpenSession { lease_micros } => {
+                self.sessions.open(session, until(lease_micros));
+                ClientReply::SessionOk
+            }
+            Body::KeepAlive { lease_micros } => {
+                if self.sessions.renew(session, until(lease_micros)) {
+                    ClientReply::SessionOk
+                } else {
+                    ClientReply::SessionExpired
+                }
+            }
+            Body::CloseSession => {
+                self.sessions.close(session);
+                ClientReply::SessionOk
+            }
+            Body::App(_) | Body::Reconfigure(_) => unreachable!("handled by execute"),
+        };
+        self.answer(&envelope.origin, reply);
+    }
+
+    fn execute_app(
+        &mut self,
+        global: bool,
+        envelope: CommandEnvelope<S::Command>,
+        command: S::Command,
+    ) {
+        let origin = envelope.origin;
+        if envelope.map_version != self.map.version {
+            // A retry of a command this partition executed under the old
+            // map (its reply was lost) gets that reply: resent under the
+            // new map it could run again elsewhere, on another stream whose
+            // session record does not know it. The verdict is the same at
+            // every replica of the partition (sessions are replicated).
+            if let Some((session, sequence)) =
+                envelope.session.filter(|_| !S::is_read_only(&command))
+            {
+                if let Some(reply) = self.sessions.executed(session, sequence) {
+                    let reply = reply.unwrap_or(ClientReply::Lost);
+                    return self.answer(&origin, reply);
+                }
+            }
+            // Otherwise the same verdict in every partition: map changes
+            // are ordered by the global stream.
+            return self.answer(&origin, ClientReply::StaleMap(Box::new(self.map.clone())));
+        }
+        let placement = S::placement(&command);
+        let involved = match self.involved(&placement) {
+            Ok(involved) => involved,
+            Err(reply) => return self.answer(&origin, reply),
+        };
+        if !global && (is_global(&placement, &involved) || S::needs_global_order(&command)) {
+            // Only the edge proposes; a command that spans partitions on a
+            // partition stream would run in one partition alone.
+            return self.answer(&origin, ClientReply::Refused(Refusal::NeedsGlobalStream));
+        }
+        let in_me = involved.contains(&self.config.partition);
+        if !global && !in_me {
+            return self.answer(
+                &origin,
+                ClientReply::NotAReplica(Box::new(self.map.clone())),
+            );
+        }
+        if let Err(reply) = self.state.validate(&command) {
+            return self.answer(&origin, ClientReply::Done(reply));
+        }
+        let tracked = envelope.session.filter(|_| !S::is_read_only(&command));
+        if let Some((session, sequence)) = tracked {
+            let check = if global {
+                self.sessions.check_global(session, sequence)
+            } else {
+                self.sessions.check_local(session, sequence)
+            };
+            match check {
+                SessionCheck::Fresh => {}
+                SessionCheck::Duplicate(reply) => {
+                    return self.answer(&origin, reply.unwrap_or(ClientReply::Lost));
+                }
+                SessionCheck::Stale => return self.answer(&origin, ClientReply::StaleSequence),
+                SessionCheck::Unknown => return self.answer(&origin, ClientReply::SessionExpired),
+            }
+        }
+        if let Err(reply) = self.check_keyspace_request(&command) {
+            return self.answer(&origin, reply);
+        }
+        if !in_me {
+            // Not involved, but every partition keeps the same global record.
+            if let Some((session, sequence)) = tracked {
+                self.sessions.record_global(session, sequence, None);
+            }
+            return;
+        }
+        let partial = self.execute_here(&command, &placement);
+        if !global || involved.len() == 1 || self.complete_without_signals {
+            let change = S::keyspace_change(&command, &partial);
+            let reply = ClientReply::Done(partial);
+            return self.complete(global, &envelope, change, reply);
+        }
+        self.start_waiting(envelope, command, involved, partial);
+    }
+
+    /// Executes `command` on this partition's state: its part of the reply.
+    pub(super) fn execute_here(&mut self, command: &S::Command, placement: &Placement) -> S::Reply {
+        let map = &self.map;
+        let me = self.config.partition;
+        let owns = |key: &[u8]| match &placement.keyspace {
+            Some(keyspace) => map.partition_of(keyspace, key) == Ok(me),
+            None => true,
+        };
+        let ctx = ExecContext {
+            now_micros: self.local_clock_micros,
+            global_position: self.global_position,
+            owns_key: &owns,
+        };
+        self.state.execute(command, &ctx)
+    }
+
+    /// Finishes a command: applies the keyspace change it made, records
+    /// the reply in its session and answers its client.
+    pub(super) fn complete(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        change: Option<KeyspaceChange>,
+        reply: ClientReply<S::Reply>,
+    ) {
+        if let Some(change) = change {
+            let applied = match change {
+                KeyspaceChange::Create(name, layout) => self.map.create_keyspace(&name, layout),
+                KeyspaceChange::Drop(name) => self.map.drop_keyspace(&name),
+            };
+            // Keyspaces mirror the service's catalog, which every partition
+            // holds identically; a refused change means they diverged.
+            applied.expect("keyspace change agrees with the service catalog");
+        }
+        let tracked = envelope.session.filter(|_| match &envelope.body {
+            Body::App(command) => !S::is_read_only(command),
+            _ => false,
+        });
+        if let Some((session, sequence)) = tracked {
+            if global {
+                self.sessions
+                    .record_global(session, sequence, Some(reply.clone()));
+            } else {
+                self.sessions.record_local(session, sequence, reply.clone());
+            }
+        }
+        self.answer(&envelope.origin, reply);
+    }
+}
+
+/// Stands for an undecodable global value: counts as a position, does
+/// nothing.
+fn undecodable_marker<C>() -> CommandEnvelope<C> {
+    CommandEnvelope {
+        origin: Origin {
+            node: NodeId(u32::MAX),
+            incarnation: u32::MAX,
+            request: 0,
+        },
+        timestamp_micros: 0,
+        map_version: MapVersion(0),
+        session: None,
+        body: Body::CloseSession,
+    }
+}

@@ -1,0 +1,272 @@
+//! A replica of one partition: executes the merged delivery of its
+//! partition stream and the global stream (thesis §2.7; DMap §III-B).
+//!
+//! One file per part of its work:
+//!
+//! - `client_request`: what a client asks and is answered;
+//! - `edge`: a client request received here, checked and routed to the
+//!   stream that orders it (or refused at once);
+//! - `execute`: delivered commands executed in merge order, sessions
+//!   (exactly-once), keyspace changes;
+//! - `signals`: S-SMR's exchange of partial replies between the partitions
+//!   a multi-partition command involves (DMap §III-B), the cache of
+//!   partials kept for late requests, signals that come early;
+//! - `fences`: reconfigurations judged when ordered and applied at their
+//!   barrier's fence (split, merge, new stream, move);
+//! - `checkpoint`: the replicated state between two deliveries, taken and
+//!   restored (thesis §3.4.2);
+//! - `invariants`: what holds after every step, checked in debug builds
+//!   (and by the simulator after every step).
+
+mod checkpoint;
+mod client_request;
+mod edge;
+mod execute;
+mod fences;
+mod invariants;
+mod signals;
+
+pub use checkpoint::{ReplicaCheckpoint, RestoreError};
+pub use client_request::{ClientReply, ClientRequest, RequestId};
+pub use fences::FenceWork;
+
+use crate::{Origin, PartitionMap, Reconfiguration, ReplicaMessage, SessionTable, StateMachine};
+use amulet_types::{NodeId, PartitionId, StreamId};
+use bytes::Bytes;
+use signals::Waiting;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicU64;
+
+/// Limits and identity of a replica.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    /// This node.
+    pub node: NodeId,
+    /// This node's run (increases at every restart).
+    pub incarnation: u32,
+    /// The partition replicated.
+    pub partition: PartitionId,
+    /// How long a replica waits for a missing signal before asking again,
+    /// µs. Signals are single messages that may be lost.
+    pub signal_retry_micros: u64,
+    /// Bytes of partial replies kept to answer late signal requests. A
+    /// replica that lags more than this behind another partition gets
+    /// "partial gone" and answers its client `Lost` (the command did take
+    /// effect).
+    pub signal_cache_bytes_max: usize,
+    /// Longest session lease a client may ask for, µs.
+    pub session_lease_micros_max: u64,
+}
+
+impl ReplicaConfig {
+    /// Defaults for `node`'s replica of `partition`.
+    pub fn new(node: NodeId, incarnation: u32, partition: PartitionId) -> ReplicaConfig {
+        ReplicaConfig {
+            node,
+            incarnation,
+            partition,
+            signal_retry_micros: 50_000,
+            signal_cache_bytes_max: 64 * 1024 * 1024,
+            session_lease_micros_max: 10 * 60 * 1_000_000,
+        }
+    }
+}
+
+/// What the caller must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output<R> {
+    /// Multicast `value` on `stream`.
+    Propose {
+        /// The stream.
+        stream: StreamId,
+        /// An encoded [`crate::CommandEnvelope`].
+        value: Bytes,
+        /// Multicast as a barrier (a reconfiguration): every merge that
+        /// delivers it stops at the next round until the runtime has
+        /// called [`Replica::at_fence`] and released it.
+        barrier: bool,
+    },
+    /// Send a message to another replica.
+    Send {
+        /// Destination node.
+        to: NodeId,
+        /// The message.
+        message: ReplicaMessage,
+    },
+    /// Answer a client request received here.
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The answer.
+        reply: ClientReply<R>,
+    },
+}
+
+/// A replica of one partition.
+pub struct Replica<S: StateMachine> {
+    config: ReplicaConfig,
+    map: PartitionMap,
+    state: S,
+    sessions: SessionTable<ClientReply<S::Reply>>,
+    /// Greatest timestamp of any executed command.
+    local_clock_micros: u64,
+    /// Greatest timestamp of a global-stream command: sessions expire by
+    /// it, identically in every partition.
+    global_clock_micros: u64,
+    /// Global-stream commands delivered so far.
+    global_position: u64,
+    /// Delivered, not yet executed (waiting behind `waiting`).
+    queue: VecDeque<(bool, crate::CommandEnvelope<S::Command>)>,
+    waiting: Option<Waiting<S::Command>>,
+    early_signals: BTreeMap<u64, BTreeMap<PartitionId, Option<Bytes>>>,
+    signal_cache: BTreeMap<u64, Bytes>,
+    signal_cache_bytes: usize,
+    absorbed_signals: BTreeMap<PartitionId, (u64, BTreeMap<u64, Bytes>)>,
+    next_request: RequestId,
+    now_micros: u64,
+    undecodable: u64,
+    outputs: Vec<Output<S::Reply>>,
+    complete_without_signals: bool,
+    answer_reads_locally: bool,
+    /// See [`ReplicaCheckpoint::pending_reconfiguration`].
+    pending_reconfiguration: Option<Reconfiguration>,
+    /// Requests received here and proposed, not answered yet, with the
+    /// stream they went on (answered `Behind` if it is retired).
+    proposed: BTreeMap<RequestId, StreamId>,
+    /// The global position at the last [`Replica::check_invariants`]: it
+    /// never goes back.
+    global_position_checked: AtomicU64,
+}
+
+/// Unanswered proposals a replica remembers the stream of (the oldest
+/// are forgotten first: their clients have long given up).
+const PROPOSED_MAX: usize = 1 << 20;
+
+impl<S: StateMachine> Replica<S> {
+    /// A replica starting from `map` and `state` (the initial
+    /// configuration, or a checkpoint).
+    pub fn new(config: ReplicaConfig, map: PartitionMap, state: S) -> Replica<S> {
+        let partition_bits = config.partition.0;
+        assert!(
+            map.partitions.contains_key(&config.partition),
+            "{} is not in the partition map",
+            config.partition
+        );
+        Replica {
+            config,
+            map,
+            state,
+            sessions: SessionTable::default(),
+            local_clock_micros: 0,
+            global_clock_micros: 0,
+            global_position: 0,
+            queue: VecDeque::new(),
+            waiting: None,
+            early_signals: BTreeMap::new(),
+            signal_cache: BTreeMap::new(),
+            signal_cache_bytes: 0,
+            absorbed_signals: BTreeMap::new(),
+            // Disjoint per partition: every replica of a node answers the
+            // global commands that node originated, so a node hosting
+            // several partitions must be able to tell which replica's
+            // request a reply is for.
+            next_request: (u64::from(partition_bits) << 40) + 1,
+            now_micros: 0,
+            undecodable: 0,
+            outputs: Vec::new(),
+            complete_without_signals: false,
+            answer_reads_locally: false,
+            pending_reconfiguration: None,
+            proposed: BTreeMap::new(),
+            global_position_checked: AtomicU64::new(0),
+        }
+    }
+
+    /// A deliberately broken variant, for the simulator to show that its
+    /// checkers catch it: multi-partition commands complete on this
+    /// partition's partial alone, without the signal exchange.
+    pub fn set_bug_complete_without_signals(&mut self, on: bool) {
+        self.complete_without_signals = on;
+    }
+
+    /// A deliberately broken variant, for the real-process fault suite and
+    /// the simulator to show that their checkers catch it: a read-only
+    /// command of this partition alone is answered at once from this
+    /// replica's state, without being ordered (a replica behind the others,
+    /// or cut off from them, answers from the past).
+    pub fn set_bug_answer_reads_locally(&mut self, on: bool) {
+        self.answer_reads_locally = on;
+    }
+
+    /// The service state.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+
+    /// Whether a move took this partition away from this node (the map
+    /// names other replicas): the replica runs on only until the new
+    /// group holds its state (`handed_off`).
+    pub fn moved_away(&self) -> bool {
+        self.map
+            .partitions
+            .get(&self.config.partition)
+            .is_some_and(|info| !info.replicas.contains(&self.config.node))
+    }
+
+    /// The current partition map.
+    pub fn map(&self) -> &PartitionMap {
+        &self.map
+    }
+
+    /// Global-stream commands executed (or being executed).
+    pub fn global_position(&self) -> u64 {
+        self.global_position
+    }
+
+    /// Whether execution waits for signals.
+    pub fn is_waiting(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// Delivered commands not executed yet.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Delivered values that did not decode (a bug or corruption upstream).
+    pub fn undecodable(&self) -> u64 {
+        self.undecodable
+    }
+
+    /// Open sessions.
+    pub fn sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The stream of this replica's partition.
+    pub fn stream(&self) -> StreamId {
+        self.map.partitions[&self.config.partition].stream
+    }
+
+    /// Outputs produced since the last drain.
+    pub fn drain(&mut self) -> Vec<Output<S::Reply>> {
+        std::mem::take(&mut self.outputs)
+    }
+
+    /// Whether a command envelope originated at this replica's node in
+    /// this run (so its client waits here for the answer).
+    fn is_mine(&self, origin: &Origin) -> bool {
+        origin.node == self.config.node && origin.incarnation == self.config.incarnation
+    }
+
+    /// Answers the client of `origin` if it waits here.
+    fn answer(&mut self, origin: &Origin, reply: ClientReply<S::Reply>) {
+        if self.is_mine(origin) {
+            self.proposed.remove(&origin.request);
+            self.outputs.push(Output::Reply {
+                request: origin.request,
+                reply,
+            });
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! S-SMR's signal exchange, the heart of DMap §III-B: a command of the
+//! global stream that involves several partitions is executed by each of
+//! them on its own keys; each sends its partial reply (its *signal*) to
+//! every runner of the other involved partitions, and none completes the
+//! command, or executes anything after it, until it holds a partial from
+//! every involved partition. The reply combines them.
+//!
+//! Signals are single messages and may be lost or come early:
+//!
+//! - a replica still waiting after `signal_retry_micros` asks again
+//!   (`SignalRequest`), and the others answer from their *signal cache*
+//!   of partials (bounded by `signal_cache_bytes_max`, oldest evicted
+//!   first), or with "executed long ago, partial gone", which completes
+//!   the command as `Lost` (it did take effect);
+//! - a signal for a command this replica has not executed yet is kept as
+//!   an *early signal*, for at most [`EARLY_SIGNAL_COMMANDS_MAX`] future
+//!   commands;
+//! - after a merge, the partition merged into answers for the one merged
+//!   away (`absorbed_signals`), whose replicas are gone.
+
+use super::{ClientReply, Output, Replica};
+use crate::{CommandEnvelope, ReplicaMessage, StateMachine};
+use amulet_types::{NodeId, PartitionId};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// Early signals are kept for at most this many future commands.
+pub(super) const EARLY_SIGNAL_COMMANDS_MAX: usize = 4096;
+
+/// A multi-partition command executed here and waiting for the signals of
+/// the other involved partitions; execution of later commands waits too.
+pub(super) struct Waiting<C> {
+    pub(super) global_position: u64,
+    pub(super) envelope: CommandEnvelope<C>,
+    pub(super) command: C,
+    pub(super) involved: Vec<PartitionId>,
+    /// Encoded partial replies by partition; `None`: the partition executed
+    /// the command but no longer holds its partial.
+    pub(super) partials: BTreeMap<PartitionId, Option<Bytes>>,
+    pub(super) asked_at_micros: u64,
+}
+
+impl<S: StateMachine> Replica<S> {
+    /// A message from another replica.
+    pub fn on_message(&mut self, message: ReplicaMessage) {
+        match message {
+            ReplicaMessage::Signal {
+                global_position,
+                partition,
+                partial,
+            } => self.on_signal(global_position, partition, partial),
+            ReplicaMessage::SignalRequest {
+                global_position,
+                from,
+            } => self.on_signal_request(global_position, from),
+            // State transfer is the node's business, not the replica's.
+            ReplicaMessage::CheckpointRequest { .. }
+            | ReplicaMessage::CheckpointChunk { .. }
+            | ReplicaMessage::NotHeld { .. } => {}
+        }
+        self.debug_check_invariants();
+    }
+
+    /// Time passes: ask again for signals that have not come.
+    pub fn tick(&mut self, now_micros: u64) {
+        self.ask_again(now_micros);
+        self.debug_check_invariants();
+    }
+
+    fn ask_again(&mut self, now_micros: u64) {
+        self.now_micros = self.now_micros.max(now_micros);
+        let Some(waiting) = &mut self.waiting else {
+            return;
+        };
+        if self.now_micros.saturating_sub(waiting.asked_at_micros) < self.config.signal_retry_micros
+        {
+            return;
+        }
+        waiting.asked_at_micros = self.now_micros;
+        let position = waiting.global_position;
+        let missing: Vec<PartitionId> = waiting
+            .involved
+            .iter()
+            .filter(|p| !waiting.partials.contains_key(p))
+            .copied()
+            .collect();
+        for partition in missing {
+            for to in self.map.runners(partition) {
+                self.outputs.push(Output::Send {
+                    to,
+                    message: ReplicaMessage::SignalRequest {
+                        global_position: position,
+                        from: self.config.node,
+                    },
+                });
+            }
+        }
+    }
+
+    /// This partition executed a multi-partition command: signal its
+    /// partial to the other involved partitions and wait for theirs.
+    pub(super) fn start_waiting(
+        &mut self,
+        envelope: CommandEnvelope<S::Command>,
+        command: S::Command,
+        involved: Vec<PartitionId>,
+        partial: S::Reply,
+    ) {
+        let position = self.global_position;
+        let encoded =
+            Bytes::from(postcard::to_allocvec(&partial).expect("encoding to memory cannot fail"));
+        self.cache_signal(position, encoded.clone());
+        for partition in involved.iter().filter(|p| **p != self.config.partition) {
+            for to in self.map.runners(*partition) {
+                self.outputs.push(Output::Send {
+                    to,
+                    message: ReplicaMessage::Signal {
+                        global_position: position,
+                        partition: self.config.partition,
+                        partial: Some(encoded.clone()),
+                    },
+                });
+            }
+        }
+        let mut partials = self.early_signals.remove(&position).unwrap_or_default();
+        partials.retain(|p, _| involved.contains(p));
+        partials.insert(self.config.partition, Some(encoded));
+        // Forget early signals of commands now behind us.
+        self.early_signals = self.early_signals.split_off(&position);
+        self.waiting = Some(Waiting {
+            global_position: position,
+            envelope,
+            command,
+            involved,
+            partials,
+            asked_at_micros: self.now_micros,
+        });
+        self.try_complete();
+    }
+
+    fn cache_signal(&mut self, position: u64, partial: Bytes) {
+        self.signal_cache_bytes += partial.len();
+        self.signal_cache.insert(position, partial);
+        while self.signal_cache_bytes > self.config.signal_cache_bytes_max
+            && self.signal_cache.len() > 1
+        {
+            let (_, evicted) = self.signal_cache.pop_first().expect("not empty");
+            self.signal_cache_bytes -= evicted.len();
+        }
+    }
+
+    fn on_signal(&mut self, position: u64, partition: PartitionId, partial: Option<Bytes>) {
+        if let Some(waiting) = &mut self.waiting {
+            if waiting.global_position == position {
+                if waiting.involved.contains(&partition) {
+                    let slot = waiting.partials.entry(partition).or_insert(None);
+                    if slot.is_none() {
+                        *slot = partial;
+                    }
+                }
+                if self.try_complete() {
+                    self.run();
+                }
+                return;
+            }
+        }
+        if position > self.global_position {
+            let entry = self.early_signals.entry(position).or_default();
+            let slot = entry.entry(partition).or_insert(None);
+            if slot.is_none() {
+                *slot = partial;
+            }
+            while self.early_signals.len() > EARLY_SIGNAL_COMMANDS_MAX {
+                self.early_signals.pop_last();
+            }
+        }
+    }
+
+    fn on_signal_request(&mut self, position: u64, from: NodeId) {
+        for (partition, (until, cache)) in &self.absorbed_signals {
+            if position <= *until {
+                self.outputs.push(Output::Send {
+                    to: from,
+                    message: ReplicaMessage::Signal {
+                        global_position: position,
+                        partition: *partition,
+                        partial: cache.get(&position).cloned(),
+                    },
+                });
+            }
+        }
+        let partial = match self.signal_cache.get(&position) {
+            Some(partial) => Some(partial.clone()),
+            // Executed long ago: say so, without the partial.
+            None if position < self.global_position => None,
+            // Not executed yet: our signal goes out when it is.
+            None => return,
+        };
+        self.outputs.push(Output::Send {
+            to: from,
+            message: ReplicaMessage::Signal {
+                global_position: position,
+                partition: self.config.partition,
+                partial,
+            },
+        });
+    }
+
+    /// Completes the waiting multi-partition command if every involved
+    /// partition's partial is here; returns whether it did. It never runs
+    /// the queue itself: called from `execute` (through `start_waiting`)
+    /// inside `run`'s loop, running from here recursed once per queued
+    /// command whose signals had all come early, and a replica replaying
+    /// thousands of them after a restart overflowed its stack (found by
+    /// the fault suite: nodes aborted with "stack overflow" during
+    /// catch-up, stalling the cluster when the other replica was killed).
+    fn try_complete(&mut self) -> bool {
+        let done = self
+            .waiting
+            .as_ref()
+            .is_some_and(|w| w.involved.iter().all(|p| w.partials.contains_key(p)));
+        if !done {
+            return false;
+        }
+        let waiting = self.waiting.take().expect("checked above");
+        let mine = waiting.partials[&self.config.partition]
+            .as_ref()
+            .and_then(|b| postcard::from_bytes::<S::Reply>(b).ok())
+            .expect("our own partial decodes");
+        let change = S::keyspace_change(&waiting.command, &mine);
+        let decoded: Option<Vec<S::Reply>> = waiting
+            .partials
+            .values()
+            .map(|p| p.as_ref().and_then(|b| postcard::from_bytes(b).ok()))
+            .collect();
+        let reply = match decoded {
+            Some(partials) => ClientReply::Done(S::combine(&waiting.command, &partials)),
+            None => ClientReply::Lost,
+        };
+        self.complete(true, &waiting.envelope, change, reply);
+        true
+    }
+}

@@ -411,6 +411,9 @@ mod tests {
                 kind: Some(pb::layout::Kind::Range(pb::RangeLayout { splits: vec![] })),
             }),
         });
-        assert!(command_from_op(Some(empty_layout)).is_err());
+        assert_eq!(
+            command_from_op(Some(empty_layout)).unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
     }
 }

@@ -204,7 +204,10 @@ mod tests {
             map_version: 1,
             change: None,
         };
-        assert!(reconfiguration_from_pb(none).is_err());
+        assert_eq!(
+            reconfiguration_from_pb(none).unwrap_err().code(),
+            tonic::Code::InvalidArgument
+        );
         let mut bad = reconfiguration_to_pb(
             1,
             &Reconfiguration::ReplaceStream {

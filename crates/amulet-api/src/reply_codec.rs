@@ -307,6 +307,11 @@ mod tests {
 
     #[test]
     fn a_response_without_a_result_is_an_error() {
-        assert!(reply_from_response(pb::MapResponse { result: None }).is_err());
+        assert_eq!(
+            reply_from_response(pb::MapResponse { result: None })
+                .unwrap_err()
+                .code(),
+            tonic::Code::Internal
+        );
     }
 }

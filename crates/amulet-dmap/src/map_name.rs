@@ -56,11 +56,14 @@ mod tests {
     #[test]
     fn names_are_checked() {
         assert!(MapName::new("users.v2-a_b").is_ok());
-        assert!(MapName::new("").is_err());
-        assert!(MapName::new("a b").is_err());
-        assert!(MapName::new("ä").is_err());
+        assert!(matches!(MapName::new(""), Err(MapError::BadMapName(_))));
+        assert!(matches!(MapName::new("a b"), Err(MapError::BadMapName(_))));
+        assert!(matches!(MapName::new("ä"), Err(MapError::BadMapName(_))));
         assert!(MapName::new("x".repeat(MAP_NAME_BYTES_MAX)).is_ok());
-        assert!(MapName::new("x".repeat(MAP_NAME_BYTES_MAX + 1)).is_err());
+        assert!(matches!(
+            MapName::new("x".repeat(MAP_NAME_BYTES_MAX + 1)),
+            Err(MapError::BadMapName(_))
+        ));
     }
 
     #[test]

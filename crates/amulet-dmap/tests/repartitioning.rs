@@ -98,5 +98,8 @@ fn dmap_iii_c_a_snapshot_of_a_merged_partition_is_refused_not_torn() {
     // Half of snapshot 7 went with the merged partition: no replica of
     // `into` may serve `into`'s half as if it were all of it.
     assert!(into.snapshot_held_elsewhere(7));
-    assert!(into.snapshot_page(7, None, 10).is_err());
+    assert!(matches!(
+        into.snapshot_page(7, None, 10),
+        Err(amulet_dmap::MapError::UnknownSnapshot(7))
+    ));
 }

@@ -10,7 +10,7 @@ use crate::checkpointer::{lanes_of, Purpose};
 use crate::command::{CheckpointFile, Command, Durability, WriteId, WriteOutcome};
 use crate::edge::apply_replica_bugs;
 use crate::host::{Fetched, Host, HostError};
-use crate::state_transfer::{ChunkOutcome, Serve};
+use crate::state_transfer::{ChunkOutcome, Serve, Waiter, WAITED_WRITES_MAX};
 use crate::storage::{with_fence_host, LogOpener};
 use amulet_smr::{group_of, open_streams, Replica, ReplicaConfig, ReplicaMessage, StateMachine};
 use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
@@ -71,7 +71,11 @@ impl<S: StateMachine> Host<S> {
                 {
                     // Ours is older than what the asker holds since: a new
                     // one is written now, and goes to it when written.
-                    self.transfer.wait(serve, from, at_least);
+                    let waiter = Waiter {
+                        at_least,
+                        writes: 0,
+                    };
+                    self.transfer.wait(serve, from, waiter);
                     return;
                 }
                 if self.replicas.contains_key(&serve) {
@@ -264,13 +268,22 @@ impl<S: StateMachine> Host<S> {
     /// Sends the first chunk of `partition`'s checkpoint just written to
     /// the peers that waited for a newer one (non-disruptive recovery).
     fn serve_waiting(&mut self, partition: PartitionId, now: TimeMicros) {
-        for (asker, at_least) in self.transfer.take_waiting(partition) {
-            if self.checkpointer.write_if_older(partition, &at_least, now) {
+        for (asker, mut waiter) in self.transfer.take_waiting(partition) {
+            waiter.writes += 1;
+            if waiter.writes < WAITED_WRITES_MAX
+                && self
+                    .checkpointer
+                    .write_if_older(partition, &waiter.at_least, now)
+            {
                 // Written from a state taken before the request (or the
                 // write failed): the next one.
-                self.transfer.wait(partition, asker, at_least);
+                self.transfer.wait(partition, asker, waiter);
                 continue;
             }
+            // Recent enough, or taken after the request and still short
+            // of it: this replica is behind what the asker holds, and
+            // waiting longer may wait for the asker itself. It installs
+            // this one and fetches the gap from the acceptors.
             self.serve(partition, partition, asker, 0, now);
         }
     }

@@ -20,9 +20,13 @@
 //! apply the held decisions and fetch nothing from the acceptors; an older
 //! one leaves a gap it must fetch, which is what loads the acceptors while
 //! they serve new instances. A peer whose latest checkpoint is older
-//! writes a new one at once and sends it when it is written (`waiting`).
-//! After every peer was asked twice, the asker takes any checkpoint that
-//! covers what was trimmed (a peer may be behind itself).
+//! writes a new one at once and sends it when it is written (`waiting`),
+//! or when the first one begun after the request is written, even if it
+//! does not reach what was asked: a peer behind the asker itself (its
+//! replica waits for a stream only the asker can move on, say, a new
+//! stream the asker is an acceptor of) would otherwise write checkpoints
+//! forever while the asker waits for it. After every peer was asked twice,
+//! the asker takes any checkpoint that covers what was trimmed.
 
 use crate::config::TRANSFER_RETRY_AFTER_MICROS;
 use amulet_smr::ReplicaMessage;
@@ -50,6 +54,20 @@ impl Fetch {
     fn peer(&self) -> NodeId {
         self.peers[(self.asked - 1) % self.peers.len()]
     }
+}
+
+/// Checkpoint writes an asker waits for at most: the first may have
+/// begun before its request (taken from an older state); the second began
+/// after it, and is served whatever it reaches.
+pub(crate) const WAITED_WRITES_MAX: u32 = 2;
+
+/// An asker waiting for a newer checkpoint (non-disruptive recovery).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Waiter {
+    /// Per stream, the first new decision the asker holds.
+    pub(crate) at_least: Vec<(StreamId, Instance)>,
+    /// Checkpoint writes finished since it asked.
+    pub(crate) writes: u32,
 }
 
 /// A chunk request waiting for its file to be read.
@@ -89,8 +107,9 @@ pub(crate) struct StateTransfer {
     serving: BTreeMap<PartitionId, (Bytes, TimeMicros)>,
     reading: BTreeMap<PartitionId, Vec<Queued>>,
     /// Askers whose `at_least` our latest checkpoint does not reach,
-    /// answered when one that does is written.
-    waiting: BTreeMap<PartitionId, BTreeMap<NodeId, Vec<(StreamId, Instance)>>>,
+    /// answered when one that does is written, or the second written
+    /// since they asked.
+    waiting: BTreeMap<PartitionId, BTreeMap<NodeId, Waiter>>,
     /// Injected bug: a fetched file is assembled without its last chunk.
     drop_last_chunk: bool,
 }
@@ -325,27 +344,20 @@ impl StateTransfer {
             .then(|| self.ask_next_peer(partition, now))
     }
 
-    /// `asker` wants a checkpoint of `partition` at least at `at_least`,
-    /// newer than ours: it is answered when one is written
-    /// ([`Self::take_waiting`]).
-    pub(crate) fn wait(
-        &mut self,
-        partition: PartitionId,
-        asker: NodeId,
-        at_least: Vec<(StreamId, Instance)>,
-    ) {
+    /// `asker` wants a checkpoint of `partition` at least at `at_least`
+    /// (`waiter.at_least`), newer than ours: it is answered when one is
+    /// written ([`Self::take_waiting`]). A new request replaces the
+    /// asker's earlier one.
+    pub(crate) fn wait(&mut self, partition: PartitionId, asker: NodeId, waiter: Waiter) {
         self.waiting
             .entry(partition)
             .or_default()
-            .insert(asker, at_least);
+            .insert(asker, waiter);
     }
 
     /// The askers waiting for a newer checkpoint of `partition`, with what
-    /// each needs.
-    pub(crate) fn take_waiting(
-        &mut self,
-        partition: PartitionId,
-    ) -> Vec<(NodeId, Vec<(StreamId, Instance)>)> {
+    /// each needs and how many writes each has waited for.
+    pub(crate) fn take_waiting(&mut self, partition: PartitionId) -> Vec<(NodeId, Waiter)> {
         self.waiting
             .remove(&partition)
             .map(|w| w.into_iter().collect())
@@ -561,19 +573,15 @@ mod tests {
         );
         // A waiting asker is remembered once, with what it needs.
         let mut server = StateTransfer::new(NodeId(1), 1024, false);
-        server.wait(
-            PartitionId(1),
-            NodeId(2),
-            vec![(StreamId(2), Instance(500))],
-        );
-        server.wait(
-            PartitionId(1),
-            NodeId(2),
-            vec![(StreamId(2), Instance(600))],
-        );
+        let waiter = |instance| Waiter {
+            at_least: vec![(StreamId(2), Instance(instance))],
+            writes: 0,
+        };
+        server.wait(PartitionId(1), NodeId(2), waiter(500));
+        server.wait(PartitionId(1), NodeId(2), waiter(600));
         assert_eq!(
             server.take_waiting(PartitionId(1)),
-            vec![(NodeId(2), vec![(StreamId(2), Instance(600))])]
+            vec![(NodeId(2), waiter(600))]
         );
         assert!(server.take_waiting(PartitionId(1)).is_empty());
     }

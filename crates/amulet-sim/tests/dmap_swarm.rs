@@ -211,3 +211,22 @@ fn thesis_3_4_2_state_transfer_dropping_its_last_chunk_is_caught() {
         "state transfer dropping its last chunk survived 50 seeds",
     );
 }
+
+/// Thesis §3.4.4 non-disruptive recovery when the peers are behind the
+/// asker: seed 7000818 moves partition 2 onto a new stream whose acceptors
+/// include two nodes trimmed past and fetching checkpoints. The old
+/// replicas cannot merge the new stream until one of those nodes installs
+/// a checkpoint and opens it, so their checkpoints never reach what the
+/// askers hold; they wrote checkpoint after checkpoint (1,609 writes in
+/// the run) while the askers waited out every peer twice, and a client
+/// completed nothing after healing. A peer now serves the second
+/// checkpoint written since the request, whatever it reaches.
+#[test]
+fn thesis_3_4_4_a_peer_behind_the_asker_serves_what_it_has() {
+    let outcome = run_dmap_seed(7_000_818, false, DmapBug::None);
+    assert!(
+        outcome.violations.is_empty(),
+        "seed 7000818: {}",
+        outcome.violations[0]
+    );
+}

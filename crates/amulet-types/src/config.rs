@@ -211,9 +211,15 @@ mod tests {
     fn invalid_limits_are_rejected() {
         let mut c = three();
         c.limits.memory_ring_slots = 10;
-        assert!(c.validate().is_err());
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::Invalid { stream: 1, .. })
+        ));
         let mut c = three();
         c.acceptors.push(NodeId(1));
-        assert!(c.validate().is_err());
+        assert!(matches!(
+            c.validate(),
+            Err(ConfigError::Invalid { stream: 1, .. })
+        ));
     }
 }

@@ -130,6 +130,10 @@ struct DmapCluster {
     calls: Vec<Call<MapOp, Observed>>,
     violations: Vec<Violation>,
     healed: bool,
+    /// With a verbose seed and `AMULET_SIM_DUMP_MS`: every node's
+    /// replicas, merges and streams are printed this often (virtual µs),
+    /// to see where a stuck run stopped.
+    dump_every_micros: Option<u64>,
 }
 
 /// Runs one DMap seed with the fault mix it draws.
@@ -326,6 +330,12 @@ impl DmapCluster {
             calls: Vec::new(),
             violations: Vec::new(),
             healed: false,
+            dump_every_micros: verbose
+                .then(|| std::env::var("AMULET_SIM_DUMP_MS").ok())
+                .flatten()
+                .and_then(|ms| ms.parse::<u64>().ok())
+                .filter(|ms| *ms > 0)
+                .map(|ms| ms * 1_000),
         };
         let mut harness = harness;
         for c in 0..cluster.clients.len() {
@@ -529,6 +539,11 @@ impl DmapCluster {
             self.calls.len(),
             self.violations.len()
         );
+        Self::print_nodes(harness);
+    }
+
+    /// Every node's replicas (with their merge), and streams.
+    fn print_nodes(harness: &Harness) {
         for node in harness.slots.keys() {
             let Some(host) = harness.host(*node) else {
                 println!("node {node}: down");
@@ -543,6 +558,25 @@ impl DmapCluster {
                     r.pending_reconfiguration(),
                     host.multicast_node().fenced(group_of(*partition)),
                 );
+                if let Some(merger) = host.multicast_node().merger(group_of(*partition)) {
+                    let lanes: Vec<String> = merger
+                        .fed_streams()
+                        .map(|s| {
+                            format!(
+                                "{s:?}:{:?}@{:?}",
+                                merger.lane_state(s),
+                                merger.next_instance(s)
+                            )
+                        })
+                        .collect();
+                    println!(
+                        "    merge: rounds={} waiting_on={:?} subscription={:?} lanes={lanes:?} behind={}",
+                        merger.rounds(),
+                        merger.waiting_on(),
+                        merger.waiting(),
+                        host.catching_up(*partition),
+                    );
+                }
             }
             for (stream, s) in host.multicast_node().streams() {
                 println!(
@@ -638,6 +672,15 @@ impl Workload for DmapCluster {
 
     fn tick(&mut self, harness: &mut Harness) {
         let now = harness.now;
+        if let Some(every) = self.dump_every_micros {
+            if now.0 % every == 0 {
+                println!("t={}us state:", now.0);
+                for (c, client) in self.clients.iter().enumerate() {
+                    println!("  client {c}: {:?}", client.phase);
+                }
+                Self::print_nodes(harness);
+            }
+        }
         let issuing = now < self.issue_until;
         if issuing && self.operator.as_ref().is_some_and(|o| now >= o.next) {
             self.reconfigure(harness);

@@ -210,32 +210,51 @@ impl Checkpointer {
         })
     }
 
-    /// Whether `partition`'s durable checkpoint is behind `at_least` (some
-    /// stream's lane before the instance named), in which case a new one
-    /// is made due now (non-disruptive recovery: a peer asked for one at
-    /// least that recent). False, and nothing scheduled, when checkpoints
-    /// are off or the latest one will do.
-    pub(crate) fn write_if_older(
-        &mut self,
+    /// Whether `partition`'s durable checkpoint will do for an asker that
+    /// holds the decisions from `at_least` on (non-disruptive recovery):
+    /// it reaches every instance named, or nothing better will come
+    /// (checkpoints are off, nothing is named, the partition is not
+    /// checkpointed here).
+    pub(crate) fn reaches(
+        &self,
         partition: PartitionId,
         at_least: &[(StreamId, Instance)],
-        now: TimeMicros,
     ) -> bool {
         if self.every_micros == 0 || at_least.is_empty() {
-            return false;
+            return true;
         }
-        let Some(slot) = self.slots.get_mut(&partition) else {
-            return false;
+        let Some(slot) = self.slots.get(&partition) else {
+            return true;
         };
-        let recent_enough = slot
-            .durable
+        slot.durable
             .as_ref()
-            .is_some_and(|(lanes, _)| checkpoint_reaches(lanes.iter().copied(), at_least));
-        if recent_enough {
-            return false;
+            .is_some_and(|(lanes, _)| checkpoint_reaches(lanes.iter().copied(), at_least))
+    }
+
+    /// Whether `partition`'s durable checkpoint merges every stream
+    /// `at_least` names (whatever instance it stands at): false before
+    /// the fence that adds one of them (a move's new stream).
+    pub(crate) fn merges_all(
+        &self,
+        partition: PartitionId,
+        at_least: &[(StreamId, Instance)],
+    ) -> bool {
+        self.slots
+            .get(&partition)
+            .and_then(|slot| slot.durable.as_ref())
+            .is_some_and(|(lanes, _)| {
+                at_least
+                    .iter()
+                    .all(|(stream, _)| lanes.iter().any(|(s, _)| s == stream))
+            })
+    }
+
+    /// Makes `partition`'s next background write due now (a peer asked
+    /// for a newer checkpoint).
+    pub(crate) fn write_soon(&mut self, partition: PartitionId, now: TimeMicros) {
+        if let Some(slot) = self.slots.get_mut(&partition) {
+            slot.due = slot.due.min(now);
         }
-        slot.due = slot.due.min(now);
-        true
     }
 
     /// A replica now runs `partition` (split off at a fence, installed
@@ -374,9 +393,15 @@ mod tests {
             [(p, 0, Some(vec![(StreamId(2), Instance(50))]))].into_iter(),
             TimeMicros(0),
         );
-        assert!(!c.write_if_older(p, &[(StreamId(2), Instance(50))], TimeMicros(7)));
+        assert!(c.reaches(p, &[(StreamId(2), Instance(50))]));
+        assert!(c.reaches(p, &[]), "nothing named: any will do");
+        assert!(!c.reaches(p, &[(StreamId(2), Instance(51))]));
+        assert!(c.merges_all(p, &[(StreamId(2), Instance(51))]));
+        // A stream the checkpoint does not merge yet (a move's new one).
+        assert!(!c.reaches(p, &[(StreamId(3), Instance(0))]));
+        assert!(!c.merges_all(p, &[(StreamId(3), Instance(0))]));
         assert!(c.due(TimeMicros(7)).is_empty());
-        assert!(c.write_if_older(p, &[(StreamId(2), Instance(51))], TimeMicros(7)));
+        c.write_soon(p, TimeMicros(7));
         assert_eq!(c.due(TimeMicros(7)), vec![p]);
     }
 }

@@ -67,10 +67,15 @@ impl<S: StateMachine> Host<S> {
                 if offset == 0
                     && serve == partition
                     && self.replicas.contains_key(&serve)
-                    && self.checkpointer.write_if_older(serve, &at_least, now)
+                    && !self.checkpointer.reaches(serve, &at_least)
                 {
                     // Ours is older than what the asker holds since: a new
-                    // one is written now, and goes to it when written.
+                    // one goes to it when written (now, if this merge
+                    // already merges every stream named; else once it
+                    // passes the fence that adds them, `write_for_waiters`).
+                    if self.merges_all(serve, &at_least) {
+                        self.checkpointer.write_soon(serve, now);
+                    }
                     let waiter = Waiter {
                         at_least,
                         writes: 0,
@@ -266,26 +271,55 @@ impl<S: StateMachine> Host<S> {
     }
 
     /// Sends the first chunk of `partition`'s checkpoint just written to
-    /// the peers that waited for a newer one (non-disruptive recovery).
+    /// the peers that waited for a newer one (non-disruptive recovery):
+    /// to each whose `at_least` it reaches, and to each that has waited
+    /// for [`WAITED_WRITES_MAX`] writes merging every stream it names.
+    /// The last write began after the request and still falls short, so
+    /// this replica is behind the asker, and waiting longer may wait for
+    /// the asker itself (a new stream it is an acceptor of); it installs
+    /// this one and fetches the gap from the acceptors.
     fn serve_waiting(&mut self, partition: PartitionId, now: TimeMicros) {
         for (asker, mut waiter) in self.transfer.take_waiting(partition) {
-            waiter.writes += 1;
-            if waiter.writes < WAITED_WRITES_MAX
-                && self
-                    .checkpointer
-                    .write_if_older(partition, &waiter.at_least, now)
-            {
-                // Written from a state taken before the request (or the
-                // write failed): the next one.
-                self.transfer.wait(partition, asker, waiter);
-                continue;
+            if !self.checkpointer.reaches(partition, &waiter.at_least) {
+                if self.checkpointer.merges_all(partition, &waiter.at_least) {
+                    waiter.writes += 1;
+                }
+                if waiter.writes < WAITED_WRITES_MAX {
+                    // Written from a state taken before the request, or
+                    // before the fence that adds a stream named, or the
+                    // write failed: a later one.
+                    self.transfer.wait(partition, asker, waiter);
+                    continue;
+                }
             }
-            // Recent enough, or taken after the request and still short
-            // of it: this replica is behind what the asker holds, and
-            // waiting longer may wait for the asker itself. It installs
-            // this one and fetches the gap from the acceptors.
             self.serve(partition, partition, asker, 0, now);
         }
+    }
+
+    /// Makes a checkpoint due now for every partition whose waiting
+    /// askers name only streams its merge now merges (a peer passed the
+    /// fence that adds them after they asked). Every trim tick.
+    pub(crate) fn write_for_waiters(&mut self, now: TimeMicros) {
+        let due: Vec<PartitionId> = self
+            .transfer
+            .waiting()
+            .filter(|(partition, at_least)| {
+                !self.checkpointer.reaches(*partition, at_least)
+                    && self.merges_all(*partition, at_least)
+            })
+            .map(|(partition, _)| partition)
+            .collect();
+        for partition in due {
+            self.checkpointer.write_soon(partition, now);
+        }
+    }
+
+    /// Whether `partition`'s merge here merges every stream `at_least`
+    /// names.
+    fn merges_all(&self, partition: PartitionId, at_least: &[(StreamId, Instance)]) -> bool {
+        self.node
+            .merger(group_of(partition))
+            .is_some_and(|merger| at_least.iter().all(|(stream, _)| merger.feeds_on(*stream)))
     }
 
     /// Checks and installs the peer checkpoints fetched (between flush

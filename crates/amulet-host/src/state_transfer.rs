@@ -20,13 +20,14 @@
 //! apply the held decisions and fetch nothing from the acceptors; an older
 //! one leaves a gap it must fetch, which is what loads the acceptors while
 //! they serve new instances. A peer whose latest checkpoint is older
-//! writes a new one at once and sends it when it is written (`waiting`),
-//! or when the first one begun after the request is written, even if it
-//! does not reach what was asked: a peer behind the asker itself (its
-//! replica waits for a stream only the asker can move on, say, a new
+//! writes a new one at once (once its merge merges every stream named: a
+//! moved partition's asker names the move's new stream) and sends it when
+//! it is written (`waiting`), or, after two such writes, the second even
+//! if it does not reach what was asked: a peer behind the asker itself
+//! (its replica may wait for a stream only the asker can move on, a new
 //! stream the asker is an acceptor of) would otherwise write checkpoints
-//! forever while the asker waits for it. After every peer was asked twice,
-//! the asker takes any checkpoint that covers what was trimmed.
+//! in a loop while the asker waits for it. After every peer was asked
+//! twice, the asker takes any checkpoint that covers what was trimmed.
 
 use crate::config::TRANSFER_RETRY_AFTER_MICROS;
 use amulet_smr::ReplicaMessage;
@@ -353,6 +354,17 @@ impl StateTransfer {
             .entry(partition)
             .or_default()
             .insert(asker, waiter);
+    }
+
+    /// Every waiting asker's partition and what it holds.
+    pub(crate) fn waiting(
+        &self,
+    ) -> impl Iterator<Item = (PartitionId, &[(StreamId, Instance)])> + '_ {
+        self.waiting.iter().flat_map(|(partition, askers)| {
+            askers
+                .values()
+                .map(move |waiter| (*partition, waiter.at_least.as_slice()))
+        })
     }
 
     /// The askers waiting for a newer checkpoint of `partition`, with what

@@ -25,6 +25,7 @@ impl<S: StateMachine> Host<S> {
             return;
         };
         self.adopt_and_hand_off(&map, now);
+        self.write_for_waiters(now);
         for (to, message) in self.transfer.tick(now) {
             self.out.push(Command::SendReplica {
                 to,

@@ -673,7 +673,7 @@ impl Workload for DmapCluster {
     fn tick(&mut self, harness: &mut Harness) {
         let now = harness.now;
         if let Some(every) = self.dump_every_micros {
-            if now.0 % every == 0 {
+            if now.0.is_multiple_of(every) {
                 println!("t={}us state:", now.0);
                 for (c, client) in self.clients.iter().enumerate() {
                     println!("  client {c}: {:?}", client.phase);

@@ -23,9 +23,10 @@ BACKEND_COLORS = {
     "amulet": "#C44E52",
     "etcd": "#4C72B0",
     "redis": "#DD8452",
+    "zookeeper": "#55A868",
     "memory": "#8C8C8C",
 }
-FALLBACK_COLORS = ["#55A868", "#8172B2", "#937860", "#DA8BC3", "#CCB974"]
+FALLBACK_COLORS = ["#8172B2", "#937860", "#DA8BC3", "#CCB974"]
 
 
 def number(row, key):

@@ -2,7 +2,7 @@
 //! closed-loop benchmark of key-value backends.
 //!
 //! ```text
-//! amulet-loadgen --backend etcd,redis --workloads put-only,a --clients 64 \
+//! amulet-loadgen --backend etcd,zookeeper,redis --workloads put-only,a --clients 64 \
 //!     --duration 10 --warmup 3 --csv results.csv --series-csv series.csv
 //! ```
 //! Each backend is loaded with `--record-count` keys, then runs every
@@ -24,6 +24,8 @@ use std::time::Duration;
 enum BackendKind {
     /// etcd v3 over gRPC (needs the `etcd` cargo feature).
     Etcd,
+    /// ZooKeeper getData/setData (needs the `zookeeper` cargo feature).
+    Zookeeper,
     /// Redis GET/SET.
     Redis,
     /// In-process map: the load generator's own ceiling.
@@ -35,7 +37,7 @@ enum BackendKind {
 #[derive(Parser, Debug)]
 #[command(
     name = "amulet-loadgen",
-    about = "YCSB-style closed-loop key-value benchmark (etcd, redis, memory)",
+    about = "YCSB-style closed-loop key-value benchmark (etcd, zookeeper, redis, amulet, memory)",
     after_help = "Each backend: load --record-count keys (parallel over the clients), then run every \
 workload x distribution for --warmup + --duration seconds. Workloads: a (50% read / 50% update), \
 b (95/5), c (read only), f (50% read / 50% read-modify-write), put-only (100% update)."
@@ -55,7 +57,8 @@ struct Args {
     #[arg(long, default_value_t = 64)]
     clients: usize,
     /// Connections each backend's clients share round-robin [default: redis
-    /// one per client; etcd 4 gRPC clients, each balanced over all endpoints].
+    /// one per client; etcd 4 gRPC clients, each balanced over all endpoints;
+    /// zookeeper 4 sessions, session i on endpoint i mod n; amulet 4].
     #[arg(long)]
     connections: Option<usize>,
     /// Keys inserted by the load phase and drawn from by the workloads.
@@ -89,6 +92,14 @@ struct Args {
         default_value = "127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793"
     )]
     etcd_endpoints: Vec<String>,
+    /// ZooKeeper client endpoints (comma-separated host:port); session i
+    /// connects to endpoint i mod n.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "127.0.0.1:21811,127.0.0.1:21812,127.0.0.1:21813"
+    )]
+    zookeeper_endpoints: Vec<String>,
     /// Amulet client API addresses (comma-separated).
     #[arg(
         long,
@@ -183,7 +194,7 @@ async fn measure<B: KvBackend>(handles: Vec<B>, suite: &Suite, out: &mut Out<'_>
 
 fn default_connections(kind: BackendKind, clients: usize) -> usize {
     match kind {
-        BackendKind::Etcd | BackendKind::Amulet => 4.min(clients),
+        BackendKind::Etcd | BackendKind::Zookeeper | BackendKind::Amulet => 4.min(clients),
         BackendKind::Redis | BackendKind::Memory => clients,
     }
 }
@@ -233,6 +244,21 @@ async fn run_backend(
             anyhow::bail!(
                 "the etcd backend is not built in: build with `--features etcd` \
                  (needs protoc, Debian package protobuf-compiler)"
+            )
+        }
+        #[cfg(feature = "zookeeper")]
+        BackendKind::Zookeeper => {
+            use crate::backends::zookeeper::ZookeeperBackend;
+            let handles =
+                ZookeeperBackend::connect(&args.zookeeper_endpoints, clients, conns, op_timeout)
+                    .await?;
+            measure(handles, suite, out).await;
+        }
+        #[cfg(not(feature = "zookeeper"))]
+        BackendKind::Zookeeper => {
+            let _ = &args.zookeeper_endpoints;
+            anyhow::bail!(
+                "the zookeeper backend is not built in: build with `--features zookeeper`"
             )
         }
     }

@@ -10,11 +10,19 @@
 //! HDR histograms in microseconds ([`stats`]) that are merged at the end;
 //! errors are counted per operation type and the client carries on.
 //!
+//! # Backends
+//! `backends::etcd` (cargo feature `etcd`), `backends::zookeeper` (cargo
+//! feature `zookeeper`), [`backends::redis`], [`backends::amulet`] and
+//! [`backends::memory`]. Their reads are not equally strong: etcd's and
+//! Amulet's are linearizable, ZooKeeper's are served by the server a session
+//! is connected to (sequentially consistent, possibly stale), Redis has one
+//! server.
+//!
 //! # Adding a backend
 //! Implement [`KvBackend`] for a connection handle (one handle per client;
 //! handles may share a connection inside, e.g. a cloned gRPC channel), write a
 //! `connect` that returns `Vec<YourBackend>` (one per client), and add a
-//! `BackendKind` variant and its arm in `run_backend` in `src/main.rs` that
+//! `BackendKind` variant and its arm in `run_backend` in `src/cli.rs` that
 //! calls [`runner::run_suite`] with those handles. [`backends::memory`] is the
 //! smallest implementation, [`backends::redis`] a networked one.
 

@@ -215,7 +215,7 @@ pub fn append_csv(path: &Path, header: &str, rows: &str) -> anyhow::Result<()> {
 /// The table's header line.
 pub fn table_header() -> String {
     format!(
-        "{:<8} {:<9} {:<10} {:>7} {:>6} {:>11}  {:<6} {:>9} {:>8} {:>8} {:>8} {:>7}",
+        "{:<9} {:<9} {:<10} {:>7} {:>6} {:>11}  {:<6} {:>9} {:>8} {:>8} {:>8} {:>7}",
         "backend",
         "workload",
         "dist",
@@ -237,7 +237,7 @@ pub fn table_rows(r: &RunResult) -> Vec<String> {
     let ops: Vec<OpType> = r.op_types().collect();
     if ops.is_empty() {
         lines.push(format!(
-            "{:<8} {:<9} {:<10} {:>7} {:>6} {:>11.1}  (no operations)",
+            "{:<9} {:<9} {:<10} {:>7} {:>6} {:>11.1}  (no operations)",
             r.backend,
             r.workload,
             r.distribution,
@@ -255,7 +255,7 @@ pub fn table_rows(r: &RunResult) -> Vec<String> {
         };
         let head = if i == 0 {
             format!(
-                "{:<8} {:<9} {:<10} {:>7} {:>6} {:>11.1}",
+                "{:<9} {:<9} {:<10} {:>7} {:>6} {:>11.1}",
                 r.backend,
                 r.workload,
                 r.distribution,
@@ -264,7 +264,7 @@ pub fn table_rows(r: &RunResult) -> Vec<String> {
                 r.ops_per_sec()
             )
         } else {
-            format!("{:56}", "")
+            format!("{:57}", "")
         };
         lines.push(format!(
             "{head}  {:<6} {:>9} {:>8} {:>8} {:>8} {:>7}",

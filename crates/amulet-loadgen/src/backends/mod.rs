@@ -6,6 +6,8 @@ pub mod amulet;
 pub mod etcd;
 pub mod memory;
 pub mod redis;
+#[cfg(feature = "zookeeper")]
+pub mod zookeeper;
 
 /// Which of `connections` shared connections client `client` uses.
 pub fn connection_for(client: usize, connections: usize) -> usize {

@@ -6,11 +6,23 @@
 //! system at once (they survive a process crash); `sync` makes a file's
 //! data durable (it survives a machine crash); `sync_dir` makes creations
 //! and removals durable.
+//!
+//! A file has an *append point*, where its written data ends, and may be
+//! longer: [`Disk::preallocate`] extends it with zeros the file system
+//! allocates at once, and appends then overwrite those zeros. That is the
+//! durable log's group-commit lever: an `fdatasync` after an append that
+//! grows a file must also commit the file's new size and blocks (a journal
+//! transaction), one after a write inside the file's length only the data.
+//! Measured on this project's ext4 machine (400 B writes, each followed by
+//! `fdatasync`, 2,000 of them): 181-350 µs appending, 98-124 µs inside a
+//! preallocated file. etcd and PostgreSQL preallocate their WAL segments
+//! for the same reason.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// A directory of files.
@@ -23,12 +35,24 @@ pub trait Disk: Send {
     fn read_at(&self, name: &str, offset: u64, len: usize) -> io::Result<Vec<u8>>;
     /// Creates an empty file (an error if it exists).
     fn create(&mut self, name: &str) -> io::Result<()>;
-    /// Appends to a file.
+    /// Extends a file to at least `len` bytes of zeros, allocated now when
+    /// the file system can, without moving its append point.
+    fn preallocate(&mut self, name: &str, len: u64) -> io::Result<()>;
+    /// Writes at a file's append point (the end of what was written, or of
+    /// the file when it was opened, cut by `truncate`) and moves it on.
     fn append(&mut self, name: &str, bytes: &[u8]) -> io::Result<()>;
-    /// Cuts a file to `len` bytes.
+    /// Cuts a file to `len` bytes (its append point too).
     fn truncate(&mut self, name: &str, len: u64) -> io::Result<()>;
     /// Makes a file's data durable (fsync).
     fn sync(&mut self, name: &str) -> io::Result<()>;
+    /// Starts making a file's data durable without waiting for it: an
+    /// async log's background group commit, which must not stall the
+    /// caller (the node's event loop) for the fsync. An error of an earlier
+    /// background sync is returned by the next `sync` or `sync_soon`. The
+    /// default waits, which is what a disk without a background does.
+    fn sync_soon(&mut self, name: &str) -> io::Result<()> {
+        self.sync(name)
+    }
     /// Makes file creations and removals durable.
     fn sync_dir(&mut self) -> io::Result<()>;
     /// Removes a file.
@@ -42,8 +66,68 @@ pub trait Disk: Send {
 pub struct FsDisk {
     dir: PathBuf,
     /// Open handles of files appended to or synced, by name.
-    open: HashMap<String, File>,
+    open: HashMap<String, OpenFile>,
     boot_id: u128,
+    /// The thread that runs `sync_soon`'s fsyncs, started by the first.
+    syncer: Option<Syncer>,
+}
+
+/// A thread that fdatasyncs the files it is handed, one at a time. A sync
+/// asked for while one is queued or running is skipped: the writes since
+/// wait for the next ask (an async log asks every few milliseconds), which
+/// is all an async log promises.
+struct Syncer {
+    files: std::sync::mpsc::SyncSender<File>,
+    /// Whether a sync is queued or running.
+    busy: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The first error of a background sync, until reported.
+    failed: std::sync::Arc<std::sync::Mutex<Option<io::Error>>>,
+}
+
+impl Syncer {
+    fn start() -> io::Result<Syncer> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let (files, queue) = std::sync::mpsc::sync_channel::<File>(1);
+        let busy = Arc::new(AtomicBool::new(false));
+        let failed: Arc<Mutex<Option<io::Error>>> = Arc::new(Mutex::new(None));
+        let (thread_busy, thread_failed) = (Arc::clone(&busy), Arc::clone(&failed));
+        std::thread::Builder::new()
+            .name("amulet-log-sync".into())
+            .spawn(move || {
+                // Ends when the disk (the sender) is dropped.
+                for file in queue {
+                    if let Err(e) = file.sync_data() {
+                        let mut slot = thread_failed.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert(e);
+                    }
+                    thread_busy.store(false, Ordering::Release);
+                }
+            })?;
+        Ok(Syncer {
+            files,
+            busy,
+            failed,
+        })
+    }
+
+    /// The error of a background sync since the last call, if any.
+    fn take_error(&self) -> io::Result<()> {
+        let mut slot = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.take() {
+            Some(e) => Err(io::Error::new(
+                e.kind(),
+                format!("background fdatasync: {e}"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An open file and its append point.
+struct OpenFile {
+    file: File,
+    end: u64,
 }
 
 impl FsDisk {
@@ -54,6 +138,7 @@ impl FsDisk {
             dir: dir.to_path_buf(),
             open: HashMap::new(),
             boot_id: read_boot_id(),
+            syncer: None,
         })
     }
 
@@ -61,13 +146,16 @@ impl FsDisk {
         self.dir.join(name)
     }
 
-    fn handle(&mut self, name: &str) -> io::Result<&mut File> {
+    /// The open handle of `name`; a file opened now has its append point
+    /// at its end.
+    fn handle(&mut self, name: &str) -> io::Result<&mut OpenFile> {
         if !self.open.contains_key(name) {
             let file = OpenOptions::new()
                 .read(true)
-                .append(true)
+                .write(true)
                 .open(self.path(name))?;
-            self.open.insert(name.to_string(), file);
+            let end = file.metadata()?.len();
+            self.open.insert(name.to_string(), OpenFile { file, end });
         }
         Ok(self.open.get_mut(name).expect("inserted above"))
     }
@@ -94,7 +182,7 @@ impl Disk for FsDisk {
     fn read_at(&self, name: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
         let mut buffer = vec![0; len];
         match self.open.get(name) {
-            Some(file) => file.read_exact_at(&mut buffer, offset)?,
+            Some(open) => open.file.read_exact_at(&mut buffer, offset)?,
             None => File::open(self.path(name))?.read_exact_at(&mut buffer, offset)?,
         }
         Ok(buffer)
@@ -103,25 +191,78 @@ impl Disk for FsDisk {
     fn create(&mut self, name: &str) -> io::Result<()> {
         let file = OpenOptions::new()
             .read(true)
-            .append(true)
+            .write(true)
             .create_new(true)
             .open(self.path(name))?;
-        self.open.insert(name.to_string(), file);
+        self.open
+            .insert(name.to_string(), OpenFile { file, end: 0 });
         Ok(())
     }
 
+    fn preallocate(&mut self, name: &str, len: u64) -> io::Result<()> {
+        let open = self.handle(name)?;
+        if open.file.metadata()?.len() >= len {
+            return Ok(());
+        }
+        let wanted = libc::off_t::try_from(len)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length past off_t"))?;
+        // SAFETY: fallocate on a file descriptor this handle owns, with no
+        // pointers; mode 0 allocates and extends the file with zeros.
+        let done = unsafe { libc::fallocate(open.file.as_raw_fd(), 0, 0, wanted) };
+        if done == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            // A file system without fallocate: a sparse extension still
+            // keeps the size out of every later fdatasync.
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => open.file.set_len(len),
+            _ => Err(error),
+        }
+    }
+
     fn append(&mut self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        self.handle(name)?.write_all(bytes)
+        let open = self.handle(name)?;
+        open.file.write_all_at(bytes, open.end)?;
+        open.end += bytes.len() as u64;
+        Ok(())
     }
 
     fn truncate(&mut self, name: &str, len: u64) -> io::Result<()> {
-        self.handle(name)?.set_len(len)
+        let open = self.handle(name)?;
+        open.file.set_len(len)?;
+        open.end = len;
+        Ok(())
     }
 
     fn sync(&mut self, name: &str) -> io::Result<()> {
         // fdatasync: the log never depends on file metadata other than the
-        // length, which fdatasync covers.
-        self.handle(name)?.sync_data()
+        // length, which fdatasync covers (and which preallocation keeps
+        // from changing at all).
+        if let Some(syncer) = &self.syncer {
+            syncer.take_error()?;
+        }
+        self.handle(name)?.file.sync_data()
+    }
+
+    fn sync_soon(&mut self, name: &str) -> io::Result<()> {
+        use std::sync::atomic::Ordering;
+        if self.syncer.is_none() {
+            self.syncer = Some(Syncer::start()?);
+        }
+        let file = self.handle(name)?.file.try_clone()?;
+        let syncer = self.syncer.as_ref().expect("started above");
+        syncer.take_error()?;
+        if syncer.busy.swap(true, Ordering::AcqRel) {
+            return Ok(()); // one is queued or running; the next ask covers this
+        }
+        if syncer.files.try_send(file).is_err() {
+            // Unreachable while busy was clear (the channel holds one);
+            // wait for the sync here rather than lose it.
+            syncer.busy.store(false, Ordering::Release);
+            return self.sync(name);
+        }
+        Ok(())
     }
 
     fn sync_dir(&mut self) -> io::Result<()> {

@@ -2,7 +2,9 @@
 //! recovering from a torn tail, trimming to an instance.
 //!
 //! Records (see `record.rs`) are appended to the newest segment file
-//! `<sequence:016x>.log`; a segment is closed (synced) when it reaches
+//! `<sequence:016x>.log`, preallocated to `segment_bytes_max` bytes of
+//! zeros when it starts (a group commit's fdatasync then writes data, not
+//! the file's size: `disk.rs`); a segment is closed (synced) when it reaches
 //! `segment_bytes_max`, and the next one starts with a snapshot of the
 //! promises and trim point. Trimming writes a trim record; a segment file
 //! is deleted once the first record of the newest closed segment restates
@@ -11,11 +13,14 @@
 //! Votes stay on disk; an in-memory index maps each instance to its latest
 //! vote record, so a read is one positioned read of the page cache.
 //!
-//! Recovery replays every segment in order. Damage that reaches the end of
-//! the newest segment (a short record, zeros, or a bad checksum in its last
-//! record) is a torn tail from a crash in the middle of an append: the file
-//! is cut there. Any other damage is [`StorageError::Corrupt`]: the log
-//! cannot vouch for the votes after it, and the node must not start.
+//! Recovery replays every segment in order. In the newest segment, damage
+//! that is a crash's doing is a torn tail: a short record, zeros, a bad
+//! checksum in the last record, or a damaged record with a piece between
+//! sector boundaries all zeros (a sector the crash lost: `record.rs`). No
+//! sync completed after such a record was written, so nothing after it was
+//! acted on: the file is cut there. Any other damage is
+//! [`StorageError::Corrupt`]: the log cannot vouch for the votes after it,
+//! and the node must not start.
 //!
 //! What each mode survives, and how the log knows:
 //! - `Sync`: the runtime syncs before any message that depends on a write
@@ -210,8 +215,15 @@ impl<D: Disk> LogCore<D> {
             scratch: BytesMut::new(),
         };
         core.streams.entry(None).or_default();
-        if core.segments.is_empty() {
-            core.start_segment(1)?;
+        match core.segments.last() {
+            None => core.start_segment(1)?,
+            // Replay cut the newest segment to its last record; appends go
+            // on into zeros again.
+            Some(newest) if newest.len < core.segment_bytes_max => {
+                let name = segment_name(newest.sequence);
+                core.disk.preallocate(&name, core.segment_bytes_max)?;
+            }
+            Some(_) => {}
         }
         let tags: Vec<Tag> = core.streams.keys().copied().collect();
         for tag in tags {
@@ -226,7 +238,7 @@ impl<D: Disk> LogCore<D> {
             state.recovered = state.recovered_now(stream_intact);
         }
         core.append(None, &Record::Boot { boot_id })?;
-        core.sync()?;
+        core.sync_now()?;
         Ok(core)
     }
 
@@ -293,6 +305,9 @@ impl<D: Disk> LogCore<D> {
     fn start_segment(&mut self, sequence: u64) -> Result<(), StorageError> {
         let name = segment_name(sequence);
         self.disk.create(&name)?;
+        // Appends then overwrite allocated zeros, so a group commit's
+        // fdatasync writes data only, never the file's size (`disk.rs`).
+        self.disk.preallocate(&name, self.segment_bytes_max)?;
         self.disk.sync_dir()?;
         let mut segment = Segment::new(sequence);
         for (tag, state) in &self.streams {
@@ -531,12 +546,26 @@ impl<D: Disk> LogCore<D> {
         self.state(tag).end
     }
 
+    /// Makes the writes so far durable; an async log only starts that
+    /// (`Disk::sync_soon`: its group commit runs beside the caller, which
+    /// does not wait for what an async log never promised).
     pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
         if self.dirty {
-            let current = self.segments.last().expect("a segment is open");
-            self.disk.sync(&segment_name(current.sequence))?;
+            let current = segment_name(self.segments.last().expect("a segment is open").sequence);
+            match self.durability {
+                Durability::Sync => self.disk.sync(&current)?,
+                Durability::Async => self.disk.sync_soon(&current)?,
+            }
             self.dirty = false;
         }
+        Ok(())
+    }
+
+    /// Makes the writes so far durable and waits for it, in either mode.
+    fn sync_now(&mut self) -> Result<(), StorageError> {
+        let current = segment_name(self.segments.last().expect("a segment is open").sequence);
+        self.disk.sync(&current)?;
+        self.dirty = false;
         Ok(())
     }
 
@@ -552,7 +581,7 @@ impl<D: Disk> LogCore<D> {
     /// lost even if the machine restarts in between.
     pub(crate) fn close(&mut self) -> Result<(), StorageError> {
         self.append(None, &Record::Close)?;
-        self.sync()
+        self.sync_now()
     }
 }
 

@@ -183,8 +183,8 @@ pub(crate) type Tagged = (Option<StreamId>, Record);
 pub(crate) fn decode_at(data: &[u8], offset: usize) -> Result<(Tagged, usize), Damage> {
     let rest = &data[offset..];
     if rest.iter().all(|b| *b == 0) {
-        // Zeros past the last record: a file system that extended the file
-        // before the data reached the disk.
+        // Zeros past the last record: a preallocated file, or a file
+        // system that extended the file before the data reached the disk.
         return Err(Damage::Torn);
     }
     if rest.len() < RECORD_HEADER_BYTES {
@@ -193,7 +193,12 @@ pub(crate) fn decode_at(data: &[u8], offset: usize) -> Result<(Tagged, usize), D
     let word = |i: usize| u32::from_le_bytes(rest[i..i + 4].try_into().expect("4 bytes"));
     let (len, check, crc) = (word(0), word(4), word(8));
     if check != !len {
-        return Err(Damage::Bad(format!("record length {len} fails its check")));
+        return Err(torn_or(
+            data,
+            offset,
+            offset + RECORD_HEADER_BYTES,
+            format!("record length {len} fails its check"),
+        ));
     }
     let len = len as usize;
     if len == 0 || len > RECORD_BYTES_MAX {
@@ -204,15 +209,38 @@ pub(crate) fn decode_at(data: &[u8], offset: usize) -> Result<(Tagged, usize), D
     };
     let end = offset + RECORD_HEADER_BYTES + len;
     if crc32c::crc32c(body) != crc {
-        // The last record of the file torn in its middle, or damage.
-        return Err(if end == data.len() {
-            Damage::Torn
-        } else {
-            Damage::Bad("checksum mismatch".into())
-        });
+        // The last record written torn in its middle, or damage.
+        return Err(torn_or(data, offset, end, "checksum mismatch".into()));
     }
     let record = decode_body(body).map_err(Damage::Bad)?;
     Ok((record, end))
+}
+
+/// The sector a disk writes whole or not at all (the smallest in use).
+const SECTOR_BYTES: usize = 512;
+
+/// A damaged record at `start..end` of a file is torn, not corrupt, when
+/// only zeros follow it (it is the last thing written: a preallocated file
+/// reads as zeros past its data), or when one of its pieces between sector
+/// boundaries is all zeros: unwritten bytes read as zeros, and a crash
+/// loses the sectors of an unsynced write in no particular order, so a
+/// write torn by a crash leaves a zeroed piece, where flipped bits do not.
+/// etcd's WAL draws the line the same way (`isTornEntry`).
+fn torn_or(data: &[u8], start: usize, end: usize, why: String) -> Damage {
+    let end = end.min(data.len());
+    if data[end..].iter().all(|b| *b == 0) {
+        return Damage::Torn;
+    }
+    let mut piece = start;
+    while piece < end {
+        let boundary = (piece / SECTOR_BYTES + 1) * SECTOR_BYTES;
+        let piece_end = boundary.min(end);
+        if data[piece..piece_end].iter().all(|b| *b == 0) {
+            return Damage::Torn;
+        }
+        piece = piece_end;
+    }
+    Damage::Bad(why)
 }
 
 /// A total reader over one record's body.

@@ -135,8 +135,14 @@ pub(crate) fn replay<D: Disk>(disk: &mut D) -> Result<Replay, StorageError> {
                 }
             }
         }
-        if offset < data.len() {
-            replay.torn_bytes = (data.len() - offset) as u64;
+        // Zeros after the last record are preallocated space, not damage:
+        // only bytes up to the last nonzero one were torn.
+        let written = data
+            .iter()
+            .rposition(|b| *b != 0)
+            .map_or(0, |last| last + 1);
+        if offset < written {
+            replay.torn_bytes = (written - offset) as u64;
         }
         if first {
             // The newest segment's own first record was torn: the crash

@@ -3,10 +3,14 @@
 //!
 //! Appends are kept at once (a process crash loses nothing: the OS has
 //! them). [`SimDisk::crash_machine`] keeps each file's synced prefix plus a
-//! random prefix of the rest (the disk may have written some of it, in
-//! order), so the tail of a record can be torn. File creations and removals
-//! are modelled as durable at once (the log syncs the directory right after
-//! them anyway).
+//! random prefix of the rest (the disk may have written some of it), and
+//! in half the crashes also loses random 512-byte sectors of that kept
+//! rest (a disk writes the pages of one unsynced write in no particular
+//! order), so a record can be torn at its tail or have a sector of zeros in
+//! its middle, and records after it may survive. A preallocated file reads
+//! as its data followed by zeros up to its preallocated length. File
+//! creations and removals are modelled as durable at once (the log syncs
+//! the directory right after them anyway).
 //!
 //! Clones share the same disk, so a simulated process can be dropped (a
 //! crash) and a new one opened on the same disk.
@@ -18,9 +22,24 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 #[derive(Debug, Default)]
 struct SimFile {
+    /// What was written (the append point is its end).
     data: Vec<u8>,
     synced: usize,
+    /// The file's length with its preallocated zeros (at least `data`'s).
+    allocated: usize,
 }
+
+impl SimFile {
+    /// The file as a reader sees it: the data, then preallocated zeros.
+    fn contents(&self) -> Vec<u8> {
+        let mut all = self.data.clone();
+        all.resize(self.allocated.max(self.data.len()), 0);
+        all
+    }
+}
+
+/// The disk's unit of writing: a crash loses whole sectors.
+const SECTOR_BYTES: usize = 512;
 
 #[derive(Debug, Default)]
 struct State {
@@ -59,13 +78,28 @@ impl SimDisk {
                 x = splitmix64(x);
                 let keep = (x % (unsynced as u64 + 1)) as usize;
                 file.data.truncate(file.synced + keep);
+                x = splitmix64(x);
+                if x.is_multiple_of(2) {
+                    // Sectors of the kept rest lost (zeros), each with
+                    // probability 1/4; never one the sync covered.
+                    let first = file.synced.div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
+                    let mut sector = first;
+                    while sector < file.data.len() {
+                        x = splitmix64(x);
+                        if x.is_multiple_of(4) {
+                            let end = (sector + SECTOR_BYTES).min(file.data.len());
+                            file.data[sector..end].fill(0);
+                        }
+                        sector += SECTOR_BYTES;
+                    }
+                }
             }
             file.synced = file.data.len();
         }
         state.boot += 1;
     }
 
-    /// Total bytes stored.
+    /// Total bytes stored (written; preallocated zeros not counted).
     pub fn bytes(&self) -> usize {
         self.state().files.values().map(|f| f.data.len()).sum()
     }
@@ -75,7 +109,8 @@ impl SimDisk {
         self.state().syncs
     }
 
-    /// A copy of every file (for tests that damage a disk image).
+    /// A copy of every file's written data, without preallocated zeros
+    /// (for tests that damage a disk image).
     pub fn image(&self) -> BTreeMap<String, Vec<u8>> {
         let state = self.state();
         state
@@ -91,7 +126,15 @@ impl SimDisk {
             .into_iter()
             .map(|(name, data)| {
                 let synced = data.len();
-                (name, SimFile { data, synced })
+                let allocated = data.len();
+                (
+                    name,
+                    SimFile {
+                        data,
+                        synced,
+                        allocated,
+                    },
+                )
             })
             .collect();
         SimDisk {
@@ -116,7 +159,7 @@ impl Disk for SimDisk {
     fn read_all(&self, name: &str) -> io::Result<Vec<u8>> {
         let state = self.state();
         let file = state.files.get(name).ok_or_else(|| not_found(name))?;
-        Ok(file.data.clone())
+        Ok(file.contents())
     }
 
     fn read_at(&self, name: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
@@ -125,6 +168,7 @@ impl Disk for SimDisk {
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         match start.checked_add(len) {
             Some(end) if end <= file.data.len() => Ok(file.data[start..end].to_vec()),
+            Some(end) if end <= file.allocated => Ok(file.contents()[start..end].to_vec()),
             _ => Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 format!("read past the end of {name}"),
@@ -144,6 +188,14 @@ impl Disk for SimDisk {
         Ok(())
     }
 
+    fn preallocate(&mut self, name: &str, len: u64) -> io::Result<()> {
+        let mut state = self.state();
+        let file = state.files.get_mut(name).ok_or_else(|| not_found(name))?;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        file.allocated = file.allocated.max(len);
+        Ok(())
+    }
+
     fn append(&mut self, name: &str, bytes: &[u8]) -> io::Result<()> {
         let mut state = self.state();
         let file = state.files.get_mut(name).ok_or_else(|| not_found(name))?;
@@ -155,8 +207,9 @@ impl Disk for SimDisk {
         let mut state = self.state();
         let file = state.files.get_mut(name).ok_or_else(|| not_found(name))?;
         let len = usize::try_from(len).unwrap_or(usize::MAX);
-        file.data.truncate(len);
+        file.data.resize(len, 0);
         file.synced = file.synced.min(len);
+        file.allocated = len;
         Ok(())
     }
 

@@ -40,6 +40,15 @@ const TICK_INTERVAL: Duration = Duration::from_millis(1);
 /// How long shutdown waits for queued messages to reach peers.
 const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
 
+/// What draining the command queue met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Taken {
+    /// Commands (or none), and the queue stays open.
+    Some,
+    /// A shutdown, or the queue closed: the loop ends.
+    Shutdown,
+}
+
 /// What a node did, written at shutdown.
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeReport {
@@ -326,33 +335,19 @@ impl EventLoop {
                 command = self.commands.recv() => {
                     // Every request already queued joins this flush, so
                     // concurrent clients share one proposal batch and one
-                    // group commit instead of one each.
-                    let mut next = command;
-                    let mut handled = 0;
-                    loop {
-                        match next {
-                            None | Some(Command::Shutdown) => {
-                                return self.flush().map(|_| ());
-                            }
-                            Some(command) => self.on_command(command),
-                        }
-                        handled += 1;
-                        if handled == INPUTS_PER_FLUSH_MAX {
-                            break;
-                        }
-                        next = match self.commands.try_recv() {
-                            Ok(command) => Some(command),
-                            Err(_) => break,
-                        };
+                    // group commit instead of one each; so do the frames
+                    // peers sent meanwhile (one fsync for both, where
+                    // flushing after each kind took two).
+                    if self.take_commands(command) == Taken::Shutdown {
+                        return self.flush().map(|_| ());
                     }
+                    self.take_frames(None);
                 }
-                Some((from, frame)) = self.inbound.recv() => {
-                    let now = self.now();
-                    self.on_frame(now, from, frame);
-                    for _ in 1..INPUTS_PER_FLUSH_MAX {
-                        match self.inbound.try_recv() {
-                            Ok((from, frame)) => self.on_frame(now, from, frame),
-                            Err(_) => break,
+                Some(frame) = self.inbound.recv() => {
+                    self.take_frames(Some(frame));
+                    if let Ok(command) = self.commands.try_recv() {
+                        if self.take_commands(Some(command)) == Taken::Shutdown {
+                            return self.flush().map(|_| ());
                         }
                     }
                 }
@@ -390,6 +385,41 @@ impl EventLoop {
                 load.offer(now, self.host.multicast_node_mut())?;
                 unsettled = self.flush()? == Flushed::Unsettled;
             }
+        }
+    }
+
+    /// Handles `first` and the commands queued behind it (at most
+    /// [`INPUTS_PER_FLUSH_MAX`]); `None` first is a closed queue.
+    fn take_commands(&mut self, first: Option<Command>) -> Taken {
+        let mut next = first;
+        for _ in 0..INPUTS_PER_FLUSH_MAX {
+            match next {
+                None | Some(Command::Shutdown) => return Taken::Shutdown,
+                Some(command) => self.on_command(command),
+            }
+            next = match self.commands.try_recv() {
+                Ok(command) => Some(command),
+                Err(_) => break,
+            };
+        }
+        Taken::Some
+    }
+
+    /// Handles `first` (if any) and the frames queued behind it (at most
+    /// [`INPUTS_PER_FLUSH_MAX`] in all).
+    fn take_frames(&mut self, first: Option<(NodeId, Frame)>) {
+        let now = self.now();
+        let mut handled = 0;
+        if let Some((from, frame)) = first {
+            self.on_frame(now, from, frame);
+            handled = 1;
+        }
+        while handled < INPUTS_PER_FLUSH_MAX {
+            match self.inbound.try_recv() {
+                Ok((from, frame)) => self.on_frame(now, from, frame),
+                Err(_) => break,
+            }
+            handled += 1;
         }
     }
 

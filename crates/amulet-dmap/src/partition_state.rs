@@ -170,17 +170,17 @@ impl PartitionState {
         let reply = match command {
             Get { key, .. } => MapReply::Value(entries.get(key).cloned()),
             ContainsKey { key, .. } => MapReply::Flag(entries.contains_key(key)),
-            Put { key, value, .. } => MapReply::Value(entries.insert(key.clone(), value.clone())),
+            Put { key, value, .. } => MapReply::Value(entries.insert(stored(key), stored(value))),
             Remove { key, .. } => MapReply::Value(entries.remove(key)),
             PutIfAbsent { key, value, .. } => match entries.get(key) {
                 Some(existing) => MapReply::Value(Some(existing.clone())),
                 None => {
-                    entries.insert(key.clone(), value.clone());
+                    entries.insert(stored(key), stored(value));
                     MapReply::Value(None)
                 }
             },
             Replace { key, value, .. } => match entries.get(key) {
-                Some(_) => MapReply::Value(entries.insert(key.clone(), value.clone())),
+                Some(_) => MapReply::Value(entries.insert(stored(key), stored(value))),
                 None => MapReply::Value(None),
             },
             ReplaceIfEquals {
@@ -191,7 +191,7 @@ impl PartitionState {
             } => {
                 let matches = entries.get(key) == Some(expected);
                 if matches {
-                    entries.insert(key.clone(), value.clone());
+                    entries.insert(stored(key), stored(value));
                 }
                 MapReply::Flag(matches)
             }
@@ -204,7 +204,7 @@ impl PartitionState {
             }
             PutAll { entries: new, .. } => {
                 for (key, value) in new.iter().filter(|(k, _)| (ctx.owns_key)(k)) {
-                    entries.insert(key.clone(), value.clone());
+                    entries.insert(stored(key), stored(value));
                 }
                 MapReply::Done
             }
@@ -370,6 +370,25 @@ impl PartitionState {
     }
 }
 
+/// Values up to this size are stored as a copy of their own.
+const STORED_COPY_BYTES_MAX: usize = 1024;
+
+/// The bytes a map keeps of a command's key or value. A command's `Bytes`
+/// is decoded into a buffer of its own (or a slice of a larger one), and a
+/// clone of it allocates a 24-byte shared header for every key and every
+/// value kept (the `bytes` crate promotes a buffer to shared on its first
+/// clone), or pins the larger buffer; a small copy is one exact
+/// allocation, and the command's buffer goes when the command does. Large
+/// values are shared instead: a header is nothing beside them and the copy
+/// would cost.
+fn stored(bytes: &Bytes) -> Bytes {
+    if bytes.len() <= STORED_COPY_BYTES_MAX {
+        Bytes::copy_from_slice(bytes)
+    } else {
+        bytes.clone()
+    }
+}
+
 fn nearest_entry(entries: &Entries, key: &[u8], nearest: Nearest) -> Option<Entry> {
     let found = match nearest {
         Nearest::Floor => entries
@@ -413,4 +432,19 @@ fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
         .collect();
     let more = iter.next().is_some();
     MapReply::Entries { entries, more }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_keys_and_values_are_kept_as_copies_large_ones_shared() {
+        let small = Bytes::from(vec![7u8; 256]);
+        let kept = stored(&small);
+        assert_eq!(kept, small);
+        assert_ne!(kept.as_ptr(), small.as_ptr(), "a buffer of its own");
+        let large = Bytes::from(vec![7u8; STORED_COPY_BYTES_MAX + 1]);
+        assert_eq!(stored(&large).as_ptr(), large.as_ptr(), "shared");
+    }
 }

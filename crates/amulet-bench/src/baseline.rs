@@ -1,6 +1,7 @@
-//! Loopback TCP throughput, the denominator of the 32 KiB target: a blast
-//! over one connection in this process and, when `iperf3` is on the PATH,
-//! iperf3 itself.
+//! The denominators of the 32 KiB targets, measured in the same run:
+//! loopback TCP throughput (a blast over one connection in this process
+//! and, when `iperf3` is on the PATH, iperf3 itself) for memory mode, and
+//! the disk's sequential fdatasync throughput for the durable modes.
 
 use crate::clock::{now, Deadline};
 use std::io::{Read, Write};
@@ -19,6 +20,9 @@ pub struct Loopback {
     pub iperf3_mb_per_s: Option<f64>,
     /// Why iperf3 gave no figure, when it did not.
     pub iperf3_note: Option<String>,
+    /// The disk under the nodes' data: one writer appending 32 KiB and
+    /// fdatasyncing after each write ([`disk_fdatasync`]).
+    pub disk_mb_per_s: Option<f64>,
 }
 
 impl Loopback {
@@ -39,6 +43,39 @@ impl Loopback {
             (None, None) => "none",
         }
     }
+}
+
+/// Bytes per write of the disk baseline: one 32 KiB value per group
+/// commit, the durable scenarios' worst case.
+const DISK_CHUNK: usize = 32 * 1024;
+
+/// The disk's sequential fdatasync throughput in MB/s: one writer appends
+/// 32 KiB to a new file in `dir` and fdatasyncs after each write, for
+/// `seconds` (the file is removed). Each of the three nodes writes every
+/// payload byte to a log on this disk, so a third of it is what one
+/// durable stream can get.
+pub fn disk_fdatasync(dir: &std::path::Path, seconds: f64) -> std::io::Result<f64> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("disk-baseline.tmp");
+    let mut file = std::fs::File::create(&path)?;
+    let chunk = vec![0x5a_u8; DISK_CHUNK];
+    let started = now();
+    let deadline = Deadline::after(Duration::from_secs_f64(seconds));
+    let mut total = 0u64;
+    let result = loop {
+        if deadline.passed() {
+            break Ok(());
+        }
+        if let Err(e) = file.write_all(&chunk).and_then(|()| file.sync_data()) {
+            break Err(e);
+        }
+        total += DISK_CHUNK as u64;
+    };
+    let elapsed = started.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    result?;
+    Ok(total as f64 / elapsed.max(1e-9) / 1e6)
 }
 
 /// One TCP connection on 127.0.0.1; one thread writes 64 KiB chunks for
@@ -170,11 +207,21 @@ mod tests {
     }
 
     #[test]
+    fn disk_baseline_writes_and_cleans_up() {
+        let dir = std::env::temp_dir().join(format!("amulet-disk-baseline-{}", std::process::id()));
+        let mb = disk_fdatasync(&dir, 0.05).unwrap();
+        assert!(mb > 0.0);
+        assert!(!dir.join("disk-baseline.tmp").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn best_is_the_higher() {
         let l = Loopback {
             blast_mb_per_s: Some(3000.0),
             iperf3_mb_per_s: Some(4000.0),
             iperf3_note: None,
+            disk_mb_per_s: None,
         };
         assert_eq!(l.best(), Some(4000.0));
         assert_eq!(l.source(), "iperf3");

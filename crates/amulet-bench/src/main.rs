@@ -180,6 +180,16 @@ fn main() -> ExitCode {
             }
         }
     }
+    // The durable modes' denominator: the disk the nodes' logs share.
+    if scenarios.iter().any(|s| s.mode != scenario::Mode::Memory) {
+        match baseline::disk_fdatasync(&out, seconds as f64) {
+            Ok(mb) => {
+                println!("disk (32 KiB appends, fdatasync each): {mb:.1} MB/s");
+                loopback.disk_mb_per_s = Some(mb);
+            }
+            Err(e) => eprintln!("disk baseline failed: {e}"),
+        }
+    }
     println!("{}", scenario::HOPS_RATIONALE);
 
     let settings = cluster::RunSettings {

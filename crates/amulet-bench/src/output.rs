@@ -22,7 +22,7 @@ pub struct Row {
 impl Row {
     /// Summarises the runs of one scenario (in the order they ran).
     pub fn new(scenario: Scenario, runs: &[Result<Measured, String>], loopback: &Loopback) -> Row {
-        let target = scenario::target(&scenario, loopback.best());
+        let target = scenario::target(&scenario, loopback.best(), loopback.disk_mb_per_s);
         let mut ok: Vec<&Measured> = runs.iter().filter_map(|r| r.as_ref().ok()).collect();
         ok.sort_by(|a, b| a.msgs_per_s.total_cmp(&b.msgs_per_s));
         let range = (!ok.is_empty()).then(|| (ok[0].msgs_per_s, ok[ok.len() - 1].msgs_per_s));
@@ -308,6 +308,12 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
         fmt(loopback.best()),
         loopback.source()
     );
+    let _ = writeln!(
+        s,
+        "## Disk baseline\n\n- one writer appending 32 KiB and fdatasyncing after each write, in the run's output directory: {} (the durable 32 KiB target is 0.5 x this / {} nodes sharing the disk)\n",
+        fmt(loopback.disk_mb_per_s),
+        scenario::DISK_WRITERS
+    );
     let _ = writeln!(s, "{}\n", scenario::HOPS_RATIONALE);
     let _ = writeln!(s, "## Results\n");
     let _ = writeln!(s, "```text\n{}```\n", table(rows));
@@ -409,8 +415,19 @@ pub fn summary(rows: &[Row], loopback: &Loopback, info: &RunInfo) -> String {
             Err(e) => format!("failed ({})", first_line(e)),
         };
         // For the MB/s target: the fraction of loopback each payload hop
-        // got (the target is 0.5), against each baseline.
+        // got (the target is 0.5), against each baseline; in the durable
+        // modes the fraction of the disk each node's log got.
         let per_hop = match (&row.result, target) {
+            (Ok(m), Target::MbPerS(_)) if row.scenario.mode != scenario::Mode::Memory => {
+                let writers = f64::from(scenario::DISK_WRITERS);
+                loopback.disk_mb_per_s.map_or(String::new(), |d| {
+                    format!(
+                        " (x {} writers = {:.2} of the disk; needs 0.50)",
+                        scenario::DISK_WRITERS,
+                        m.mb_per_s * writers / d
+                    )
+                })
+            }
             (Ok(m), Target::MbPerS(_)) => {
                 let hops = f64::from(scenario::PAYLOAD_HOPS);
                 let mut parts = Vec::new();
@@ -469,6 +486,7 @@ mod tests {
             blast_mb_per_s: Some(4000.0),
             iperf3_mb_per_s: None,
             iperf3_note: Some("iperf3 not on PATH".into()),
+            disk_mb_per_s: Some(180.0),
         };
         let all = scenario::matrix(None);
         let ok = Measured::from_report(NodeReport {

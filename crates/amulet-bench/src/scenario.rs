@@ -178,14 +178,25 @@ impl Target {
     }
 }
 
-/// 32 KiB on one stream (every mode, default and tuned limits): half of
-/// loopback over the payload hops; 200 B on one stream in memory: 200,000
-/// msgs/s.
-pub fn target(s: &Scenario, loopback_mb_per_s: Option<f64>) -> Option<Target> {
+/// The three nodes share the disk and each writes every payload byte.
+pub const DISK_WRITERS: u32 = 3;
+
+/// 32 KiB on one stream (default and tuned limits): in memory mode half of
+/// loopback over the payload hops; in the durable modes half of the disk's
+/// sequential fdatasync throughput over its [`DISK_WRITERS`]. 200 B on one
+/// stream in memory: 200,000 msgs/s.
+pub fn target(
+    s: &Scenario,
+    loopback_mb_per_s: Option<f64>,
+    disk_mb_per_s: Option<f64>,
+) -> Option<Target> {
     if !matches!(s.group, "single" | "tuned") || s.streams != 1 {
         return None;
     }
     if s.value_bytes == LARGE_VALUE {
+        if s.mode != Mode::Memory {
+            return disk_mb_per_s.map(|d| Target::MbPerS(0.5 * d / f64::from(DISK_WRITERS)));
+        }
         return loopback_mb_per_s.map(|l| Target::MbPerS(0.5 * l / f64::from(PAYLOAD_HOPS)));
     }
     if s.value_bytes == 200 && s.mode == Mode::Memory {
@@ -215,17 +226,32 @@ mod tests {
     #[test]
     fn targets() {
         let all = matrix(None);
-        let large = all.iter().find(|s| s.value_bytes == LARGE_VALUE).unwrap();
-        assert_eq!(target(large, Some(4000.0)), Some(Target::MbPerS(1000.0)));
-        assert_eq!(target(large, None), None);
+        let large = all
+            .iter()
+            .find(|s| s.value_bytes == LARGE_VALUE && s.mode == Mode::Memory)
+            .unwrap();
+        assert_eq!(
+            target(large, Some(4000.0), Some(1.0)),
+            Some(Target::MbPerS(1000.0))
+        );
+        assert_eq!(target(large, None, Some(1.0)), None);
+        let durable = all
+            .iter()
+            .find(|s| s.value_bytes == LARGE_VALUE && s.mode != Mode::Memory && s.group == "single")
+            .unwrap();
+        assert_eq!(
+            target(durable, Some(4000.0), Some(180.0)),
+            Some(Target::MbPerS(30.0))
+        );
+        assert_eq!(target(durable, Some(4000.0), None), None);
         let small = &all[0];
         assert_eq!(
-            target(small, Some(1.0)),
+            target(small, Some(1.0), None),
             Some(Target::MsgsPerS(SMALL_TARGET_MSGS))
         );
         assert!(Target::MsgsPerS(10.0).met(10.0, 0.0));
         assert!(!Target::MbPerS(10.0).met(1e9, 9.9));
         let merge = all.iter().find(|s| s.group == "merge").unwrap();
-        assert_eq!(target(merge, Some(1.0)), None);
+        assert_eq!(target(merge, Some(1.0), None), None);
     }
 }

@@ -61,6 +61,14 @@ pub trait KvBackend: Send + Sync + 'static {
     /// Stores `value` under `key` (insert or overwrite).
     fn put(&self, key: &[u8], value: &[u8]) -> impl Future<Output = anyhow::Result<()>> + Send;
 
+    /// YCSB's insert, which the load phase issues for keys it has not
+    /// written before. The default is a put; a backend whose put costs more
+    /// for a new key (ZooKeeper: setData fails, then create) may override
+    /// it with the operation meant for new keys.
+    fn insert(&self, key: &[u8], value: &[u8]) -> impl Future<Output = anyhow::Result<()>> + Send {
+        self.put(key, value)
+    }
+
     /// YCSB's read-modify-write: reads `key`, then writes `value`. The default
     /// is a get followed by a put (not atomic, as in YCSB); a backend with a
     /// native operation may override it.

@@ -127,7 +127,8 @@ pub async fn load<B: KvBackend>(handles: &[Arc<B>], spec: &LoadSpec) -> RunResul
                 }
                 rng.fill_bytes(&mut value);
                 let key = key_name(keynum);
-                let r = tokio::time::timeout(spec.op_timeout, h.put(key.as_bytes(), &value)).await;
+                let r =
+                    tokio::time::timeout(spec.op_timeout, h.insert(key.as_bytes(), &value)).await;
                 let t1 = clock::now();
                 match r {
                     Ok(Ok(())) => {

@@ -153,22 +153,34 @@ impl KvBackend for ZookeeperBackend {
     async fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
         let path = znode_path(key);
         match self.set_data(&path, value).await? {
-            Ok(()) => return Ok(()),
-            Err(Error::NoNode) => {}
-            Err(e) => return Err(e).with_context(|| format!("setData {path}")),
+            Ok(()) => Ok(()),
+            Err(Error::NoNode) => self.create_or_set(&path, value).await,
+            Err(e) => Err(e).with_context(|| format!("setData {path}")),
         }
+    }
+
+    /// The load phase's keys are new: create first (one trip through the
+    /// leader, where put would take two).
+    async fn insert(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        self.create_or_set(&znode_path(key), value).await
+    }
+}
+
+impl ZookeeperBackend {
+    async fn create_or_set(&self, path: &str, value: &[u8]) -> anyhow::Result<()> {
         let options = CreateMode::Persistent.with_acls(Acls::anyone_all());
         let created = bounded(
             self.op_timeout,
             "create",
-            self.client.create(&path, value, &options),
+            self.client.create(path, value, &options),
         )
         .await?;
         match created {
             Ok(_) => Ok(()),
-            // Another client created it since our setData: overwrite theirs.
+            // It exists (another client created it, or a load phase ran
+            // before): overwrite it.
             Err(Error::NodeExists) => self
-                .set_data(&path, value)
+                .set_data(path, value)
                 .await?
                 .with_context(|| format!("setData {path} after NodeExists")),
             Err(e) => Err(e).with_context(|| format!("create {path}")),

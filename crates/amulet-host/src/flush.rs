@@ -58,10 +58,12 @@ impl<S: StateMachine> Host<S> {
             if self.fetched.is_empty() {
                 self.unsettled_rounds = 0;
                 self.remember_maps();
+                self.write_out_logs()?;
                 return Ok(Flushed::Settled);
             }
             self.install_fetched(now, storage)?;
         }
+        self.write_out_logs()?;
         Ok(Flushed::Unsettled)
     }
 
@@ -69,6 +71,9 @@ impl<S: StateMachine> Host<S> {
     fn round(&mut self, now: TimeMicros, storage: &mut dyn LogOpener) -> Result<bool, HostError> {
         self.drain_replicas(now);
         let effects = self.node.drain();
+        // What this round's sends (and replies) depend on reaches the OS
+        // first: a process crash must not take a vote already sent.
+        self.write_out_logs()?;
         let busy = !effects.is_empty();
         let mut local = Vec::new();
         self.route(effects.sends, &mut local);

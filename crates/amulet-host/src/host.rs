@@ -367,6 +367,29 @@ impl<S: StateMachine> Host<S> {
         Ok(())
     }
 
+    /// Hands every durable log's buffered writes to the OS (one write per
+    /// log file instead of one per record).
+    pub(crate) fn write_out_logs(&mut self) -> Result<(), crate::HostError> {
+        let streams: Vec<StreamId> = self
+            .node
+            .streams()
+            .iter()
+            .filter(|(_, s)| s.config().storage != StorageMode::Memory)
+            .map(|(id, _)| *id)
+            .collect();
+        for stream in streams {
+            if let Some(node) = self.node.stream_mut(stream) {
+                node.log_mut()
+                    .write_out()
+                    .map_err(|e| crate::HostError::Sync {
+                        stream: stream.0,
+                        error: e.to_string(),
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reports the promises a sync of the logs whose mode `select`s just
     /// made durable (when asked to).
     pub(crate) fn report_sync(&mut self, select: impl Fn(StorageMode) -> bool) {

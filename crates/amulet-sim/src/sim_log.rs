@@ -451,6 +451,8 @@ mod tests {
             log.save(&vote(0)).unwrap();
             log.sync().unwrap();
             log.save(&vote(1)).unwrap();
+            // Written out, as the host does before any message leaves.
+            log.write_out().unwrap();
             store.crash_process();
             let log = store.open();
             assert!(

@@ -185,7 +185,13 @@ pub(crate) struct LogCore<D: Disk> {
     dirty: bool,
     /// Bytes the torn tail repair cut off at open (for logs and tests).
     torn_bytes: u64,
-    scratch: BytesMut,
+    /// Records written to the newest segment but not yet handed to the
+    /// disk: a flush round's records go out in one write (`write_out`,
+    /// before any message leaves, and before every sync) instead of one
+    /// system call each.
+    pending: BytesMut,
+    /// Where `pending` starts in the newest segment.
+    pending_from: u64,
 }
 
 impl<D: Disk> LogCore<D> {
@@ -212,7 +218,8 @@ impl<D: Disk> LogCore<D> {
             streams: replay.streams,
             dirty: false,
             torn_bytes: replay.torn_bytes,
-            scratch: BytesMut::new(),
+            pending: BytesMut::new(),
+            pending_from: 0,
         };
         core.streams.entry(None).or_default();
         match core.segments.last() {
@@ -304,6 +311,10 @@ impl<D: Disk> LogCore<D> {
     /// segment (if any) was synced by the caller.
     fn start_segment(&mut self, sequence: u64) -> Result<(), StorageError> {
         let name = segment_name(sequence);
+        debug_assert!(
+            self.pending.is_empty(),
+            "the previous segment was written out"
+        );
         self.disk.create(&name)?;
         // Appends then overwrite allocated zeros, so a group commit's
         // fdatasync writes data only, never the file's size (`disk.rs`).
@@ -344,6 +355,7 @@ impl<D: Disk> LogCore<D> {
         let current = self.segments.last().expect("a segment is open");
         if current.len >= self.segment_bytes_max {
             let sequence = current.sequence;
+            self.write_out()?;
             self.disk.sync(&segment_name(sequence))?;
             self.start_segment(sequence + 1)?;
             self.delete_trimmed_segments()?;
@@ -352,13 +364,15 @@ impl<D: Disk> LogCore<D> {
     }
 
     fn write(&mut self, tag: Tag, record: &Record) -> Result<(u64, u64, u32), StorageError> {
-        self.scratch.clear();
-        record.encode_tagged(tag, &mut self.scratch);
+        let start = self.pending.len();
+        record.encode_tagged(tag, &mut self.pending);
+        let len = u32::try_from(self.pending.len() - start).expect("record fits u32");
         let segment = self.segments.last_mut().expect("a segment is open");
         let offset = segment.len;
-        let len = u32::try_from(self.scratch.len()).expect("record fits u32");
-        self.disk
-            .append(&segment_name(segment.sequence), &self.scratch)?;
+        if start == 0 {
+            self.pending_from = offset;
+        }
+        debug_assert_eq!(self.pending_from + start as u64, offset);
         segment.len += u64::from(len);
         // A decided mark lives as long as its vote: both keep the segment.
         if let Record::Vote { instance, .. } | Record::Decided { instance, .. } = record {
@@ -366,6 +380,17 @@ impl<D: Disk> LogCore<D> {
         }
         self.dirty = true;
         Ok((segment.sequence, offset, len))
+    }
+
+    /// Hands the pending records to the disk in one write.
+    pub(crate) fn write_out(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let current = self.segments.last().expect("a segment is open").sequence;
+        self.disk.append(&segment_name(current), &self.pending)?;
+        self.pending.clear();
+        Ok(())
     }
 
     /// Deletes segments all of whose votes lie below their stream's trim
@@ -493,7 +518,26 @@ impl<D: Disk> LogCore<D> {
             return Ok(None);
         };
         let name = segment_name(entry.segment);
-        let bytes = self.disk.read_at(&name, entry.offset, entry.len as usize)?;
+        let current = self.segments.last().expect("a segment is open").sequence;
+        let bytes = if entry.segment == current
+            && entry.offset >= self.pending_from
+            && !self.pending.is_empty()
+        {
+            // Not written out yet: the record is in `pending`.
+            let at =
+                usize::try_from(entry.offset - self.pending_from).expect("pending fits memory");
+            self.pending
+                .get(at..at + entry.len as usize)
+                .ok_or_else(|| {
+                    StorageError::Corrupt(format!(
+                        "instance {} past the pending records",
+                        instance.0
+                    ))
+                })?
+                .to_vec()
+        } else {
+            self.disk.read_at(&name, entry.offset, entry.len as usize)?
+        };
         match decode_at(&bytes, 0) {
             Ok((
                 (
@@ -551,6 +595,7 @@ impl<D: Disk> LogCore<D> {
     /// does not wait for what an async log never promised).
     pub(crate) fn sync(&mut self) -> Result<(), StorageError> {
         if self.dirty {
+            self.write_out()?;
             let current = segment_name(self.segments.last().expect("a segment is open").sequence);
             match self.durability {
                 Durability::Sync => self.disk.sync(&current)?,
@@ -563,6 +608,7 @@ impl<D: Disk> LogCore<D> {
 
     /// Makes the writes so far durable and waits for it, in either mode.
     fn sync_now(&mut self) -> Result<(), StorageError> {
+        self.write_out()?;
         let current = segment_name(self.segments.last().expect("a segment is open").sequence);
         self.disk.sync(&current)?;
         self.dirty = false;
@@ -663,6 +709,10 @@ impl<D: Disk> AcceptorLog for DurableLog<D> {
 
     fn end(&self) -> Instance {
         self.core.end(None)
+    }
+
+    fn write_out(&mut self) -> Result<(), StorageError> {
+        self.core.write_out()
     }
 
     fn sync(&mut self) -> Result<(), StorageError> {

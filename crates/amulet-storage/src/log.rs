@@ -78,6 +78,14 @@ pub trait AcceptorLog: Send {
     fn trimmed_below(&self) -> Instance;
     /// One past the highest instance with a record.
     fn end(&self) -> Instance;
+    /// Hand the writes so far to the operating system, so that a crash of
+    /// the process keeps them (a machine crash may not: that is `sync`). A
+    /// log may buffer its writes until then; the host writes out every
+    /// log before any message leaves the process, since a message may
+    /// depend on a write. The default has nothing buffered.
+    fn write_out(&mut self) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// Make everything written so far durable (group commit point).
     fn sync(&mut self) -> Result<(), StorageError>;
     /// Whether writes since the last `sync` exist.

@@ -123,6 +123,10 @@ impl<D: Disk> AcceptorLog for StreamLog<D> {
         lock(&self.core).end(self.stream)
     }
 
+    fn write_out(&mut self) -> Result<(), StorageError> {
+        lock(&self.core).write_out()
+    }
+
     fn sync(&mut self) -> Result<(), StorageError> {
         lock(&self.core).sync()
     }

@@ -8,7 +8,10 @@ mod common;
 
 use amulet_storage::{AcceptorLog, Disk, Durability, DurableLog, FsDisk, SimDisk, StorageError};
 use amulet_types::Instance;
-use common::{apply, damage_byte, observe, op, steady_vote, Model, Op, INSTANCES, SEGMENT_BYTES};
+use common::{
+    apply, apply_buffered, damage_byte, observe, op, steady_vote, Model, Op, INSTANCES,
+    SEGMENT_BYTES,
+};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -74,6 +77,44 @@ proptest! {
         let again = DurableLog::open(disk, durability, SEGMENT_BYTES).unwrap();
         prop_assert_eq!(again.recovered().intact, sync_mode);
         prop_assert_eq!(&observe(&again), &found);
+    }
+
+    /// Records wait in the log's buffer until written out (the host does
+    /// it before any message leaves): reads see them at once, and a
+    /// process crash keeps exactly what was written out or synced.
+    #[test]
+    fn a4_buffered_writes_read_back_and_a_process_crash_keeps_what_was_written_out(
+        ops in prop::collection::vec((op(), any::<bool>()), 0..80),
+    ) {
+        let disk = SimDisk::new();
+        let mut log = DurableLog::open(disk.clone(), Durability::Async, SEGMENT_BYTES).unwrap();
+        let mut model = Model::default();
+        let mut states = vec![model.clone()];
+        let mut written_out = 0;
+        for (k, (op, write_out)) in ops.iter().enumerate() {
+            apply_buffered(&mut log, &mut model, op);
+            states.push(model.clone());
+            let now = observe(&log);
+            prop_assert_eq!(&now.records, &model.records, "reads see buffered records");
+            prop_assert_eq!(log.trimmed_below(), model.trimmed_below);
+            if *write_out {
+                log.write_out().unwrap();
+            }
+            if *write_out || matches!(op, Op::Sync) {
+                written_out = k + 1;
+            }
+        }
+        drop(log); // a process crash: the buffer is gone
+        let log = DurableLog::open(disk, Durability::Async, SEGMENT_BYTES).unwrap();
+        let found = observe(&log);
+        // At least what was written out; a segment rolling over writes out
+        // too, so possibly more, but always the state after some op.
+        let at = prefix_index(&states, &found);
+        prop_assert!(at.is_some(), "not a prefix: {:?}", found);
+        prop_assert!(
+            at.unwrap() >= written_out || states[written_out] == found,
+            "lost written-out records: recovered prefix {:?} < {}", at, written_out
+        );
     }
 
     #[test]

@@ -63,8 +63,15 @@ pub struct Model {
     pub trimmed_below: Instance,
 }
 
-/// Applies `op` to the log and the model alike.
+/// Applies `op` to the log and the model alike, and writes it out, as the
+/// host does before any message leaves (see [`apply_buffered`]).
 pub fn apply(log: &mut dyn AcceptorLog, model: &mut Model, op: &Op) {
+    apply_buffered(log, model, op);
+    log.write_out().unwrap();
+}
+
+/// Applies `op` without writing it out: it may stay in the log's buffer.
+pub fn apply_buffered(log: &mut dyn AcceptorLog, model: &mut Model, op: &Op) {
     match *op {
         Op::Promise(round) => {
             log.save_promise(ballot(round)).unwrap();

@@ -2,9 +2,10 @@
 //! recovering from a torn tail, trimming to an instance.
 //!
 //! Records (see `record.rs`) are appended to the newest segment file
-//! `<sequence:016x>.log`, preallocated to `segment_bytes_max` bytes of
-//! zeros when it starts (a group commit's fdatasync then writes data, not
-//! the file's size: `disk.rs`); a segment is closed (synced) when it reaches
+//! `<sequence:016x>.log`, preallocated with zeros ahead of its append point
+//! in steps of [`PREALLOCATE_STEP_BYTES`] (a group commit's fdatasync then
+//! writes data, not the file's size, except once a step: `disk.rs`); a
+//! segment is closed (synced) when it reaches
 //! `segment_bytes_max`, and the next one starts with a snapshot of the
 //! promises and trim point. Trimming writes a trim record; a segment file
 //! is deleted once the first record of the newest closed segment restates
@@ -57,6 +58,12 @@ pub enum Durability {
     /// Synced before any dependent message leaves.
     Sync,
 }
+
+/// How far ahead of a segment's append point its file is preallocated: a
+/// group commit that crosses the preallocated end commits a new file size
+/// once a step, and a node's idle log holds at most this much of zeros
+/// (test clusters start many nodes on one disk).
+pub const PREALLOCATE_STEP_BYTES: u64 = 4 << 20;
 
 /// Default size at which a segment is closed and a new one started.
 pub const SEGMENT_BYTES_DEFAULT: u64 = 64 << 20;
@@ -192,6 +199,8 @@ pub(crate) struct LogCore<D: Disk> {
     pending: BytesMut,
     /// Where `pending` starts in the newest segment.
     pending_from: u64,
+    /// How far the newest segment's file is preallocated.
+    preallocated: u64,
 }
 
 impl<D: Disk> LogCore<D> {
@@ -220,6 +229,7 @@ impl<D: Disk> LogCore<D> {
             torn_bytes: replay.torn_bytes,
             pending: BytesMut::new(),
             pending_from: 0,
+            preallocated: 0,
         };
         core.streams.entry(None).or_default();
         match core.segments.last() {
@@ -227,8 +237,8 @@ impl<D: Disk> LogCore<D> {
             // Replay cut the newest segment to its last record; appends go
             // on into zeros again.
             Some(newest) if newest.len < core.segment_bytes_max => {
-                let name = segment_name(newest.sequence);
-                core.disk.preallocate(&name, core.segment_bytes_max)?;
+                let (sequence, len) = (newest.sequence, newest.len);
+                core.preallocate_past(sequence, len)?;
             }
             Some(_) => {}
         }
@@ -318,7 +328,8 @@ impl<D: Disk> LogCore<D> {
         self.disk.create(&name)?;
         // Appends then overwrite allocated zeros, so a group commit's
         // fdatasync writes data only, never the file's size (`disk.rs`).
-        self.disk.preallocate(&name, self.segment_bytes_max)?;
+        self.preallocated = 0;
+        self.preallocate_past(sequence, 0)?;
         self.disk.sync_dir()?;
         let mut segment = Segment::new(sequence);
         for (tag, state) in &self.streams {
@@ -382,13 +393,30 @@ impl<D: Disk> LogCore<D> {
         Ok((segment.sequence, offset, len))
     }
 
+    /// Preallocates segment `sequence` (the newest) a step past `end`
+    /// when `end` reaches its preallocated length, never past the segment
+    /// size unless `end` already is.
+    fn preallocate_past(&mut self, sequence: u64, end: u64) -> Result<(), StorageError> {
+        if end < self.preallocated && self.preallocated > 0 {
+            return Ok(());
+        }
+        let wanted = (end + PREALLOCATE_STEP_BYTES).min(self.segment_bytes_max.max(end));
+        if wanted > end || self.preallocated == 0 {
+            self.disk.preallocate(&segment_name(sequence), wanted)?;
+        }
+        self.preallocated = wanted.max(end);
+        Ok(())
+    }
+
     /// Hands the pending records to the disk in one write.
     pub(crate) fn write_out(&mut self) -> Result<(), StorageError> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let current = self.segments.last().expect("a segment is open").sequence;
-        self.disk.append(&segment_name(current), &self.pending)?;
+        let current = self.segments.last().expect("a segment is open");
+        let (sequence, end) = (current.sequence, current.len);
+        self.preallocate_past(sequence, end)?;
+        self.disk.append(&segment_name(sequence), &self.pending)?;
         self.pending.clear();
         Ok(())
     }

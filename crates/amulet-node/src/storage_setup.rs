@@ -226,6 +226,9 @@ mod tests {
         // One sync covers streams 1-3 (the node log); stream 4 has its own.
         logs[0].sync().unwrap();
         assert!(!logs[1].dirty() && !logs[2].dirty() && logs[3].dirty());
+        // Written out, as the host does before any message leaves: the
+        // process going keeps it.
+        logs[3].write_out().unwrap();
         drop((logs, fifth, opener));
         let mut opener = LogOpener::new(&dir, NodeId(1));
         for id in [1, 2, 3, 4] {

@@ -5,7 +5,7 @@ gets messages that match the proto it was built from. An editable install
 (`pip install -e .`, as test.sh does) generates them into src/amulet/v1/
 instead, which git ignores.
 
-Only the messages are generated: the seven RPCs are bound by hand in
+Only the messages are generated: the RPCs the client uses are bound by hand in
 amulet/_rpc.py, which spares the runtime a dependency on the exact grpcio
 version that grpcio-tools' service stubs would require.
 """

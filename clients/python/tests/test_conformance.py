@@ -1,11 +1,20 @@
 """The Python runner of the shared client scenarios
-(spec/conformance/scenarios.json; the format is spec/conformance/README.md).
+(spec/conformance/scenarios.json, then spec/conformance/transactions.json;
+the format is spec/conformance/README.md).
 
 Each scenario is one test, in file order, on the session's cluster. Every
-op is one request of the byte-level API (``amulet.ByteMap``). Error classes
-map from the client's exceptions: ``amulet.InvalidArgument`` ->
-``invalid_argument``, ``NotFound`` -> ``not_found``, ``AlreadyExists`` ->
-``already_exists``, ``ResourceExhausted`` -> ``resource_exhausted``; any
+map op is one request of the byte-level API (``amulet.ByteMap``). The
+``txn_*`` ops act on ``amulet.Transaction`` objects named by the step's
+``txn``, each begun (``client.transaction()``) at its first op and
+abandoned at the end of the scenario if still open: ``txn_get`` ->
+``get``, ``txn_put`` -> ``put``, ``txn_delete`` -> ``delete``,
+``txn_range`` -> ``range`` (the bounds as ``start``/``stop`` with their
+inclusiveness), ``txn_commit`` -> ``commit``, ``txn_abandon`` ->
+``abandon``; nothing is retried. Error classes map from the client's
+exceptions: ``amulet.InvalidArgument`` -> ``invalid_argument``,
+``NotFound`` -> ``not_found``, ``AlreadyExists`` -> ``already_exists``,
+``ResourceExhausted`` -> ``resource_exhausted``, ``ConflictError`` ->
+``conflict``, ``ReadVersionTooOldError`` -> ``read_version_too_old``; any
 other exception fails the step.
 """
 
@@ -19,9 +28,10 @@ import pytest
 
 import amulet
 
-SPEC = Path(__file__).resolve().parents[3] / "spec" / "conformance" / "scenarios.json"
-DOC = json.loads(SPEC.read_text())
-SCENARIOS = DOC["scenarios"]
+SPEC_DIR = Path(__file__).resolve().parents[3] / "spec" / "conformance"
+# The map scenarios, then the transaction scenarios, on one cluster.
+SPECS = [SPEC_DIR / "scenarios.json", SPEC_DIR / "transactions.json"]
+SCENARIOS = [scenario for spec in SPECS for scenario in json.loads(spec.read_text())["scenarios"]]
 RUN_ID = secrets.token_hex(4)
 
 ERROR_CLASSES = {
@@ -29,6 +39,8 @@ ERROR_CLASSES = {
     amulet.NotFound: "not_found",
     amulet.AlreadyExists: "already_exists",
     amulet.ResourceExhausted: "resource_exhausted",
+    amulet.ConflictError: "conflict",
+    amulet.ReadVersionTooOldError: "read_version_too_old",
 }
 
 # The arguments each op takes (besides "op" and exactly one of
@@ -57,6 +69,12 @@ ARGS = {
     "snapshot_open": ({"map", "name"}, set()),
     "snapshot_read": ({"name"}, set()),
     "snapshot_release": ({"name"}, set()),
+    "txn_get": ({"txn", "map", "key"}, set()),
+    "txn_put": ({"txn", "map", "key", "value"}, set()),
+    "txn_delete": ({"txn", "map", "key"}, set()),
+    "txn_range": ({"txn", "map", "limit"}, {"from", "to", "reverse"}),
+    "txn_commit": ({"txn"}, set()),
+    "txn_abandon": ({"txn"}, set()),
 }
 
 
@@ -95,6 +113,8 @@ class Runner:
         self.client = client
         self.prefix = f"c{RUN_ID}-{index}-"
         self.snapshots: dict[str, amulet.Snapshot] = {}
+        # Transactions by name, each begun at its first op.
+        self.txns: dict[str, amulet.Transaction] = {}
 
     def close(self) -> None:
         for snapshot in self.snapshots.values():
@@ -102,6 +122,14 @@ class Runner:
                 snapshot.close()
             except amulet.AmuletError:
                 pass
+        for tx in self.txns.values():
+            tx.abandon()
+
+    def txn(self, step) -> amulet.Transaction:
+        name = step["txn"]
+        if name not in self.txns:
+            self.txns[name] = self.client.transaction()
+        return self.txns[name]
 
     def map(self, step) -> amulet.ByteMap:
         return self.client.bytes_map(self.prefix + step["map"])
@@ -135,6 +163,8 @@ class Runner:
                 raise RunnerError(f"no snapshot named {step['name']!r}")
             snapshot.close()
             return None
+        if op.startswith("txn_"):
+            return self.run_txn(op, step)
 
         m = self.map(step)
         if op == "get":
@@ -193,6 +223,41 @@ class Runner:
             return None
         raise RunnerError(f"unhandled op {op!r}")
 
+    def run_txn(self, op: str, step):
+        if op in ("txn_range", "txn_get", "txn_put", "txn_delete"):
+            name = self.prefix + step["map"]
+        if op == "txn_range":
+            limit = step["limit"]
+            if not isinstance(limit, int) or isinstance(limit, bool):
+                raise RunnerError(f"limit must be an integer, not {limit!r}")
+            lower, upper = bound(step.get("from")), bound(step.get("to"))
+            entries, more = self.txn(step).range(
+                name,
+                None if lower is None else lower[0],
+                None if upper is None else upper[0],
+                start_inclusive=lower is None or lower[1],
+                stop_inclusive=upper is None or upper[1],
+                limit=limit,
+                reverse=bool(step.get("reverse", False)),
+            )
+            return {"entries": [hexed(e) for e in entries], "more": more}
+        if op == "txn_get":
+            value = self.txn(step).get(name, data(step["key"]))
+            return None if value is None else value.hex()
+        if op == "txn_put":
+            self.txn(step).put(name, data(step["key"]), data(step["value"]))
+            return None
+        if op == "txn_delete":
+            self.txn(step).delete(name, data(step["key"]))
+            return None
+        if op == "txn_commit":
+            self.txn(step).commit()
+            return None
+        if op == "txn_abandon":
+            self.txn(step).abandon()
+            return None
+        raise RunnerError(f"unhandled op {op!r}")
+
     def create_map(self, name: str, layout):
         if layout is None or layout == {"hash": {}}:
             self.client.create_map(name)
@@ -245,16 +310,19 @@ def test_scenario(client, index):
         runner.close()
 
 
-def test_scenario_file_shape():
-    """Names are unique; every step has a known op, exactly one of expect
-    and error, and sits on one line of the file."""
+@pytest.mark.parametrize("spec", SPECS, ids=[spec.name for spec in SPECS])
+def test_scenario_file_shape(spec):
+    """Names are unique (across both files); every step has a known op,
+    exactly one of expect and error, and sits on one line of the file."""
     names = [s["name"] for s in SCENARIOS]
     assert len(names) == len(set(names))
-    steps = [step for scenario in SCENARIOS for step in scenario["steps"]]
+    scenarios = json.loads(spec.read_text())["scenarios"]
+    assert scenarios
+    steps = [step for scenario in scenarios for step in scenario["steps"]]
     for step in steps:
         assert step.get("op") in ARGS, step
         assert ("expect" in step) != ("error" in step), step
-    lines = [line.strip().rstrip(",") for line in SPEC.read_text().splitlines()]
+    lines = [line.strip().rstrip(",") for line in spec.read_text().splitlines()]
     assert [json.loads(line) for line in lines if line.startswith('{"op"')] == steps
 
 
@@ -268,6 +336,10 @@ def test_scenario_file_shape():
         {"op": "get", "map": "m", "key": "00", "expect": None, "error": "not_found"},
         {"op": "get", "map": "m", "key": {"repeat": "00"}, "expect": None},
         {"op": "snapshot_read", "name": "never opened", "expect": []},
+        {"op": "txn_get", "map": "m", "key": "00", "expect": None},
+        {"op": "txn_put", "txn": "t", "map": "m", "key": "00", "expect": None},
+        {"op": "txn_range", "txn": "t", "map": "m", "expect": {"entries": [], "more": False}},
+        {"op": "txn_commit", "txn": "t", "map": "m", "expect": None},
     ],
 )
 def test_the_runner_refuses_what_it_does_not_know(step):
@@ -280,6 +352,9 @@ def test_the_runner_refuses_what_it_does_not_know(step):
 
         def execute(self, *args):
             raise AssertionError("the runner sent a request")
+
+        def transaction(self):
+            raise AssertionError("the runner began a transaction")
 
     with pytest.raises(RunnerError):
         Runner(NothingSent(), index=0).run(step)

@@ -3,7 +3,9 @@
 
 use crate::pb::{self, map_request::Op};
 use crate::reply_codec::map_error_status;
-use amulet_dmap::{KeyBound, MapCommand, MapName, Nearest, RangeQuery};
+use amulet_dmap::{
+    KeyBound, KeyRange, MapCommand, MapName, Nearest, RangeQuery, ReadConflict, TxnWrite,
+};
 use amulet_smr::Layout;
 use amulet_types::PartitionId;
 use bytes::Bytes;
@@ -160,6 +162,43 @@ pub fn command_from_op(op: Option<Op>) -> Result<MapCommand, Status> {
         Op::ReleaseSnapshot(c) => MapCommand::ReleaseSnapshot {
             snapshot: c.snapshot,
         },
+        Op::BeginTransaction(c) => MapCommand::BeginTransaction {
+            lease_micros: c.lease_micros,
+            end: c.end_read_versions,
+        },
+        Op::EndTransaction(c) => MapCommand::EndTransaction {
+            read_version: c.read_version,
+        },
+        Op::Commit(c) => MapCommand::Commit {
+            read_version: c.read_version,
+            reads: c
+                .reads
+                .into_iter()
+                .map(|r| {
+                    let range = r.range.ok_or_else(|| {
+                        Status::invalid_argument("a read conflict names no range")
+                    })?;
+                    Ok(ReadConflict {
+                        map: name(r.map)?,
+                        range: KeyRange {
+                            from: bound(range.from),
+                            to: bound(range.to),
+                        },
+                    })
+                })
+                .collect::<Result<_, Status>>()?,
+            writes: c
+                .writes
+                .into_iter()
+                .map(|w| {
+                    Ok(TxnWrite {
+                        map: name(w.map)?,
+                        key: w.key,
+                        value: w.value,
+                    })
+                })
+                .collect::<Result<_, Status>>()?,
+        },
     })
 }
 
@@ -257,6 +296,40 @@ pub fn command_to_op(command: &MapCommand) -> Op {
         MapCommand::OpenSnapshot { map, lease_micros } => Op::OpenSnapshot(pb::OpenSnapshot {
             map: m(map),
             lease_micros: *lease_micros,
+        }),
+        MapCommand::BeginTransaction { lease_micros, end } => {
+            Op::BeginTransaction(pb::BeginTransaction {
+                lease_micros: *lease_micros,
+                end_read_versions: end.clone(),
+            })
+        }
+        MapCommand::EndTransaction { read_version } => Op::EndTransaction(pb::EndTransaction {
+            read_version: *read_version,
+        }),
+        MapCommand::Commit {
+            read_version,
+            reads,
+            writes,
+        } => Op::Commit(pb::Commit {
+            read_version: *read_version,
+            reads: reads
+                .iter()
+                .map(|r| pb::ReadConflict {
+                    map: m(&r.map),
+                    range: Some(pb::KeyRange {
+                        from: bound_to_pb(&r.range.from),
+                        to: bound_to_pb(&r.range.to),
+                    }),
+                })
+                .collect(),
+            writes: writes
+                .iter()
+                .map(|w| pb::TxnWrite {
+                    map: m(&w.map),
+                    key: b(&w.key),
+                    value: w.value.clone(),
+                })
+                .collect(),
         }),
         MapCommand::ReleaseSnapshot { snapshot } => Op::ReleaseSnapshot(pb::ReleaseSnapshot {
             snapshot: *snapshot,

@@ -24,7 +24,10 @@ pub use command_codec::{command_from_op, command_to_op, layout_from_pb, layout_t
 pub use map_codec::{map_from_pb, map_to_pb};
 pub use reconfigure_codec::{reconfiguration_from_pb, reconfiguration_to_pb, storage_from_name};
 pub use refusal_status::{refusal_reason, refusal_status};
-pub use reply_codec::{client_reply_to_response, error_kind, reply_from_response, ErrorKind};
+pub use reply_codec::{
+    client_reply_to_response, error_kind, map_error_to_status, reply_from_response, ErrorKind,
+    CONFLICT_KEY_KEY, CONFLICT_MAP_KEY,
+};
 
 /// Metadata key naming an error a client library handles by itself.
 pub const ERROR_KEY: &str = "amulet-error";

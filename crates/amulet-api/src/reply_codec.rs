@@ -29,6 +29,13 @@ pub enum ErrorKind {
     /// Refused for a passing state of the cluster (another reconfiguration
     /// is taking effect); nothing changed. Resend after a pause.
     Retryable,
+    /// A transaction's commit conflicted; nothing applied. Run it again.
+    Conflict,
+    /// A transaction's read version ended; nothing applied. Run it again.
+    ReadVersionTooOld,
+    /// This replica holds no snapshot of the read version: read from
+    /// another.
+    ReadVersionElsewhere,
 }
 
 impl ErrorKind {
@@ -41,6 +48,9 @@ impl ErrorKind {
             ErrorKind::ReplyLost => "reply-lost",
             ErrorKind::Behind => "behind",
             ErrorKind::Retryable => "retryable",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::ReadVersionTooOld => "read-version-too-old",
+            ErrorKind::ReadVersionElsewhere => "read-version-elsewhere",
         }
     }
 
@@ -64,14 +74,58 @@ pub fn error_kind(status: &Status) -> Option<ErrorKind> {
         ErrorKind::ReplyLost,
         ErrorKind::Behind,
         ErrorKind::Retryable,
+        ErrorKind::Conflict,
+        ErrorKind::ReadVersionTooOld,
+        ErrorKind::ReadVersionElsewhere,
     ]
     .into_iter()
     .find(|k| k.as_str() == value)
 }
 
+/// Metadata naming the map of a transaction conflict.
+pub const CONFLICT_MAP_KEY: &str = "amulet-conflict-map";
+/// Binary metadata naming the key of a transaction conflict.
+pub const CONFLICT_KEY_KEY: &str = "amulet-conflict-key-bin";
+
+/// The status of a command that failed and changed nothing (the table in
+/// `amulet.proto`).
+pub fn map_error_to_status(error: &MapError) -> Status {
+    map_error_status(error)
+}
+
 /// The status of a command that failed and changed nothing.
 pub(crate) fn map_error_status(error: &MapError) -> Status {
+    let kind_status = |kind: ErrorKind, code| kind.status(code, error.to_string());
+    match error {
+        MapError::Conflict { map, key } => {
+            let mut status = kind_status(ErrorKind::Conflict, Code::Aborted);
+            if let Ok(value) = MetadataValue::try_from(map.as_str()) {
+                status.metadata_mut().insert(CONFLICT_MAP_KEY, value);
+            }
+            if let Some(key) = key {
+                status.metadata_mut().insert_bin(
+                    CONFLICT_KEY_KEY,
+                    tonic::metadata::MetadataValue::from_bytes(key),
+                );
+            }
+            return status;
+        }
+        MapError::ReadVersionTooOld(_) => {
+            return kind_status(ErrorKind::ReadVersionTooOld, Code::Aborted)
+        }
+        MapError::ReadVersionElsewhere(_) => {
+            return kind_status(ErrorKind::ReadVersionElsewhere, Code::Unavailable)
+        }
+        _ => {}
+    }
     let code = match error {
+        MapError::Conflict { .. }
+        | MapError::ReadVersionTooOld(_)
+        | MapError::ReadVersionElsewhere(_) => unreachable!("answered above"),
+        MapError::TooManyReadVersions(_) => Code::ResourceExhausted,
+        MapError::FutureReadVersion(_)
+        | MapError::TransactionTooLarge { .. }
+        | MapError::BadTransaction(_) => Code::InvalidArgument,
         MapError::UnknownMap(_) | MapError::UnknownSnapshot(_) => Code::NotFound,
         MapError::MapExists(_) => Code::AlreadyExists,
         MapError::TooManySnapshots(_) => Code::ResourceExhausted,
@@ -109,6 +163,7 @@ pub fn client_reply_to_response(
                 more,
             }),
             MapReply::Snapshot(id) => R::Snapshot(id),
+            MapReply::ReadVersion(version) => R::ReadVersion(version),
             MapReply::Done => R::Done(pb::Done {}),
             MapReply::Failed(_) => unreachable!("handled above"),
         },
@@ -186,6 +241,7 @@ pub fn reply_from_response(response: pb::MapResponse) -> Result<MapReply, Status
                 more: e.more,
             },
             R::Snapshot(id) => MapReply::Snapshot(id),
+            R::ReadVersion(version) => MapReply::ReadVersion(version),
             R::Done(_) => MapReply::Done,
         },
     )
@@ -213,6 +269,7 @@ mod tests {
                 more: true,
             },
             MapReply::Snapshot(9),
+            MapReply::ReadVersion(11),
             MapReply::Done,
         ] {
             let response = client_reply_to_response(ClientReply::Done(reply.clone()))
@@ -313,5 +370,65 @@ mod tests {
                 .code(),
             tonic::Code::Internal
         );
+    }
+
+    #[test]
+    fn transaction_errors_have_their_documented_codes_kinds_and_conflict_metadata() {
+        let conflict = MapError::Conflict {
+            map: "accounts".into(),
+            key: Some(b"alice".to_vec()),
+        };
+        let status = map_error_status(&conflict);
+        assert_eq!(status.code(), Code::Aborted);
+        assert_eq!(error_kind(&status), Some(ErrorKind::Conflict));
+        assert_eq!(
+            status
+                .metadata()
+                .get(CONFLICT_MAP_KEY)
+                .unwrap()
+                .to_str()
+                .unwrap(),
+            "accounts"
+        );
+        assert_eq!(
+            status
+                .metadata()
+                .get_bin(CONFLICT_KEY_KEY)
+                .unwrap()
+                .to_bytes()
+                .unwrap()
+                .as_ref(),
+            b"alice"
+        );
+        for (error, code, kind) in [
+            (
+                MapError::ReadVersionTooOld(3),
+                Code::Aborted,
+                Some(ErrorKind::ReadVersionTooOld),
+            ),
+            (
+                MapError::ReadVersionElsewhere(3),
+                Code::Unavailable,
+                Some(ErrorKind::ReadVersionElsewhere),
+            ),
+            (MapError::FutureReadVersion(3), Code::InvalidArgument, None),
+            (
+                MapError::TooManyReadVersions(3),
+                Code::ResourceExhausted,
+                None,
+            ),
+            (
+                MapError::BadTransaction("x".into()),
+                Code::InvalidArgument,
+                None,
+            ),
+        ] {
+            let status = map_error_status(&error);
+            assert_eq!(
+                (status.code(), error_kind(&status)),
+                (code, kind),
+                "{error}"
+            );
+        }
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::batcher::Batcher;
 use crate::env::{ClientEnv, Clock};
+use crate::read_versions::ReadVersions;
 use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Timing};
 use crate::session_pool::SessionPool;
 use crate::{ClientConfig, DMap, Error};
@@ -46,6 +47,7 @@ struct Inner {
     channels: Mutex<HashMap<String, AmuletClient<Channel>>>,
     batchers: Mutex<HashMap<String, Batcher>>,
     sessions: SessionPool,
+    read_versions: ReadVersions,
 }
 
 /// A connection to an Amulet cluster; cheap to clone, shared by tasks.
@@ -115,6 +117,7 @@ impl Client {
                             channels: Mutex::new(HashMap::new()),
                             batchers: Mutex::new(HashMap::new()),
                             sessions: SessionPool::default(),
+                            read_versions: ReadVersions::default(),
                         };
                         return Ok(Client {
                             inner: Arc::new(inner),
@@ -539,6 +542,58 @@ impl Client {
             Ok(Err(status)) => Outcome::from_status(&status),
             Err(_) => Outcome::NoAnswer(format!("{address} did not answer in time")),
         }
+    }
+
+    /// One attempt of a transaction's read `command` at `read_version`,
+    /// at a random replica of `partition` (routed by the cached map).
+    pub(crate) async fn read_at_attempt(
+        &self,
+        partition: PartitionId,
+        read_version: u64,
+        command: &MapCommand,
+    ) -> Outcome<(MapReply, bool)> {
+        let address = match self.replica_of(partition) {
+            Ok(address) => address,
+            Err(e) => return Outcome::Refused(e),
+        };
+        let mut channel = match self.channel(&address) {
+            Ok(channel) => channel,
+            Err(e) => return Outcome::Refused(e),
+        };
+        let request = pb::ReadAtRequest {
+            read_version,
+            request: Some(pb::MapRequest {
+                header: Some(pb::RequestHeader {
+                    map_version: self.map_version(),
+                    partition: partition.0,
+                    session: 0,
+                    sequence: 0,
+                }),
+                op: Some(command_to_op(command)),
+            }),
+        };
+        match tokio::time::timeout(self.inner.config.attempt_timeout, channel.read_at(request))
+            .await
+        {
+            Ok(Ok(response)) => {
+                let response = response.into_inner();
+                let reply = response
+                    .response
+                    .ok_or_else(|| Status::internal("ReadAt answered no response"))
+                    .and_then(reply_from_response);
+                match reply {
+                    Ok(reply) => Outcome::Done((reply, response.written_since)),
+                    Err(status) => Outcome::Refused(Error::Protocol(status.message().to_string())),
+                }
+            }
+            Ok(Err(status)) => Outcome::from_status(&status),
+            Err(_) => Outcome::NoAnswer(format!("{address} did not answer in time")),
+        }
+    }
+
+    /// The read versions this client's transactions share.
+    pub(crate) fn read_versions(&self) -> &ReadVersions {
+        &self.inner.read_versions
     }
 
     /// Opens the stream of one partition's pages of a snapshot, after

@@ -22,6 +22,10 @@ pub struct ClientConfig {
     /// while all are busy ride together in the next one. 0 turns batching
     /// off (one Execute call per operation).
     pub batches_in_flight: usize,
+    /// Lease of a transaction's read version: a transaction that has not
+    /// committed this long after its first read conflicts
+    /// (`ReadVersionTooOld`) and runs again.
+    pub transaction_lease: Duration,
 }
 
 impl Default for ClientConfig {
@@ -34,6 +38,7 @@ impl Default for ClientConfig {
             snapshot_lease: Duration::from_secs(300),
             range_entries: 1_000,
             batches_in_flight: 2,
+            transaction_lease: Duration::from_secs(10),
         }
     }
 }

@@ -41,14 +41,70 @@ pub enum Error {
     /// A node answered something this client does not understand.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A transaction's commit conflicted: `key` of `map` (or the map as a
+    /// whole, when `key` is `None`) was written after its read version.
+    /// Nothing was applied; `transact` runs the transaction again.
+    #[error("transaction conflict: {message}")]
+    Conflict {
+        /// The map.
+        map: String,
+        /// The key.
+        key: Option<Vec<u8>>,
+        /// The node's message.
+        message: String,
+    },
+    /// A transaction's read version ended (its lease passed, or it was
+    /// ended) before it committed; nothing was applied. `transact` runs
+    /// the transaction again.
+    #[error("read version too old: {0}")]
+    ReadVersionTooOld(String),
+}
+
+impl Error {
+    /// Whether running the transaction again from a new read version may
+    /// succeed (a conflict, an ended read version).
+    pub fn is_transaction_retryable(&self) -> bool {
+        matches!(self, Error::Conflict { .. } | Error::ReadVersionTooOld(_))
+    }
+
+    /// The error of a failed map command (the simulator's path, where
+    /// no status is in between).
+    pub fn from_map_error(error: &amulet_dmap::MapError) -> Error {
+        match error {
+            amulet_dmap::MapError::Conflict { map, key } => Error::Conflict {
+                map: map.clone(),
+                key: key.clone(),
+                message: error.to_string(),
+            },
+            amulet_dmap::MapError::ReadVersionTooOld(_) => {
+                Error::ReadVersionTooOld(error.to_string())
+            }
+            other => Error::from_status(&amulet_api::map_error_to_status(other)),
+        }
+    }
 }
 
 impl Error {
     /// The error a final status means.
     pub(crate) fn from_status(status: &Status) -> Error {
         let message = status.message().to_string();
-        if error_kind(status) == Some(ErrorKind::Retryable) {
-            return Error::Retryable(message);
+        match error_kind(status) {
+            Some(ErrorKind::Retryable) => return Error::Retryable(message),
+            Some(ErrorKind::Conflict) => {
+                let metadata = status.metadata();
+                let map = metadata
+                    .get(amulet_api::CONFLICT_MAP_KEY)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_string();
+                let key = metadata
+                    .get_bin(amulet_api::CONFLICT_KEY_KEY)
+                    .and_then(|v| v.to_bytes().ok())
+                    .map(|b| b.to_vec());
+                return Error::Conflict { map, key, message };
+            }
+            Some(ErrorKind::ReadVersionTooOld) => return Error::ReadVersionTooOld(message),
+            _ => {}
         }
         match status.code() {
             Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(message),

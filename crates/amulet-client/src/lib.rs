@@ -40,9 +40,11 @@ mod config;
 mod env;
 mod error;
 mod map;
+mod read_versions;
 pub mod rules;
 mod session_pool;
 mod snapshot;
+mod transaction;
 
 pub use amulet_dmap::{KeyBound, Nearest};
 pub use amulet_tuple as tuple;
@@ -53,3 +55,4 @@ pub use env::{ClientEnv, Clock, TokioClock};
 pub use error::Error;
 pub use map::DMap;
 pub use snapshot::Snapshot;
+pub use transaction::Transaction;

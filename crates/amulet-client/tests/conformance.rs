@@ -20,7 +20,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use amulet_api::pb::{self, amulet_client::AmuletClient};
-use amulet_client::{Bytes, Client, DMap, Error, KeyBound, Nearest, Snapshot};
+use amulet_client::{Bytes, Client, DMap, Error, KeyBound, Nearest, Snapshot, Transaction};
 use amulet_smr::{Keys, Layout, Placement};
 use amulet_types::PartitionId;
 use std::collections::{BTreeMap, HashMap};
@@ -251,6 +251,8 @@ fn class_of(error: &Error) -> String {
         Error::NotFound(_) => "not_found".into(),
         Error::AlreadyExists(_) => "already_exists".into(),
         Error::ResourceExhausted(_) => "resource_exhausted".into(),
+        Error::Conflict { .. } => "conflict".into(),
+        Error::ReadVersionTooOld(_) => "read_version_too_old".into(),
         other => format!("{other:?}"),
     }
 }
@@ -331,6 +333,10 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "range" => (&["map", "limit"], &["from", "to", "reverse"]),
         "snapshot_open" => (&["map", "name"], &[]),
         "snapshot_read" | "snapshot_release" => (&["name"], &[]),
+        "txn_get" | "txn_delete" => (&["txn", "map", "key"], &[]),
+        "txn_put" => (&["txn", "map", "key", "value"], &[]),
+        "txn_range" => (&["txn", "map", "limit"], &["from", "to", "reverse"]),
+        "txn_commit" | "txn_abandon" => (&["txn"], &[]),
         _ => return None,
     })
 }
@@ -346,9 +352,26 @@ struct Runner {
     client: Client,
     prefix: String,
     snapshots: HashMap<String, Held>,
+    /// Transactions by name, each begun at its first op.
+    txns: HashMap<String, Transaction>,
 }
 
 impl Runner {
+    /// The prefixed name of the step's map.
+    fn map_name(&self, step: &Json) -> String {
+        format!("{}{}", self.prefix, step.get("map").unwrap().str())
+    }
+
+    /// The step's transaction, begun if new.
+    fn txn(&mut self, step: &Json) -> Transaction {
+        let name = step.get("txn").unwrap().str().to_string();
+        let client = self.client.clone();
+        self.txns
+            .entry(name)
+            .or_insert_with(|| client.transaction())
+            .clone()
+    }
+
     fn map(&self, step: &Json) -> Result<DMap, Error> {
         self.client.map(&format!(
             "{}{}",
@@ -580,6 +603,46 @@ impl Runner {
                 snapshot.close().await?;
                 ok(Json::Null)
             }
+            "txn_get" => {
+                let tx = self.txn(step);
+                ok(value_json(
+                    tx.get(&self.map_name(step), data(arg("key"))).await?,
+                ))
+            }
+            "txn_put" => {
+                let tx = self.txn(step);
+                tx.put(&self.map_name(step), data(arg("key")), data(arg("value")));
+                ok(Json::Null)
+            }
+            "txn_delete" => {
+                let tx = self.txn(step);
+                tx.delete(&self.map_name(step), data(arg("key")));
+                ok(Json::Null)
+            }
+            "txn_range" => {
+                let tx = self.txn(step);
+                let limit = u32::try_from(arg("limit").int()).expect("limit fits u32");
+                let reverse = step.get("reverse").is_some_and(Json::bool);
+                let (entries, more) = tx
+                    .range(
+                        &self.map_name(step),
+                        bound(step.get("from")),
+                        bound(step.get("to")),
+                        limit,
+                        reverse,
+                    )
+                    .await?;
+                ok(serde_json::json!({"entries": entries_json(&entries), "more": more}))
+            }
+            "txn_commit" => {
+                let tx = self.txn(step);
+                tx.commit().await?;
+                ok(Json::Null)
+            }
+            "txn_abandon" => {
+                self.txn(step).abandon();
+                ok(Json::Null)
+            }
             _ => unreachable!("checked above"),
         }
     }
@@ -632,11 +695,16 @@ impl Runner {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenarios() {
-    let path = repo_root().join("spec/conformance/scenarios.json");
-    let text = std::fs::read_to_string(&path).expect("read scenarios.json");
-    let doc: Json = serde_json::from_str(&text).expect("scenarios.json is JSON");
-    let scenarios = doc.get("scenarios").expect("scenarios").array();
-    assert!(!scenarios.is_empty());
+    // The map scenarios, then the transaction scenarios, on one cluster.
+    let mut scenarios = Vec::new();
+    for file in ["scenarios.json", "transactions.json"] {
+        let path = repo_root().join("spec/conformance").join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {file}: {e}"));
+        let doc: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let those = doc.get("scenarios").expect("scenarios").array();
+        assert!(!those.is_empty(), "{file} has scenarios");
+        scenarios.extend(those.iter().cloned());
+    }
 
     let cluster = DevCluster::start();
     let client = Client::connect(cluster.addresses.clone())
@@ -657,6 +725,7 @@ async fn scenarios() {
             client: client.clone(),
             prefix: format!("c{run_id}-{index}-"),
             snapshots: HashMap::new(),
+            txns: HashMap::new(),
         };
         for (i, step) in scenario
             .get("steps")

@@ -42,12 +42,13 @@ pub fn combine(command: &MapCommand, partials: &[MapReply]) -> MapReply {
         | DropMap { .. }
         | PutAll { .. }
         | Clear { .. }
-        | ReleaseSnapshot { .. } => MapReply::Done,
-        OpenSnapshot { .. } => {
+        | ReleaseSnapshot { .. }
+        | EndTransaction { .. } => MapReply::Done,
+        OpenSnapshot { .. } | BeginTransaction { .. } => {
             let first = &partials[0];
             assert!(
                 partials.iter().all(|p| p == first),
-                "partitions gave one snapshot different ids: {partials:?}"
+                "partitions gave one snapshot or read version different ids: {partials:?}"
             );
             first.clone()
         }

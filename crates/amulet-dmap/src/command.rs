@@ -1,7 +1,7 @@
 //! The commands of the map API (DMap §III: the `java.util.SortedMap`
 //! operations, plus range reads and snapshots).
 
-use crate::{MapError, MapLimits, MapName};
+use crate::{MapError, MapLimits, MapName, MapReply};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
@@ -32,6 +32,13 @@ pub struct RangeQuery {
 impl RangeQuery {
     /// The range's ends as `Bound`s.
     pub fn bounds(&self) -> (Bound<&Bytes>, Bound<&Bytes>) {
+        RangeQuery::bounds_of(&self.from, &self.to)
+    }
+
+    fn bounds_of<'a>(
+        from: &'a Option<KeyBound>,
+        to: &'a Option<KeyBound>,
+    ) -> (Bound<&'a Bytes>, Bound<&'a Bytes>) {
         fn bound(end: &Option<KeyBound>) -> Bound<&Bytes> {
             match end {
                 None => Bound::Unbounded,
@@ -39,7 +46,7 @@ impl RangeQuery {
                 Some(b) => Bound::Excluded(&b.key),
             }
         }
-        (bound(&self.from), bound(&self.to))
+        (bound(from), bound(to))
     }
 
     /// Whether `key` lies in the range.
@@ -56,6 +63,80 @@ impl RangeQuery {
         };
         above_from && below_to
     }
+}
+
+/// A range of keys, either end open (a transaction's read conflict range).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRange {
+    /// Lower end; `None` for the first key.
+    pub from: Option<KeyBound>,
+    /// Upper end; `None` past the last key.
+    pub to: Option<KeyBound>,
+}
+
+impl KeyRange {
+    /// The range holding `key` alone.
+    pub fn single(key: Bytes) -> KeyRange {
+        KeyRange {
+            from: Some(KeyBound {
+                key: key.clone(),
+                inclusive: true,
+            }),
+            to: Some(KeyBound {
+                key,
+                inclusive: true,
+            }),
+        }
+    }
+
+    /// The range's ends as `Bound`s.
+    pub fn bounds(&self) -> (Bound<&Bytes>, Bound<&Bytes>) {
+        RangeQuery::bounds_of(&self.from, &self.to)
+    }
+
+    /// The one key the range holds, if it is a single key.
+    pub fn single_key(&self) -> Option<&Bytes> {
+        match (&self.from, &self.to) {
+            (Some(from), Some(to)) if from.inclusive && to.inclusive && from.key == to.key => {
+                Some(&from.key)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether no key lies in the range (`range()` of an ordered map would
+    /// panic on it).
+    pub fn is_empty(&self) -> bool {
+        match (&self.from, &self.to) {
+            (Some(from), Some(to)) => {
+                from.key > to.key || (from.key == to.key && !(from.inclusive && to.inclusive))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A read conflict range of a transaction: committing fails if a key in
+/// it was written after the transaction's read version, whether or not
+/// the key existed when read (phantoms count).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadConflict {
+    /// The map read.
+    pub map: MapName,
+    /// The keys read (a single key, or the part of a range the read
+    /// covered).
+    pub range: KeyRange,
+}
+
+/// A write of a transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnWrite {
+    /// The map.
+    pub map: MapName,
+    /// The key.
+    pub key: Bytes,
+    /// The new value; `None` removes the key.
+    pub value: Option<Bytes>,
 }
 
 /// Which neighbour of a key to find (`NavigableMap`'s floor, ceiling,
@@ -240,6 +321,37 @@ pub enum MapCommand {
         /// The snapshot.
         snapshot: u64,
     },
+    /// Takes a read version for a transaction: every partition keeps a
+    /// copy-on-write snapshot of all its maps at this point of the global
+    /// order, for `lease_micros` of replicated time unless ended first
+    /// (every partition, with the signal exchange, so the version is at
+    /// or after everything completed before it was asked for). Replies
+    /// with the version, its global position.
+    BeginTransaction {
+        /// Lease, µs.
+        lease_micros: u64,
+        /// Read versions ended first (a client ends the ones it is done
+        /// with in its next begin).
+        end: Vec<u64>,
+    },
+    /// Ends a read version (every partition).
+    EndTransaction {
+        /// The read version.
+        read_version: u64,
+    },
+    /// Commits a transaction: each partition it involves votes on its own
+    /// read conflict ranges (no key in them written since the read
+    /// version) and all apply the writes or none does.
+    Commit {
+        /// The version the transaction read at; `None` for blind writes,
+        /// which conflict with nothing.
+        read_version: Option<u64>,
+        /// What the transaction read.
+        reads: Vec<ReadConflict>,
+        /// What it writes, in order (a key written twice takes its last
+        /// write).
+        writes: Vec<TxnWrite>,
+    },
 }
 
 impl MapCommand {
@@ -267,7 +379,10 @@ impl MapCommand {
             | NearestEntry { map, .. }
             | Range { map, .. }
             | OpenSnapshot { map, .. } => Some(map),
-            ReleaseSnapshot { .. } => None,
+            ReleaseSnapshot { .. }
+            | BeginTransaction { .. }
+            | EndTransaction { .. }
+            | Commit { .. } => None,
         }
     }
 
@@ -334,8 +449,139 @@ impl MapCommand {
                 }
                 Ok(())
             }
+            BeginTransaction { lease_micros, end } => {
+                if *lease_micros == 0 || *lease_micros > limits.read_version_lease_micros_max {
+                    return Err(MapError::BadLease {
+                        micros: *lease_micros,
+                        max: limits.read_version_lease_micros_max,
+                    });
+                }
+                if end.len() > limits.read_versions_max {
+                    return Err(MapError::BadTransaction(format!(
+                        "a begin ends at most read_versions_max = {} read versions, not {}",
+                        limits.read_versions_max,
+                        end.len()
+                    )));
+                }
+                Ok(())
+            }
+            Commit {
+                read_version,
+                reads,
+                writes,
+            } => check_commit(*read_version, reads, writes, limits),
             _ => Ok(()),
         }
+    }
+}
+
+/// The keys read-only `command` looks at (all of its map for `size`,
+/// `first`, ...): its read conflict range in a transaction, before a
+/// limit cuts it short.
+pub fn read_range(command: &MapCommand) -> KeyRange {
+    use MapCommand::*;
+    let bound = |key: &Bytes, inclusive| {
+        Some(KeyBound {
+            key: key.clone(),
+            inclusive,
+        })
+    };
+    match command {
+        Get { key, .. } | ContainsKey { key, .. } => KeyRange::single(key.clone()),
+        Range { range, .. } => KeyRange {
+            from: range.from.clone(),
+            to: range.to.clone(),
+        },
+        NearestEntry { key, nearest, .. } => match nearest {
+            Nearest::Floor => KeyRange {
+                from: None,
+                to: bound(key, true),
+            },
+            Nearest::Lower => KeyRange {
+                from: None,
+                to: bound(key, false),
+            },
+            Nearest::Ceiling => KeyRange {
+                from: bound(key, true),
+                to: None,
+            },
+            Nearest::Higher => KeyRange {
+                from: bound(key, false),
+                to: None,
+            },
+        },
+        _ => KeyRange {
+            from: None,
+            to: None,
+        },
+    }
+}
+
+/// The keys read-only `command` looked at to give `reply`: its read
+/// conflict range in a transaction. A range read the limit cut short
+/// covers its range only up to the last entry returned; first, last and
+/// the neighbours of a key cover up to the entry found (FoundationDB's
+/// rule: what was not looked at cannot conflict).
+pub fn conflict_range(command: &MapCommand, reply: &MapReply) -> KeyRange {
+    use MapCommand::*;
+    let bound = |key: &Bytes, inclusive| {
+        Some(KeyBound {
+            key: key.clone(),
+            inclusive,
+        })
+    };
+    let found = match reply {
+        MapReply::Entry(Some((key, _))) => Some(key),
+        _ => None,
+    };
+    match (command, found) {
+        (FirstEntry { .. }, Some(key)) => KeyRange {
+            from: None,
+            to: bound(key, true),
+        },
+        (LastEntry { .. }, Some(key)) => KeyRange {
+            from: bound(key, true),
+            to: None,
+        },
+        (NearestEntry { key, nearest, .. }, Some(found)) => match nearest {
+            Nearest::Floor => KeyRange {
+                from: bound(found, true),
+                to: bound(key, true),
+            },
+            Nearest::Lower => KeyRange {
+                from: bound(found, true),
+                to: bound(key, false),
+            },
+            Nearest::Ceiling => KeyRange {
+                from: bound(key, true),
+                to: bound(found, true),
+            },
+            Nearest::Higher => KeyRange {
+                from: bound(key, false),
+                to: bound(found, true),
+            },
+        },
+        (Range { range, .. }, _) => match reply {
+            MapReply::Entries {
+                entries,
+                more: true,
+            } if !entries.is_empty() => {
+                let last = &entries[entries.len() - 1].0;
+                if range.reverse {
+                    KeyRange {
+                        from: bound(last, true),
+                        to: range.to.clone(),
+                    }
+                } else {
+                    KeyRange {
+                        from: range.from.clone(),
+                        to: bound(last, true),
+                    }
+                }
+            }
+            _ => read_range(command),
+        },
+        _ => read_range(command),
     }
 }
 
@@ -372,6 +618,69 @@ fn check_put_all(entries: &[(Bytes, Bytes)], limits: &MapLimits) -> Result<(), M
     for (key, value) in entries {
         check_key(key, limits)?;
         check_value(value, limits)?;
+    }
+    Ok(())
+}
+
+fn check_commit(
+    read_version: Option<u64>,
+    reads: &[ReadConflict],
+    writes: &[TxnWrite],
+    limits: &MapLimits,
+) -> Result<(), MapError> {
+    let bytes: usize = writes
+        .iter()
+        .map(|w| w.key.len() + w.value.as_ref().map_or(0, Bytes::len))
+        .sum::<usize>()
+        + reads
+            .iter()
+            .map(|r| {
+                let ends = [&r.range.from, &r.range.to];
+                ends.into_iter()
+                    .flatten()
+                    .map(|b| b.key.len())
+                    .sum::<usize>()
+            })
+            .sum::<usize>();
+    if writes.len() > limits.txn_writes_max
+        || reads.len() > limits.txn_read_ranges_max
+        || bytes > limits.txn_bytes_max
+    {
+        return Err(MapError::TransactionTooLarge {
+            writes: writes.len(),
+            read_ranges: reads.len(),
+            bytes,
+            writes_max: limits.txn_writes_max,
+            read_ranges_max: limits.txn_read_ranges_max,
+            bytes_max: limits.txn_bytes_max,
+        });
+    }
+    if writes.is_empty() && reads.is_empty() {
+        return Err(MapError::BadTransaction(
+            "a commit with neither reads nor writes (a read-only transaction sends none)"
+                .to_string(),
+        ));
+    }
+    if read_version.is_none() && !reads.is_empty() {
+        return Err(MapError::BadTransaction(
+            "read conflict ranges without a read version".to_string(),
+        ));
+    }
+    for write in writes {
+        check_key(&write.key, limits)?;
+        if let Some(value) = &write.value {
+            check_value(value, limits)?;
+        }
+    }
+    for read in reads {
+        for bound in [&read.range.from, &read.range.to].into_iter().flatten() {
+            check_key(&bound.key, limits)?;
+        }
+        if let (Some(from), Some(to)) = (&read.range.from, &read.range.to) {
+            if from.key > to.key {
+                return Err(MapError::BadRange("start key is above end key".to_string()));
+            }
+        }
     }
     Ok(())
 }

@@ -61,4 +61,68 @@ pub enum MapError {
     /// The partition holds `snapshots_max` open snapshots already.
     #[error("too many open snapshots (snapshots_max = {0}); release some")]
     TooManySnapshots(usize),
+    /// A key the transaction read (or a range it read, or the map itself)
+    /// was written after its read version: nothing was applied, and the
+    /// transaction may run again from a new read version.
+    #[error("transaction conflict: {} written after the read version", describe_conflict(.map, .key))]
+    Conflict {
+        /// The map.
+        map: String,
+        /// The key, or `None` when the map itself changed (cleared,
+        /// dropped or created).
+        key: Option<Vec<u8>>,
+    },
+    /// The read version ended (its lease passed or it was ended) or was
+    /// never taken here: begin again.
+    #[error("read version {0} is too old (its lease ended, or it was ended); begin again")]
+    ReadVersionTooOld(u64),
+    /// A read version this partition has not reached: no client got it
+    /// from the cluster.
+    #[error("read version {0} is not one the cluster gave")]
+    FutureReadVersion(u64),
+    /// The partition holds `read_versions_max` open read versions already.
+    #[error("too many open read versions (read_versions_max = {0}); end some")]
+    TooManyReadVersions(usize),
+    /// A commit above the limits.
+    #[error("commit of {writes} writes, {read_ranges} read ranges, {bytes} bytes exceeds txn_writes_max = {writes_max}, txn_read_ranges_max = {read_ranges_max} or txn_bytes_max = {bytes_max}")]
+    TransactionTooLarge {
+        /// Writes given.
+        writes: usize,
+        /// Read conflict ranges given.
+        read_ranges: usize,
+        /// Bytes given.
+        bytes: usize,
+        /// Write limit.
+        writes_max: usize,
+        /// Range limit.
+        read_ranges_max: usize,
+        /// Byte limit.
+        bytes_max: usize,
+    },
+    /// A commit of a shape no transaction produces.
+    #[error("bad transaction: {0}")]
+    BadTransaction(String),
+    /// The replica asked holds the read version's lease but not its
+    /// snapshot (it was restored from a checkpoint since): read from
+    /// another replica.
+    #[error("read version {0} is held by other replicas; read from another")]
+    ReadVersionElsewhere(u64),
+}
+
+impl MapError {
+    /// Whether the same request may succeed if the transaction starts
+    /// over (a conflict, an ended read version).
+    pub fn is_retryable_transaction_error(&self) -> bool {
+        matches!(
+            self,
+            MapError::Conflict { .. } | MapError::ReadVersionTooOld(_)
+        )
+    }
+}
+
+fn describe_conflict(map: &str, key: &Option<Vec<u8>>) -> String {
+    match key {
+        Some(key) => format!("key {:?} of map {map:?}", String::from_utf8_lossy(key)),
+        None => format!("map {map:?}"),
+    }
 }

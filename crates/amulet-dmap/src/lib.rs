@@ -23,13 +23,18 @@ mod map_name;
 mod partition_state;
 mod reply;
 mod smr_machine;
+mod transaction;
 
 pub use combine::combine;
-pub use command::{KeyBound, MapCommand, Nearest, RangeQuery};
+pub use command::{
+    conflict_range, read_range, KeyBound, KeyRange, MapCommand, Nearest, RangeQuery, ReadConflict,
+    TxnWrite,
+};
 pub use error::MapError;
 pub use limits::MapLimits;
 pub use map_name::MapName;
 pub use partition_state::{
-    ExecContext, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage,
+    ExecContext, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage, TxnBugs,
 };
 pub use reply::{Entry, MapReply};
+pub use transaction::{ReadVersion, TransactionCheckpoint};

@@ -26,6 +26,20 @@ pub struct MapLimits {
     pub snapshot_lease_micros_max: u64,
     /// Most open snapshots per partition.
     pub snapshots_max: usize,
+    /// Longest read version lease, µs. A read version keeps a snapshot of
+    /// every map and the index of writes since it alive; transactions are
+    /// meant to be short (FoundationDB allows 5 s).
+    pub read_version_lease_micros_max: u64,
+    /// Most open read versions per partition. Clients share one read
+    /// version among transactions that begin together.
+    pub read_versions_max: usize,
+    /// Most writes in one commit.
+    pub txn_writes_max: usize,
+    /// Most read conflict ranges in one commit.
+    pub txn_read_ranges_max: usize,
+    /// Most key, value and range bytes in one commit; it travels as one
+    /// value of a stream.
+    pub txn_bytes_max: usize,
 }
 
 impl Default for MapLimits {
@@ -38,6 +52,11 @@ impl Default for MapLimits {
             put_all_bytes_max: 3 * 1024 * 1024,
             snapshot_lease_micros_max: 10 * 60 * 1_000_000,
             snapshots_max: 1024,
+            read_version_lease_micros_max: 60 * 1_000_000,
+            read_versions_max: 4096,
+            txn_writes_max: 10_000,
+            txn_read_ranges_max: 10_000,
+            txn_bytes_max: 3 * 1024 * 1024,
         }
     }
 }

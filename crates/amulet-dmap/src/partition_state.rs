@@ -1,6 +1,7 @@
 //! One partition's maps and open snapshots, and the deterministic
 //! execution of commands on them.
 
+use crate::transaction::{owned_writes, ReadVersion, TransactionCheckpoint, Transactions};
 use crate::{Entry, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest, RangeQuery};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -24,9 +25,16 @@ pub struct ExecContext<'a> {
     pub now_micros: u64,
     /// The id an `OpenSnapshot` executed now gets.
     pub snapshot_id: SnapshotId,
+    /// Global-stream commands executed so far, this one included: writes
+    /// are stamped with it, a `BeginTransaction` executed now is this read
+    /// version.
+    pub global_position: u64,
     /// Whether this partition owns `key` (a `putAll` applies only the
     /// entries of the partition that executes it).
     pub owns_key: &'a dyn Fn(&[u8]) -> bool,
+    /// Whether this partition owns `key` of the named map (a commit
+    /// applies only its own writes).
+    pub owns: &'a dyn Fn(&str, &[u8]) -> bool,
 }
 
 /// One page of a snapshot.
@@ -56,6 +64,8 @@ pub struct PartitionCheckpoint {
     pub maps: BTreeMap<MapName, Entries>,
     /// Lease ends of the open snapshots, by snapshot.
     pub snapshot_leases: BTreeMap<SnapshotId, u64>,
+    /// Read versions and recent writes.
+    pub transactions: TransactionCheckpoint,
 }
 
 /// The maps of one partition and its open snapshots.
@@ -64,6 +74,22 @@ pub struct PartitionState {
     limits: MapLimits,
     maps: BTreeMap<MapName, Entries>,
     snapshots: BTreeMap<SnapshotId, Snapshot>,
+    txns: Transactions,
+    bugs: TxnBugs,
+}
+
+/// Deliberately broken variants of transactions, for the simulator to
+/// show that its checker catches them (never set in production). They
+/// are configuration: a restored state keeps them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxnBugs {
+    /// A partition that holds none of a commit's writes votes yes without
+    /// checking its read ranges.
+    pub skip_validation_without_writes: bool,
+    /// Checkpoints leave out the index of recent writes.
+    pub recent_writes_not_checkpointed: bool,
+    /// Read conflict ranges wider than one key are not checked.
+    pub ranges_not_validated: bool,
 }
 
 impl PartitionState {
@@ -73,7 +99,14 @@ impl PartitionState {
             limits,
             maps: BTreeMap::new(),
             snapshots: BTreeMap::new(),
+            txns: Transactions::default(),
+            bugs: TxnBugs::default(),
         }
+    }
+
+    /// Turns on deliberately broken variants (the simulator only).
+    pub fn set_bugs(&mut self, bugs: TxnBugs) {
+        self.bugs = bugs;
     }
 
     /// The limits commands are checked against.
@@ -96,11 +129,28 @@ impl PartitionState {
         self.snapshots.len()
     }
 
+    /// Open read versions.
+    pub fn read_version_count(&self) -> usize {
+        self.txns.open_count()
+    }
+
+    /// Keys in the index of writes since the oldest open read version.
+    pub fn recent_write_count(&self) -> usize {
+        self.txns.recent_count()
+    }
+
+    /// Asserts the transactions' invariants (the simulator calls it after
+    /// every step).
+    pub fn check_invariants(&self) {
+        self.txns.check_invariants();
+    }
+
     /// Executes `command` and returns this partition's reply. Deterministic:
     /// the same state, command and context give the same reply and state.
     /// A failed command changes nothing (every check precedes every write).
     pub fn execute(&mut self, command: &MapCommand, ctx: &ExecContext<'_>) -> MapReply {
         self.expire_snapshots(ctx.now_micros);
+        self.txns.expire(ctx.now_micros);
         if let Err(error) = command.validate(&self.limits) {
             return MapReply::Failed(error);
         }
@@ -122,12 +172,56 @@ impl PartitionState {
                     return Err(MapError::MapExists(map.to_string()));
                 }
                 self.maps.insert(map.clone(), Entries::new());
+                self.txns.map_changed(map, ctx.global_position);
                 Ok(MapReply::Done)
             }
             DropMap { map } => {
                 self.maps
                     .remove(map)
                     .ok_or_else(|| MapError::UnknownMap(map.to_string()))?;
+                self.txns.map_changed(map, ctx.global_position);
+                Ok(MapReply::Done)
+            }
+            BeginTransaction { lease_micros, end } => {
+                for version in end {
+                    self.txns.end(*version);
+                }
+                let lease_until_micros = ctx.now_micros.saturating_add(*lease_micros);
+                let version = ctx.global_position;
+                let maps = self.maps.clone();
+                let max = self.limits.read_versions_max;
+                self.txns.open(version, maps, lease_until_micros, max)?;
+                Ok(MapReply::ReadVersion(version))
+            }
+            EndTransaction { read_version } => {
+                self.txns.end(*read_version);
+                Ok(MapReply::Done)
+            }
+            Commit {
+                read_version,
+                reads,
+                writes,
+            } => {
+                // The vote; `finish` applies the writes.
+                for write in writes {
+                    self.map(&write.map)?;
+                }
+                let holds_writes = writes.iter().any(|w| (ctx.owns)(w.map.as_str(), &w.key));
+                if self.bugs.skip_validation_without_writes && !holds_writes {
+                    return Ok(MapReply::Done);
+                }
+                if let Some(version) = read_version {
+                    if self.bugs.ranges_not_validated {
+                        let keys: Vec<_> = reads
+                            .iter()
+                            .filter(|r| r.range.from.is_some() && r.range.from == r.range.to)
+                            .cloned()
+                            .collect();
+                        self.txns.vote(*version, &keys, ctx.global_position)?;
+                    } else {
+                        self.txns.vote(*version, reads, ctx.global_position)?;
+                    }
+                }
                 Ok(MapReply::Done)
             }
             ReleaseSnapshot { snapshot } => {
@@ -167,20 +261,39 @@ impl PartitionState {
             .maps
             .get_mut(name)
             .ok_or_else(|| MapError::UnknownMap(name.to_string()))?;
+        if command.is_read_only() {
+            return Ok(read_map(entries, command));
+        }
+        let txns = &mut self.txns;
+        let position = ctx.global_position;
+        // Every write that changes a key is stamped: a transaction that
+        // read the key at an earlier read version conflicts with it.
+        let mut wrote = |key: &Bytes| txns.wrote(name, key, position);
         let reply = match command {
-            Get { key, .. } => MapReply::Value(entries.get(key).cloned()),
-            ContainsKey { key, .. } => MapReply::Flag(entries.contains_key(key)),
-            Put { key, value, .. } => MapReply::Value(entries.insert(stored(key), stored(value))),
-            Remove { key, .. } => MapReply::Value(entries.remove(key)),
+            Put { key, value, .. } => {
+                wrote(key);
+                MapReply::Value(entries.insert(stored(key), stored(value)))
+            }
+            Remove { key, .. } => {
+                let removed = entries.remove(key);
+                if removed.is_some() {
+                    wrote(key);
+                }
+                MapReply::Value(removed)
+            }
             PutIfAbsent { key, value, .. } => match entries.get(key) {
                 Some(existing) => MapReply::Value(Some(existing.clone())),
                 None => {
+                    wrote(key);
                     entries.insert(stored(key), stored(value));
                     MapReply::Value(None)
                 }
             },
             Replace { key, value, .. } => match entries.get(key) {
-                Some(_) => MapReply::Value(entries.insert(stored(key), stored(value))),
+                Some(_) => {
+                    wrote(key);
+                    MapReply::Value(entries.insert(stored(key), stored(value)))
+                }
                 None => MapReply::Value(None),
             },
             ReplaceIfEquals {
@@ -191,6 +304,7 @@ impl PartitionState {
             } => {
                 let matches = entries.get(key) == Some(expected);
                 if matches {
+                    wrote(key);
                     entries.insert(stored(key), stored(value));
                 }
                 MapReply::Flag(matches)
@@ -198,34 +312,93 @@ impl PartitionState {
             RemoveIfEquals { key, expected, .. } => {
                 let matches = entries.get(key) == Some(expected);
                 if matches {
+                    wrote(key);
                     entries.remove(key);
                 }
                 MapReply::Flag(matches)
             }
             PutAll { entries: new, .. } => {
                 for (key, value) in new.iter().filter(|(k, _)| (ctx.owns_key)(k)) {
+                    wrote(key);
                     entries.insert(stored(key), stored(value));
                 }
                 MapReply::Done
             }
-            ContainsValue { value, .. } => MapReply::Flag(entries.values().any(|v| v == value)),
-            Size { .. } => MapReply::Count(entries.len() as u64),
-            IsEmpty { .. } => MapReply::Flag(entries.is_empty()),
             Clear { .. } => {
                 *entries = Entries::new();
+                txns.map_changed(name, position);
                 MapReply::Done
             }
-            FirstEntry { .. } => MapReply::Entry(entries.get_min().cloned()),
-            LastEntry { .. } => MapReply::Entry(entries.get_max().cloned()),
-            NearestEntry { key, nearest, .. } => {
-                MapReply::Entry(nearest_entry(entries, key, *nearest))
-            }
-            Range { range, .. } => range_read(entries, range),
-            CreateMap { .. } | DropMap { .. } | OpenSnapshot { .. } | ReleaseSnapshot { .. } => {
-                unreachable!("handled by execute_valid")
-            }
+            _ => unreachable!("reads returned above; the rest handled by execute_valid"),
         };
         Ok(reply)
+    }
+
+    /// Applies a commit given every involved partition's vote: this
+    /// partition's writes if all voted yes, nothing otherwise. The reply
+    /// is the first refusal in partition order, or `Done`.
+    pub fn finish_commit(
+        &mut self,
+        command: &MapCommand,
+        votes: &[MapReply],
+        ctx: &ExecContext<'_>,
+    ) -> MapReply {
+        let MapCommand::Commit { writes, .. } = command else {
+            unreachable!("only a commit is voted: {command:?}")
+        };
+        if let Some(refusal) = votes.iter().find(|v| matches!(v, MapReply::Failed(_))) {
+            return refusal.clone();
+        }
+        for write in owned_writes(writes, ctx.owns) {
+            let entries = self
+                .maps
+                .get_mut(&write.map)
+                .expect("every partition voted that the map exists");
+            match &write.value {
+                Some(value) => {
+                    entries.insert(stored(&write.key), stored(value));
+                }
+                None => {
+                    entries.remove(&write.key);
+                }
+            }
+            self.txns.wrote(&write.map, &write.key, ctx.global_position);
+        }
+        MapReply::Done
+    }
+
+    /// A read of a transaction at read version `version` (a `get`, a
+    /// range read, first, last, floor, ceiling, ...), served from the
+    /// version's snapshot without ordering by any replica that executed
+    /// the begin (`position`: the global position this replica is at).
+    /// With the reply comes whether a key the read covered was written
+    /// here since the version: a transaction that writes is then bound to
+    /// conflict, and may give up at once (SCONEKV's fast abort).
+    pub fn read_at(
+        &self,
+        version: ReadVersion,
+        command: &MapCommand,
+        position: u64,
+    ) -> Result<(MapReply, bool), MapError> {
+        command.validate(&self.limits)?;
+        if !command.is_read_only() {
+            return Err(MapError::BadTransaction(
+                "only reads are served at a read version; writes go in the commit".to_string(),
+            ));
+        }
+        if version > position {
+            return Err(MapError::FutureReadVersion(version));
+        }
+        let name = command.map().expect("reads name a map");
+        let entries = self
+            .txns
+            .maps_at(version)?
+            .get(name)
+            .ok_or_else(|| MapError::UnknownMap(name.to_string()))?;
+        let reply = read_map(entries, command);
+        let range = crate::command::conflict_range(command, &reply);
+        let doomed = self.txns.written_since(name, &range, version).is_some();
+        Ok((reply, doomed))
     }
 
     fn map(&self, name: &MapName) -> Result<&Entries, MapError> {
@@ -288,12 +461,21 @@ impl PartitionState {
                 .iter()
                 .map(|(id, s)| (*id, s.lease_until_micros))
                 .collect(),
+            transactions: if self.bugs.recent_writes_not_checkpointed {
+                TransactionCheckpoint {
+                    read_version_leases: self.txns.to_checkpoint().read_version_leases,
+                    ..TransactionCheckpoint::default()
+                }
+            } else {
+                self.txns.to_checkpoint()
+            },
         }
     }
 
     /// Replaces the maps and snapshots by a checkpoint's; the limits stay.
     pub fn restore_checkpoint(&mut self, checkpoint: PartitionCheckpoint) {
         self.maps = checkpoint.maps;
+        self.txns = Transactions::from_checkpoint(checkpoint.transactions);
         self.snapshots = checkpoint
             .snapshot_leases
             .into_iter()
@@ -340,6 +522,7 @@ impl PartitionState {
                 .iter()
                 .map(|(id, s)| (*id, s.lease_until_micros))
                 .collect(),
+            transactions: self.txns.split_off(moves),
         }
     }
 
@@ -353,6 +536,7 @@ impl PartitionState {
             let mine = self.maps.entry(name).or_default();
             *mine = std::mem::take(mine).union(theirs);
         }
+        self.txns.absorb(other.transactions);
         for (id, lease_until_micros) in other.snapshot_leases {
             let snapshot = self.snapshots.entry(id).or_insert(Snapshot {
                 entries: None,
@@ -386,6 +570,23 @@ fn stored(bytes: &Bytes) -> Bytes {
         Bytes::copy_from_slice(bytes)
     } else {
         bytes.clone()
+    }
+}
+
+/// The reply of read-only `command` on `entries`.
+fn read_map(entries: &Entries, command: &MapCommand) -> MapReply {
+    use MapCommand::*;
+    match command {
+        Get { key, .. } => MapReply::Value(entries.get(key).cloned()),
+        ContainsKey { key, .. } => MapReply::Flag(entries.contains_key(key)),
+        ContainsValue { value, .. } => MapReply::Flag(entries.values().any(|v| v == value)),
+        Size { .. } => MapReply::Count(entries.len() as u64),
+        IsEmpty { .. } => MapReply::Flag(entries.is_empty()),
+        FirstEntry { .. } => MapReply::Entry(entries.get_min().cloned()),
+        LastEntry { .. } => MapReply::Entry(entries.get_max().cloned()),
+        NearestEntry { key, nearest, .. } => MapReply::Entry(nearest_entry(entries, key, *nearest)),
+        Range { range, .. } => range_read(entries, range),
+        other => unreachable!("not a read: {other:?}"),
     }
 }
 

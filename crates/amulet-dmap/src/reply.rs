@@ -29,6 +29,8 @@ pub enum MapReply {
     },
     /// A snapshot was opened.
     Snapshot(u64),
+    /// A read version was taken.
+    ReadVersion(u64),
     /// Done, nothing to return (create, drop, putAll, clear, release).
     Done,
     /// The command failed and changed nothing.

@@ -35,11 +35,40 @@ impl StateMachine for PartitionState {
             };
         }
         let keys = match command {
-            CreateMap { .. } | DropMap { .. } | ReleaseSnapshot { .. } => {
+            CreateMap { .. }
+            | DropMap { .. }
+            | ReleaseSnapshot { .. }
+            | BeginTransaction { .. }
+            | EndTransaction { .. } => {
                 return Placement {
                     keyspace: None,
                     keys: Keys::All,
                 }
+            }
+            Commit { reads, writes, .. } => {
+                // Where the writes go and where the reads were served:
+                // each of those partitions votes on its part.
+                let mut parts: Vec<(String, Keys)> = writes
+                    .iter()
+                    .map(|w| (w.map.as_str().to_string(), Keys::One(w.key.clone())))
+                    .collect();
+                parts.extend(reads.iter().map(|r| {
+                    let keys = if r.range.is_empty() {
+                        Keys::Many(Vec::new())
+                    } else if let Some(key) = r.range.single_key() {
+                        // One key lives in one partition, in a hash map
+                        // too (a range there spans every partition).
+                        Keys::One(key.clone())
+                    } else {
+                        let (from, to) = r.range.bounds();
+                        Keys::Range(from.cloned(), to.cloned())
+                    };
+                    (r.map.as_str().to_string(), keys)
+                }));
+                return Placement {
+                    keyspace: None,
+                    keys: Keys::Across(parts),
+                };
             }
             PutAll { entries, .. } if !entries.is_empty() => {
                 Keys::Many(entries.iter().map(|(k, _)| k.clone()).collect())
@@ -82,12 +111,28 @@ impl StateMachine for PartitionState {
     }
 
     fn execute(&mut self, command: &MapCommand, ctx: &amulet_smr::ExecContext<'_>) -> MapReply {
-        let ctx = ExecContext {
-            now_micros: ctx.now_micros,
-            snapshot_id: ctx.global_position,
-            owns_key: ctx.owns_key,
-        };
-        PartitionState::execute(self, command, &ctx)
+        PartitionState::execute(self, command, &context(ctx))
+    }
+
+    fn gauges(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("snapshots", self.snapshot_count() as u64),
+            ("read_versions", self.read_version_count() as u64),
+            ("recent_writes", self.recent_write_count() as u64),
+        ]
+    }
+
+    fn is_voted(command: &MapCommand) -> bool {
+        matches!(command, MapCommand::Commit { .. })
+    }
+
+    fn finish(
+        &mut self,
+        command: &MapCommand,
+        votes: &[MapReply],
+        ctx: &amulet_smr::ExecContext<'_>,
+    ) -> MapReply {
+        self.finish_commit(command, votes, &context(ctx))
     }
 
     fn combine(command: &MapCommand, partials: &[MapReply]) -> MapReply {
@@ -95,8 +140,11 @@ impl StateMachine for PartitionState {
     }
 
     fn needs_global_order(command: &MapCommand) -> bool {
-        // The snapshot's id is its global position.
-        matches!(command, MapCommand::OpenSnapshot { .. })
+        // The snapshot's id, and the read version, is its global position.
+        matches!(
+            command,
+            MapCommand::OpenSnapshot { .. } | MapCommand::BeginTransaction { .. }
+        )
     }
 
     fn is_read_only(command: &MapCommand) -> bool {
@@ -117,5 +165,15 @@ impl StateMachine for PartitionState {
             }
             _ => None,
         }
+    }
+}
+
+fn context<'a>(ctx: &amulet_smr::ExecContext<'a>) -> ExecContext<'a> {
+    ExecContext {
+        now_micros: ctx.now_micros,
+        snapshot_id: ctx.global_position,
+        global_position: ctx.global_position,
+        owns_key: ctx.owns_key,
+        owns: ctx.owns,
     }
 }

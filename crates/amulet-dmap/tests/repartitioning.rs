@@ -16,7 +16,9 @@ fn run(state: &mut PartitionState, command: MapCommand, at: u64) -> MapReply {
     let ctx = ExecContext {
         now_micros: 1_000,
         snapshot_id: at,
+        global_position: at,
         owns_key: &owns,
+        owns: &|_, _| true,
     };
     state.execute(&command, &ctx)
 }

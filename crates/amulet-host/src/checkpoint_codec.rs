@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 
 const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
-const VERSION: u32 = 2;
+/// 3: partitions keep read versions and recent writes (transactions),
+/// replicas their votes on commits; files of format 2 are refused.
+const VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;
 const TRAILER_BYTES: usize = 12;
 

@@ -47,6 +47,10 @@ pub struct ReplicaBugs {
     /// Single-partition reads are answered from the replica's state at
     /// once, without ordering them.
     pub answer_reads_locally: bool,
+    /// Commands ordered on the global stream for their position (a
+    /// transaction's read version, a snapshot) complete without the
+    /// signal exchange.
+    pub begin_without_signals: bool,
 }
 
 /// Deliberately broken variants of the host itself, for the simulator to

@@ -8,10 +8,12 @@
 use crate::command::{Command, Token};
 use crate::config::{ReplicaBugs, CATCHING_UP_LAG};
 use crate::host::Host;
-use amulet_dmap::{MapError, PartitionState, SnapshotPage};
+use amulet_dmap::{MapCommand, MapError, MapReply, PartitionState, SnapshotPage};
 use amulet_smr::{
-    group_of, Body, ClientReply, ClientRequest, Reconfiguration, Refusal, Replica, StateMachine,
+    group_of, Body, ClientReply, ClientRequest, PartitionMap, Reconfiguration, Refusal, Replica,
+    StateMachine,
 };
+use amulet_types::MapVersion;
 use amulet_types::{PartitionId, TimeMicros};
 
 /// The answer to a snapshot page request.
@@ -34,6 +36,33 @@ pub enum PageAnswer {
     Failed(MapError),
 }
 
+/// The answer to a transaction's read at a read version.
+#[derive(Debug)]
+pub enum ReadAtAnswer {
+    /// The read's reply, and whether a key it covered was written here
+    /// since the read version.
+    Read {
+        /// The reply.
+        reply: MapReply,
+        /// A key the read covered was written since the read version.
+        written_since: bool,
+    },
+    /// The local replica has not executed the begin yet.
+    Behind,
+    /// The local replica is far behind its streams: another answers
+    /// sooner.
+    CatchingUp,
+    /// No local replica of the partition, or the read is not (only) of
+    /// keys this partition holds: the newest map here, if any.
+    NotAReplica(Option<Box<PartitionMap>>),
+    /// The request was routed by an older partition map than the
+    /// replica's.
+    StaleMap(Box<PartitionMap>),
+    /// The read failed (unknown map, an ended read version, one this
+    /// replica holds no snapshot of, a bad request); nothing read.
+    Failed(MapError),
+}
+
 /// Turns on the injected bugs of a replica (never in production).
 pub(crate) fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs: ReplicaBugs) {
     if bugs.complete_without_signals {
@@ -41,6 +70,9 @@ pub(crate) fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs
     }
     if bugs.answer_reads_locally {
         replica.set_bug_answer_reads_locally(true);
+    }
+    if bugs.begin_without_signals {
+        replica.set_bug_begin_without_signals(true);
     }
 }
 
@@ -161,6 +193,59 @@ impl Host<PartitionState> {
                 Ok(page) => PageAnswer::Page(page),
                 Err(error) => PageAnswer::Failed(error),
             },
+        }
+    }
+
+    /// A transaction's read `command` at read version `version`, served by
+    /// the local replica of `partition` from the version's snapshot,
+    /// without ordering. The request must be routed by the replica's own
+    /// map version and involve this partition: the snapshot holds the
+    /// keys the partition held at the version, and only merges add keys
+    /// to a partition (a merged-in partition's snapshot is refused as held
+    /// elsewhere), so under the current map every key the read may see
+    /// is in it.
+    pub fn read_at(
+        &self,
+        partition: PartitionId,
+        map_version: MapVersion,
+        version: u64,
+        command: &MapCommand,
+    ) -> ReadAtAnswer {
+        let Some(replica) = self.replicas.get(&partition) else {
+            return ReadAtAnswer::NotAReplica(self.current_map().cloned().map(Box::new));
+        };
+        let map = replica.map();
+        if map_version < map.version {
+            return ReadAtAnswer::StaleMap(Box::new(map.clone()));
+        }
+        if map_version > map.version || replica.global_position() < version {
+            return if self.catching_up(partition) {
+                ReadAtAnswer::CatchingUp
+            } else {
+                ReadAtAnswer::Behind
+            };
+        }
+        match map.partitions_for(&PartitionState::placement(command)) {
+            Ok(involved) if involved.contains(&partition) => {}
+            Ok(_) => return ReadAtAnswer::NotAReplica(Some(Box::new(map.clone()))),
+            // A map dropped since the read version (or never created):
+            // where its keys were is gone with it, so no replica can tell
+            // which snapshot holds a key. Said plainly, not as a routing
+            // error a client would resend forever.
+            Err(_) => {
+                let name = command.map().map(|m| m.to_string()).unwrap_or_default();
+                return ReadAtAnswer::Failed(MapError::UnknownMap(name));
+            }
+        }
+        match replica
+            .state()
+            .read_at(version, command, replica.global_position())
+        {
+            Ok((reply, written_since)) => ReadAtAnswer::Read {
+                reply,
+                written_since,
+            },
+            Err(error) => ReadAtAnswer::Failed(error),
         }
     }
 }

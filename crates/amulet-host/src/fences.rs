@@ -45,6 +45,10 @@ impl<S: StateMachine> Host<S> {
         for (partition, position) in done.added {
             if self.config.bugs.split_without_transfer {
                 self.empty_split(partition);
+            } else if let Some(replica) = self.replicas.get_mut(&partition) {
+                // A forked replica runs like every other replica here
+                // (the injected variants included).
+                apply_replica_bugs(replica, self.config.replica_bugs);
             }
             // The new partition's checkpoint at the fork is durable at
             // once: a restart must find it (its source's later checkpoints

@@ -330,6 +330,8 @@ impl<S: StateMachine> Host<S> {
                 queued: r.queued() as u64,
                 sessions: r.sessions() as u64,
                 maps: r.map().keyspaces.keys().cloned().collect(),
+                waiting: r.is_waiting(),
+                state: r.state().gauges(),
             })
             .collect()
     }

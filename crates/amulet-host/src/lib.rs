@@ -58,7 +58,7 @@ pub use config::{
     HostBugs, HostConfig, ReplicaBugs, ASYNC_SYNC_INTERVAL_MICROS, CATCHING_UP_LAG,
     FLUSH_ROUNDS_PER_CALL, LIVELOCK_ROUNDS, TRANSFER_RETRY_AFTER_MICROS, TRIM_INTERVAL_MICROS,
 };
-pub use edge::PageAnswer;
+pub use edge::{PageAnswer, ReadAtAnswer};
 pub use flush::Flushed;
 pub use host::{Host, HostCounters, HostError, StartError};
 pub use status::{CheckpointStatus, ReplicaStatus, StreamStatus};

@@ -21,6 +21,12 @@ pub struct ReplicaStatus {
     pub maps: Vec<String>,
     /// Its checkpoints.
     pub checkpoint: CheckpointStatus,
+    /// Whether execution waits for a multi-partition command's signals
+    /// (votes, for a commit).
+    pub waiting: bool,
+    /// Named sizes of its state (open snapshots, read versions, recent
+    /// writes).
+    pub state: Vec<(&'static str, u64)>,
 }
 
 /// A replica's checkpoints.

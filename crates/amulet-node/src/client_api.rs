@@ -3,13 +3,13 @@
 //! replica that received it is the one that answers (DMap §III-B).
 
 use crate::metrics::Metrics;
-use crate::node_handle::{HandleError, NodeHandle, PageAnswer};
+use crate::node_handle::{HandleError, NodeHandle, PageAnswer, ReadAtAnswer};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
 use amulet_api::{
     client_reply_to_response, command_from_op, map_to_pb, outcome_from_result, BATCH_REQUESTS_MAX,
 };
-use amulet_dmap::MapError;
-use amulet_smr::{Body, ClientRequest};
+use amulet_dmap::{MapError, MapReply};
+use amulet_smr::{Body, ClientReply, ClientRequest};
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -156,6 +156,9 @@ fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
         Some(Range(_)) => "range",
         Some(OpenSnapshot(_)) => "open_snapshot",
         Some(ReleaseSnapshot(_)) => "release_snapshot",
+        Some(BeginTransaction(_)) => "begin_transaction",
+        Some(EndTransaction(_)) => "end_transaction",
+        Some(Commit(_)) => "commit",
     }
 }
 
@@ -169,6 +172,61 @@ fn stopped(error: HandleError) -> Status {
 }
 
 impl Service {
+    /// A transaction's read at its read version (`ReadAt`): checked,
+    /// then served by the local replica from the version's snapshot;
+    /// a replica that has not executed the begin yet is waited for a
+    /// little, as for snapshot pages.
+    async fn read_at_version(&self, r: pb::ReadAtRequest) -> Result<pb::ReadAtResponse, Status> {
+        let request = r
+            .request
+            .ok_or_else(|| Status::invalid_argument("ReadAt names no request"))?;
+        let header = request
+            .header
+            .ok_or_else(|| Status::invalid_argument("the request has no header"))?;
+        let command = command_from_op(request.op)?;
+        let partition = PartitionId(header.partition);
+        let map_version = MapVersion(header.map_version);
+        let deadline = tokio::time::Instant::now() + PAGE_BEHIND_WAIT;
+        loop {
+            let answer = self
+                .handle
+                .read_at(partition, map_version, r.read_version, command.clone())
+                .await
+                .map_err(stopped)?;
+            let refused = |reply| match client_reply_to_response(reply) {
+                Err(status) => status,
+                Ok(_) => Status::internal("a refusal answered as a success"),
+            };
+            return match answer {
+                ReadAtAnswer::Read {
+                    reply,
+                    written_since,
+                } => {
+                    let response = client_reply_to_response(ClientReply::Done(reply))?;
+                    Ok(pb::ReadAtResponse {
+                        response,
+                        written_since,
+                    })
+                }
+                ReadAtAnswer::Behind if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(PAGE_BEHIND_POLL).await;
+                    continue;
+                }
+                ReadAtAnswer::Behind | ReadAtAnswer::CatchingUp => {
+                    Err(refused(ClientReply::Behind))
+                }
+                ReadAtAnswer::StaleMap(map) => Err(refused(ClientReply::StaleMap(map))),
+                ReadAtAnswer::NotAReplica(Some(map)) => Err(refused(ClientReply::NotAReplica(map))),
+                ReadAtAnswer::NotAReplica(None) => {
+                    Err(Status::failed_precondition("this cluster serves no DMap"))
+                }
+                ReadAtAnswer::Failed(error) => {
+                    Err(refused(ClientReply::Done(MapReply::Failed(error))))
+                }
+            };
+        }
+    }
+
     async fn submit(
         &self,
         partition: Option<PartitionId>,
@@ -357,6 +415,16 @@ impl pb::amulet_server::Amulet for Service {
         )
         .await;
         Ok(Response::new(pb::MapResponseBatch { outcomes }))
+    }
+
+    async fn read_at(
+        &self,
+        request: Request<pb::ReadAtRequest>,
+    ) -> Result<Response<pb::ReadAtResponse>, Status> {
+        let started = tokio::time::Instant::now();
+        let result = self.read_at_version(request.into_inner()).await;
+        self.record("read_at", started, &result);
+        result.map(Response::new)
     }
 
     type ReadSnapshotStream = PageStream;

@@ -38,6 +38,12 @@ struct PartitionLabels {
     partition: u32,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    partition: u32,
+    name: &'static str,
+}
+
 /// The node's metrics.
 pub(crate) struct Metrics {
     registry: Mutex<Registry>,
@@ -57,6 +63,8 @@ pub(crate) struct Metrics {
     checkpoints_written: Family<PartitionLabels, G>,
     checkpoint_failures: Family<PartitionLabels, G>,
     checkpoint_bytes: Family<PartitionLabels, G>,
+    waiting: Family<PartitionLabels, G>,
+    state: Family<StateLabels, G>,
     delivered: G,
     map_version: G,
 }
@@ -142,6 +150,16 @@ impl Metrics {
             "replica_checkpoint_bytes",
             "Size of the replica's last checkpoint written",
         );
+        let waiting = partition_gauge(
+            "replica_waiting",
+            "1 while the replica waits for a multi-partition command's signals (a commit's votes)",
+        );
+        let state = Family::<StateLabels, G>::default();
+        registry.register(
+            "replica_state",
+            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes",
+            state.clone(),
+        );
         let delivered = G::default();
         registry.register(
             "delivered_values",
@@ -172,6 +190,8 @@ impl Metrics {
             checkpoints_written,
             checkpoint_failures,
             checkpoint_bytes,
+            waiting,
+            state,
             delivered,
             map_version,
         }
@@ -233,6 +253,14 @@ impl Metrics {
                 self.checkpoints_written.get_or_create(&l).set(c.written);
                 self.checkpoint_failures.get_or_create(&l).set(c.failed);
                 self.checkpoint_bytes.get_or_create(&l).set(c.bytes);
+                self.waiting.get_or_create(&l).set(u64::from(r.waiting));
+                for (name, value) in &r.state {
+                    let labels = StateLabels {
+                        partition: r.partition,
+                        name,
+                    };
+                    self.state.get_or_create(&labels).set(*value);
+                }
             }
         }
         let mut out = String::new();

@@ -4,7 +4,7 @@ use crate::digest::DigestPoint;
 use amulet_dmap::{MapCommand, MapReply};
 use amulet_multicast::MulticastError;
 use amulet_smr::{ClientReply, ClientRequest, PartitionMap};
-use amulet_types::{PartitionId, StreamId, ValueId};
+use amulet_types::{MapVersion, PartitionId, StreamId, ValueId};
 use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
@@ -36,11 +36,19 @@ pub(crate) enum Command {
         limit: u32,
         reply: oneshot::Sender<PageAnswer>,
     },
+    /// A transaction's read at a read version, from the local replica.
+    ReadAt {
+        partition: PartitionId,
+        map_version: MapVersion,
+        read_version: u64,
+        command: MapCommand,
+        reply: oneshot::Sender<ReadAtAnswer>,
+    },
     /// Stop the loop (logs are synced first).
     Shutdown,
 }
 
-pub use amulet_host::{CheckpointStatus, PageAnswer, ReplicaStatus, StreamStatus};
+pub use amulet_host::{CheckpointStatus, PageAnswer, ReadAtAnswer, ReplicaStatus, StreamStatus};
 
 /// Counters of a running node.
 #[derive(Clone, Debug, Serialize)]
@@ -143,6 +151,28 @@ impl NodeHandle {
                 snapshot,
                 after,
                 limit,
+                reply,
+            })
+            .map_err(|_| HandleError::Stopped)?;
+        answer.await.map_err(|_| HandleError::Stopped)
+    }
+
+    /// A transaction's read `command` at `read_version`, from this node's
+    /// replica of `partition`.
+    pub async fn read_at(
+        &self,
+        partition: PartitionId,
+        map_version: MapVersion,
+        read_version: u64,
+        command: MapCommand,
+    ) -> Result<ReadAtAnswer, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::ReadAt {
+                partition,
+                map_version,
+                read_version,
+                command,
                 reply,
             })
             .map_err(|_| HandleError::Stopped)?;

@@ -466,6 +466,18 @@ impl EventLoop {
                     .snapshot_page(partition, snapshot, after.as_deref(), limit);
                 let _ = reply.send(answer);
             }
+            Command::ReadAt {
+                partition,
+                map_version,
+                read_version,
+                command,
+                reply,
+            } => {
+                let answer = self
+                    .host
+                    .read_at(partition, map_version, read_version, &command);
+                let _ = reply.send(answer);
+            }
             Command::Shutdown => {}
         }
     }

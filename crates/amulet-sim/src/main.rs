@@ -1,8 +1,8 @@
 //! `amulet-sim`: run one seed verbosely (`--seed N`) or a swarm of seeds
-//! (`--seeds N [--start S]`), of the multicast cluster or (`--dmap`) of
-//! DMap on it. Exits non-zero on any violation.
+//! (`--seeds N [--start S]`), of the multicast cluster, (`--dmap`) of
+//! DMap on it, or (`--txn`) of transactions on DMap. Exits non-zero on any violation.
 
-use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+use amulet_sim::dmap::{run_dmap_seed, run_txn_seed, DmapBug};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
@@ -33,6 +33,10 @@ struct Arguments {
     /// checker) instead of the bare multicast layer.
     #[arg(long, conflicts_with = "elastic")]
     dmap: bool,
+    /// Simulate transactions (list-append across partitions on DMap's
+    /// cluster, strict serializability checked by Elle's method).
+    #[arg(long, conflicts_with_all = ["elastic", "dmap"])]
+    txn: bool,
     /// Simulate Elastic Paxos (groups subscribing to and unsubscribing
     /// from streams under faults) instead of static subscriptions.
     #[arg(long)]
@@ -67,6 +71,17 @@ enum BugArg {
     /// Elastic: a subscription's merge point comes from the new stream's
     /// copy alone.
     MergePointFromNewStream,
+    /// Transactions: a read version's begin completes without signals.
+    BeginWithoutSignals,
+    /// Transactions: a partition holding none of a commit's writes votes
+    /// yes unchecked.
+    SkipValidation,
+    /// Transactions: checkpoints leave out the index of recent writes.
+    RecentWritesNotCheckpointed,
+    /// Transactions: range conflicts are not checked.
+    RangesNotValidated,
+    /// Transactions: clients reuse their last read version.
+    ReuseReadVersions,
 }
 
 impl BugArg {
@@ -79,6 +94,11 @@ impl BugArg {
             BugArg::LocalReads => DmapBug::AnswerReadsLocally,
             BugArg::HandOffAtFence => DmapBug::HandOffAtFence,
             BugArg::TransferDropsLastChunk => DmapBug::TransferDropsLastChunk,
+            BugArg::BeginWithoutSignals => DmapBug::BeginWithoutSignals,
+            BugArg::SkipValidation => DmapBug::SkipValidationWithoutWrites,
+            BugArg::RecentWritesNotCheckpointed => DmapBug::RecentWritesNotCheckpointed,
+            BugArg::RangesNotValidated => DmapBug::RangesNotValidated,
+            BugArg::ReuseReadVersions => DmapBug::ReuseReadVersions,
             _ => DmapBug::None,
         }
     }
@@ -99,7 +119,12 @@ impl BugArg {
             | BugArg::LocalReads
             | BugArg::HandOffAtFence
             | BugArg::TransferDropsLastChunk
-            | BugArg::MergePointFromNewStream => Bug::None,
+            | BugArg::MergePointFromNewStream
+            | BugArg::BeginWithoutSignals
+            | BugArg::SkipValidation
+            | BugArg::RecentWritesNotCheckpointed
+            | BugArg::RangesNotValidated
+            | BugArg::ReuseReadVersions => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -127,7 +152,9 @@ fn main() -> ExitCode {
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
-        if arguments.dmap {
+        if arguments.txn {
+            run_txn_seed(seed, verbose, dmap_bug)
+        } else if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
         } else if arguments.elastic {
             run_elastic_seed(seed, verbose, elastic_bug)
@@ -135,11 +162,17 @@ fn main() -> ExitCode {
             order::run_seed(seed, verbose, bug)
         }
     };
-    let command = match (arguments.dmap, arguments.elastic, arguments.bug) {
+    let command = match (
+        arguments.dmap || arguments.txn,
+        arguments.elastic,
+        arguments.bug,
+    ) {
         (false, false, BugArg::None) => "amulet-sim".to_string(),
         (dmap, elastic, bug) => {
             let mut command = "amulet-sim".to_string();
-            if dmap {
+            if arguments.txn {
+                command.push_str(" --txn");
+            } else if dmap {
                 command.push_str(" --dmap");
             }
             if elastic {

@@ -20,6 +20,9 @@ pub enum Property {
     /// operation appears to take effect at one instant between its call
     /// and its reply, in an order a sequential map explains).
     Linearizability,
+    /// A transactional history is not strictly serializable (a
+    /// dependency cycle, or one with real-time edges: G0, G1, G2, ...).
+    StrictSerializability,
     /// After healing, clients' operations complete.
     Progress,
     /// An invariant the protocol asserts about itself failed (the run

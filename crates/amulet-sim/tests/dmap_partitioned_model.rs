@@ -135,10 +135,13 @@ fn run_partitioned(parts: &mut [PartitionState], command: &MapCommand, position:
         .iter()
         .map(|&p| {
             let owns = move |k: &[u8]| owner(k, n) == p;
+            let owns_in = move |_: &str, k: &[u8]| owner(k, n) == p;
             let ctx = ExecContext {
                 now_micros: position,
                 snapshot_id: position,
+                global_position: position,
                 owns_key: &owns,
+                owns: &owns_in,
             };
             parts[p].execute(command, &ctx)
         })
@@ -174,7 +177,9 @@ fn a_snapshot_keeps_its_version_while_writers_continue() {
     let ctx = |t: u64| ExecContext {
         now_micros: t,
         snapshot_id: t,
+        global_position: t,
         owns_key: &owns,
+        owns: &|_, _| true,
     };
     state.execute(
         &MapCommand::CreateMap {
@@ -248,7 +253,9 @@ fn invalid_commands_fail_and_change_nothing() {
     let ctx = ExecContext {
         now_micros: 0,
         snapshot_id: 0,
+        global_position: 0,
         owns_key: &owns,
+        owns: &|_, _| true,
     };
     state.execute(
         &MapCommand::CreateMap {

@@ -35,6 +35,10 @@ pub enum InvalidMap {
     /// A map needs at least one partition.
     #[error("no partitions")]
     NoPartitions,
+    /// A placement across keyspaces whose part is itself across keyspaces
+    /// (a service bug: commands never build one).
+    #[error("a placement across keyspaces cannot nest another")]
+    NestedPlacement,
     /// A partition nobody replicates.
     #[error("partition {0} has no replicas")]
     NoReplicas(PartitionId),
@@ -171,6 +175,7 @@ impl InvalidMap {
     pub fn reason(&self) -> &'static str {
         match self {
             InvalidMap::NoPartitions => "no-partitions",
+            InvalidMap::NestedPlacement => "nested-placement",
             InvalidMap::NoReplicas(_) => "partition-without-replicas",
             InvalidMap::SharedStream => "shared-stream",
             InvalidMap::BadTokenRing => "bad-token-ring",

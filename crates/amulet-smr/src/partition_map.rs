@@ -52,6 +52,11 @@ pub enum Keys {
     Range(Bound<Bytes>, Bound<Bytes>),
     /// Every key.
     All,
+    /// Keys of several keyspaces (a transaction's commit: its writes and
+    /// read conflict ranges may name several maps). Used with
+    /// `Placement::keyspace` `None`; involves the union of the partitions
+    /// each part involves, and only those.
+    Across(Vec<(String, Keys)>),
 }
 
 /// The partition map.
@@ -185,6 +190,24 @@ impl PartitionMap {
         &self,
         placement: &Placement,
     ) -> Result<Vec<PartitionId>, PartitionMapError> {
+        if let Keys::Across(parts) = &placement.keys {
+            let mut involved = Vec::new();
+            for (keyspace, keys) in parts {
+                if matches!(keys, Keys::Across(_)) {
+                    return Err(PartitionMapError::Invalid(InvalidMap::NestedPlacement));
+                }
+                involved.extend(self.partitions_for(&Placement {
+                    keyspace: Some(keyspace.clone()),
+                    keys: keys.clone(),
+                })?);
+            }
+            involved.sort();
+            involved.dedup();
+            if involved.is_empty() {
+                involved.extend(self.partitions.keys().next().copied());
+            }
+            return Ok(involved);
+        }
         let Some(keyspace) = &placement.keyspace else {
             return Ok(self.partitions.keys().copied().collect());
         };
@@ -199,6 +222,9 @@ impl PartitionMap {
             (Keys::All, Layout::Range(ranges)) => ranges.iter().map(|r| r.1).collect(),
             (Keys::Range(..) | Keys::All, Layout::Hash) => {
                 self.token_ring.iter().map(|e| e.1).collect()
+            }
+            (Keys::Across(_), _) => {
+                return Err(PartitionMapError::Invalid(InvalidMap::NestedPlacement))
             }
         };
         involved.sort();

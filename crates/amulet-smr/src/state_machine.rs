@@ -16,6 +16,9 @@ pub struct ExecContext<'a> {
     pub global_position: u64,
     /// Whether this partition holds `key` of the command's keyspace.
     pub owns_key: &'a dyn Fn(&[u8]) -> bool,
+    /// Whether this partition holds `key` of the named keyspace (commands
+    /// placed across keyspaces).
+    pub owns: &'a dyn Fn(&str, &[u8]) -> bool,
 }
 
 /// A change of the partition map a command makes when it succeeds.
@@ -79,6 +82,35 @@ pub trait StateMachine {
     /// Whether the command never changes state (no reply is recorded for
     /// it: a retried read just reads again).
     fn is_read_only(command: &Self::Command) -> bool;
+
+    /// Named sizes of the state for metrics and status (open snapshots,
+    /// read versions, ...).
+    fn gauges(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
+    /// Whether the command is decided by a vote of every partition it
+    /// involves (a transaction's commit, SCONEKV §4 without its locks):
+    /// `execute` only votes, changing nothing, and its partial reply is
+    /// the vote; once every involved partition's vote is in (S-SMR's
+    /// signal exchange), `finish` applies it, in every partition at the
+    /// same point of the order. A voted command involving one partition is
+    /// finished at once on its own vote.
+    fn is_voted(_command: &Self::Command) -> bool {
+        false
+    }
+
+    /// Applies a voted command given every involved partition's vote, in
+    /// increasing partition order (this partition's among them); returns
+    /// the reply. Deterministic in the votes and the state.
+    fn finish(
+        &mut self,
+        command: &Self::Command,
+        _votes: &[Self::Reply],
+        _ctx: &ExecContext<'_>,
+    ) -> Self::Reply {
+        unreachable!("finish of a command that is not voted: {command:?}")
+    }
 
     /// The partition map change the command asks for, if any. The replica
     /// refuses the command unchanged when the map cannot take the change

@@ -65,6 +65,10 @@ pub enum Op {
     DropMap,
     /// Show partitions, streams, replicas, map version and health.
     Status,
+    /// Run a transaction: statements `get KEY`, `put KEY VALUE`, `del
+    /// KEY`, `scan [FROM [TO]]`, `map NAME`, in order, committed together
+    /// at the end (strictly serializable; see docs/transactions.md).
+    Txn(crate::txn_command::TxnArgs),
     /// Split partition SOURCE: the keys from the token --at-token (hash
     /// maps; default: the middle of SOURCE's first token segment) and, for
     /// range maps, from --at-key MAP=KEY on move to the new partition NEW
@@ -238,6 +242,7 @@ async fn execute(
             println!("dropped map {:?}", target.map);
         }
         Op::Status => status(client, addresses).await?,
+        Op::Txn(args) => crate::txn_command::run(client, &target.map, &args).await?,
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
             let change = reconfiguration(client, &op)?;
             reconfigure(client, &change, target.timeout_secs).await?;

@@ -6,6 +6,7 @@ mod client_commands;
 mod dev;
 mod node_command;
 mod order_demo;
+mod txn_command;
 
 // The node keeps many 32 KiB values alive for a while (memory ring,
 // pipelines) and frees them in another order; glibc malloc returned and

@@ -7,6 +7,14 @@ partitioned ordered map.
         users["alice"] = b"admin"
         print(users["alice"], list(users.irange("a", "b")))
 
+        @amulet.transactional
+        def transfer(tx, source, target, amount):
+            accounts = tx.map("accounts", value_codec=amulet.codecs.JSON)
+            accounts[source] -= amount
+            accounts[target] += amount
+
+        transfer(client, "alice", "bob", 10)  # committed; run again on conflicts
+
 See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 """
 
@@ -17,15 +25,18 @@ from amulet.client import Client
 from amulet.errors import (
     AlreadyExists,
     AmuletError,
+    ConflictError,
     InvalidArgument,
     NotFound,
     OutcomeUnknown,
     ProtocolError,
+    ReadVersionTooOldError,
     ResourceExhausted,
     Unavailable,
 )
 from amulet.map import AmuletMap
 from amulet.snapshot import Snapshot
+from amulet.transaction import Transaction, TransactionMap, transactional
 from amulet.tuple import SingleFloat, Versionstamp, pack, unpack
 
 __all__ = [
@@ -34,17 +45,22 @@ __all__ = [
     "AmuletMap",
     "ByteMap",
     "Client",
+    "ConflictError",
     "InvalidArgument",
     "NotFound",
     "OutcomeUnknown",
     "ProtocolError",
+    "ReadVersionTooOldError",
     "ResourceExhausted",
     "SingleFloat",
     "Snapshot",
+    "Transaction",
+    "TransactionMap",
     "Unavailable",
     "Versionstamp",
     "codecs",
     "pack",
+    "transactional",
     "tuple_layer",
     "unpack",
 ]

@@ -1,4 +1,4 @@
-"""The seven RPCs of the Amulet service, bound by hand to a channel (see
+"""The eight RPCs of the Amulet service, bound by hand to a channel (see
 setup.py for why the service stubs are not generated)."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class AmuletStub:
         self.KeepAlive = unary("KeepAlive", pb.OpenSessionRequest, pb.SessionResponse)
         self.CloseSession = unary("CloseSession", pb.CloseSessionRequest, pb.SessionResponse)
         self.Execute = unary("Execute", pb.MapRequest, pb.MapResponse)
+        self.ReadAt = unary("ReadAt", pb.ReadAtRequest, pb.ReadAtResponse)
         self.Status = unary("Status", pb.StatusRequest, pb.StatusResponse)
         self.ReadSnapshot = channel.unary_stream(
             _SERVICE + "ReadSnapshot",
@@ -54,13 +55,20 @@ def open_channel(address: str) -> grpc.Channel:
     )
 
 
-def error_kind(error: grpc.RpcError) -> str | None:
-    """The ``amulet-error`` metadata value of a failed call, if any."""
+def metadata_value(error: grpc.RpcError, name: str):
+    """The trailing metadata value ``name`` of a failed call, if any: a
+    ``str``, or ``bytes`` for a binary key (``...-bin``)."""
     try:
         metadata = error.trailing_metadata() or ()
     except Exception:  # noqa: BLE001 - not every RpcError carries metadata
         return None
     for key, value in metadata:
-        if key == "amulet-error":
-            return value.decode() if isinstance(value, bytes) else value
+        if key == name:
+            return value
     return None
+
+
+def error_kind(error: grpc.RpcError) -> str | None:
+    """The ``amulet-error`` metadata value of a failed call, if any."""
+    value = metadata_value(error, "amulet-error")
+    return value.decode() if isinstance(value, bytes) else value

@@ -14,7 +14,11 @@ reference implementation of the client protocol of
   is resent with the *same* sequence, so it applies at most once however
   often it is sent;
 - ``session-expired`` reopens the session; a session idle for half its
-  lease is renewed with KeepAlive before it is used again.
+  lease is renewed with KeepAlive before it is used again;
+- a transaction's reads (``ReadAt``) go to a random replica of each
+  partition they involve, unordered, and are resent elsewhere after
+  ``behind``, ``read-version-elsewhere`` or no answer
+  (``amulet.transaction``).
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from typing import Iterable
 import grpc
 
 from amulet import errors
-from amulet._rpc import AmuletStub, error_kind, open_channel
-from amulet.routing import Placement, Routing
+from amulet._rpc import AmuletStub, error_kind, metadata_value, open_channel
+from amulet.read_versions import ReadVersions
+from amulet.routing import Placement, Routing, UnknownMap
 from amulet.sessions import SessionPool, SessionSlot
 from amulet.v1 import amulet_pb2 as pb
 
@@ -54,6 +59,11 @@ READ_ONLY_OPS = frozenset(
         "range",
     }
 )
+
+# Ops that only take or end a read version: giving up on one leaves nothing
+# a caller must find out about (an unused read version ends by its lease),
+# so it ends in Unavailable rather than OutcomeUnknown.
+READ_VERSION_OPS = frozenset({"begin_transaction", "end_transaction"})
 
 # Retried statuses without an amulet-error kind: the request may have taken
 # effect (the same sequence makes a resend safe).
@@ -111,7 +121,10 @@ class Client:
 
     Timeouts are in seconds: ``attempt_timeout`` bounds one request before
     it is resent elsewhere, ``operation_timeout`` an operation with all its
-    retries.
+    retries (and ``transact`` a transaction with all its runs).
+    ``transaction_lease`` is how long a transaction's read version stays
+    open after its first read: one that has not committed by then fails
+    with ``ReadVersionTooOldError`` (and ``transact`` runs it again).
     """
 
     def __init__(
@@ -124,6 +137,7 @@ class Client:
         snapshot_lease: float = 300.0,
         page_entries: int = 1000,
         range_entries: int = 1000,
+        transaction_lease: float = 10.0,
     ):
         self.seeds = [seeds] if isinstance(seeds, str) else list(seeds)
         if not self.seeds:
@@ -134,7 +148,9 @@ class Client:
         self.snapshot_lease = snapshot_lease
         self.page_entries = page_entries
         self.range_entries = range_entries
+        self.transaction_lease = transaction_lease
         self._lock = threading.Lock()
+        self._read_versions = ReadVersions()
         self._channels: dict[str, tuple[grpc.Channel, AmuletStub]] = {}
         self._sessions = SessionPool()
         self._closed = False
@@ -215,6 +231,105 @@ class Client:
         """Drops the map ``name`` and its entries. Raises ``NotFound``."""
         self.execute("drop_map", pb.DropMap(map=check_map_name(name)), Placement(None, "all"))
 
+    # ---- transactions ----------------------------------------------------
+
+    def transaction(self):
+        """Starts a transaction (``amulet.Transaction``). Prefer
+        ``transact``, which commits it and runs it again on conflicts; a
+        transaction started here ends with ``commit()`` or ``abandon()``
+        (leaving a ``with`` block abandons it if it is still open)."""
+        from amulet.transaction import Transaction
+
+        if self._closed:
+            raise errors.AmuletError("the client is closed")
+        return Transaction(self)
+
+    def transact(self, fn, /, *args, **kwargs):
+        """Runs ``fn(tx, *args, **kwargs)`` in a new transaction ``tx`` and
+        commits it; returns what ``fn`` returned.
+
+        On ``ConflictError`` or ``ReadVersionTooOldError`` (from the commit
+        or from a read of ``fn``) it runs ``fn`` again in a new transaction,
+        after a pause that doubles each time (10 ms up to 0.5 s, with
+        random jitter), until it commits or ``operation_timeout`` has
+        passed since the first run; then the last error propagates. Any
+        other exception of ``fn`` or of the commit abandons the
+        transaction and propagates at once.
+
+        ``fn`` may run several times: keep its effects inside the
+        transaction. It may call ``tx.abandon()`` to give up without
+        writing (``transact`` then returns its result); it need not commit.
+        """
+        from amulet.transaction import run_transaction
+
+        return run_transaction(self, fn, args, kwargs)
+
+    def _read_at(self, placement: Placement, read_version: int, op: str, message):
+        """A transaction's read ``op`` at ``read_version``: one ReadAt at a
+        random replica of every partition the read involves. Returns the
+        partial responses (one per partition, in partition order) and
+        whether each saw a covered key written since the read version.
+
+        A retryable answer (``behind``, ``read-version-elsewhere``, a stale
+        map, no answer) reads every partition again, elsewhere, under
+        ``operation_timeout``. A map unknown to the partition map is
+        ``NotFound`` once a fresh map does not know it either."""
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = BACKOFF_MIN
+        failed_at: dict[int, str] = {}
+        refreshed = False
+        while True:
+            routing = self._routing
+            try:
+                partitions = routing.partitions_for(placement)
+            except UnknownMap:
+                if refreshed:
+                    raise errors.NotFound(f"no map named {placement.map!r}") from None
+                self.refresh_map()
+                refreshed = True
+                continue
+            try:
+                partials = []
+                for partition in partitions:
+                    partials.append(self._read_at_attempt(routing, partition, read_version, op, message, failed_at))
+                return [r for r, _ in partials], [w for _, w in partials]
+            except _Retry as retry:
+                last = str(retry)
+                if retry.stale_map:
+                    refreshed = True
+            if time.monotonic() + backoff >= deadline:
+                raise errors.Unavailable(f"gave up reading at read version {read_version} after {self.operation_timeout}s: {last}")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
+    def _read_at_attempt(self, routing: Routing, partition: int, read_version: int, op: str, message, failed_at):
+        replicas = routing.replica_addresses(partition)
+        if not replicas:
+            raise errors.ProtocolError(f"no address for a replica of partition {partition}")
+        if len(replicas) > 1 and failed_at.get(partition) in replicas:
+            replicas = [r for r in replicas if r != failed_at[partition]]
+        address = random.choice(replicas)
+        failed_at[partition] = address
+        request = pb.ReadAtRequest(
+            read_version=read_version,
+            request=pb.MapRequest(
+                # Not ordered, so no session: a resend just reads again.
+                header=pb.RequestHeader(map_version=routing.version, partition=partition),
+                **{op: message},
+            ),
+        )
+        try:
+            response = self._stub(address).ReadAt(request, timeout=self.attempt_timeout)
+        except grpc.RpcError as e:
+            if error_kind(e) == "read-version-elsewhere":
+                # Restored since the read version: another replica has it.
+                raise _Retry(f"{address}: {e.details()}", maybe_applied=False) from None
+            self._on_error(e, None, address)
+        failed_at.pop(partition, None)
+        if not response.HasField("response"):
+            raise errors.ProtocolError(f"{address} answered a ReadAt without a response")
+        return response.response, response.written_since
+
     # ---- cluster ---------------------------------------------------------
 
     def partition_map(self) -> Routing:
@@ -281,7 +396,7 @@ class Client:
                     attempts.pinned = None
             if time.monotonic() + backoff >= deadline:
                 why = f"gave up after {self.operation_timeout}s: {last}"
-                if maybe_applied and op not in READ_ONLY_OPS:
+                if maybe_applied and op not in READ_ONLY_OPS and op not in READ_VERSION_OPS:
                     raise errors.OutcomeUnknown(why)
                 raise errors.Unavailable(why)
             time.sleep(backoff)
@@ -335,15 +450,26 @@ class Client:
         attempts.failed_at = None
         return response, address
 
-    def _on_error(self, error: grpc.RpcError, slot: SessionSlot, address: str):
-        """Raises _Retry for what the protocol retries, else the final error."""
+    def _on_error(self, error: grpc.RpcError, slot: SessionSlot | None, address: str):
+        """Raises _Retry for what the protocol retries, else the final error
+        (``slot`` is None for unordered requests, which have no session)."""
         code, message, kind = error.code(), error.details() or "", error_kind(error)
         if kind in ("stale-map", "not-a-replica"):
             self.refresh_map()
             raise _Retry(f"{address}: {message}", maybe_applied=False, stale_map=True)
-        if kind == "session-expired":
+        if kind == "session-expired" and slot is not None:
             slot.open = False
             raise _Retry(f"{address}: {message}", maybe_applied=False)
+        if kind == "conflict":
+            conflict_map = metadata_value(error, "amulet-conflict-map")
+            if isinstance(conflict_map, bytes):
+                conflict_map = conflict_map.decode(errors="replace")
+            conflict_key = metadata_value(error, "amulet-conflict-key-bin")
+            raise errors.ConflictError(
+                message, code, map=conflict_map, key=None if conflict_key is None else bytes(conflict_key)
+            )
+        if kind == "read-version-too-old":
+            raise errors.ReadVersionTooOldError(message, code)
         if kind in ("behind", "retryable"):
             # Not ordered (behind) or refused for a passing state of the
             # cluster (retryable): resend with the same sequence.

@@ -12,10 +12,17 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
     ├── ResourceExhausted   RESOURCE_EXHAUSTED (too many open snapshots)
     ├── OutcomeUnknown      the write may or may not have taken effect
     ├── Unavailable         no node answered before the deadline
-    └── ProtocolError       a node answered something this client cannot use
+    ├── ProtocolError       a node answered something this client cannot use
+    ├── ConflictError       ABORTED ``conflict``: a transaction read a key
+    │                       written after its read version (``.map``, ``.key``)
+    └── ReadVersionTooOldError  ABORTED ``read-version-too-old``: the
+                            transaction's read version ended (its lease passed)
 
 All but ``OutcomeUnknown`` (and ``Unavailable`` after a write was sent)
-changed nothing. Python-level misuse raises the usual built-ins instead:
+changed nothing. ``ConflictError`` and ``ReadVersionTooOldError`` (the
+``TRANSACTION_RETRYABLE`` pair) mean the transaction applied nothing and
+may succeed if run again from a new read version: ``Client.transact`` and
+``@amulet.transactional`` do that by themselves. Python-level misuse raises the usual built-ins instead:
 ``KeyError`` for a missing key in ``m[k]`` / ``del m[k]``, ``TypeError`` for
 a key or value a codec cannot encode.
 """
@@ -33,6 +40,9 @@ __all__ = [
     "OutcomeUnknown",
     "Unavailable",
     "ProtocolError",
+    "ConflictError",
+    "ReadVersionTooOldError",
+    "TRANSACTION_RETRYABLE",
     "from_status",
 ]
 
@@ -78,6 +88,43 @@ class Unavailable(AmuletError):
 
 class ProtocolError(AmuletError):
     """A node answered something this client does not understand."""
+
+
+class ConflictError(AmuletError):
+    """A transaction conflicted: ``key`` of ``map`` (``key`` is None when
+    the map as a whole changed, e.g. it was cleared or dropped and created
+    again, or when a read found the conflict before the commit) was written
+    after the transaction's read version. Nothing was applied; run the
+    transaction again (``Client.transact`` does)."""
+
+    def __init__(
+        self,
+        message: str,
+        code: grpc.StatusCode | None = None,
+        *,
+        map: str | None = None,
+        key: bytes | None = None,
+    ):
+        super().__init__(message, code)
+        self.map = map
+        self.key = key
+
+    def __reduce__(self):
+        return (_conflict, (str(self), self.code, self.map, self.key))
+
+
+def _conflict(message, code, map, key):
+    return ConflictError(message, code, map=map, key=key)
+
+
+class ReadVersionTooOldError(AmuletError):
+    """A transaction's read version ended before it committed (its lease,
+    ``Client(transaction_lease=...)``, passed): nothing was applied; run
+    the transaction again (``Client.transact`` does)."""
+
+
+# What running a transaction again from a new read version may cure.
+TRANSACTION_RETRYABLE = (ConflictError, ReadVersionTooOldError)
 
 
 _BY_CODE = {

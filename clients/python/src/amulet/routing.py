@@ -5,7 +5,9 @@ Pure functions over the map a node returns from GetPartitionMap, following
 partition owning its token (CRC-32C of the key bytes) on the token ring; a
 range map's key lives in the partition of the last range starting at or
 below it. A request involving several partitions goes to the first
-(lowest id) of them.
+(lowest id) of them. A transaction's commit involves the partitions of
+every key it writes and of every range it read, in any maps
+(``Keys::Across`` of ``crates/amulet-dmap/src/smr_machine.rs``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ class Placement:
     """Which keys of which map a request touches.
 
     ``kind`` is ``"all"`` (every partition of the map, or of the cluster
-    when ``map`` is None), ``"one"`` (``keys[0]``), ``"many"`` (``keys``) or
-    ``"range"`` (between ``lower`` and ``upper``).
+    when ``map`` is None), ``"one"`` (``keys[0]``), ``"many"`` (``keys``),
+    ``"range"`` (between ``lower`` and ``upper``) or ``"across"`` (the
+    union of ``parts``, placements of their own maps; ``map`` is None).
     """
 
     map: str | None
@@ -38,6 +41,14 @@ class Placement:
     keys: tuple[bytes, ...] = ()
     lower: Bound = None
     upper: Bound = None
+    parts: tuple["Placement", ...] = ()
+
+
+def range_is_empty(lower: Bound, upper: Bound) -> bool:
+    """Whether no key lies between the bounds (``KeyRange::is_empty``)."""
+    if lower is None or upper is None:
+        return False
+    return lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1]))
 
 
 class UnknownMap(LookupError):
@@ -104,6 +115,16 @@ class Routing:
 
     def partitions_for(self, placement: Placement) -> list[int]:
         """The partitions a request involves, sorted; never empty."""
+        if placement.kind == "across":
+            # As the cluster places a commit: the union of each part's
+            # partitions. The cluster places an empty read range as no
+            # keys ("many" of none), which involves the lowest partition.
+            involved: set[int] = set()
+            for part in placement.parts:
+                if part.kind == "range" and range_is_empty(part.lower, part.upper):
+                    part = Placement(part.map, "many")
+                involved.update(self.partitions_for(part))
+            return sorted(involved) if involved else [min(self.partitions)]
         if placement.map is None:
             return sorted(self.partitions)
         ranges = self._layout(placement.map)

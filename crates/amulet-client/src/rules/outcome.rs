@@ -58,6 +58,11 @@ impl<R> Outcome<R> {
             Some(ErrorKind::StaleSequence) => Outcome::StaleSequence(why),
             Some(ErrorKind::ReplyLost) => Outcome::ReplyLost(why),
             Some(ErrorKind::Retryable) => Outcome::Retryable(why),
+            // Another replica may hold the read version's snapshot.
+            Some(ErrorKind::ReadVersionElsewhere) => Outcome::Behind(why),
+            Some(ErrorKind::Conflict | ErrorKind::ReadVersionTooOld) => {
+                Outcome::Refused(Error::from_status(status))
+            }
             None => match status.code() {
                 Code::DeadlineExceeded | Code::Unavailable | Code::Cancelled | Code::Unknown => {
                     Outcome::NoAnswer(why)

@@ -30,7 +30,9 @@ pub fn replica(node: u32, partition: u32, signal_cache_bytes: usize) -> Replica<
     let ctx = ExecContext {
         now_micros: 0,
         snapshot_id: 0,
+        global_position: 0,
         owns_key: &all,
+        owns: &|_, _| true,
     };
     state.execute(
         &MapCommand::CreateMap {

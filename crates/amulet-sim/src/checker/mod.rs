@@ -7,6 +7,7 @@ pub mod group_agreement;
 pub mod integrity;
 pub mod linearizability;
 pub mod order;
+pub mod transactions;
 pub mod validity;
 
 use crate::history::History;

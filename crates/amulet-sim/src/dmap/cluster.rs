@@ -4,7 +4,9 @@
 //! linearizability and progress checkers.
 
 use crate::checker::linearizability::{self, Call, Verdict};
+use crate::checker::transactions::TxnHistory;
 use crate::dmap::client::{Phase, Send, SimClient};
+use crate::dmap::txn_client::TxnClient;
 use crate::dmap::workload;
 use crate::dmap::{MapOp, Observed, SortedMapModel};
 use crate::harness::{self, Harness, NodeSlot, SimMessage, Workload};
@@ -14,7 +16,7 @@ use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
 use crate::swarm::SwarmOptions;
 use crate::violation::{Property, Violation};
-use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapReply, PartitionState};
+use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapReply, PartitionState, TxnBugs};
 use amulet_host::{Host, HostBugs, PageAnswer, ReplicaBugs};
 use amulet_smr::{
     group_of, ClientReply, ClientRequest, Layout, PartitionInfo, PartitionMap, TrimQuorum,
@@ -26,6 +28,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 mod operator;
+mod transactions;
 
 /// Replicas per partition.
 const REPLICAS: u32 = 3;
@@ -66,6 +69,29 @@ pub enum DmapBug {
     /// State transfer assembles a peer's checkpoint without its last
     /// chunk (in the host core, which the node runs too).
     TransferDropsLastChunk,
+    /// Transactions: a read version's begin completes without the signal
+    /// exchange (serializable, not strict).
+    BeginWithoutSignals,
+    /// Transactions: a partition holding none of a commit's writes votes
+    /// yes without checking its reads.
+    SkipValidationWithoutWrites,
+    /// Transactions: checkpoints leave out the index of recent writes.
+    RecentWritesNotCheckpointed,
+    /// Transactions: read conflict ranges wider than a key are not
+    /// checked.
+    RangesNotValidated,
+    /// Transactions: clients reuse their last read version (taken before
+    /// the transaction started) instead of beginning anew.
+    ReuseReadVersions,
+}
+
+/// What the swarm's clients run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    /// Map operations, checked for linearizability.
+    Map,
+    /// List-append transactions, checked for strict serializability.
+    Transactions,
 }
 
 impl DmapBug {
@@ -73,6 +99,15 @@ impl DmapBug {
         ReplicaBugs {
             complete_without_signals: self == DmapBug::CompleteWithoutSignals,
             answer_reads_locally: self == DmapBug::AnswerReadsLocally,
+            begin_without_signals: self == DmapBug::BeginWithoutSignals,
+        }
+    }
+
+    fn txn_bugs(self) -> TxnBugs {
+        TxnBugs {
+            skip_validation_without_writes: self == DmapBug::SkipValidationWithoutWrites,
+            recent_writes_not_checkpointed: self == DmapBug::RecentWritesNotCheckpointed,
+            ranges_not_validated: self == DmapBug::RangesNotValidated,
         }
     }
 
@@ -122,6 +157,13 @@ struct DmapCluster {
     storage: StorageMode,
     checkpoints: CheckpointPolicy,
     clients: Vec<SimClient>,
+    /// Transactional clients (`ClientKind::Transactions`).
+    txn_clients: Vec<TxnClient>,
+    txn_history: TxnHistory,
+    /// The last list element appended (elements are unique in a run).
+    next_value: u64,
+    /// The next history process for a client after an unknown outcome.
+    next_process: i64,
     client_rng: Rng,
     /// Reconfigures the cluster now and then (in two seeds of three).
     operator: Option<Operator>,
@@ -144,16 +186,32 @@ pub fn run_dmap_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
     // checked, and the search grows with the history.
     options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
     options.liveness_phase_micros = 6_000_000;
-    run_dmap_with(seed, options, bug, verbose)
+    run_dmap_with(seed, options, bug, verbose, ClientKind::Map)
 }
 
-/// Runs one DMap seed with the given fault mix.
-pub fn run_dmap_with(seed: u64, options: SwarmOptions, bug: DmapBug, verbose: bool) -> SeedOutcome {
+/// Runs one seed of transactions (`amulet-sim --txn`) with the fault mix
+/// it draws.
+pub fn run_txn_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    let mut rng = Rng::new(seed ^ 0x646D_6170);
+    let mut options = SwarmOptions::draw(&mut rng);
+    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
+    options.liveness_phase_micros = 6_000_000;
+    run_dmap_with(seed, options, bug, verbose, ClientKind::Transactions)
+}
+
+/// Runs one DMap seed with the given fault mix and clients.
+pub fn run_dmap_with(
+    seed: u64,
+    options: SwarmOptions,
+    bug: DmapBug,
+    verbose: bool,
+    kind: ClientKind,
+) -> SeedOutcome {
     if verbose {
-        println!("dmap seed={seed} bug={bug:?} options={options:#?}");
+        println!("dmap seed={seed} bug={bug:?} clients={kind:?} options={options:#?}");
     }
     let end = TimeMicros(options.safety_phase_micros + options.liveness_phase_micros);
-    let (mut cluster, mut harness) = DmapCluster::new(seed, options, bug, verbose, end);
+    let (mut cluster, mut harness) = DmapCluster::new(seed, options, bug, verbose, end, kind);
     harness.run(&mut cluster, end);
     cluster.outcome(&harness)
 }
@@ -204,6 +262,7 @@ impl DmapCluster {
         bug: DmapBug,
         verbose: bool,
         end: TimeMicros,
+        kind: ClientKind,
     ) -> (DmapCluster, Harness) {
         let mut rng = Rng::new(seed ^ 0x7265_706C);
         let storage = match rng.below(3) {
@@ -214,6 +273,7 @@ impl DmapCluster {
         let partitions = rng.range(1, 3) as u32;
         let (initial_map, layout) = initial_map(&mut rng, partitions);
         let mut initial_state = PartitionState::new(MapLimits::default());
+        initial_state.set_bugs(bug.txn_bugs());
         let everything = |_: &[u8]| true;
         let created = initial_state.execute(
             &MapCommand::CreateMap {
@@ -223,7 +283,9 @@ impl DmapCluster {
             &ExecContext {
                 now_micros: 0,
                 snapshot_id: 0,
+                global_position: 0,
                 owns_key: &everything,
+                owns: &|_, _| true,
             },
         );
         assert_eq!(created, MapReply::Done);
@@ -266,6 +328,29 @@ impl DmapCluster {
         let network = Network::new(options.network.clone(), rng.fork());
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
+        let txn_clients: Vec<TxnClient> = match kind {
+            ClientKind::Map => Vec::new(),
+            // More clients than the map mode: real-time order between
+            // transactions of different clients is what strictness is
+            // about.
+            ClientKind::Transactions => (0..client_count + 2)
+                .map(|c| {
+                    let mut client = TxnClient::new(
+                        NodeId(CLIENT_ENDPOINT_BASE + c),
+                        SessionId(u64::from(c) + 1),
+                        initial_map.clone(),
+                        i64::from(c),
+                    );
+                    client.reuse_read_versions = bug == DmapBug::ReuseReadVersions;
+                    client
+                })
+                .collect(),
+        };
+        let client_count = if kind == ClientKind::Map {
+            client_count
+        } else {
+            0
+        };
         let clients = (0..client_count)
             .map(|c| {
                 let mut client = SimClient::new(
@@ -324,6 +409,10 @@ impl DmapCluster {
             storage,
             checkpoints,
             clients,
+            next_process: txn_clients.len() as i64,
+            txn_clients,
+            txn_history: TxnHistory::default(),
+            next_value: 0,
             client_rng,
             operator,
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
@@ -341,6 +430,11 @@ impl DmapCluster {
         for c in 0..cluster.clients.len() {
             let send = cluster.clients[c].start(0, &mut cluster.client_rng);
             cluster.send_request(&mut harness, c, send);
+        }
+        for c in 0..cluster.txn_clients.len() {
+            let send = cluster.txn_clients[c].start(0, &mut cluster.client_rng);
+            let from = cluster.txn_clients[c].endpoint;
+            harness.request(from, send.to, send.tag, send.partition, send.request);
         }
         (cluster, harness)
     }
@@ -470,6 +564,9 @@ impl DmapCluster {
 
     fn outcome(mut self, harness: &Harness) -> SeedOutcome {
         self.check_progress(harness);
+        if !self.txn_clients.is_empty() {
+            self.check_transactions();
+        }
         let verdict =
             linearizability::check(SortedMapModel::default(), &self.calls, CHECK_STEP_BUDGET);
         match verdict {
@@ -539,6 +636,13 @@ impl DmapCluster {
             self.calls.len(),
             self.violations.len()
         );
+        if !self.txn_clients.is_empty() {
+            let [ok, fail, info] = self.txn_history.ended;
+            println!(
+                "transactions={} committed={ok} failed={fail} unknown={info}",
+                self.txn_history.started()
+            );
+        }
         Self::print_nodes(harness);
     }
 
@@ -678,6 +782,9 @@ impl Workload for DmapCluster {
                 for (c, client) in self.clients.iter().enumerate() {
                     println!("  client {c}: {:?}", client.phase);
                 }
+                for (c, client) in self.txn_clients.iter().enumerate() {
+                    println!("  transactional client {c}: {:?}", client.phase);
+                }
                 Self::print_nodes(harness);
             }
         }
@@ -692,6 +799,9 @@ impl Workload for DmapCluster {
                 self.send_request(harness, c, send);
             }
         }
+        for c in 0..self.txn_clients.len() {
+            self.tick_txn_client(harness, c, issuing);
+        }
     }
 
     fn at_endpoint(
@@ -705,6 +815,9 @@ impl Workload for DmapCluster {
         match message {
             SimMessage::Reply { tag, reply } if client < self.clients.len() => {
                 self.client_reply(harness, client, tag, reply);
+            }
+            SimMessage::Reply { tag, reply } if client < self.txn_clients.len() => {
+                self.txn_reply(harness, client, tag, reply);
             }
             SimMessage::Reply { reply, .. } if self.verbose => {
                 println!("t={}us operator: {reply:?}", harness.now.0);

@@ -10,7 +10,8 @@
 mod client;
 mod cluster;
 mod model;
+mod txn_client;
 mod workload;
 
-pub use cluster::{run_dmap_seed, run_dmap_with, DmapBug};
+pub use cluster::{run_dmap_seed, run_dmap_with, run_txn_seed, ClientKind, DmapBug};
 pub use model::{MapOp, Observed, SortedMapModel};

@@ -131,7 +131,13 @@ fn apply(map: &mut BTreeMap<Bytes, Bytes>, command: &MapCommand) -> MapReply {
             all.truncate(range.limit as usize);
             MapReply::Entries { entries: all, more }
         }
-        CreateMap { .. } | DropMap { .. } | OpenSnapshot { .. } | ReleaseSnapshot { .. } => {
+        CreateMap { .. }
+        | DropMap { .. }
+        | OpenSnapshot { .. }
+        | ReleaseSnapshot { .. }
+        | BeginTransaction { .. }
+        | EndTransaction { .. }
+        | Commit { .. } => {
             panic!("{command:?} is not an operation on the modelled map")
         }
     }

@@ -44,6 +44,9 @@ pub struct ReplicaCheckpoint<C, R> {
     /// global position of the merge, and their cached partials.
     #[serde(default)]
     pub absorbed_signals: BTreeMap<PartitionId, (u64, BTreeMap<u64, Bytes>)>,
+    /// This partition's votes on voted commands kept for late askers.
+    #[serde(default)]
+    pub votes: BTreeMap<u64, Bytes>,
 }
 
 /// Why a checkpoint cannot be restored.
@@ -93,6 +96,7 @@ impl<S: StateMachine> Replica<S> {
         replica.undecodable = checkpoint.undecodable;
         replica.pending_reconfiguration = checkpoint.pending_reconfiguration;
         replica.absorbed_signals = checkpoint.absorbed_signals;
+        replica.votes = checkpoint.votes;
         replica.debug_check_invariants();
         Ok(replica)
     }
@@ -128,6 +132,7 @@ impl<S: StateMachine> Replica<S> {
             undecodable: self.undecodable,
             pending_reconfiguration: self.pending_reconfiguration.clone(),
             absorbed_signals: self.absorbed_signals.clone(),
+            votes: self.votes.clone(),
         })
     }
 }

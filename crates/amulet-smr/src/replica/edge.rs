@@ -5,7 +5,7 @@
 
 use super::{ClientReply, ClientRequest, Output, Replica, RequestId, PROPOSED_MAX};
 use crate::{
-    Body, CommandEnvelope, KeyspaceChange, Origin, PartitionMapError, Placement, Refusal,
+    Body, CommandEnvelope, Keys, KeyspaceChange, Origin, PartitionMapError, Placement, Refusal,
     StateMachine,
 };
 use amulet_types::{PartitionId, StreamId};
@@ -194,5 +194,6 @@ pub(super) fn refusal_of<R>(error: PartitionMapError) -> ClientReply<R> {
 
 /// Whether a command goes on the global stream.
 pub(super) fn is_global(placement: &Placement, involved: &[PartitionId]) -> bool {
-    placement.keyspace.is_none() || involved.len() > 1
+    let everywhere = placement.keyspace.is_none() && !matches!(placement.keys, Keys::Across(_));
+    everywhere || involved.len() > 1
 }

@@ -173,7 +173,15 @@ impl<S: StateMachine> Replica<S> {
             return;
         }
         let partial = self.execute_here(&command, &placement);
-        if !global || involved.len() == 1 || self.complete_without_signals {
+        let skip_signals = self.complete_without_signals
+            || (self.begin_without_signals && S::needs_global_order(&command));
+        if !global || involved.len() == 1 || skip_signals {
+            let partial = if S::is_voted(&command) {
+                // Alone (or, broken on purpose, deciding on its own vote).
+                self.finish_here(&command, &placement, &[partial])
+            } else {
+                partial
+            };
             let change = S::keyspace_change(&command, &partial);
             let reply = ClientReply::Done(partial);
             return self.complete(global, &envelope, change, reply);
@@ -181,20 +189,44 @@ impl<S: StateMachine> Replica<S> {
         self.start_waiting(envelope, command, involved, partial);
     }
 
-    /// Executes `command` on this partition's state: its part of the reply.
+    /// Executes `command` on this partition's state: its part of the reply
+    /// (its vote, for a voted command).
     pub(super) fn execute_here(&mut self, command: &S::Command, placement: &Placement) -> S::Reply {
-        let map = &self.map;
-        let me = self.config.partition;
-        let owns = |key: &[u8]| match &placement.keyspace {
-            Some(keyspace) => map.partition_of(keyspace, key) == Ok(me),
+        let (map, me) = (&self.map, self.config.partition);
+        let owns = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(me);
+        let owns_key = |key: &[u8]| match &placement.keyspace {
+            Some(keyspace) => owns(keyspace, key),
             None => true,
         };
         let ctx = ExecContext {
             now_micros: self.local_clock_micros,
             global_position: self.global_position,
-            owns_key: &owns,
+            owns_key: &owns_key,
+            owns: &owns,
         };
         self.state.execute(command, &ctx)
+    }
+
+    /// Applies a voted command given every involved partition's vote.
+    pub(super) fn finish_here(
+        &mut self,
+        command: &S::Command,
+        placement: &Placement,
+        votes: &[S::Reply],
+    ) -> S::Reply {
+        let (map, me) = (&self.map, self.config.partition);
+        let owns = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(me);
+        let owns_key = |key: &[u8]| match &placement.keyspace {
+            Some(keyspace) => owns(keyspace, key),
+            None => true,
+        };
+        let ctx = ExecContext {
+            now_micros: self.local_clock_micros,
+            global_position: self.global_position,
+            owns_key: &owns_key,
+            owns: &owns,
+        };
+        self.state.finish(command, votes, &ctx)
     }
 
     /// Finishes a command: applies the keyspace change it made, records

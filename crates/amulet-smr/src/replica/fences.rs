@@ -125,6 +125,7 @@ impl<S: StateMachine> Replica<S> {
                 checkpoint.state = moved;
                 checkpoint.signal_cache = BTreeMap::new();
                 checkpoint.absorbed_signals = BTreeMap::new();
+                checkpoint.votes = BTreeMap::new();
                 let stream = self.map.streams[&self.map.partitions[&new].stream].clone();
                 FenceWork::Split {
                     new,
@@ -173,10 +174,11 @@ impl<S: StateMachine> Replica<S> {
         // restarted one, catching up) may wait for the merged partition's
         // signals, and its replicas are gone: this partition answers for
         // it, from its cache (or "executed long ago").
-        self.absorbed_signals.insert(
-            source.partition,
-            (self.global_position, source.signal_cache),
-        );
+        // Its votes too: no replica of it is left to answer for them.
+        let mut kept = source.signal_cache;
+        kept.extend(source.votes);
+        self.absorbed_signals
+            .insert(source.partition, (self.global_position, kept));
         self.absorbed_signals.extend(source.absorbed_signals);
         self.debug_check_invariants();
     }

@@ -25,6 +25,18 @@ impl<S: StateMachine> Replica<S> {
              {} commands queued, none waiting",
             self.queue.len()
         );
+        assert!(
+            self.votes.len() <= self.config.votes_retained_max,
+            "{me}: invariant 'votes kept are bounded' broken: {} > {}",
+            self.votes.len(),
+            self.config.votes_retained_max
+        );
+        assert!(
+            self.votes
+                .last_key_value()
+                .is_none_or(|(position, _)| *position <= self.global_position),
+            "{me}: invariant 'no vote is kept for a command not executed' broken"
+        );
         let checked = self
             .global_position_checked
             .fetch_max(self.global_position, Ordering::Relaxed);

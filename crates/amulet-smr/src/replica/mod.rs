@@ -56,6 +56,11 @@ pub struct ReplicaConfig {
     pub signal_cache_bytes_max: usize,
     /// Longest session lease a client may ask for, µs.
     pub session_lease_micros_max: u64,
+    /// Votes on voted commands (transaction commits) kept for replicas of
+    /// other partitions that ask late. A replica lagging more than this
+    /// many voted commands behind another partition waits until a replica
+    /// that kept the vote answers. A vote is a few bytes.
+    pub votes_retained_max: usize,
 }
 
 impl ReplicaConfig {
@@ -68,6 +73,7 @@ impl ReplicaConfig {
             signal_retry_micros: 50_000,
             signal_cache_bytes_max: 64 * 1024 * 1024,
             session_lease_micros_max: 10 * 60 * 1_000_000,
+            votes_retained_max: 1 << 18,
         }
     }
 }
@@ -121,12 +127,16 @@ pub struct Replica<S: StateMachine> {
     early_signals: BTreeMap<u64, BTreeMap<PartitionId, Option<Bytes>>>,
     signal_cache: BTreeMap<u64, Bytes>,
     signal_cache_bytes: usize,
+    /// This partition's votes on voted commands, by global position (see
+    /// `signals::keep_vote`).
+    votes: BTreeMap<u64, Bytes>,
     absorbed_signals: BTreeMap<PartitionId, (u64, BTreeMap<u64, Bytes>)>,
     next_request: RequestId,
     now_micros: u64,
     undecodable: u64,
     outputs: Vec<Output<S::Reply>>,
     complete_without_signals: bool,
+    begin_without_signals: bool,
     answer_reads_locally: bool,
     /// See [`ReplicaCheckpoint::pending_reconfiguration`].
     pending_reconfiguration: Option<Reconfiguration>,
@@ -165,6 +175,7 @@ impl<S: StateMachine> Replica<S> {
             early_signals: BTreeMap::new(),
             signal_cache: BTreeMap::new(),
             signal_cache_bytes: 0,
+            votes: BTreeMap::new(),
             absorbed_signals: BTreeMap::new(),
             // Disjoint per partition: every replica of a node answers the
             // global commands that node originated, so a node hosting
@@ -175,6 +186,7 @@ impl<S: StateMachine> Replica<S> {
             undecodable: 0,
             outputs: Vec::new(),
             complete_without_signals: false,
+            begin_without_signals: false,
             answer_reads_locally: false,
             pending_reconfiguration: None,
             proposed: BTreeMap::new(),
@@ -187,6 +199,15 @@ impl<S: StateMachine> Replica<S> {
     /// partition's partial alone, without the signal exchange.
     pub fn set_bug_complete_without_signals(&mut self, on: bool) {
         self.complete_without_signals = on;
+    }
+
+    /// A deliberately broken variant, for the simulator to show that its
+    /// transactional checker catches it: a command ordered on the global
+    /// stream for its position (a read version) completes without the
+    /// signal exchange, so a partition runs ahead of the others past it
+    /// (serializable, not strict).
+    pub fn set_bug_begin_without_signals(&mut self, on: bool) {
+        self.begin_without_signals = on;
     }
 
     /// A deliberately broken variant, for the real-process fault suite and

@@ -78,10 +78,16 @@ impl<S: StateMachine> Replica<S> {
         }
         waiting.asked_at_micros = self.now_micros;
         let position = waiting.global_position;
+        // A voted command needs every vote itself; others take "executed
+        // long ago" for an answer.
+        let voted = S::is_voted(&waiting.command);
         let missing: Vec<PartitionId> = waiting
             .involved
             .iter()
-            .filter(|p| !waiting.partials.contains_key(p))
+            .filter(|p| match waiting.partials.get(p) {
+                None => true,
+                Some(partial) => voted && partial.is_none(),
+            })
             .copied()
             .collect();
         for partition in missing {
@@ -109,6 +115,9 @@ impl<S: StateMachine> Replica<S> {
         let position = self.global_position;
         let encoded =
             Bytes::from(postcard::to_allocvec(&partial).expect("encoding to memory cannot fail"));
+        if S::is_voted(&command) {
+            self.keep_vote(position, encoded.clone());
+        }
         self.cache_signal(position, encoded.clone());
         for partition in involved.iter().filter(|p| **p != self.config.partition) {
             for to in self.map.runners(*partition) {
@@ -146,6 +155,19 @@ impl<S: StateMachine> Replica<S> {
         {
             let (_, evicted) = self.signal_cache.pop_first().expect("not empty");
             self.signal_cache_bytes -= evicted.len();
+        }
+    }
+
+    /// Keeps this partition's vote on the voted command at `position`
+    /// apart from the signal cache: a partition cannot apply a voted
+    /// command without every vote, so a late asker must still find it
+    /// after large partials have pushed it out of the cache. Bounded by
+    /// count (`votes_retained_max`, oldest forgotten first); kept in
+    /// checkpoints.
+    fn keep_vote(&mut self, position: u64, vote: Bytes) {
+        self.votes.insert(position, vote);
+        while self.votes.len() > self.config.votes_retained_max {
+            self.votes.pop_first();
         }
     }
 
@@ -189,7 +211,11 @@ impl<S: StateMachine> Replica<S> {
                 });
             }
         }
-        let partial = match self.signal_cache.get(&position) {
+        let kept = self
+            .signal_cache
+            .get(&position)
+            .or_else(|| self.votes.get(&position));
+        let partial = match kept {
             Some(partial) => Some(partial.clone()),
             // Executed long ago: say so, without the partial.
             None if position < self.global_position => None,
@@ -215,14 +241,47 @@ impl<S: StateMachine> Replica<S> {
     /// the fault suite: nodes aborted with "stack overflow" during
     /// catch-up, stalling the cluster when the other replica was killed).
     fn try_complete(&mut self) -> bool {
-        let done = self
-            .waiting
-            .as_ref()
-            .is_some_and(|w| w.involved.iter().all(|p| w.partials.contains_key(p)));
+        let done = self.waiting.as_ref().is_some_and(|w| {
+            if S::is_voted(&w.command) {
+                // Every vote itself, not "executed long ago": this
+                // partition cannot apply the command without knowing all
+                // (asked again until a replica that kept it answers).
+                w.involved
+                    .iter()
+                    .all(|p| w.partials.get(p).is_some_and(Option::is_some))
+            } else {
+                w.involved.iter().all(|p| w.partials.contains_key(p))
+            }
+        });
         if !done {
             return false;
         }
         let waiting = self.waiting.take().expect("checked above");
+        if S::is_voted(&waiting.command) {
+            let mut votes = Vec::with_capacity(waiting.partials.len());
+            let mut undecodable = Vec::new();
+            for (partition, vote) in &waiting.partials {
+                match vote.as_ref().and_then(|b| postcard::from_bytes(b).ok()) {
+                    Some(vote) => votes.push(vote),
+                    None => undecodable.push(*partition),
+                }
+            }
+            if !undecodable.is_empty() {
+                // Bytes that are no vote (corruption, or a peer of another
+                // build): as if they never came; asked again.
+                let mut waiting = waiting;
+                for partition in undecodable {
+                    waiting.partials.insert(partition, None);
+                }
+                self.waiting = Some(waiting);
+                return false;
+            }
+            let placement = S::placement(&waiting.command);
+            let reply = self.finish_here(&waiting.command, &placement, &votes);
+            let change = S::keyspace_change(&waiting.command, &reply);
+            self.complete(true, &waiting.envelope, change, ClientReply::Done(reply));
+            return true;
+        }
         let mine = waiting.partials[&self.config.partition]
             .as_ref()
             .and_then(|b| postcard::from_bytes::<S::Reply>(b).ok())

@@ -37,6 +37,12 @@ struct Arguments {
     /// cluster, strict serializability checked by Elle's method).
     #[arg(long, conflicts_with_all = ["elastic", "dmap"])]
     txn: bool,
+    /// Check a transactional history instead of running seeds: a file of
+    /// list-append operations in Elle's JSON format (one op a line, or an
+    /// array), judged strictly serializable with the same checker as
+    /// `--txn` (the fault suite's `append` and `bank` workloads use it).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "seeds"])]
+    check_history: Option<std::path::PathBuf>,
     /// Simulate Elastic Paxos (groups subscribing to and unsubscribing
     /// from streams under faults) instead of static subscriptions.
     #[arg(long)]
@@ -149,6 +155,9 @@ fn main() -> ExitCode {
             .with_writer(std::io::stdout)
             .init();
     }
+    if let Some(path) = &arguments.check_history {
+        return check_history(path);
+    }
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
@@ -246,5 +255,31 @@ fn swarm(
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// `--check-history FILE`: prints `valid` or the anomalies, exits 0 only
+/// for a strictly serializable history.
+fn check_history(path: &std::path::Path) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    match amulet_sim::checker::transactions::check_elle_json(&text) {
+        Ok(None) => {
+            println!("valid: strictly serializable");
+            ExitCode::SUCCESS
+        }
+        Ok(Some(anomalies)) => {
+            println!("invalid: {anomalies}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {} is not a history: {e}", path.display());
+            ExitCode::from(2)
+        }
     }
 }

@@ -129,6 +129,32 @@ impl TxnHistory {
     }
 }
 
+/// Checks a history in Elle's JSON format (what the real-process fault
+/// suite records): `Ok(None)` if strictly serializable, `Ok(Some(what))`
+/// with the anomalies (and their explanations) otherwise.
+pub fn check_elle_json(text: &str) -> Result<Option<String>, String> {
+    let history = History::from_json(text).map_err(|e| e.to_string())?;
+    let report = check(&history, Workload::ListAppend, &Opts::default());
+    Ok(match report.valid {
+        Valid::True => None,
+        Valid::Unknown if report.anomaly_types == ["empty-transaction-graph"] => None,
+        _ => {
+            let explained: Vec<String> = report
+                .anomalies
+                .values()
+                .flatten()
+                .take(5)
+                .map(|a| format!("{a:?}"))
+                .collect();
+            Some(format!(
+                "{:?}; first anomalies: {}",
+                report.anomaly_types,
+                explained.join("; ")
+            ))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +223,23 @@ mod tests {
             "{:?}",
             h.check()
         );
+    }
+
+    #[test]
+    fn elle_json_histories_are_checked() {
+        let valid = r#"{"type":"invoke","process":0,"value":[["append","x",1]]}
+{"type":"ok","process":0,"value":[["append","x",1]]}
+{"type":"invoke","process":1,"value":[["r","x",null]]}
+{"type":"ok","process":1,"value":[["r","x",[1]]]}"#;
+        assert_eq!(check_elle_json(valid), Ok(None));
+        let stale = r#"{"type":"invoke","process":0,"value":[["append","x",1]]}
+{"type":"ok","process":0,"value":[["append","x",1]]}
+{"type":"invoke","process":1,"value":[["r","x",null]]}
+{"type":"ok","process":1,"value":[["r","x",[]]]}
+{"type":"invoke","process":2,"value":[["r","x",null]]}
+{"type":"ok","process":2,"value":[["r","x",[1]]]}"#;
+        assert!(check_elle_json(stale).unwrap().is_some());
+        assert!(check_elle_json("not json").is_err());
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! Read versions shared by the transactions of one client
 //! (docs/transactions.md). A read version is a `BeginTransaction` ordered
 //! on the global stream with the signal exchange, the dearest part of a
-//! transaction; transactions that start while one is being asked for wait
-//! for the next and share it, as FoundationDB's clients batch their
-//! GetReadVersion calls. Sharing keeps strict serializability: a
-//! transaction only uses a begin sent after it started.
+//! transaction; as FoundationDB's clients batch GetReadVersion, a client
+//! has at most one begin in flight, and the transactions that ask for a
+//! read version meanwhile gather into the next one, sent when the one in
+//! flight returns. Sharing keeps strict serializability: a transaction
+//! only gets a version from a begin sent after it asked.
 //!
 //! Versions no transaction uses any more are ended in the next begin (it
 //! carries them), so a busy client holds few read versions open and
@@ -13,7 +14,6 @@
 
 use crate::{Client, Error};
 use amulet_dmap::{MapCommand, MapReply};
-use amulet_types::TimeMicros;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::OnceCell;
@@ -28,13 +28,14 @@ type Begun = Arc<OnceCell<Result<u64, Error>>>;
 #[derive(Default)]
 pub(crate) struct ReadVersions {
     state: Mutex<State>,
+    /// Held by the begin in flight until its answer: the next one waits.
+    sending: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
 struct State {
-    /// The begin last created: later starters may still join it until it
-    /// completes.
-    current: Option<(u64, TimeMicros, Begun)>,
+    /// The begin not sent yet, which transactions asking now join.
+    gathering: Option<(u64, Begun)>,
     /// Begins in use, by id: the transactions holding each.
     holders: BTreeMap<u64, (Begun, usize)>,
     /// Versions no transaction holds, to end in the next begin.
@@ -51,28 +52,19 @@ pub(crate) struct Held {
 }
 
 impl ReadVersions {
-    /// A read version for a transaction that started at `started_at`:
-    /// one begun at or after that time, shared with the transactions
-    /// that started before it was sent.
-    pub(crate) async fn acquire(
-        &self,
-        client: &Client,
-        started_at: TimeMicros,
-        lease_micros: u64,
-    ) -> Result<Held, Error> {
+    /// A read version for a transaction asking now: from the begin not
+    /// sent yet (joining the transactions that asked since the last one
+    /// was sent), which goes out once the begin in flight has returned.
+    pub(crate) async fn acquire(&self, client: &Client, lease_micros: u64) -> Result<Held, Error> {
         let (id, begun) = {
             let mut state = self.state.lock().expect("read versions lock");
-            let joinable = state
-                .current
-                .as_ref()
-                .filter(|(_, sent_at, begun)| *sent_at >= started_at && !begun.initialized());
-            let (id, begun) = match joinable {
-                Some((id, _, begun)) => (*id, begun.clone()),
+            let (id, begun) = match &state.gathering {
+                Some((id, begun)) => (*id, begun.clone()),
                 None => {
                     let id = state.next_id;
                     state.next_id += 1;
                     let begun: Begun = Arc::new(OnceCell::new());
-                    state.current = Some((id, client.now(), begun.clone()));
+                    state.gathering = Some((id, begun.clone()));
                     (id, begun)
                 }
             };
@@ -81,8 +73,14 @@ impl ReadVersions {
         };
         let result = begun
             .get_or_init(|| async {
+                // One begin in flight: wait for the one before to return.
+                let _turn = self.sending.lock().await;
                 let end = {
                     let mut state = self.state.lock().expect("read versions lock");
+                    // Sent now: later askers gather into the next one.
+                    if state.gathering.as_ref().is_some_and(|(g, _)| *g == id) {
+                        state.gathering = None;
+                    }
                     let keep = state.done.len().saturating_sub(ENDED_PER_BEGIN_MAX);
                     state.done.split_off(keep)
                 };

@@ -31,7 +31,6 @@ pub type Entry = (Bytes, Bytes);
 #[derive(Clone)]
 pub struct Transaction {
     client: Client,
-    started_at: amulet_types::TimeMicros,
     read_version: Arc<OnceCell<Result<Arc<Held>, Error>>>,
     state: Arc<Mutex<State>>,
 }
@@ -79,7 +78,6 @@ impl Client {
     pub fn transaction(&self) -> Transaction {
         Transaction {
             client: self.clone(),
-            started_at: self.now(),
             read_version: Arc::new(OnceCell::new()),
             state: Arc::new(Mutex::new(State::default())),
         }
@@ -142,7 +140,7 @@ impl Transaction {
                 let lease = self.client.config().transaction_lease.as_micros() as u64;
                 self.client
                     .read_versions()
-                    .acquire(&self.client, self.started_at, lease)
+                    .acquire(&self.client, lease)
                     .await
                     .map(Arc::new)
             })

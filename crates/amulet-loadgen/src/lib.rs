@@ -27,6 +27,7 @@
 //! smallest implementation, [`backends::redis`] a networked one.
 
 pub mod backends;
+pub mod bank;
 pub mod cli;
 pub mod clock;
 pub mod generator;

@@ -51,6 +51,15 @@ def range_is_empty(lower: Bound, upper: Bound) -> bool:
     return lower[0] > upper[0] or (lower[0] == upper[0] and not (lower[1] and upper[1]))
 
 
+def _single_key(lower: Bound, upper: Bound) -> bytes | None:
+    """The one key between the bounds, if both are inclusive and equal."""
+    if lower is None or upper is None:
+        return None
+    if lower[1] and upper[1] and lower[0] == upper[0]:
+        return lower[0]
+    return None
+
+
 class UnknownMap(LookupError):
     """The cached map does not know the map (it may be stale)."""
 
@@ -123,6 +132,10 @@ class Routing:
             for part in placement.parts:
                 if part.kind == "range" and range_is_empty(part.lower, part.upper):
                     part = Placement(part.map, "many")
+                elif part.kind == "range" and _single_key(part.lower, part.upper) is not None:
+                    # One key lives in one partition (a range of a hash
+                    # map would span them all): ``KeyRange::single_key``.
+                    part = Placement(part.map, "one", (part.lower[0],))
                 involved.update(self.partitions_for(part))
             return sorted(involved) if involved else [min(self.partitions)]
         if placement.map is None:

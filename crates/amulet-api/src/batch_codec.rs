@@ -2,7 +2,7 @@
 //! Execute would have returned, carried as a message instead of the call's
 //! status, so one failed request does not fail its neighbours.
 
-use crate::{pb, ERROR_KEY, REASON_KEY};
+use crate::{pb, CONFLICT_KEY_KEY, CONFLICT_MAP_KEY, ERROR_KEY, REASON_KEY};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Status};
 
@@ -20,6 +20,11 @@ pub fn outcome_from_result(result: Result<pb::MapResponse, Status>) -> pb::MapOu
                 message: status.message().to_string(),
                 error: metadata_text(&status, ERROR_KEY),
                 reason: metadata_text(&status, REASON_KEY),
+                conflict_map: metadata_text(&status, CONFLICT_MAP_KEY),
+                conflict_key: status
+                    .metadata()
+                    .get_bin(CONFLICT_KEY_KEY)
+                    .and_then(|v| v.to_bytes().ok()),
             }),
         }),
     }
@@ -55,7 +60,16 @@ pub fn outcome_to_result(outcome: pb::MapOutcome) -> Result<pb::MapResponse, Sta
                 )));
             };
             let mut status = Status::new(code, failure.message);
-            for (key, text) in [(ERROR_KEY, &failure.error), (REASON_KEY, &failure.reason)] {
+            if let Some(key) = &failure.conflict_key {
+                status
+                    .metadata_mut()
+                    .insert_bin(CONFLICT_KEY_KEY, MetadataValue::from_bytes(key));
+            }
+            for (key, text) in [
+                (ERROR_KEY, &failure.error),
+                (REASON_KEY, &failure.reason),
+                (CONFLICT_MAP_KEY, &failure.conflict_map),
+            ] {
                 if !text.is_empty() {
                     if let Ok(value) = MetadataValue::try_from(text.as_str()) {
                         status.metadata_mut().insert(key, value);
@@ -114,6 +128,7 @@ mod tests {
                     message: String::new(),
                     error: "\u{1}bad".into(),
                     reason: String::new(),
+                    ..Default::default()
                 })),
             };
             assert_eq!(
@@ -130,11 +145,39 @@ mod tests {
                 message: "x".into(),
                 error: "bad\nkind".into(),
                 reason: "bad\nreason".into(),
+                ..Default::default()
             })),
         };
         let status = outcome_to_result(odd).unwrap_err();
         assert_eq!(status.code(), Code::Unavailable);
         assert_eq!(error_kind(&status), None);
         assert_eq!(refusal_reason(&status), None);
+    }
+
+    #[test]
+    fn a_conflict_keeps_its_map_and_key_through_a_batch() {
+        let status = crate::map_error_to_status(&amulet_dmap::MapError::Conflict {
+            map: "accounts".into(),
+            key: Some(b"alice".to_vec()),
+        });
+        let back = outcome_to_result(outcome_from_result(Err(status))).unwrap_err();
+        assert_eq!(error_kind(&back), Some(ErrorKind::Conflict));
+        assert_eq!(
+            back.metadata()
+                .get(CONFLICT_MAP_KEY)
+                .unwrap()
+                .to_str()
+                .unwrap(),
+            "accounts"
+        );
+        assert_eq!(
+            back.metadata()
+                .get_bin(CONFLICT_KEY_KEY)
+                .unwrap()
+                .to_bytes()
+                .unwrap()
+                .as_ref(),
+            b"alice"
+        );
     }
 }

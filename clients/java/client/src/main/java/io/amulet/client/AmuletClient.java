@@ -34,6 +34,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 
 /**
@@ -72,6 +73,7 @@ public final class AmuletClient implements AutoCloseable {
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
   private final Map<String, Batcher> batchers = new ConcurrentHashMap<>();
   private final List<Session> idleSessions = new ArrayList<>();
+  private final ReadVersions readVersions = new ReadVersions(this);
   private volatile boolean closed;
   /** Test hooks: interceptors of every channel. */
   private final io.grpc.ClientInterceptor[] interceptors;
@@ -201,6 +203,22 @@ public final class AmuletClient implements AutoCloseable {
     return AmuletMap.of(byteMap(name), keys, values);
   }
 
+  /** Starts a transaction; prefer {@link #transact}, which runs it again on conflicts. */
+  public Transaction transaction() {
+    return new Transaction(this);
+  }
+
+  /**
+   * Runs {@code body} in a transaction and commits it; on a conflict or an
+   * ended read version (at a read or at the commit) runs it again, with
+   * backoff, until it commits or the operation timeout passes. Other
+   * exceptions abandon it and propagate. {@code body} may run several
+   * times: keep its effects inside the transaction. See {@link Transaction}.
+   */
+  public <T> T transact(Function<? super Transaction, ? extends T> body) {
+    return Transaction.run(this, body);
+  }
+
   /** Creates a hash-partitioned map; throws ALREADY_EXISTS if it exists. */
   public ByteMap createMap(String name) {
     return createMap(name, Layout.newBuilder().setHash(HashLayout.getDefaultInstance()).build());
@@ -326,6 +344,8 @@ public final class AmuletClient implements AutoCloseable {
       case LAST_ENTRY:
       case NEAREST_ENTRY:
       case RANGE:
+      // A begin changes nothing but a read version that ends by its lease.
+      case BEGIN_TRANSACTION:
         return true;
       default:
         return false;
@@ -442,7 +462,9 @@ public final class AmuletClient implements AutoCloseable {
             .build();
     try {
       MapResponse response;
-      if (config.batchesInFlight() == 0) {
+      // A commit goes alone: ExecuteBatch's Failure carries no conflict
+      // map and key (amulet-conflict-map, amulet-conflict-key-bin).
+      if (config.batchesInFlight() == 0 || op.getOpCase() == MapRequest.OpCase.COMMIT) {
         response = attemptStub(address).execute(request);
       } else {
         response =
@@ -488,6 +510,10 @@ public final class AmuletClient implements AutoCloseable {
               AmuletException.Kind.PROTOCOL, "the session ran ahead of this client");
         case "reply-lost":
           throw new AmuletException(AmuletException.Kind.OUTCOME_UNKNOWN, message);
+        case "conflict":
+        case "read-version-too-old":
+          // A transaction's commit was refused; nothing applied.
+          throw AmuletException.fromStatus(status, kind, trailers);
         default:
           break;
       }
@@ -576,6 +602,16 @@ public final class AmuletClient implements AutoCloseable {
 
   Routing routing() {
     return routing;
+  }
+
+  /** The read versions this client's transactions share. */
+  ReadVersions readVersions() {
+    return readVersions;
+  }
+
+  /** The channel to {@code address} (transactions' reads). */
+  ManagedChannel channelAt(String address) {
+    return channel(address);
   }
 
   /**

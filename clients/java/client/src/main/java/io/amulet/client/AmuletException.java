@@ -1,5 +1,6 @@
 package io.amulet.client;
 
+import io.grpc.Metadata;
 import io.grpc.Status;
 
 /**
@@ -23,19 +24,93 @@ public class AmuletException extends RuntimeException {
     /** No node answered in time; a read changed nothing. */
     UNAVAILABLE,
     /** A node answered something this client does not understand. */
-    PROTOCOL
+    PROTOCOL,
+    /**
+     * A transaction's commit (or one of its reads, early) found that a key
+     * it read, {@link #conflictKey()} of {@link #conflictMap()}, was written
+     * after its read version; nothing was applied. {@link
+     * AmuletClient#transact} runs the transaction again.
+     */
+    CONFLICT,
+    /**
+     * A transaction's read version ended (its lease passed, or it was
+     * ended) before the transaction committed; nothing was applied. {@link
+     * AmuletClient#transact} runs the transaction again.
+     */
+    READ_VERSION_TOO_OLD
   }
 
+  static final Metadata.Key<String> CONFLICT_MAP =
+      Metadata.Key.of("amulet-conflict-map", Metadata.ASCII_STRING_MARSHALLER);
+  static final Metadata.Key<byte[]> CONFLICT_KEY =
+      Metadata.Key.of("amulet-conflict-key-bin", Metadata.BINARY_BYTE_MARSHALLER);
+
   private final Kind kind;
+  private final String conflictMap;
+  private final byte[] conflictKey;
 
   public AmuletException(Kind kind, String message) {
+    this(kind, message, null, null);
+  }
+
+  private AmuletException(Kind kind, String message, String conflictMap, byte[] conflictKey) {
     super(kind + ": " + message);
     this.kind = kind;
+    this.conflictMap = conflictMap;
+    this.conflictKey = conflictKey;
+  }
+
+  /**
+   * A {@link Kind#CONFLICT}: {@code key} of {@code map} (null: the map as a
+   * whole, cleared, dropped or created; or not known) was written after the
+   * transaction's read version.
+   */
+  public static AmuletException conflict(String map, byte[] key, String message) {
+    return new AmuletException(Kind.CONFLICT, message, map, key == null ? null : key.clone());
   }
 
   /** Why it failed. */
   public Kind kind() {
     return kind;
+  }
+
+  /**
+   * Whether running the transaction again from a new read version may
+   * succeed: a {@link Kind#CONFLICT} or {@link Kind#READ_VERSION_TOO_OLD}.
+   */
+  public boolean isTransactionRetryable() {
+    return kind == Kind.CONFLICT || kind == Kind.READ_VERSION_TOO_OLD;
+  }
+
+  /** The map of a {@link Kind#CONFLICT}, or null when not known (or another kind). */
+  public String conflictMap() {
+    return conflictMap;
+  }
+
+  /**
+   * The key of a {@link Kind#CONFLICT} (a copy), or null: the map as a
+   * whole changed, or the key is not known (or another kind).
+   */
+  public byte[] conflictKey() {
+    return conflictKey == null ? null : conflictKey.clone();
+  }
+
+  /**
+   * The exception a final gRPC status means, given its {@code amulet-error}
+   * kind ({@code conflict}, {@code read-version-too-old}) and trailers
+   * (null: none).
+   */
+  static RuntimeException fromStatus(Status status, String errorKind, Metadata trailers) {
+    String message = status.getDescription() == null ? "" : status.getDescription();
+    if ("conflict".equals(errorKind)) {
+      String map = trailers == null ? null : trailers.get(CONFLICT_MAP);
+      byte[] key = trailers == null ? null : trailers.get(CONFLICT_KEY);
+      return conflict(map, key, message);
+    }
+    if ("read-version-too-old".equals(errorKind)) {
+      return new AmuletException(Kind.READ_VERSION_TOO_OLD, message);
+    }
+    return fromStatus(status);
   }
 
   /** The exception a final gRPC status means. */

@@ -15,6 +15,7 @@ public final class ClientConfig {
   private final int pageEntries;
   private final int rangeEntries;
   private final int batchesInFlight;
+  private final Duration transactionLease;
 
   private ClientConfig(
       Duration attemptTimeout,
@@ -23,8 +24,10 @@ public final class ClientConfig {
       Duration snapshotLease,
       int pageEntries,
       int rangeEntries,
-      int batchesInFlight) {
+      int batchesInFlight,
+      Duration transactionLease) {
     this.batchesInFlight = batchesInFlight;
+    this.transactionLease = transactionLease;
     this.attemptTimeout = attemptTimeout;
     this.operationTimeout = operationTimeout;
     this.sessionLease = sessionLease;
@@ -33,11 +36,14 @@ public final class ClientConfig {
     this.rangeEntries = rangeEntries;
   }
 
-  /** The defaults: 2 s per attempt, 30 s per operation, 120 s session lease. */
+  /**
+   * The defaults: 2 s per attempt, 30 s per operation, 120 s session lease,
+   * 10 s transaction lease.
+   */
   public static ClientConfig defaults() {
     return new ClientConfig(
         Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(120),
-        Duration.ofSeconds(300), 1000, 1000, 2);
+        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10));
   }
 
   /** How long one attempt may take before it is resent elsewhere. */
@@ -71,31 +77,31 @@ public final class ClientConfig {
   }
 
   public ClientConfig withAttemptTimeout(Duration d) {
-    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight);
+    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease);
   }
 
   public ClientConfig withOperationTimeout(Duration d) {
-    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight);
+    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease);
   }
 
   public ClientConfig withSessionLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight);
+    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease);
   }
 
   public ClientConfig withSnapshotLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease);
   }
 
   /** Entries per snapshot page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withPageEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease);
   }
 
   /** Entries per range page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withRangeEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease);
   }
 
   /**
@@ -112,7 +118,27 @@ public final class ClientConfig {
       throw new IllegalArgumentException("batches in flight " + n + " < 0");
     }
     return new ClientConfig(
-        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n);
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease);
+  }
+
+  /**
+   * Lease of a transaction's read version (default 10 s, at most the
+   * cluster's {@code read_version_lease_micros_max}, 60 s by default): a
+   * transaction that has not committed this long after its first read
+   * fails with {@link AmuletException.Kind#READ_VERSION_TOO_OLD} (and
+   * {@link AmuletClient#transact} runs it again).
+   */
+  public Duration transactionLease() {
+    return transactionLease;
+  }
+
+  public ClientConfig withTransactionLease(Duration d) {
+    if (d.isNegative() || d.isZero() || d.toNanos() < 1000) {
+      throw new IllegalArgumentException("transaction lease " + d + " below 1 microsecond");
+    }
+    return new ClientConfig(
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
+        batchesInFlight, d);
   }
 
   private static void checkPage(int n) {

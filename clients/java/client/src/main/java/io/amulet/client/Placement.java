@@ -10,7 +10,12 @@ final class Placement {
     /** The partitions of these keys. */
     KEYS,
     /** The partitions between from and to (null: open). */
-    RANGE
+    RANGE,
+    /**
+     * The union of the partitions of {@link #parts}, each of one map (a
+     * transaction's commit: its writes and read ranges, Keys::Across).
+     */
+    ACROSS
   }
 
   final String map;
@@ -20,10 +25,18 @@ final class Placement {
   final boolean fromInclusive;
   final byte[] to;
   final boolean toInclusive;
+  final List<Placement> parts;
 
   private Placement(
       String map, Kind kind, List<byte[]> keys, byte[] from, boolean fromInclusive, byte[] to,
       boolean toInclusive) {
+    this(map, kind, keys, from, fromInclusive, to, toInclusive, List.of());
+  }
+
+  private Placement(
+      String map, Kind kind, List<byte[]> keys, byte[] from, boolean fromInclusive, byte[] to,
+      boolean toInclusive, List<Placement> parts) {
+    this.parts = parts;
     this.map = map;
     this.kind = kind;
     this.keys = keys;
@@ -52,5 +65,15 @@ final class Placement {
 
   static Placement range(String map, byte[] from, boolean fromInclusive, byte[] to, boolean toInclusive) {
     return new Placement(map, Kind.RANGE, List.of(), from, fromInclusive, to, toInclusive);
+  }
+
+  /** Every partition one of {@code parts} (each of one map, none ACROSS) involves. */
+  static Placement across(List<Placement> parts) {
+    for (Placement p : parts) {
+      if (p.map == null || p.kind == Kind.ACROSS) {
+        throw new IllegalArgumentException("a part of an ACROSS placement names one map");
+      }
+    }
+    return new Placement(null, Kind.ACROSS, List.of(), null, false, null, false, List.copyOf(parts));
   }
 }

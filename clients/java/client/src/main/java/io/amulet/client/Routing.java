@@ -145,6 +145,17 @@ final class Routing {
 
   /** The partitions a request involves, ascending; never empty. */
   List<Integer> partitionsFor(Placement p) {
+    if (p.kind == Placement.Kind.ACROSS) {
+      // The union of the parts' (each never empty), as partition_map.rs.
+      TreeSet<Integer> involved = new TreeSet<>();
+      for (Placement part : p.parts) {
+        involved.addAll(partitionsFor(part));
+      }
+      if (involved.isEmpty()) {
+        involved.add(partitions.firstKey());
+      }
+      return new ArrayList<>(involved);
+    }
     if (p.map == null) {
       return new ArrayList<>(partitions.keySet());
     }

@@ -7,14 +7,30 @@ import java.util.Set;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.Iterator;
+import java.util.NavigableMap;
 import java.util.NavigableSet;
 
-/** The keys of a map view as a NavigableSet (as ConcurrentSkipListMap.KeySet). */
+/**
+ * The keys of a map view (an {@link AmuletMap} or a {@link TransactionMap})
+ * as a NavigableSet (as ConcurrentSkipListMap.KeySet).
+ */
 final class AmuletKeySet<K> extends AbstractSet<K> implements NavigableSet<K> {
-  private final AmuletMap<K, ?> m;
+  private final NavigableMap<K, ?> m;
 
   AmuletKeySet(AmuletMap<K, ?> m) {
     this.m = m;
+  }
+
+  AmuletKeySet(TransactionMap<K, ?> m) {
+    this.m = m;
+  }
+
+  /** A key set of a view of the same kind as this one's map. */
+  private AmuletKeySet<K> of(NavigableMap<K, ?> view) {
+    if (view instanceof AmuletMap) {
+      return new AmuletKeySet<>((AmuletMap<K, ?>) view);
+    }
+    return new AmuletKeySet<>((TransactionMap<K, ?>) view);
   }
 
   @Override
@@ -89,7 +105,11 @@ final class AmuletKeySet<K> extends AbstractSet<K> implements NavigableSet<K> {
 
   @Override
   public Iterator<K> iterator() {
-    return m.keyIterator();
+    // Keys only: no value is decoded.
+    if (m instanceof AmuletMap) {
+      return ((AmuletMap<K, ?>) m).keyIterator();
+    }
+    return ((TransactionMap<K, ?>) m).keyIterator();
   }
 
   @Override
@@ -130,17 +150,17 @@ final class AmuletKeySet<K> extends AbstractSet<K> implements NavigableSet<K> {
   @Override
   public NavigableSet<K> subSet(
       K fromElement, boolean fromInclusive, K toElement, boolean toInclusive) {
-    return new AmuletKeySet<>(m.subMap(fromElement, fromInclusive, toElement, toInclusive));
+    return of(m.subMap(fromElement, fromInclusive, toElement, toInclusive));
   }
 
   @Override
   public NavigableSet<K> headSet(K toElement, boolean inclusive) {
-    return new AmuletKeySet<>(m.headMap(toElement, inclusive));
+    return of(m.headMap(toElement, inclusive));
   }
 
   @Override
   public NavigableSet<K> tailSet(K fromElement, boolean inclusive) {
-    return new AmuletKeySet<>(m.tailMap(fromElement, inclusive));
+    return of(m.tailMap(fromElement, inclusive));
   }
 
   @Override
@@ -160,6 +180,6 @@ final class AmuletKeySet<K> extends AbstractSet<K> implements NavigableSet<K> {
 
   @Override
   public NavigableSet<K> descendingSet() {
-    return new AmuletKeySet<>(m.descendingMap());
+    return of(m.descendingMap());
   }
 }

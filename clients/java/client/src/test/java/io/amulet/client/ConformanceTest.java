@@ -30,22 +30,28 @@ import org.junit.runner.RunWith;
 import org.junit.runners.Parameterized;
 
 /**
- * Runs spec/conformance/scenarios.json (format: spec/conformance/README.md)
- * on the byte-level API ({@link ByteMap}) against a live local cluster, one
- * JUnit test per scenario, in file order.
+ * Runs spec/conformance/scenarios.json and then transactions.json (format:
+ * spec/conformance/README.md) on the byte-level API ({@link ByteMap}, and
+ * {@link Transaction} for the txn_* ops: one transaction per name, begun at
+ * its first op) against a live local cluster, one JUnit test per scenario,
+ * in file order.
  *
  * <p>Error classes: {@link IllegalArgumentException} (from the server's
  * INVALID_ARGUMENT, or the client's own refusal of a bad map name) is
  * {@code invalid_argument}; {@link AmuletException} of kind NOT_FOUND,
- * ALREADY_EXISTS, RESOURCE_EXHAUSTED is {@code not_found}, {@code
- * already_exists}, {@code resource_exhausted}; anything else fails the step.
+ * ALREADY_EXISTS, RESOURCE_EXHAUSTED, CONFLICT, READ_VERSION_TOO_OLD is
+ * {@code not_found}, {@code already_exists}, {@code resource_exhausted},
+ * {@code conflict}, {@code read_version_too_old}; anything else fails the
+ * step.
  */
 @RunWith(Parameterized.class)
 public class ConformanceTest {
   private static final Set<String> STEP_KEYS =
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
-          "reverse", "nearest", "name", "expect", "error");
+          "reverse", "nearest", "name", "txn", "expect", "error");
+  /** The scenario files, run in this order. */
+  static final List<String> FILES = List.of("scenarios.json", "transactions.json");
   private static final String RUN =
       String.format("%08x", ThreadLocalRandom.current().nextInt());
   private static AmuletClient client;
@@ -60,23 +66,30 @@ public class ConformanceTest {
     this.scenario = scenario;
   }
 
-  static Path file() {
-    return DevCluster.repo().resolve("spec/conformance/scenarios.json");
+  static Path file(String name) {
+    return DevCluster.repo().resolve("spec/conformance").resolve(name);
   }
 
   @Parameterized.Parameters(name = "{0}")
   public static Collection<Object[]> scenarios() throws IOException {
     List<Object[]> out = new ArrayList<>();
-    if (!Files.exists(file())) {
-      return out;
-    }
-    JsonObject root =
-        JsonParser.parseString(new String(Files.readAllBytes(file()), StandardCharsets.UTF_8))
-            .getAsJsonObject();
-    JsonArray scenarios = root.getAsJsonArray("scenarios");
-    for (int i = 0; i < scenarios.size(); i++) {
-      JsonObject s = scenarios.get(i).getAsJsonObject();
-      out.add(new Object[] {s.get("name").getAsString(), i, s});
+    for (String name : FILES) {
+      Path file = file(name);
+      if (!Files.exists(file)) {
+        throw new IllegalStateException("no " + file);
+      }
+      JsonObject root =
+          JsonParser.parseString(new String(Files.readAllBytes(file), StandardCharsets.UTF_8))
+              .getAsJsonObject();
+      JsonArray scenarios = root.getAsJsonArray("scenarios");
+      if (scenarios.size() == 0) {
+        throw new IllegalStateException(name + " has no scenarios");
+      }
+      for (int i = 0; i < scenarios.size(); i++) {
+        JsonObject s = scenarios.get(i).getAsJsonObject();
+        // The index (in the map prefix) runs on across the files.
+        out.add(new Object[] {s.get("name").getAsString(), out.size(), s});
+      }
     }
     return out;
   }
@@ -111,6 +124,17 @@ public class ConformanceTest {
   public void scenario() {
     String prefix = "c" + RUN + "-" + index + "-";
     Map<String, Held> snapshots = new HashMap<>();
+    Map<String, Transaction> txns = new HashMap<>();
+    try {
+      runSteps(prefix, snapshots, txns);
+    } finally {
+      for (Transaction t : txns.values()) {
+        t.abandon();
+      }
+    }
+  }
+
+  private void runSteps(String prefix, Map<String, Held> snapshots, Map<String, Transaction> txns) {
     JsonArray steps = scenario.getAsJsonArray("steps");
     for (int i = 0; i < steps.size(); i++) {
       JsonObject step = steps.get(i).getAsJsonObject();
@@ -127,7 +151,7 @@ public class ConformanceTest {
       JsonElement result;
       String error = null;
       try {
-        result = run(step, prefix, snapshots, where);
+        result = run(step, prefix, snapshots, txns, where);
       } catch (IllegalArgumentException e) {
         result = null;
         error = "invalid_argument";
@@ -142,6 +166,12 @@ public class ConformanceTest {
             break;
           case RESOURCE_EXHAUSTED:
             error = "resource_exhausted";
+            break;
+          case CONFLICT:
+            error = "conflict";
+            break;
+          case READ_VERSION_TOO_OLD:
+            error = "read_version_too_old";
             break;
           default:
             throw new AssertionError(where + ": unexpected error " + e, e);
@@ -227,9 +257,35 @@ public class ConformanceTest {
     return entries(all);
   }
 
-  private JsonElement run(JsonObject step, String prefix, Map<String, Held> snapshots, String where) {
+  /** The step's from/to bound (null: open): its key, inclusive. */
+  private static Map.Entry<byte[], Boolean> bound(JsonObject step, String which) {
+    if (!step.has(which) || step.get(which).isJsonNull()) {
+      return null;
+    }
+    JsonObject b = step.getAsJsonObject(which);
+    return new SimpleImmutableEntry<>(bytes(b.get("key")), b.get("inclusive").getAsBoolean());
+  }
+
+  private static JsonObject rangeJson(ByteMap.RangeResult r) {
+    JsonObject out = new JsonObject();
+    out.add("entries", entries(r.entries));
+    out.addProperty("more", r.more);
+    return out;
+  }
+
+  private JsonElement run(
+      JsonObject step,
+      String prefix,
+      Map<String, Held> snapshots,
+      Map<String, Transaction> txns,
+      String where) {
     String op = step.get("op").getAsString();
     AmuletClient c = client();
+    if (op.startsWith("txn_")) {
+      Transaction tx = txns.computeIfAbsent(step.get("txn").getAsString(), n -> c.transaction());
+      return runTxn(op, tx, step, prefix, where);
+    }
+    // The byte map needs a valid name: a bad one fails the step here.
     ByteMap m = step.has("map") ? c.byteMap(prefix + step.get("map").getAsString()) : null;
     switch (op) {
       case "create_map":
@@ -319,25 +375,18 @@ public class ConformanceTest {
         }
       case "range":
         {
-          byte[] from = null;
-          boolean fromInclusive = false;
-          byte[] to = null;
-          boolean toInclusive = false;
-          if (step.has("from") && !step.get("from").isJsonNull()) {
-            from = bytes(step.getAsJsonObject("from").get("key"));
-            fromInclusive = step.getAsJsonObject("from").get("inclusive").getAsBoolean();
-          }
-          if (step.has("to") && !step.get("to").isJsonNull()) {
-            to = bytes(step.getAsJsonObject("to").get("key"));
-            toInclusive = step.getAsJsonObject("to").get("inclusive").getAsBoolean();
-          }
+          Map.Entry<byte[], Boolean> from = bound(step, "from");
+          Map.Entry<byte[], Boolean> to = bound(step, "to");
           boolean reverse = step.has("reverse") && step.get("reverse").getAsBoolean();
           int limit = (int) step.get("limit").getAsLong();
-          ByteMap.RangeResult r = m.range(from, fromInclusive, to, toInclusive, limit, reverse);
-          JsonObject out = new JsonObject();
-          out.add("entries", entries(r.entries));
-          out.addProperty("more", r.more);
-          return out;
+          return rangeJson(
+              m.range(
+                  from == null ? null : from.getKey(),
+                  from != null && from.getValue(),
+                  to == null ? null : to.getKey(),
+                  to != null && to.getValue(),
+                  limit,
+                  reverse));
         }
       case "snapshot":
         try (Snapshot s = m.snapshot()) {
@@ -366,6 +415,46 @@ public class ConformanceTest {
           h.map.releaseSnapshot(h.snapshot.id());
           return JsonNull.INSTANCE;
         }
+      default:
+        throw new AssertionError(where + ": unknown op " + op + " (the runner is out of date)");
+    }
+  }
+
+  /** A txn_* op on {@code tx}. */
+  private static JsonElement runTxn(
+      String op, Transaction tx, JsonObject step, String prefix, String where) {
+    String map = step.has("map") ? prefix + step.get("map").getAsString() : null;
+    switch (op) {
+      case "txn_get":
+        return hex(tx.get(map, bytes(step.get("key"))));
+      case "txn_put":
+        tx.put(map, bytes(step.get("key")), bytes(step.get("value")));
+        return JsonNull.INSTANCE;
+      case "txn_delete":
+        tx.delete(map, bytes(step.get("key")));
+        return JsonNull.INSTANCE;
+      case "txn_range":
+        {
+          Map.Entry<byte[], Boolean> from = bound(step, "from");
+          Map.Entry<byte[], Boolean> to = bound(step, "to");
+          boolean reverse = step.has("reverse") && step.get("reverse").getAsBoolean();
+          int limit = (int) step.get("limit").getAsLong();
+          return rangeJson(
+              tx.range(
+                  map,
+                  from == null ? null : from.getKey(),
+                  from != null && from.getValue(),
+                  to == null ? null : to.getKey(),
+                  to != null && to.getValue(),
+                  limit,
+                  reverse));
+        }
+      case "txn_commit":
+        tx.commit();
+        return JsonNull.INSTANCE;
+      case "txn_abandon":
+        tx.abandon();
+        return JsonNull.INSTANCE;
       default:
         throw new AssertionError(where + ": unknown op " + op + " (the runner is out of date)");
     }

@@ -28,7 +28,7 @@ public final class DevCluster {
   private static final int PORT_LOW = 21000;
   private static final int PORT_HIGH = 21990;
   private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
-  private static final long LIFETIME_SECONDS = 900;
+  private static final long LIFETIME_SECONDS = 1800;
 
   private static DevCluster shared;
 

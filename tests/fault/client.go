@@ -223,9 +223,13 @@ func (c *Conn) NewSession() *Session {
 }
 
 // OpError is a failed operation; MaybeApplied says its effect is unknown.
+// Kind and Code are those of the last answer when it ended the operation
+// (a refusal: the amulet-error metadata and the gRPC code), else empty.
 type OpError struct {
 	Msg          string
 	MaybeApplied bool
+	Kind         string
+	Code         codes.Code
 }
 
 func (e *OpError) Error() string { return e.Msg }
@@ -243,10 +247,18 @@ type retryErr struct {
 	msg          string
 	maybeApplied bool
 	final        bool
+	kind         string
+	code         codes.Code
 }
 
 // classify turns a gRPC error into a retry decision (as client.py's _on_error).
 func (c *Conn) classify(ctx context.Context, err error, kind string, s *Session, addr string) retryErr {
+	re := c.classifyOnly(ctx, err, kind, s, addr)
+	re.kind, re.code = kind, status.Code(err)
+	return re
+}
+
+func (c *Conn) classifyOnly(ctx context.Context, err error, kind string, s *Session, addr string) retryErr {
 	st, _ := status.FromError(err)
 	msg := fmt.Sprintf("%s: %s %s: %s", addr, st.Code(), kind, st.Message())
 	switch kind {
@@ -308,6 +320,18 @@ func (c *Conn) ensureSession(ctx context.Context, s *Session) error {
 // Execute runs one map operation in session s (all partitions: the lowest
 // partition; one key: its partition) with retries, and uses up a sequence.
 func (c *Conn) Execute(ctx context.Context, s *Session, key []byte, whole bool, build func(*pb.MapRequest)) (*pb.MapResponse, error) {
+	return c.ExecuteOn(ctx, s, func(r *Routing) (uint32, error) {
+		if whole {
+			return r.AllPartitions()[0], nil
+		}
+		return r.PartitionOf(key), nil
+	}, build)
+}
+
+// ExecuteOn is Execute sent to a replica of the partition route picks from
+// the current partition map (asked again at every attempt: the map may
+// change between them).
+func (c *Conn) ExecuteOn(ctx context.Context, s *Session, route func(*Routing) (uint32, error), build func(*pb.MapRequest)) (*pb.MapResponse, error) {
 	defer func() { s.Seq++ }()
 	deadline := time.Now().Add(c.OpLimit)
 	backoff := 10 * time.Millisecond
@@ -319,15 +343,13 @@ func (c *Conn) Execute(ctx context.Context, s *Session, key []byte, whole bool, 
 			last = "session: " + err.Error()
 		} else {
 			r, err := c.Routing(ctx)
+			var part uint32
+			if err == nil {
+				part, err = route(r)
+			}
 			if err != nil {
 				last = err.Error()
 			} else {
-				var part uint32
-				if whole {
-					part = r.AllPartitions()[0]
-				} else {
-					part = r.PartitionOf(key)
-				}
 				addrs := r.replicaAddrs(part)
 				addr := c.pickOther(addrs, failed)
 				req := &pb.MapRequest{Header: &pb.RequestHeader{MapVersion: r.Version, Partition: part, Session: s.ID, Sequence: s.Seq}}
@@ -344,7 +366,7 @@ func (c *Conn) Execute(ctx context.Context, s *Session, key []byte, whole bool, 
 				maybe = maybe || re.maybeApplied
 				last = re.msg
 				if re.final {
-					return nil, &OpError{Msg: re.msg, MaybeApplied: maybe}
+					return nil, &OpError{Msg: re.msg, MaybeApplied: maybe, Kind: re.kind, Code: re.code}
 				}
 				if !s.Open && maybe {
 					// A new session could apply it a second time.

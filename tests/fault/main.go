@@ -28,6 +28,7 @@ var ciScenarios = []string{
 	"pause-coordinator/map",
 	"partition-minority/snapshot",
 	"kill-coordinator/register",
+	"kill-replica/append", // transactions: Elle list-append, judged by amulet-sim
 }
 
 type Result struct {
@@ -44,6 +45,7 @@ type Result struct {
 	Checks     map[string]string `json:"checks"`
 	MaxStall   float64           `json:"max_stall_seconds"` // longest time without a successful operation
 	Anomalies  []string          `json:"anomalies"`
+	Details    map[string]string `json:"details,omitempty"` // transactional workloads: counts by outcome
 	Skipped    string            `json:"skipped,omitempty"`
 	Dir        string            `json:"dir"`
 }
@@ -51,7 +53,7 @@ type Result struct {
 func main() {
 	mode := flag.String("mode", "ci", "ci (a few short scenarios) or long")
 	duration := flag.Duration("duration", 0, "workload time per scenario (default: 35s in ci mode, 10m in long mode)")
-	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] or all (default: the ci set in ci mode, all in long mode)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank), all (every family with register+map+snapshot) or all-txn (every family with append+bank) (default: the ci set in ci mode, all in long mode)")
 	bin := flag.String("bin", "", "the amulet binary")
 	out := flag.String("out", "", "output directory (histories, logs, visualisations)")
 	seed := flag.Int64("seed", 0, "random seed (0: from the clock)")
@@ -60,11 +62,15 @@ func main() {
 	checkTimeout := flag.Duration("check-timeout", 0, "porcupine timeout per history (default 60s ci, 300s long)")
 	table := flag.String("table", "", "also write the results table into this markdown file (between the results markers)")
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
-	model := flag.String("model", "register", "model for -check: register or map")
+	model := flag.String("model", "register", "model for -check: register, map, or append (an Elle history, judged by amulet-sim)")
+	flag.StringVar(&SimBin, "sim", defaultSim(), "amulet-sim, whose --check-history judges the append workload's histories")
 	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client)")
 	flag.Parse()
 
 	if *check != "" {
+		if *model == "append" {
+			os.Exit(checkElleFile(*check))
+		}
 		os.Exit(checkFile(*check, *model))
 	}
 	if os.Getenv("AMULET_FAULT_LOCKED") == "" {
@@ -94,6 +100,10 @@ func main() {
 	case *scenarios == "all" || (*scenarios == "" && *mode == "long"):
 		for _, f := range Families {
 			list = append(list, f+"/register+map+snapshot")
+		}
+	case *scenarios == "all-txn":
+		for _, f := range Families {
+			list = append(list, f+"/append+bank")
 		}
 	case *scenarios == "":
 		list = ciScenarios
@@ -144,7 +154,7 @@ func main() {
 	for i, sc := range list {
 		family, wls := parseScenario(sc)
 		dir := filepath.Join(*out, fmt.Sprintf("%02d-%s", i+1, strings.NewReplacer("/", "-", "+", "-").Replace(sc)))
-		r := &Result{Scenario: sc, Family: family, Workloads: wls, Network: netName, Checks: map[string]string{}, Dir: dir}
+		r := &Result{Scenario: sc, Family: family, Workloads: wls, Network: netName, Checks: map[string]string{}, Details: map[string]string{}, Dir: dir}
 		if needsNetns(family) && !useNetns {
 			r.Skipped = "needs network namespaces"
 		} else {
@@ -157,6 +167,9 @@ func main() {
 		results = append(results, r)
 		line := summaryLine(r)
 		fmt.Println(line)
+		for _, k := range sortedKeys(r.Details) {
+			fmt.Printf("    %s: %s\n", k, r.Details[k])
+		}
 		if len(r.Anomalies) > 0 {
 			failed = true
 			for _, a := range r.Anomalies {
@@ -262,7 +275,7 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 		if _, err := conn.Refresh(context.Background()); err != nil {
 			return err
 		}
-		for _, m := range []string{"health", "reg", "wmap", "snap"} {
+		for _, m := range []string{"health", "reg", "wmap", "snap", appendMap, bankMap} {
 			if err := conn.CreateMap(context.Background(), m); err != nil {
 				return fmt.Errorf("create %s: %v", m, err)
 			}
@@ -278,11 +291,35 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 	}
 	logf("health check before: ok")
 
+	// Transactional workloads: set up once the cluster is healthy.
+	txns := map[string]TxnWorkload{}
+	for _, w := range wls {
+		if w.NewTxn == nil {
+			continue
+		}
+		tw, err := w.NewTxn(conn, logf, seed)
+		if err != nil {
+			anomaly("harness: %s: set-up: %v", w.Name, err)
+			return
+		}
+		txns[w.Name] = tw
+	}
+
 	// Workloads and nemesis.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	recs := map[string]*Recorder{}
 	for wi, w := range wls {
+		if tw := txns[w.Name]; tw != nil {
+			for i := 0; i < workers; i++ {
+				wg.Add(1)
+				go func(s int64) {
+					defer wg.Done()
+					tw.Worker(stop, conn, s)
+				}(seed*1000 + int64(wi*100+i))
+			}
+			continue
+		}
 		rec := NewRecorder()
 		recs[w.Name] = rec
 		for i := 0; i < workers; i++ {
@@ -321,26 +358,27 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 
 	// Final reads, histories, checks.
 	for _, w := range wls {
+		if tw := txns[w.Name]; tw != nil {
+			if err := tw.Final(conn); err != nil {
+				anomaly("%s: final read failed: %v", w.Name, err)
+			}
+			countOps(r, tw.Summary())
+			verdict, problems, details := tw.Check(dir, checkTimeout)
+			r.Checks[w.Name] = verdict
+			r.Details[w.Name] = details
+			logf("%s: %s; %s", w.Name, verdict, details)
+			for _, p := range problems {
+				anomaly("%s: %s", w.Name, p)
+			}
+			continue
+		}
 		rec := recs[w.Name]
 		if err := FinalReads(conn, w, rec); err != nil {
 			anomaly("%s: final read failed: %v", w.Name, err)
 		}
 		ops := rec.Ops()
 		WriteHistory(filepath.Join(dir, w.Name+".history.jsonl"), ops)
-		for _, o := range ops {
-			r.Ops++
-			switch o.Status {
-			case "ok":
-				r.OpsOK++
-			case "unknown":
-				r.OpsUnknown++
-			default:
-				r.OpsFailed++
-			}
-		}
-		if st := maxStall(ops); st > r.MaxStall {
-			r.MaxStall = st
-		}
+		countOps(r, ops)
 		verdict, problems := checkHistory(ops, w.Model, checkTimeout, filepath.Join(dir, w.Name+".porcupine.html"))
 		r.Checks[w.Name] = verdict
 		for _, p := range problems {
@@ -350,6 +388,49 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 	if left := c.Crashed(); len(left) > 0 {
 		logf("nodes not running at the end: %v", left)
 	}
+}
+
+// countOps adds a workload's operations to the scenario's counts and stall.
+func countOps(r *Result, ops []*Op) {
+	for _, o := range ops {
+		r.Ops++
+		switch o.Status {
+		case "ok":
+			r.OpsOK++
+		case "unknown":
+			r.OpsUnknown++
+		default:
+			r.OpsFailed++
+		}
+	}
+	if st := maxStall(ops); st > r.MaxStall {
+		r.MaxStall = st
+	}
+}
+
+// defaultSim is $AMULET_SIM, else <repo>/target/release/amulet-sim seen
+// from tests/fault.
+func defaultSim() string {
+	if s := os.Getenv("AMULET_SIM"); s != "" {
+		return s
+	}
+	p, _ := filepath.Abs(filepath.Join("..", "..", "target", "release", "amulet-sim"))
+	return p
+}
+
+// checkElleFile judges a recorded append history with amulet-sim.
+func checkElleFile(path string) int {
+	report, err := CheckElle(path, 10*time.Minute)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	if report != "" {
+		fmt.Printf("%s: NOT strictly serializable\n  %s\n", path, report)
+		return 1
+	}
+	fmt.Printf("%s: strictly serializable\n", path)
+	return 0
 }
 
 // checkHistory runs porcupine (and the acknowledged-write check) and keeps

@@ -24,6 +24,9 @@ type Workload struct {
 	Model porcupine.Model
 	// Operation mix: kind -> weight.
 	Mix map[string]int
+	// A transactional workload (append, bank): its run in a scenario,
+	// made once the cluster is up (no Model, Keys or Mix).
+	NewTxn func(conn *Conn, logf func(string, ...any), seed int64) (TxnWorkload, error)
 }
 
 func keys(prefix string, n int) []string {
@@ -44,6 +47,11 @@ var Workloads = map[string]*Workload{
 	// Snapshot scans against concurrent writes.
 	"snapshot": {Name: "snapshot", Map: "snap", Keys: keys("s", 6), Model: MapModel,
 		Mix: map[string]int{"put": 45, "del": 15, "snap": 40}},
+	// Transactions: Elle's list-append (append.go), checked strictly
+	// serializable by amulet-sim --check-history.
+	"append": {Name: "append", Map: appendMap, NewTxn: newAppendRun},
+	// Transactions: transfers between accounts and audits of the total (bank.go).
+	"bank": {Name: "bank", Map: bankMap, NewTxn: newBankRun},
 }
 
 // InjectBug names a deliberately injected bug ("" for none): "stale-reads"

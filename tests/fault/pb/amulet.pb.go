@@ -14,18 +14,76 @@
 // | status              | amulet-error     | meaning / what to do                                   |
 // |---------------------|------------------|--------------------------------------------------------|
 // | INVALID_ARGUMENT    |                  | key or value too large, bad range, bad map name, bad   |
-// |                     |                  | lease, putAll too large, missing field: fix the request |
+// |                     |                  | lease, putAll too large, missing field, a map layout   |
+// |                     |                  | or partition change breaking a rule, a commit too      |
+// |                     |                  | large or of a bad shape, a read version the cluster    |
+// |                     |                  | never gave: fix the request                            |
 // | NOT_FOUND           |                  | unknown map, unknown snapshot                          |
 // | ALREADY_EXISTS      |                  | CreateMap of a map that exists                         |
 // | FAILED_PRECONDITION | stale-map        | the client's map is old: GetPartitionMap, resend       |
 // | FAILED_PRECONDITION | not-a-replica    | this node does not replicate the partition: same       |
 // | FAILED_PRECONDITION | session-expired  | open a new session, resend                             |
 // | FAILED_PRECONDITION | stale-sequence   | the session already ran a later sequence               |
+// | FAILED_PRECONDITION |                  | the cluster is not configured for the request (no      |
+// |                     |                  | DMap; a move without checkpoints): change the cluster  |
+// | ABORTED             | retryable        | refused for a passing state of the cluster (another    |
+// |                     |                  | reconfiguration is taking effect): resend after a      |
+// |                     |                  | pause (a reconfiguration: from the new map); not       |
+// |                     |                  | ordered or not applied                                 |
+// | ABORTED             | conflict         | a transaction's commit: a key it read (metadata        |
+// |                     |                  | amulet-conflict-map, amulet-conflict-key-bin) was      |
+// |                     |                  | written after its read version; nothing applied: run   |
+// |                     |                  | the transaction again from a new read version          |
+// | ABORTED             | read-version-too-old | the read version's lease ended or it was ended:    |
+// |                     |                  | nothing applied; run the transaction again             |
+// | UNAVAILABLE         | read-version-elsewhere | this replica was restored since the read version |
+// |                     |                  | was taken and holds no snapshot of it: read from       |
+// |                     |                  | another replica                                        |
+// | RESOURCE_EXHAUSTED  |                  | too many open snapshots or read versions: end some     |
 // | DEADLINE_EXCEEDED   |                  | not ordered in time: resend with the same sequence     |
 // | UNKNOWN             | reply-lost       | it took effect; part of its reply is no longer held    |
-// | UNAVAILABLE         | behind           | the replica has not reached the client's map version:  |
-// |                     |                  | resend (later, or to another replica); not ordered      |
+// | UNAVAILABLE         | behind           | the replica has not reached the client's map version,  |
+// |                     |                  | or is catching up with its streams (restarted): resend |
+// |                     |                  | (later, or to another replica); not ordered            |
 // | UNAVAILABLE         |                  | the node is stopping or not ready: try another replica |
+//
+// A request the cluster refused (INVALID_ARGUMENT, FAILED_PRECONDITION or
+// ABORTED from a replica's or a node's verdict, not from decoding) also
+// carries the metadata key `amulet-reason`, a stable kebab-case name of
+// the reason, so programs tell reasons apart without parsing messages:
+//
+// | amulet-reason               | status              | the request                              |
+// |-----------------------------|---------------------|------------------------------------------|
+// | reconfiguration-pending     | ABORTED (retryable) | came before an earlier change's fence    |
+// | session-id-missing          | INVALID_ARGUMENT    | opens or renews a session without id     |
+// | session-lease-out-of-bounds | INVALID_ARGUMENT    | asks for a lease of 0 or above the limit |
+// | close-without-session       | INVALID_ARGUMENT    | closes a session without id              |
+// | needs-global-stream         | INVALID_ARGUMENT    | spans partitions on a partition's stream |
+// |                             |                     | (only a faulty node proposes one)        |
+// | move-needs-checkpoints      | FAILED_PRECONDITION | moves a partition; checkpoints are off   |
+// | no-dmap                     | FAILED_PRECONDITION | reached a node that serves no DMap       |
+// | no-partitions               | INVALID_ARGUMENT    | would make a partition map that breaks   |
+// | partition-without-replicas  |                     | the rule named (the message says which   |
+// | shared-stream               |                     | partition, stream, node or key)          |
+// | bad-token-ring              |                     |                                          |
+// | bad-ranges                  |                     |                                          |
+// | stream-in-use               |                     |                                          |
+// | even-acceptors              |                     |                                          |
+// | no-partition-to-split       |                     |                                          |
+// | partition-exists            |                     |                                          |
+// | split-stream-members        |                     |                                          |
+// | split-moves-nothing         |                     |                                          |
+// | token-outside-segment       |                     |                                          |
+// | not-a-range-keyspace        |                     |                                          |
+// | key-outside-range           |                     |                                          |
+// | merge-unknown-partition     |                     |                                          |
+// | merge-into-itself           |                     |                                          |
+// | merge-replicas-differ       |                     |                                          |
+// | no-partition                |                     |                                          |
+// | replicas-must-learn         |                     |                                          |
+// | move-replicas-not-distinct  |                     |                                          |
+// | move-members-must-learn     |                     |                                          |
+// | move-to-idle-node           |                     |                                          |
 //
 // A request that fails with any of these changed nothing, except
 // DEADLINE_EXCEEDED and UNAVAILABLE (it may have taken effect; resending
@@ -114,6 +172,541 @@ func (Nearest) EnumDescriptor() ([]byte, []int) {
 	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{0}
 }
 
+type ReconfigureRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The map version the change was computed from (stale: FAILED_PRECONDITION
+	// stale-map, nothing changed).
+	MapVersion uint64 `protobuf:"varint,1,opt,name=map_version,json=mapVersion,proto3" json:"map_version,omitempty"`
+	// Types that are valid to be assigned to Change:
+	//
+	//	*ReconfigureRequest_Split
+	//	*ReconfigureRequest_Merge
+	//	*ReconfigureRequest_ReplaceStream
+	//	*ReconfigureRequest_Move
+	Change        isReconfigureRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconfigureRequest) Reset() {
+	*x = ReconfigureRequest{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconfigureRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconfigureRequest) ProtoMessage() {}
+
+func (x *ReconfigureRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconfigureRequest.ProtoReflect.Descriptor instead.
+func (*ReconfigureRequest) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ReconfigureRequest) GetMapVersion() uint64 {
+	if x != nil {
+		return x.MapVersion
+	}
+	return 0
+}
+
+func (x *ReconfigureRequest) GetChange() isReconfigureRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *ReconfigureRequest) GetSplit() *SplitPartition {
+	if x != nil {
+		if x, ok := x.Change.(*ReconfigureRequest_Split); ok {
+			return x.Split
+		}
+	}
+	return nil
+}
+
+func (x *ReconfigureRequest) GetMerge() *MergePartitions {
+	if x != nil {
+		if x, ok := x.Change.(*ReconfigureRequest_Merge); ok {
+			return x.Merge
+		}
+	}
+	return nil
+}
+
+func (x *ReconfigureRequest) GetReplaceStream() *ReplaceStream {
+	if x != nil {
+		if x, ok := x.Change.(*ReconfigureRequest_ReplaceStream); ok {
+			return x.ReplaceStream
+		}
+	}
+	return nil
+}
+
+func (x *ReconfigureRequest) GetMove() *MovePartition {
+	if x != nil {
+		if x, ok := x.Change.(*ReconfigureRequest_Move); ok {
+			return x.Move
+		}
+	}
+	return nil
+}
+
+type isReconfigureRequest_Change interface {
+	isReconfigureRequest_Change()
+}
+
+type ReconfigureRequest_Split struct {
+	Split *SplitPartition `protobuf:"bytes,2,opt,name=split,proto3,oneof"`
+}
+
+type ReconfigureRequest_Merge struct {
+	Merge *MergePartitions `protobuf:"bytes,3,opt,name=merge,proto3,oneof"`
+}
+
+type ReconfigureRequest_ReplaceStream struct {
+	ReplaceStream *ReplaceStream `protobuf:"bytes,4,opt,name=replace_stream,json=replaceStream,proto3,oneof"`
+}
+
+type ReconfigureRequest_Move struct {
+	Move *MovePartition `protobuf:"bytes,5,opt,name=move,proto3,oneof"`
+}
+
+func (*ReconfigureRequest_Split) isReconfigureRequest_Change() {}
+
+func (*ReconfigureRequest_Merge) isReconfigureRequest_Change() {}
+
+func (*ReconfigureRequest_ReplaceStream) isReconfigureRequest_Change() {}
+
+func (*ReconfigureRequest_Move) isReconfigureRequest_Change() {}
+
+// A stream created by a reconfiguration.
+type StreamSpec struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Stream    uint32                 `protobuf:"varint,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	Acceptors []uint32               `protobuf:"varint,2,rep,packed,name=acceptors,proto3" json:"acceptors,omitempty"`
+	Learners  []uint32               `protobuf:"varint,3,rep,packed,name=learners,proto3" json:"learners,omitempty"`
+	// "memory", "async" or "sync".
+	Storage       string `protobuf:"bytes,4,opt,name=storage,proto3" json:"storage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSpec) Reset() {
+	*x = StreamSpec{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSpec) ProtoMessage() {}
+
+func (x *StreamSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSpec.ProtoReflect.Descriptor instead.
+func (*StreamSpec) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StreamSpec) GetStream() uint32 {
+	if x != nil {
+		return x.Stream
+	}
+	return 0
+}
+
+func (x *StreamSpec) GetAcceptors() []uint32 {
+	if x != nil {
+		return x.Acceptors
+	}
+	return nil
+}
+
+func (x *StreamSpec) GetLearners() []uint32 {
+	if x != nil {
+		return x.Learners
+	}
+	return nil
+}
+
+func (x *StreamSpec) GetStorage() string {
+	if x != nil {
+		return x.Storage
+	}
+	return ""
+}
+
+// The keys of `source` from `at_token` (hash maps) up to the end of its
+// token segment, and of each range map from the cut key up to the end of
+// its range, move to the new partition `new_partition`, replicated by the
+// same nodes on the new stream `stream`.
+type SplitPartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        uint32                 `protobuf:"varint,1,opt,name=source,proto3" json:"source,omitempty"`
+	NewPartition  uint32                 `protobuf:"varint,2,opt,name=new_partition,json=newPartition,proto3" json:"new_partition,omitempty"`
+	Stream        *StreamSpec            `protobuf:"bytes,3,opt,name=stream,proto3" json:"stream,omitempty"`
+	AtToken       *uint32                `protobuf:"varint,4,opt,name=at_token,json=atToken,proto3,oneof" json:"at_token,omitempty"`
+	AtKeys        []*RangeCut            `protobuf:"bytes,5,rep,name=at_keys,json=atKeys,proto3" json:"at_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SplitPartition) Reset() {
+	*x = SplitPartition{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SplitPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SplitPartition) ProtoMessage() {}
+
+func (x *SplitPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SplitPartition.ProtoReflect.Descriptor instead.
+func (*SplitPartition) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SplitPartition) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *SplitPartition) GetNewPartition() uint32 {
+	if x != nil {
+		return x.NewPartition
+	}
+	return 0
+}
+
+func (x *SplitPartition) GetStream() *StreamSpec {
+	if x != nil {
+		return x.Stream
+	}
+	return nil
+}
+
+func (x *SplitPartition) GetAtToken() uint32 {
+	if x != nil && x.AtToken != nil {
+		return *x.AtToken
+	}
+	return 0
+}
+
+func (x *SplitPartition) GetAtKeys() []*RangeCut {
+	if x != nil {
+		return x.AtKeys
+	}
+	return nil
+}
+
+type RangeCut struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Map           string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RangeCut) Reset() {
+	*x = RangeCut{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RangeCut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RangeCut) ProtoMessage() {}
+
+func (x *RangeCut) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RangeCut.ProtoReflect.Descriptor instead.
+func (*RangeCut) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RangeCut) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *RangeCut) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+// Every key of `source` moves to `into` (replicated by the same nodes);
+// `source` and its stream retire.
+type MergePartitions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        uint32                 `protobuf:"varint,1,opt,name=source,proto3" json:"source,omitempty"`
+	Into          uint32                 `protobuf:"varint,2,opt,name=into,proto3" json:"into,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergePartitions) Reset() {
+	*x = MergePartitions{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergePartitions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergePartitions) ProtoMessage() {}
+
+func (x *MergePartitions) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergePartitions.ProtoReflect.Descriptor instead.
+func (*MergePartitions) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MergePartitions) GetSource() uint32 {
+	if x != nil {
+		return x.Source
+	}
+	return 0
+}
+
+func (x *MergePartitions) GetInto() uint32 {
+	if x != nil {
+		return x.Into
+	}
+	return 0
+}
+
+// `partition` continues on the new stream `stream` (thesis §4.2
+// "Reconfiguration"); the old stream retires.
+type ReplaceStream struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     uint32                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Stream        *StreamSpec            `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplaceStream) Reset() {
+	*x = ReplaceStream{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplaceStream) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplaceStream) ProtoMessage() {}
+
+func (x *ReplaceStream) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplaceStream.ProtoReflect.Descriptor instead.
+func (*ReplaceStream) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ReplaceStream) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ReplaceStream) GetStream() *StreamSpec {
+	if x != nil {
+		return x.Stream
+	}
+	return nil
+}
+
+// `partition` moves to the replica group `replicas` (each already a
+// replica of some partition) on the new stream `stream`, whose members
+// must be the old and the new replicas; the new ones that had no replica
+// fetch a peer's checkpoint (state transfer), the old ones that go drop
+// theirs once a majority of the new group holds the state.
+type MovePartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     uint32                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Replicas      []uint32               `protobuf:"varint,2,rep,packed,name=replicas,proto3" json:"replicas,omitempty"`
+	Stream        *StreamSpec            `protobuf:"bytes,3,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MovePartition) Reset() {
+	*x = MovePartition{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MovePartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MovePartition) ProtoMessage() {}
+
+func (x *MovePartition) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MovePartition.ProtoReflect.Descriptor instead.
+func (*MovePartition) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *MovePartition) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *MovePartition) GetReplicas() []uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *MovePartition) GetStream() *StreamSpec {
+	if x != nil {
+		return x.Stream
+	}
+	return nil
+}
+
+type ReconfigureResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconfigureResponse) Reset() {
+	*x = ReconfigureResponse{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconfigureResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconfigureResponse) ProtoMessage() {}
+
+func (x *ReconfigureResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconfigureResponse.ProtoReflect.Descriptor instead.
+func (*ReconfigureResponse) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{7}
+}
+
 type GetPartitionMapRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -122,7 +715,7 @@ type GetPartitionMapRequest struct {
 
 func (x *GetPartitionMapRequest) Reset() {
 	*x = GetPartitionMapRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -134,7 +727,7 @@ func (x *GetPartitionMapRequest) String() string {
 func (*GetPartitionMapRequest) ProtoMessage() {}
 
 func (x *GetPartitionMapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -147,7 +740,7 @@ func (x *GetPartitionMapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPartitionMapRequest.ProtoReflect.Descriptor instead.
 func (*GetPartitionMapRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{0}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{8}
 }
 
 type PartitionMap struct {
@@ -167,7 +760,7 @@ type PartitionMap struct {
 
 func (x *PartitionMap) Reset() {
 	*x = PartitionMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -179,7 +772,7 @@ func (x *PartitionMap) String() string {
 func (*PartitionMap) ProtoMessage() {}
 
 func (x *PartitionMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -192,7 +785,7 @@ func (x *PartitionMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionMap.ProtoReflect.Descriptor instead.
 func (*PartitionMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{1}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PartitionMap) GetVersion() uint64 {
@@ -248,7 +841,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +853,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +866,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{2}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Partition) GetId() uint32 {
@@ -307,7 +900,7 @@ type TokenRange struct {
 
 func (x *TokenRange) Reset() {
 	*x = TokenRange{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +912,7 @@ func (x *TokenRange) String() string {
 func (*TokenRange) ProtoMessage() {}
 
 func (x *TokenRange) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +925,7 @@ func (x *TokenRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRange.ProtoReflect.Descriptor instead.
 func (*TokenRange) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{3}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TokenRange) GetFirstToken() uint32 {
@@ -361,7 +954,7 @@ type Keyspace struct {
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +966,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +979,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{4}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Keyspace) GetName() string {
@@ -416,7 +1009,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -428,7 +1021,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -441,7 +1034,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{5}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Layout) GetKind() isLayout_Kind {
@@ -493,7 +1086,7 @@ type HashLayout struct {
 
 func (x *HashLayout) Reset() {
 	*x = HashLayout{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +1098,7 @@ func (x *HashLayout) String() string {
 func (*HashLayout) ProtoMessage() {}
 
 func (x *HashLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +1111,7 @@ func (x *HashLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HashLayout.ProtoReflect.Descriptor instead.
 func (*HashLayout) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{6}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{14}
 }
 
 type RangeLayout struct {
@@ -530,7 +1123,7 @@ type RangeLayout struct {
 
 func (x *RangeLayout) Reset() {
 	*x = RangeLayout{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -542,7 +1135,7 @@ func (x *RangeLayout) String() string {
 func (*RangeLayout) ProtoMessage() {}
 
 func (x *RangeLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -555,7 +1148,7 @@ func (x *RangeLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeLayout.ProtoReflect.Descriptor instead.
 func (*RangeLayout) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{7}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RangeLayout) GetSplits() []*RangeSplit {
@@ -575,7 +1168,7 @@ type RangeSplit struct {
 
 func (x *RangeSplit) Reset() {
 	*x = RangeSplit{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +1180,7 @@ func (x *RangeSplit) String() string {
 func (*RangeSplit) ProtoMessage() {}
 
 func (x *RangeSplit) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +1193,7 @@ func (x *RangeSplit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeSplit.ProtoReflect.Descriptor instead.
 func (*RangeSplit) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{8}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RangeSplit) GetStartKey() []byte {
@@ -627,7 +1220,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +1232,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +1245,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{9}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeAddress) GetNode() uint32 {
@@ -681,7 +1274,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +1286,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +1299,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{10}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *OpenSessionRequest) GetSession() uint64 {
@@ -740,7 +1333,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +1345,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +1358,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{11}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CloseSessionRequest) GetSession() uint64 {
@@ -790,7 +1383,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +1395,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +1408,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{12}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{20}
 }
 
 // Routing and exactly-once stamp of a map operation.
@@ -836,7 +1429,7 @@ type RequestHeader struct {
 
 func (x *RequestHeader) Reset() {
 	*x = RequestHeader{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +1441,7 @@ func (x *RequestHeader) String() string {
 func (*RequestHeader) ProtoMessage() {}
 
 func (x *RequestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +1454,7 @@ func (x *RequestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestHeader.ProtoReflect.Descriptor instead.
 func (*RequestHeader) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{13}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RequestHeader) GetMapVersion() uint64 {
@@ -918,6 +1511,9 @@ type MapRequest struct {
 	//	*MapRequest_Range
 	//	*MapRequest_OpenSnapshot
 	//	*MapRequest_ReleaseSnapshot
+	//	*MapRequest_BeginTransaction
+	//	*MapRequest_EndTransaction
+	//	*MapRequest_Commit
 	Op            isMapRequest_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -925,7 +1521,7 @@ type MapRequest struct {
 
 func (x *MapRequest) Reset() {
 	*x = MapRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1533,7 @@ func (x *MapRequest) String() string {
 func (*MapRequest) ProtoMessage() {}
 
 func (x *MapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1546,7 @@ func (x *MapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRequest.ProtoReflect.Descriptor instead.
 func (*MapRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{14}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MapRequest) GetHeader() *RequestHeader {
@@ -1156,6 +1752,33 @@ func (x *MapRequest) GetReleaseSnapshot() *ReleaseSnapshot {
 	return nil
 }
 
+func (x *MapRequest) GetBeginTransaction() *BeginTransaction {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_BeginTransaction); ok {
+			return x.BeginTransaction
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetEndTransaction() *EndTransaction {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_EndTransaction); ok {
+			return x.EndTransaction
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetCommit() *Commit {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_Commit); ok {
+			return x.Commit
+		}
+	}
+	return nil
+}
+
 type isMapRequest_Op interface {
 	isMapRequest_Op()
 }
@@ -1244,6 +1867,18 @@ type MapRequest_ReleaseSnapshot struct {
 	ReleaseSnapshot *ReleaseSnapshot `protobuf:"bytes,30,opt,name=release_snapshot,json=releaseSnapshot,proto3,oneof"`
 }
 
+type MapRequest_BeginTransaction struct {
+	BeginTransaction *BeginTransaction `protobuf:"bytes,31,opt,name=begin_transaction,json=beginTransaction,proto3,oneof"`
+}
+
+type MapRequest_EndTransaction struct {
+	EndTransaction *EndTransaction `protobuf:"bytes,32,opt,name=end_transaction,json=endTransaction,proto3,oneof"`
+}
+
+type MapRequest_Commit struct {
+	Commit *Commit `protobuf:"bytes,33,opt,name=commit,proto3,oneof"`
+}
+
 func (*MapRequest_CreateMap) isMapRequest_Op() {}
 
 func (*MapRequest_DropMap) isMapRequest_Op() {}
@@ -1286,6 +1921,459 @@ func (*MapRequest_OpenSnapshot) isMapRequest_Op() {}
 
 func (*MapRequest_ReleaseSnapshot) isMapRequest_Op() {}
 
+func (*MapRequest_BeginTransaction) isMapRequest_Op() {}
+
+func (*MapRequest_EndTransaction) isMapRequest_Op() {}
+
+func (*MapRequest_Commit) isMapRequest_Op() {}
+
+// Takes a read version for transactions (every partition; see
+// docs/transactions.md): the response's read_version. Every partition
+// keeps a snapshot of all its maps there for lease_micros of replicated
+// time (1 ..= read_version_lease_micros_max) unless ended first. Several
+// transactions that begin together may share one. end_read_versions are
+// ended first (a client ends the versions it is done with in its next
+// begin instead of ordering an EndTransaction for each).
+type BeginTransaction struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	LeaseMicros     uint64                 `protobuf:"varint,1,opt,name=lease_micros,json=leaseMicros,proto3" json:"lease_micros,omitempty"`
+	EndReadVersions []uint64               `protobuf:"varint,2,rep,packed,name=end_read_versions,json=endReadVersions,proto3" json:"end_read_versions,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BeginTransaction) Reset() {
+	*x = BeginTransaction{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BeginTransaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BeginTransaction) ProtoMessage() {}
+
+func (x *BeginTransaction) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BeginTransaction.ProtoReflect.Descriptor instead.
+func (*BeginTransaction) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *BeginTransaction) GetLeaseMicros() uint64 {
+	if x != nil {
+		return x.LeaseMicros
+	}
+	return 0
+}
+
+func (x *BeginTransaction) GetEndReadVersions() []uint64 {
+	if x != nil {
+		return x.EndReadVersions
+	}
+	return nil
+}
+
+// Ends a read version early (every partition; idempotent).
+type EndTransaction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReadVersion   uint64                 `protobuf:"varint,1,opt,name=read_version,json=readVersion,proto3" json:"read_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndTransaction) Reset() {
+	*x = EndTransaction{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndTransaction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndTransaction) ProtoMessage() {}
+
+func (x *EndTransaction) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndTransaction.ProtoReflect.Descriptor instead.
+func (*EndTransaction) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *EndTransaction) GetReadVersion() uint64 {
+	if x != nil {
+		return x.ReadVersion
+	}
+	return 0
+}
+
+// A range of keys; an absent end is open.
+type KeyRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *KeyBound              `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *KeyBound              `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyRange) Reset() {
+	*x = KeyRange{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyRange) ProtoMessage() {}
+
+func (x *KeyRange) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
+func (*KeyRange) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *KeyRange) GetFrom() *KeyBound {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *KeyRange) GetTo() *KeyBound {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+// A range a transaction read (a single key: from = to, both inclusive).
+type ReadConflict struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Map           string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Range         *KeyRange              `protobuf:"bytes,2,opt,name=range,proto3" json:"range,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadConflict) Reset() {
+	*x = ReadConflict{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadConflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadConflict) ProtoMessage() {}
+
+func (x *ReadConflict) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadConflict.ProtoReflect.Descriptor instead.
+func (*ReadConflict) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ReadConflict) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *ReadConflict) GetRange() *KeyRange {
+	if x != nil {
+		return x.Range
+	}
+	return nil
+}
+
+// A write of a transaction; an absent value removes the key.
+type TxnWrite struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Map           string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte                 `protobuf:"bytes,3,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TxnWrite) Reset() {
+	*x = TxnWrite{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TxnWrite) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TxnWrite) ProtoMessage() {}
+
+func (x *TxnWrite) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TxnWrite.ProtoReflect.Descriptor instead.
+func (*TxnWrite) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *TxnWrite) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *TxnWrite) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *TxnWrite) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// Commits a transaction: every partition holding a written key or part of
+// a read range checks that no key it holds in the read ranges was written
+// at or after read_version; all apply the writes or none does. Send it in
+// a session (exactly-once: a resent commit never applies twice). Without
+// a read version (blind writes) it never conflicts.
+type Commit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReadVersion   *uint64                `protobuf:"varint,1,opt,name=read_version,json=readVersion,proto3,oneof" json:"read_version,omitempty"`
+	Reads         []*ReadConflict        `protobuf:"bytes,2,rep,name=reads,proto3" json:"reads,omitempty"`
+	Writes        []*TxnWrite            `protobuf:"bytes,3,rep,name=writes,proto3" json:"writes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Commit) Reset() {
+	*x = Commit{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Commit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Commit) ProtoMessage() {}
+
+func (x *Commit) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Commit.ProtoReflect.Descriptor instead.
+func (*Commit) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *Commit) GetReadVersion() uint64 {
+	if x != nil && x.ReadVersion != nil {
+		return *x.ReadVersion
+	}
+	return 0
+}
+
+func (x *Commit) GetReads() []*ReadConflict {
+	if x != nil {
+		return x.Reads
+	}
+	return nil
+}
+
+func (x *Commit) GetWrites() []*TxnWrite {
+	if x != nil {
+		return x.Writes
+	}
+	return nil
+}
+
+// A read of a transaction (get, contains_key, range, first_entry,
+// last_entry, nearest_entry, size, is_empty, contains_value) served from
+// the read version's snapshot by this node's replica of `partition`,
+// without ordering. The header's map_version is checked as for Execute.
+type ReadAtRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReadVersion   uint64                 `protobuf:"varint,1,opt,name=read_version,json=readVersion,proto3" json:"read_version,omitempty"`
+	Request       *MapRequest            `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadAtRequest) Reset() {
+	*x = ReadAtRequest{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadAtRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadAtRequest) ProtoMessage() {}
+
+func (x *ReadAtRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadAtRequest.ProtoReflect.Descriptor instead.
+func (*ReadAtRequest) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ReadAtRequest) GetReadVersion() uint64 {
+	if x != nil {
+		return x.ReadVersion
+	}
+	return 0
+}
+
+func (x *ReadAtRequest) GetRequest() *MapRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+// The read's response; written_since: a key the read covered was written
+// at or after the read version in this partition, so a transaction that
+// writes will conflict (it may give up now).
+type ReadAtResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Response      *MapResponse           `protobuf:"bytes,1,opt,name=response,proto3" json:"response,omitempty"`
+	WrittenSince  bool                   `protobuf:"varint,2,opt,name=written_since,json=writtenSince,proto3" json:"written_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadAtResponse) Reset() {
+	*x = ReadAtResponse{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadAtResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadAtResponse) ProtoMessage() {}
+
+func (x *ReadAtResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadAtResponse.ProtoReflect.Descriptor instead.
+func (*ReadAtResponse) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ReadAtResponse) GetResponse() *MapResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ReadAtResponse) GetWrittenSince() bool {
+	if x != nil {
+		return x.WrittenSince
+	}
+	return false
+}
+
 // Creates an empty map. Without a layout the map is hash-partitioned.
 type CreateMap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1297,7 +2385,7 @@ type CreateMap struct {
 
 func (x *CreateMap) Reset() {
 	*x = CreateMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +2397,7 @@ func (x *CreateMap) String() string {
 func (*CreateMap) ProtoMessage() {}
 
 func (x *CreateMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +2410,7 @@ func (x *CreateMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMap.ProtoReflect.Descriptor instead.
 func (*CreateMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{15}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateMap) GetMap() string {
@@ -1348,7 +2436,7 @@ type DropMap struct {
 
 func (x *DropMap) Reset() {
 	*x = DropMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +2448,7 @@ func (x *DropMap) String() string {
 func (*DropMap) ProtoMessage() {}
 
 func (x *DropMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +2461,7 @@ func (x *DropMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropMap.ProtoReflect.Descriptor instead.
 func (*DropMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{16}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DropMap) GetMap() string {
@@ -1394,7 +2482,7 @@ type Get struct {
 
 func (x *Get) Reset() {
 	*x = Get{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +2494,7 @@ func (x *Get) String() string {
 func (*Get) ProtoMessage() {}
 
 func (x *Get) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +2507,7 @@ func (x *Get) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Get.ProtoReflect.Descriptor instead.
 func (*Get) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{17}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Get) GetMap() string {
@@ -1447,7 +2535,7 @@ type ContainsKey struct {
 
 func (x *ContainsKey) Reset() {
 	*x = ContainsKey{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1459,7 +2547,7 @@ func (x *ContainsKey) String() string {
 func (*ContainsKey) ProtoMessage() {}
 
 func (x *ContainsKey) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1472,7 +2560,7 @@ func (x *ContainsKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainsKey.ProtoReflect.Descriptor instead.
 func (*ContainsKey) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{18}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ContainsKey) GetMap() string {
@@ -1501,7 +2589,7 @@ type Put struct {
 
 func (x *Put) Reset() {
 	*x = Put{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +2601,7 @@ func (x *Put) String() string {
 func (*Put) ProtoMessage() {}
 
 func (x *Put) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +2614,7 @@ func (x *Put) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Put.ProtoReflect.Descriptor instead.
 func (*Put) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{19}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Put) GetMap() string {
@@ -1561,7 +2649,7 @@ type Remove struct {
 
 func (x *Remove) Reset() {
 	*x = Remove{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +2661,7 @@ func (x *Remove) String() string {
 func (*Remove) ProtoMessage() {}
 
 func (x *Remove) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +2674,7 @@ func (x *Remove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Remove.ProtoReflect.Descriptor instead.
 func (*Remove) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{20}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Remove) GetMap() string {
@@ -1615,7 +2703,7 @@ type PutIfAbsent struct {
 
 func (x *PutIfAbsent) Reset() {
 	*x = PutIfAbsent{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +2715,7 @@ func (x *PutIfAbsent) String() string {
 func (*PutIfAbsent) ProtoMessage() {}
 
 func (x *PutIfAbsent) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +2728,7 @@ func (x *PutIfAbsent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutIfAbsent.ProtoReflect.Descriptor instead.
 func (*PutIfAbsent) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{21}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PutIfAbsent) GetMap() string {
@@ -1676,7 +2764,7 @@ type Replace struct {
 
 func (x *Replace) Reset() {
 	*x = Replace{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +2776,7 @@ func (x *Replace) String() string {
 func (*Replace) ProtoMessage() {}
 
 func (x *Replace) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +2789,7 @@ func (x *Replace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replace.ProtoReflect.Descriptor instead.
 func (*Replace) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{22}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Replace) GetMap() string {
@@ -1738,7 +2826,7 @@ type ReplaceIfEquals struct {
 
 func (x *ReplaceIfEquals) Reset() {
 	*x = ReplaceIfEquals{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1750,7 +2838,7 @@ func (x *ReplaceIfEquals) String() string {
 func (*ReplaceIfEquals) ProtoMessage() {}
 
 func (x *ReplaceIfEquals) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1763,7 +2851,7 @@ func (x *ReplaceIfEquals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceIfEquals.ProtoReflect.Descriptor instead.
 func (*ReplaceIfEquals) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{23}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReplaceIfEquals) GetMap() string {
@@ -1806,7 +2894,7 @@ type RemoveIfEquals struct {
 
 func (x *RemoveIfEquals) Reset() {
 	*x = RemoveIfEquals{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1818,7 +2906,7 @@ func (x *RemoveIfEquals) String() string {
 func (*RemoveIfEquals) ProtoMessage() {}
 
 func (x *RemoveIfEquals) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1831,7 +2919,7 @@ func (x *RemoveIfEquals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveIfEquals.ProtoReflect.Descriptor instead.
 func (*RemoveIfEquals) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{24}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RemoveIfEquals) GetMap() string {
@@ -1866,7 +2954,7 @@ type PutAll struct {
 
 func (x *PutAll) Reset() {
 	*x = PutAll{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1878,7 +2966,7 @@ func (x *PutAll) String() string {
 func (*PutAll) ProtoMessage() {}
 
 func (x *PutAll) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1891,7 +2979,7 @@ func (x *PutAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutAll.ProtoReflect.Descriptor instead.
 func (*PutAll) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{25}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PutAll) GetMap() string {
@@ -1919,7 +3007,7 @@ type ContainsValue struct {
 
 func (x *ContainsValue) Reset() {
 	*x = ContainsValue{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +3019,7 @@ func (x *ContainsValue) String() string {
 func (*ContainsValue) ProtoMessage() {}
 
 func (x *ContainsValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +3032,7 @@ func (x *ContainsValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainsValue.ProtoReflect.Descriptor instead.
 func (*ContainsValue) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{26}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ContainsValue) GetMap() string {
@@ -1971,7 +3059,7 @@ type Size struct {
 
 func (x *Size) Reset() {
 	*x = Size{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1983,7 +3071,7 @@ func (x *Size) String() string {
 func (*Size) ProtoMessage() {}
 
 func (x *Size) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1996,7 +3084,7 @@ func (x *Size) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Size.ProtoReflect.Descriptor instead.
 func (*Size) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{27}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Size) GetMap() string {
@@ -2016,7 +3104,7 @@ type IsEmpty struct {
 
 func (x *IsEmpty) Reset() {
 	*x = IsEmpty{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +3116,7 @@ func (x *IsEmpty) String() string {
 func (*IsEmpty) ProtoMessage() {}
 
 func (x *IsEmpty) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +3129,7 @@ func (x *IsEmpty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsEmpty.ProtoReflect.Descriptor instead.
 func (*IsEmpty) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{28}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *IsEmpty) GetMap() string {
@@ -2061,7 +3149,7 @@ type Clear struct {
 
 func (x *Clear) Reset() {
 	*x = Clear{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2073,7 +3161,7 @@ func (x *Clear) String() string {
 func (*Clear) ProtoMessage() {}
 
 func (x *Clear) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2086,7 +3174,7 @@ func (x *Clear) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clear.ProtoReflect.Descriptor instead.
 func (*Clear) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{29}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Clear) GetMap() string {
@@ -2106,7 +3194,7 @@ type FirstEntry struct {
 
 func (x *FirstEntry) Reset() {
 	*x = FirstEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +3206,7 @@ func (x *FirstEntry) String() string {
 func (*FirstEntry) ProtoMessage() {}
 
 func (x *FirstEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +3219,7 @@ func (x *FirstEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirstEntry.ProtoReflect.Descriptor instead.
 func (*FirstEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{30}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *FirstEntry) GetMap() string {
@@ -2151,7 +3239,7 @@ type LastEntry struct {
 
 func (x *LastEntry) Reset() {
 	*x = LastEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2163,7 +3251,7 @@ func (x *LastEntry) String() string {
 func (*LastEntry) ProtoMessage() {}
 
 func (x *LastEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2176,7 +3264,7 @@ func (x *LastEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastEntry.ProtoReflect.Descriptor instead.
 func (*LastEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{31}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *LastEntry) GetMap() string {
@@ -2198,7 +3286,7 @@ type NearestEntry struct {
 
 func (x *NearestEntry) Reset() {
 	*x = NearestEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +3298,7 @@ func (x *NearestEntry) String() string {
 func (*NearestEntry) ProtoMessage() {}
 
 func (x *NearestEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +3311,7 @@ func (x *NearestEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NearestEntry.ProtoReflect.Descriptor instead.
 func (*NearestEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{32}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NearestEntry) GetMap() string {
@@ -2257,7 +3345,7 @@ type KeyBound struct {
 
 func (x *KeyBound) Reset() {
 	*x = KeyBound{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +3357,7 @@ func (x *KeyBound) String() string {
 func (*KeyBound) ProtoMessage() {}
 
 func (x *KeyBound) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +3370,7 @@ func (x *KeyBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyBound.ProtoReflect.Descriptor instead.
 func (*KeyBound) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{33}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *KeyBound) GetKey() []byte {
@@ -2314,7 +3402,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2326,7 +3414,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2339,7 +3427,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{34}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Range) GetMap() string {
@@ -2389,7 +3477,7 @@ type OpenSnapshot struct {
 
 func (x *OpenSnapshot) Reset() {
 	*x = OpenSnapshot{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +3489,7 @@ func (x *OpenSnapshot) String() string {
 func (*OpenSnapshot) ProtoMessage() {}
 
 func (x *OpenSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +3502,7 @@ func (x *OpenSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSnapshot.ProtoReflect.Descriptor instead.
 func (*OpenSnapshot) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{35}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *OpenSnapshot) GetMap() string {
@@ -2441,7 +3529,7 @@ type ReleaseSnapshot struct {
 
 func (x *ReleaseSnapshot) Reset() {
 	*x = ReleaseSnapshot{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +3541,7 @@ func (x *ReleaseSnapshot) String() string {
 func (*ReleaseSnapshot) ProtoMessage() {}
 
 func (x *ReleaseSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +3554,7 @@ func (x *ReleaseSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseSnapshot.ProtoReflect.Descriptor instead.
 func (*ReleaseSnapshot) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{36}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReleaseSnapshot) GetSnapshot() uint64 {
@@ -2486,7 +3574,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +3586,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +3599,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{37}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Entry) GetKey() []byte {
@@ -2537,7 +3625,7 @@ type OptionalValue struct {
 
 func (x *OptionalValue) Reset() {
 	*x = OptionalValue{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +3637,7 @@ func (x *OptionalValue) String() string {
 func (*OptionalValue) ProtoMessage() {}
 
 func (x *OptionalValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +3650,7 @@ func (x *OptionalValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionalValue.ProtoReflect.Descriptor instead.
 func (*OptionalValue) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{38}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *OptionalValue) GetValue() []byte {
@@ -2581,7 +3669,7 @@ type OptionalEntry struct {
 
 func (x *OptionalEntry) Reset() {
 	*x = OptionalEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +3681,7 @@ func (x *OptionalEntry) String() string {
 func (*OptionalEntry) ProtoMessage() {}
 
 func (x *OptionalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +3694,7 @@ func (x *OptionalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionalEntry.ProtoReflect.Descriptor instead.
 func (*OptionalEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{39}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *OptionalEntry) GetEntry() *Entry {
@@ -2627,7 +3715,7 @@ type Entries struct {
 
 func (x *Entries) Reset() {
 	*x = Entries{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +3727,7 @@ func (x *Entries) String() string {
 func (*Entries) ProtoMessage() {}
 
 func (x *Entries) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +3740,7 @@ func (x *Entries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entries.ProtoReflect.Descriptor instead.
 func (*Entries) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{40}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Entries) GetEntries() []*Entry {
@@ -2677,7 +3765,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +3777,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +3790,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{41}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{57}
 }
 
 type MapResponse struct {
@@ -2716,6 +3804,7 @@ type MapResponse struct {
 	//	*MapResponse_Entries
 	//	*MapResponse_Snapshot
 	//	*MapResponse_Done
+	//	*MapResponse_ReadVersion
 	Result        isMapResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2723,7 +3812,7 @@ type MapResponse struct {
 
 func (x *MapResponse) Reset() {
 	*x = MapResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +3824,7 @@ func (x *MapResponse) String() string {
 func (*MapResponse) ProtoMessage() {}
 
 func (x *MapResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +3837,7 @@ func (x *MapResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponse.ProtoReflect.Descriptor instead.
 func (*MapResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{42}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MapResponse) GetResult() isMapResponse_Result {
@@ -2821,6 +3910,15 @@ func (x *MapResponse) GetDone() *Done {
 	return nil
 }
 
+func (x *MapResponse) GetReadVersion() uint64 {
+	if x != nil {
+		if x, ok := x.Result.(*MapResponse_ReadVersion); ok {
+			return x.ReadVersion
+		}
+	}
+	return 0
+}
+
 type isMapResponse_Result interface {
 	isMapResponse_Result()
 }
@@ -2853,6 +3951,10 @@ type MapResponse_Done struct {
 	Done *Done `protobuf:"bytes,7,opt,name=done,proto3,oneof"`
 }
 
+type MapResponse_ReadVersion struct {
+	ReadVersion uint64 `protobuf:"varint,8,opt,name=read_version,json=readVersion,proto3,oneof"`
+}
+
 func (*MapResponse_Value) isMapResponse_Result() {}
 
 func (*MapResponse_Flag) isMapResponse_Result() {}
@@ -2866,6 +3968,8 @@ func (*MapResponse_Entries) isMapResponse_Result() {}
 func (*MapResponse_Snapshot) isMapResponse_Result() {}
 
 func (*MapResponse_Done) isMapResponse_Result() {}
+
+func (*MapResponse_ReadVersion) isMapResponse_Result() {}
 
 type ReadSnapshotRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -2881,7 +3985,7 @@ type ReadSnapshotRequest struct {
 
 func (x *ReadSnapshotRequest) Reset() {
 	*x = ReadSnapshotRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +3997,7 @@ func (x *ReadSnapshotRequest) String() string {
 func (*ReadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +4010,7 @@ func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{43}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ReadSnapshotRequest) GetPartition() uint32 {
@@ -2948,7 +4052,7 @@ type SnapshotPage struct {
 
 func (x *SnapshotPage) Reset() {
 	*x = SnapshotPage{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +4064,7 @@ func (x *SnapshotPage) String() string {
 func (*SnapshotPage) ProtoMessage() {}
 
 func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +4077,7 @@ func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPage.ProtoReflect.Descriptor instead.
 func (*SnapshotPage) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{44}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SnapshotPage) GetEntries() []*Entry {
@@ -2998,7 +4102,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +4114,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +4127,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{45}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{61}
 }
 
 type StatusResponse struct {
@@ -3038,7 +4142,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +4154,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +4167,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{46}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StatusResponse) GetNode() uint32 {
@@ -3101,16 +4205,21 @@ type ReplicaStatus struct {
 	// Global-stream values executed so far.
 	GlobalPosition uint64 `protobuf:"varint,3,opt,name=global_position,json=globalPosition,proto3" json:"global_position,omitempty"`
 	// Commands waiting for signals or for their turn.
-	Queued        uint64   `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
-	Sessions      uint64   `protobuf:"varint,5,opt,name=sessions,proto3" json:"sessions,omitempty"`
-	Maps          []string `protobuf:"bytes,6,rep,name=maps,proto3" json:"maps,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Queued   uint64   `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
+	Sessions uint64   `protobuf:"varint,5,opt,name=sessions,proto3" json:"sessions,omitempty"`
+	Maps     []string `protobuf:"bytes,6,rep,name=maps,proto3" json:"maps,omitempty"`
+	// Global position of the last checkpoint written or restored (0: none);
+	// a restarted replica continues from it.
+	CheckpointGlobalPosition uint64 `protobuf:"varint,7,opt,name=checkpoint_global_position,json=checkpointGlobalPosition,proto3" json:"checkpoint_global_position,omitempty"`
+	// Checkpoints written since the node started.
+	CheckpointsWritten uint64 `protobuf:"varint,8,opt,name=checkpoints_written,json=checkpointsWritten,proto3" json:"checkpoints_written,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +4231,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +4244,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{47}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReplicaStatus) GetPartition() uint32 {
@@ -3180,6 +4289,20 @@ func (x *ReplicaStatus) GetMaps() []string {
 	return nil
 }
 
+func (x *ReplicaStatus) GetCheckpointGlobalPosition() uint64 {
+	if x != nil {
+		return x.CheckpointGlobalPosition
+	}
+	return 0
+}
+
+func (x *ReplicaStatus) GetCheckpointsWritten() uint64 {
+	if x != nil {
+		return x.CheckpointsWritten
+	}
+	return 0
+}
+
 type StreamStatus struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Stream          uint32                 `protobuf:"varint,1,opt,name=stream,proto3" json:"stream,omitempty"`
@@ -3187,13 +4310,16 @@ type StreamStatus struct {
 	Coordinator     bool                   `protobuf:"varint,3,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
 	Voting          bool                   `protobuf:"varint,4,opt,name=voting,proto3" json:"voting,omitempty"`
 	ValuesDelivered uint64                 `protobuf:"varint,5,opt,name=values_delivered,json=valuesDelivered,proto3" json:"values_delivered,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// This node's acceptor log holds nothing below this instance (trimmed
+	// once every replica holds a checkpoint past it).
+	TrimmedBelow  uint64 `protobuf:"varint,6,opt,name=trimmed_below,json=trimmedBelow,proto3" json:"trimmed_below,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StreamStatus) Reset() {
 	*x = StreamStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +4331,7 @@ func (x *StreamStatus) String() string {
 func (*StreamStatus) ProtoMessage() {}
 
 func (x *StreamStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +4344,7 @@ func (x *StreamStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStatus.ProtoReflect.Descriptor instead.
 func (*StreamStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{48}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *StreamStatus) GetStream() uint32 {
@@ -3256,6 +4382,13 @@ func (x *StreamStatus) GetValuesDelivered() uint64 {
 	return 0
 }
 
+func (x *StreamStatus) GetTrimmedBelow() uint64 {
+	if x != nil {
+		return x.TrimmedBelow
+	}
+	return 0
+}
+
 type MapRequestBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Requests      []*MapRequest          `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
@@ -3265,7 +4398,7 @@ type MapRequestBatch struct {
 
 func (x *MapRequestBatch) Reset() {
 	*x = MapRequestBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3277,7 +4410,7 @@ func (x *MapRequestBatch) String() string {
 func (*MapRequestBatch) ProtoMessage() {}
 
 func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3290,7 +4423,7 @@ func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRequestBatch.ProtoReflect.Descriptor instead.
 func (*MapRequestBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{49}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *MapRequestBatch) GetRequests() []*MapRequest {
@@ -3309,7 +4442,7 @@ type MapResponseBatch struct {
 
 func (x *MapResponseBatch) Reset() {
 	*x = MapResponseBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +4454,7 @@ func (x *MapResponseBatch) String() string {
 func (*MapResponseBatch) ProtoMessage() {}
 
 func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +4467,7 @@ func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponseBatch.ProtoReflect.Descriptor instead.
 func (*MapResponseBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{50}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *MapResponseBatch) GetOutcomes() []*MapOutcome {
@@ -3358,7 +4491,7 @@ type MapOutcome struct {
 
 func (x *MapOutcome) Reset() {
 	*x = MapOutcome{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3370,7 +4503,7 @@ func (x *MapOutcome) String() string {
 func (*MapOutcome) ProtoMessage() {}
 
 func (x *MapOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3383,7 +4516,7 @@ func (x *MapOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOutcome.ProtoReflect.Descriptor instead.
 func (*MapOutcome) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{51}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *MapOutcome) GetOutcome() isMapOutcome_Outcome {
@@ -3428,19 +4561,25 @@ func (*MapOutcome_Response) isMapOutcome_Outcome() {}
 func (*MapOutcome_Failure) isMapOutcome_Outcome() {}
 
 // A failed request of a batch: the gRPC status code (see the table above),
-// its message, and the `amulet-error` kind ("" when there is none).
+// its message, the `amulet-error` kind and the `amulet-reason` ("" when
+// there is none).
 type Failure struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Code          uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Code    uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Error   string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	Reason  string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A transaction conflict's map and key (the amulet-conflict-map and
+	// amulet-conflict-key-bin metadata of Execute's status).
+	ConflictMap   string `protobuf:"bytes,5,opt,name=conflict_map,json=conflictMap,proto3" json:"conflict_map,omitempty"`
+	ConflictKey   []byte `protobuf:"bytes,6,opt,name=conflict_key,json=conflictKey,proto3,oneof" json:"conflict_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3452,7 +4591,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3465,7 +4604,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{52}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Failure) GetCode() uint32 {
@@ -3489,11 +4628,67 @@ func (x *Failure) GetError() string {
 	return ""
 }
 
+func (x *Failure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Failure) GetConflictMap() string {
+	if x != nil {
+		return x.ConflictMap
+	}
+	return ""
+}
+
+func (x *Failure) GetConflictKey() []byte {
+	if x != nil {
+		return x.ConflictKey
+	}
+	return nil
+}
+
 var File_amulet_v1_amulet_proto protoreflect.FileDescriptor
 
 const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\n" +
-	"\x16amulet/v1/amulet.proto\x12\tamulet.v1\"\x18\n" +
+	"\x16amulet/v1/amulet.proto\x12\tamulet.v1\"\x99\x02\n" +
+	"\x12ReconfigureRequest\x12\x1f\n" +
+	"\vmap_version\x18\x01 \x01(\x04R\n" +
+	"mapVersion\x121\n" +
+	"\x05split\x18\x02 \x01(\v2\x19.amulet.v1.SplitPartitionH\x00R\x05split\x122\n" +
+	"\x05merge\x18\x03 \x01(\v2\x1a.amulet.v1.MergePartitionsH\x00R\x05merge\x12A\n" +
+	"\x0ereplace_stream\x18\x04 \x01(\v2\x18.amulet.v1.ReplaceStreamH\x00R\rreplaceStream\x12.\n" +
+	"\x04move\x18\x05 \x01(\v2\x18.amulet.v1.MovePartitionH\x00R\x04moveB\b\n" +
+	"\x06change\"x\n" +
+	"\n" +
+	"StreamSpec\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\rR\x06stream\x12\x1c\n" +
+	"\tacceptors\x18\x02 \x03(\rR\tacceptors\x12\x1a\n" +
+	"\blearners\x18\x03 \x03(\rR\blearners\x12\x18\n" +
+	"\astorage\x18\x04 \x01(\tR\astorage\"\xd7\x01\n" +
+	"\x0eSplitPartition\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\rR\x06source\x12#\n" +
+	"\rnew_partition\x18\x02 \x01(\rR\fnewPartition\x12-\n" +
+	"\x06stream\x18\x03 \x01(\v2\x15.amulet.v1.StreamSpecR\x06stream\x12\x1e\n" +
+	"\bat_token\x18\x04 \x01(\rH\x00R\aatToken\x88\x01\x01\x12,\n" +
+	"\aat_keys\x18\x05 \x03(\v2\x13.amulet.v1.RangeCutR\x06atKeysB\v\n" +
+	"\t_at_token\".\n" +
+	"\bRangeCut\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\"=\n" +
+	"\x0fMergePartitions\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\rR\x06source\x12\x12\n" +
+	"\x04into\x18\x02 \x01(\rR\x04into\"\\\n" +
+	"\rReplaceStream\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\rR\tpartition\x12-\n" +
+	"\x06stream\x18\x02 \x01(\v2\x15.amulet.v1.StreamSpecR\x06stream\"x\n" +
+	"\rMovePartition\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x1a\n" +
+	"\breplicas\x18\x02 \x03(\rR\breplicas\x12-\n" +
+	"\x06stream\x18\x03 \x01(\v2\x15.amulet.v1.StreamSpecR\x06stream\"\x15\n" +
+	"\x13ReconfigureResponse\"\x18\n" +
 	"\x16GetPartitionMapRequest\"\x9a\x02\n" +
 	"\fPartitionMap\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x12#\n" +
@@ -3547,7 +4742,8 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"mapVersion\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\rR\tpartition\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x1a\n" +
-	"\bsequence\x18\x04 \x01(\x04R\bsequence\"\xb4\t\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\"\xf3\n" +
+	"\n" +
 	"\n" +
 	"MapRequest\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.amulet.v1.RequestHeaderR\x06header\x125\n" +
@@ -3575,8 +4771,38 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\rnearest_entry\x18\x1b \x01(\v2\x17.amulet.v1.NearestEntryH\x00R\fnearestEntry\x12(\n" +
 	"\x05range\x18\x1c \x01(\v2\x10.amulet.v1.RangeH\x00R\x05range\x12>\n" +
 	"\ropen_snapshot\x18\x1d \x01(\v2\x17.amulet.v1.OpenSnapshotH\x00R\fopenSnapshot\x12G\n" +
-	"\x10release_snapshot\x18\x1e \x01(\v2\x1a.amulet.v1.ReleaseSnapshotH\x00R\x0freleaseSnapshotB\x04\n" +
-	"\x02op\"H\n" +
+	"\x10release_snapshot\x18\x1e \x01(\v2\x1a.amulet.v1.ReleaseSnapshotH\x00R\x0freleaseSnapshot\x12J\n" +
+	"\x11begin_transaction\x18\x1f \x01(\v2\x1b.amulet.v1.BeginTransactionH\x00R\x10beginTransaction\x12D\n" +
+	"\x0fend_transaction\x18  \x01(\v2\x19.amulet.v1.EndTransactionH\x00R\x0eendTransaction\x12+\n" +
+	"\x06commit\x18! \x01(\v2\x11.amulet.v1.CommitH\x00R\x06commitB\x04\n" +
+	"\x02op\"a\n" +
+	"\x10BeginTransaction\x12!\n" +
+	"\flease_micros\x18\x01 \x01(\x04R\vleaseMicros\x12*\n" +
+	"\x11end_read_versions\x18\x02 \x03(\x04R\x0fendReadVersions\"3\n" +
+	"\x0eEndTransaction\x12!\n" +
+	"\fread_version\x18\x01 \x01(\x04R\vreadVersion\"X\n" +
+	"\bKeyRange\x12'\n" +
+	"\x04from\x18\x01 \x01(\v2\x13.amulet.v1.KeyBoundR\x04from\x12#\n" +
+	"\x02to\x18\x02 \x01(\v2\x13.amulet.v1.KeyBoundR\x02to\"K\n" +
+	"\fReadConflict\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12)\n" +
+	"\x05range\x18\x02 \x01(\v2\x13.amulet.v1.KeyRangeR\x05range\"S\n" +
+	"\bTxnWrite\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x19\n" +
+	"\x05value\x18\x03 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"\x9d\x01\n" +
+	"\x06Commit\x12&\n" +
+	"\fread_version\x18\x01 \x01(\x04H\x00R\vreadVersion\x88\x01\x01\x12-\n" +
+	"\x05reads\x18\x02 \x03(\v2\x17.amulet.v1.ReadConflictR\x05reads\x12+\n" +
+	"\x06writes\x18\x03 \x03(\v2\x13.amulet.v1.TxnWriteR\x06writesB\x0f\n" +
+	"\r_read_version\"c\n" +
+	"\rReadAtRequest\x12!\n" +
+	"\fread_version\x18\x01 \x01(\x04R\vreadVersion\x12/\n" +
+	"\arequest\x18\x02 \x01(\v2\x15.amulet.v1.MapRequestR\arequest\"i\n" +
+	"\x0eReadAtResponse\x122\n" +
+	"\bresponse\x18\x01 \x01(\v2\x16.amulet.v1.MapResponseR\bresponse\x12#\n" +
+	"\rwritten_since\x18\x02 \x01(\bR\fwrittenSince\"H\n" +
 	"\tCreateMap\x12\x10\n" +
 	"\x03map\x18\x01 \x01(\tR\x03map\x12)\n" +
 	"\x06layout\x18\x02 \x01(\v2\x11.amulet.v1.LayoutR\x06layout\"\x1b\n" +
@@ -3658,7 +4884,7 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\aEntries\x12*\n" +
 	"\aentries\x18\x01 \x03(\v2\x10.amulet.v1.EntryR\aentries\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\"\x06\n" +
-	"\x04Done\"\x9e\x02\n" +
+	"\x04Done\"\xc3\x02\n" +
 	"\vMapResponse\x120\n" +
 	"\x05value\x18\x01 \x01(\v2\x18.amulet.v1.OptionalValueH\x00R\x05value\x12\x14\n" +
 	"\x04flag\x18\x02 \x01(\bH\x00R\x04flag\x12\x16\n" +
@@ -3666,7 +4892,8 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\x05entry\x18\x04 \x01(\v2\x18.amulet.v1.OptionalEntryH\x00R\x05entry\x12.\n" +
 	"\aentries\x18\x05 \x01(\v2\x12.amulet.v1.EntriesH\x00R\aentries\x12\x1c\n" +
 	"\bsnapshot\x18\x06 \x01(\x04H\x00R\bsnapshot\x12%\n" +
-	"\x04done\x18\a \x01(\v2\x0f.amulet.v1.DoneH\x00R\x04doneB\b\n" +
+	"\x04done\x18\a \x01(\v2\x0f.amulet.v1.DoneH\x00R\x04done\x12#\n" +
+	"\fread_version\x18\b \x01(\x04H\x00R\vreadVersionB\b\n" +
 	"\x06result\"\x91\x01\n" +
 	"\x13ReadSnapshotRequest\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x1a\n" +
@@ -3683,20 +4910,23 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\vmap_version\x18\x02 \x01(\x04R\n" +
 	"mapVersion\x124\n" +
 	"\breplicas\x18\x03 \x03(\v2\x18.amulet.v1.ReplicaStatusR\breplicas\x121\n" +
-	"\astreams\x18\x04 \x03(\v2\x17.amulet.v1.StreamStatusR\astreams\"\xb6\x01\n" +
+	"\astreams\x18\x04 \x03(\v2\x17.amulet.v1.StreamStatusR\astreams\"\xa5\x02\n" +
 	"\rReplicaStatus\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\rR\x06stream\x12'\n" +
 	"\x0fglobal_position\x18\x03 \x01(\x04R\x0eglobalPosition\x12\x16\n" +
 	"\x06queued\x18\x04 \x01(\x04R\x06queued\x12\x1a\n" +
 	"\bsessions\x18\x05 \x01(\x04R\bsessions\x12\x12\n" +
-	"\x04maps\x18\x06 \x03(\tR\x04maps\"\xb0\x01\n" +
+	"\x04maps\x18\x06 \x03(\tR\x04maps\x12<\n" +
+	"\x1acheckpoint_global_position\x18\a \x01(\x04R\x18checkpointGlobalPosition\x12/\n" +
+	"\x13checkpoints_written\x18\b \x01(\x04R\x12checkpointsWritten\"\xd5\x01\n" +
 	"\fStreamStatus\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\rR\x06stream\x12#\n" +
 	"\rdecided_below\x18\x02 \x01(\x04R\fdecidedBelow\x12 \n" +
 	"\vcoordinator\x18\x03 \x01(\bR\vcoordinator\x12\x16\n" +
 	"\x06voting\x18\x04 \x01(\bR\x06voting\x12)\n" +
-	"\x10values_delivered\x18\x05 \x01(\x04R\x0fvaluesDelivered\"D\n" +
+	"\x10values_delivered\x18\x05 \x01(\x04R\x0fvaluesDelivered\x12#\n" +
+	"\rtrimmed_below\x18\x06 \x01(\x04R\ftrimmedBelow\"D\n" +
 	"\x0fMapRequestBatch\x121\n" +
 	"\brequests\x18\x01 \x03(\v2\x15.amulet.v1.MapRequestR\brequests\"E\n" +
 	"\x10MapResponseBatch\x121\n" +
@@ -3705,17 +4935,21 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"MapOutcome\x124\n" +
 	"\bresponse\x18\x01 \x01(\v2\x16.amulet.v1.MapResponseH\x00R\bresponse\x12.\n" +
 	"\afailure\x18\x02 \x01(\v2\x12.amulet.v1.FailureH\x00R\afailureB\t\n" +
-	"\aoutcome\"M\n" +
+	"\aoutcome\"\xc1\x01\n" +
 	"\aFailure\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error*q\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12!\n" +
+	"\fconflict_map\x18\x05 \x01(\tR\vconflictMap\x12&\n" +
+	"\fconflict_key\x18\x06 \x01(\fH\x00R\vconflictKey\x88\x01\x01B\x0f\n" +
+	"\r_conflict_key*q\n" +
 	"\aNearest\x12\x17\n" +
 	"\x13NEAREST_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rNEAREST_FLOOR\x10\x01\x12\x13\n" +
 	"\x0fNEAREST_CEILING\x10\x02\x12\x12\n" +
 	"\x0eNEAREST_HIGHER\x10\x03\x12\x11\n" +
-	"\rNEAREST_LOWER\x10\x042\xc2\x04\n" +
+	"\rNEAREST_LOWER\x10\x042\xcf\x05\n" +
 	"\x06Amulet\x12M\n" +
 	"\x0fGetPartitionMap\x12!.amulet.v1.GetPartitionMapRequest\x1a\x17.amulet.v1.PartitionMap\x12H\n" +
 	"\vOpenSession\x12\x1d.amulet.v1.OpenSessionRequest\x1a\x1a.amulet.v1.SessionResponse\x12F\n" +
@@ -3724,7 +4958,9 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\aExecute\x12\x15.amulet.v1.MapRequest\x1a\x16.amulet.v1.MapResponse\x12G\n" +
 	"\fExecuteBatch\x12\x1a.amulet.v1.MapRequestBatch\x1a\x1b.amulet.v1.MapResponseBatch\x12I\n" +
 	"\fReadSnapshot\x12\x1e.amulet.v1.ReadSnapshotRequest\x1a\x17.amulet.v1.SnapshotPage0\x01\x12=\n" +
-	"\x06Status\x12\x18.amulet.v1.StatusRequest\x1a\x19.amulet.v1.StatusResponseb\x06proto3"
+	"\x06ReadAt\x12\x18.amulet.v1.ReadAtRequest\x1a\x19.amulet.v1.ReadAtResponse\x12=\n" +
+	"\x06Status\x12\x18.amulet.v1.StatusRequest\x1a\x19.amulet.v1.StatusResponse\x12L\n" +
+	"\vReconfigure\x12\x1d.amulet.v1.ReconfigureRequest\x1a\x1e.amulet.v1.ReconfigureResponseb\x06proto3"
 
 var (
 	file_amulet_v1_amulet_proto_rawDescOnce sync.Once
@@ -3739,133 +4975,171 @@ func file_amulet_v1_amulet_proto_rawDescGZIP() []byte {
 }
 
 var file_amulet_v1_amulet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_amulet_v1_amulet_proto_goTypes = []any{
 	(Nearest)(0),                   // 0: amulet.v1.Nearest
-	(*GetPartitionMapRequest)(nil), // 1: amulet.v1.GetPartitionMapRequest
-	(*PartitionMap)(nil),           // 2: amulet.v1.PartitionMap
-	(*Partition)(nil),              // 3: amulet.v1.Partition
-	(*TokenRange)(nil),             // 4: amulet.v1.TokenRange
-	(*Keyspace)(nil),               // 5: amulet.v1.Keyspace
-	(*Layout)(nil),                 // 6: amulet.v1.Layout
-	(*HashLayout)(nil),             // 7: amulet.v1.HashLayout
-	(*RangeLayout)(nil),            // 8: amulet.v1.RangeLayout
-	(*RangeSplit)(nil),             // 9: amulet.v1.RangeSplit
-	(*NodeAddress)(nil),            // 10: amulet.v1.NodeAddress
-	(*OpenSessionRequest)(nil),     // 11: amulet.v1.OpenSessionRequest
-	(*CloseSessionRequest)(nil),    // 12: amulet.v1.CloseSessionRequest
-	(*SessionResponse)(nil),        // 13: amulet.v1.SessionResponse
-	(*RequestHeader)(nil),          // 14: amulet.v1.RequestHeader
-	(*MapRequest)(nil),             // 15: amulet.v1.MapRequest
-	(*CreateMap)(nil),              // 16: amulet.v1.CreateMap
-	(*DropMap)(nil),                // 17: amulet.v1.DropMap
-	(*Get)(nil),                    // 18: amulet.v1.Get
-	(*ContainsKey)(nil),            // 19: amulet.v1.ContainsKey
-	(*Put)(nil),                    // 20: amulet.v1.Put
-	(*Remove)(nil),                 // 21: amulet.v1.Remove
-	(*PutIfAbsent)(nil),            // 22: amulet.v1.PutIfAbsent
-	(*Replace)(nil),                // 23: amulet.v1.Replace
-	(*ReplaceIfEquals)(nil),        // 24: amulet.v1.ReplaceIfEquals
-	(*RemoveIfEquals)(nil),         // 25: amulet.v1.RemoveIfEquals
-	(*PutAll)(nil),                 // 26: amulet.v1.PutAll
-	(*ContainsValue)(nil),          // 27: amulet.v1.ContainsValue
-	(*Size)(nil),                   // 28: amulet.v1.Size
-	(*IsEmpty)(nil),                // 29: amulet.v1.IsEmpty
-	(*Clear)(nil),                  // 30: amulet.v1.Clear
-	(*FirstEntry)(nil),             // 31: amulet.v1.FirstEntry
-	(*LastEntry)(nil),              // 32: amulet.v1.LastEntry
-	(*NearestEntry)(nil),           // 33: amulet.v1.NearestEntry
-	(*KeyBound)(nil),               // 34: amulet.v1.KeyBound
-	(*Range)(nil),                  // 35: amulet.v1.Range
-	(*OpenSnapshot)(nil),           // 36: amulet.v1.OpenSnapshot
-	(*ReleaseSnapshot)(nil),        // 37: amulet.v1.ReleaseSnapshot
-	(*Entry)(nil),                  // 38: amulet.v1.Entry
-	(*OptionalValue)(nil),          // 39: amulet.v1.OptionalValue
-	(*OptionalEntry)(nil),          // 40: amulet.v1.OptionalEntry
-	(*Entries)(nil),                // 41: amulet.v1.Entries
-	(*Done)(nil),                   // 42: amulet.v1.Done
-	(*MapResponse)(nil),            // 43: amulet.v1.MapResponse
-	(*ReadSnapshotRequest)(nil),    // 44: amulet.v1.ReadSnapshotRequest
-	(*SnapshotPage)(nil),           // 45: amulet.v1.SnapshotPage
-	(*StatusRequest)(nil),          // 46: amulet.v1.StatusRequest
-	(*StatusResponse)(nil),         // 47: amulet.v1.StatusResponse
-	(*ReplicaStatus)(nil),          // 48: amulet.v1.ReplicaStatus
-	(*StreamStatus)(nil),           // 49: amulet.v1.StreamStatus
-	(*MapRequestBatch)(nil),        // 50: amulet.v1.MapRequestBatch
-	(*MapResponseBatch)(nil),       // 51: amulet.v1.MapResponseBatch
-	(*MapOutcome)(nil),             // 52: amulet.v1.MapOutcome
-	(*Failure)(nil),                // 53: amulet.v1.Failure
+	(*ReconfigureRequest)(nil),     // 1: amulet.v1.ReconfigureRequest
+	(*StreamSpec)(nil),             // 2: amulet.v1.StreamSpec
+	(*SplitPartition)(nil),         // 3: amulet.v1.SplitPartition
+	(*RangeCut)(nil),               // 4: amulet.v1.RangeCut
+	(*MergePartitions)(nil),        // 5: amulet.v1.MergePartitions
+	(*ReplaceStream)(nil),          // 6: amulet.v1.ReplaceStream
+	(*MovePartition)(nil),          // 7: amulet.v1.MovePartition
+	(*ReconfigureResponse)(nil),    // 8: amulet.v1.ReconfigureResponse
+	(*GetPartitionMapRequest)(nil), // 9: amulet.v1.GetPartitionMapRequest
+	(*PartitionMap)(nil),           // 10: amulet.v1.PartitionMap
+	(*Partition)(nil),              // 11: amulet.v1.Partition
+	(*TokenRange)(nil),             // 12: amulet.v1.TokenRange
+	(*Keyspace)(nil),               // 13: amulet.v1.Keyspace
+	(*Layout)(nil),                 // 14: amulet.v1.Layout
+	(*HashLayout)(nil),             // 15: amulet.v1.HashLayout
+	(*RangeLayout)(nil),            // 16: amulet.v1.RangeLayout
+	(*RangeSplit)(nil),             // 17: amulet.v1.RangeSplit
+	(*NodeAddress)(nil),            // 18: amulet.v1.NodeAddress
+	(*OpenSessionRequest)(nil),     // 19: amulet.v1.OpenSessionRequest
+	(*CloseSessionRequest)(nil),    // 20: amulet.v1.CloseSessionRequest
+	(*SessionResponse)(nil),        // 21: amulet.v1.SessionResponse
+	(*RequestHeader)(nil),          // 22: amulet.v1.RequestHeader
+	(*MapRequest)(nil),             // 23: amulet.v1.MapRequest
+	(*BeginTransaction)(nil),       // 24: amulet.v1.BeginTransaction
+	(*EndTransaction)(nil),         // 25: amulet.v1.EndTransaction
+	(*KeyRange)(nil),               // 26: amulet.v1.KeyRange
+	(*ReadConflict)(nil),           // 27: amulet.v1.ReadConflict
+	(*TxnWrite)(nil),               // 28: amulet.v1.TxnWrite
+	(*Commit)(nil),                 // 29: amulet.v1.Commit
+	(*ReadAtRequest)(nil),          // 30: amulet.v1.ReadAtRequest
+	(*ReadAtResponse)(nil),         // 31: amulet.v1.ReadAtResponse
+	(*CreateMap)(nil),              // 32: amulet.v1.CreateMap
+	(*DropMap)(nil),                // 33: amulet.v1.DropMap
+	(*Get)(nil),                    // 34: amulet.v1.Get
+	(*ContainsKey)(nil),            // 35: amulet.v1.ContainsKey
+	(*Put)(nil),                    // 36: amulet.v1.Put
+	(*Remove)(nil),                 // 37: amulet.v1.Remove
+	(*PutIfAbsent)(nil),            // 38: amulet.v1.PutIfAbsent
+	(*Replace)(nil),                // 39: amulet.v1.Replace
+	(*ReplaceIfEquals)(nil),        // 40: amulet.v1.ReplaceIfEquals
+	(*RemoveIfEquals)(nil),         // 41: amulet.v1.RemoveIfEquals
+	(*PutAll)(nil),                 // 42: amulet.v1.PutAll
+	(*ContainsValue)(nil),          // 43: amulet.v1.ContainsValue
+	(*Size)(nil),                   // 44: amulet.v1.Size
+	(*IsEmpty)(nil),                // 45: amulet.v1.IsEmpty
+	(*Clear)(nil),                  // 46: amulet.v1.Clear
+	(*FirstEntry)(nil),             // 47: amulet.v1.FirstEntry
+	(*LastEntry)(nil),              // 48: amulet.v1.LastEntry
+	(*NearestEntry)(nil),           // 49: amulet.v1.NearestEntry
+	(*KeyBound)(nil),               // 50: amulet.v1.KeyBound
+	(*Range)(nil),                  // 51: amulet.v1.Range
+	(*OpenSnapshot)(nil),           // 52: amulet.v1.OpenSnapshot
+	(*ReleaseSnapshot)(nil),        // 53: amulet.v1.ReleaseSnapshot
+	(*Entry)(nil),                  // 54: amulet.v1.Entry
+	(*OptionalValue)(nil),          // 55: amulet.v1.OptionalValue
+	(*OptionalEntry)(nil),          // 56: amulet.v1.OptionalEntry
+	(*Entries)(nil),                // 57: amulet.v1.Entries
+	(*Done)(nil),                   // 58: amulet.v1.Done
+	(*MapResponse)(nil),            // 59: amulet.v1.MapResponse
+	(*ReadSnapshotRequest)(nil),    // 60: amulet.v1.ReadSnapshotRequest
+	(*SnapshotPage)(nil),           // 61: amulet.v1.SnapshotPage
+	(*StatusRequest)(nil),          // 62: amulet.v1.StatusRequest
+	(*StatusResponse)(nil),         // 63: amulet.v1.StatusResponse
+	(*ReplicaStatus)(nil),          // 64: amulet.v1.ReplicaStatus
+	(*StreamStatus)(nil),           // 65: amulet.v1.StreamStatus
+	(*MapRequestBatch)(nil),        // 66: amulet.v1.MapRequestBatch
+	(*MapResponseBatch)(nil),       // 67: amulet.v1.MapResponseBatch
+	(*MapOutcome)(nil),             // 68: amulet.v1.MapOutcome
+	(*Failure)(nil),                // 69: amulet.v1.Failure
 }
 var file_amulet_v1_amulet_proto_depIdxs = []int32{
-	3,  // 0: amulet.v1.PartitionMap.partitions:type_name -> amulet.v1.Partition
-	4,  // 1: amulet.v1.PartitionMap.token_ring:type_name -> amulet.v1.TokenRange
-	5,  // 2: amulet.v1.PartitionMap.keyspaces:type_name -> amulet.v1.Keyspace
-	10, // 3: amulet.v1.PartitionMap.nodes:type_name -> amulet.v1.NodeAddress
-	6,  // 4: amulet.v1.Keyspace.layout:type_name -> amulet.v1.Layout
-	7,  // 5: amulet.v1.Layout.hash:type_name -> amulet.v1.HashLayout
-	8,  // 6: amulet.v1.Layout.range:type_name -> amulet.v1.RangeLayout
-	9,  // 7: amulet.v1.RangeLayout.splits:type_name -> amulet.v1.RangeSplit
-	14, // 8: amulet.v1.MapRequest.header:type_name -> amulet.v1.RequestHeader
-	16, // 9: amulet.v1.MapRequest.create_map:type_name -> amulet.v1.CreateMap
-	17, // 10: amulet.v1.MapRequest.drop_map:type_name -> amulet.v1.DropMap
-	18, // 11: amulet.v1.MapRequest.get:type_name -> amulet.v1.Get
-	19, // 12: amulet.v1.MapRequest.contains_key:type_name -> amulet.v1.ContainsKey
-	20, // 13: amulet.v1.MapRequest.put:type_name -> amulet.v1.Put
-	21, // 14: amulet.v1.MapRequest.remove:type_name -> amulet.v1.Remove
-	22, // 15: amulet.v1.MapRequest.put_if_absent:type_name -> amulet.v1.PutIfAbsent
-	23, // 16: amulet.v1.MapRequest.replace:type_name -> amulet.v1.Replace
-	24, // 17: amulet.v1.MapRequest.replace_if_equals:type_name -> amulet.v1.ReplaceIfEquals
-	25, // 18: amulet.v1.MapRequest.remove_if_equals:type_name -> amulet.v1.RemoveIfEquals
-	26, // 19: amulet.v1.MapRequest.put_all:type_name -> amulet.v1.PutAll
-	27, // 20: amulet.v1.MapRequest.contains_value:type_name -> amulet.v1.ContainsValue
-	28, // 21: amulet.v1.MapRequest.size:type_name -> amulet.v1.Size
-	29, // 22: amulet.v1.MapRequest.is_empty:type_name -> amulet.v1.IsEmpty
-	30, // 23: amulet.v1.MapRequest.clear:type_name -> amulet.v1.Clear
-	31, // 24: amulet.v1.MapRequest.first_entry:type_name -> amulet.v1.FirstEntry
-	32, // 25: amulet.v1.MapRequest.last_entry:type_name -> amulet.v1.LastEntry
-	33, // 26: amulet.v1.MapRequest.nearest_entry:type_name -> amulet.v1.NearestEntry
-	35, // 27: amulet.v1.MapRequest.range:type_name -> amulet.v1.Range
-	36, // 28: amulet.v1.MapRequest.open_snapshot:type_name -> amulet.v1.OpenSnapshot
-	37, // 29: amulet.v1.MapRequest.release_snapshot:type_name -> amulet.v1.ReleaseSnapshot
-	6,  // 30: amulet.v1.CreateMap.layout:type_name -> amulet.v1.Layout
-	38, // 31: amulet.v1.PutAll.entries:type_name -> amulet.v1.Entry
-	0,  // 32: amulet.v1.NearestEntry.nearest:type_name -> amulet.v1.Nearest
-	34, // 33: amulet.v1.Range.from:type_name -> amulet.v1.KeyBound
-	34, // 34: amulet.v1.Range.to:type_name -> amulet.v1.KeyBound
-	38, // 35: amulet.v1.OptionalEntry.entry:type_name -> amulet.v1.Entry
-	38, // 36: amulet.v1.Entries.entries:type_name -> amulet.v1.Entry
-	39, // 37: amulet.v1.MapResponse.value:type_name -> amulet.v1.OptionalValue
-	40, // 38: amulet.v1.MapResponse.entry:type_name -> amulet.v1.OptionalEntry
-	41, // 39: amulet.v1.MapResponse.entries:type_name -> amulet.v1.Entries
-	42, // 40: amulet.v1.MapResponse.done:type_name -> amulet.v1.Done
-	38, // 41: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
-	48, // 42: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
-	49, // 43: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
-	15, // 44: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
-	52, // 45: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
-	43, // 46: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
-	53, // 47: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
-	1,  // 48: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
-	11, // 49: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
-	11, // 50: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
-	12, // 51: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
-	15, // 52: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
-	50, // 53: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
-	44, // 54: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
-	46, // 55: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
-	2,  // 56: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
-	13, // 57: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
-	13, // 58: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
-	13, // 59: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
-	43, // 60: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
-	51, // 61: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
-	45, // 62: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
-	47, // 63: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
-	56, // [56:64] is the sub-list for method output_type
-	48, // [48:56] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	3,  // 0: amulet.v1.ReconfigureRequest.split:type_name -> amulet.v1.SplitPartition
+	5,  // 1: amulet.v1.ReconfigureRequest.merge:type_name -> amulet.v1.MergePartitions
+	6,  // 2: amulet.v1.ReconfigureRequest.replace_stream:type_name -> amulet.v1.ReplaceStream
+	7,  // 3: amulet.v1.ReconfigureRequest.move:type_name -> amulet.v1.MovePartition
+	2,  // 4: amulet.v1.SplitPartition.stream:type_name -> amulet.v1.StreamSpec
+	4,  // 5: amulet.v1.SplitPartition.at_keys:type_name -> amulet.v1.RangeCut
+	2,  // 6: amulet.v1.ReplaceStream.stream:type_name -> amulet.v1.StreamSpec
+	2,  // 7: amulet.v1.MovePartition.stream:type_name -> amulet.v1.StreamSpec
+	11, // 8: amulet.v1.PartitionMap.partitions:type_name -> amulet.v1.Partition
+	12, // 9: amulet.v1.PartitionMap.token_ring:type_name -> amulet.v1.TokenRange
+	13, // 10: amulet.v1.PartitionMap.keyspaces:type_name -> amulet.v1.Keyspace
+	18, // 11: amulet.v1.PartitionMap.nodes:type_name -> amulet.v1.NodeAddress
+	14, // 12: amulet.v1.Keyspace.layout:type_name -> amulet.v1.Layout
+	15, // 13: amulet.v1.Layout.hash:type_name -> amulet.v1.HashLayout
+	16, // 14: amulet.v1.Layout.range:type_name -> amulet.v1.RangeLayout
+	17, // 15: amulet.v1.RangeLayout.splits:type_name -> amulet.v1.RangeSplit
+	22, // 16: amulet.v1.MapRequest.header:type_name -> amulet.v1.RequestHeader
+	32, // 17: amulet.v1.MapRequest.create_map:type_name -> amulet.v1.CreateMap
+	33, // 18: amulet.v1.MapRequest.drop_map:type_name -> amulet.v1.DropMap
+	34, // 19: amulet.v1.MapRequest.get:type_name -> amulet.v1.Get
+	35, // 20: amulet.v1.MapRequest.contains_key:type_name -> amulet.v1.ContainsKey
+	36, // 21: amulet.v1.MapRequest.put:type_name -> amulet.v1.Put
+	37, // 22: amulet.v1.MapRequest.remove:type_name -> amulet.v1.Remove
+	38, // 23: amulet.v1.MapRequest.put_if_absent:type_name -> amulet.v1.PutIfAbsent
+	39, // 24: amulet.v1.MapRequest.replace:type_name -> amulet.v1.Replace
+	40, // 25: amulet.v1.MapRequest.replace_if_equals:type_name -> amulet.v1.ReplaceIfEquals
+	41, // 26: amulet.v1.MapRequest.remove_if_equals:type_name -> amulet.v1.RemoveIfEquals
+	42, // 27: amulet.v1.MapRequest.put_all:type_name -> amulet.v1.PutAll
+	43, // 28: amulet.v1.MapRequest.contains_value:type_name -> amulet.v1.ContainsValue
+	44, // 29: amulet.v1.MapRequest.size:type_name -> amulet.v1.Size
+	45, // 30: amulet.v1.MapRequest.is_empty:type_name -> amulet.v1.IsEmpty
+	46, // 31: amulet.v1.MapRequest.clear:type_name -> amulet.v1.Clear
+	47, // 32: amulet.v1.MapRequest.first_entry:type_name -> amulet.v1.FirstEntry
+	48, // 33: amulet.v1.MapRequest.last_entry:type_name -> amulet.v1.LastEntry
+	49, // 34: amulet.v1.MapRequest.nearest_entry:type_name -> amulet.v1.NearestEntry
+	51, // 35: amulet.v1.MapRequest.range:type_name -> amulet.v1.Range
+	52, // 36: amulet.v1.MapRequest.open_snapshot:type_name -> amulet.v1.OpenSnapshot
+	53, // 37: amulet.v1.MapRequest.release_snapshot:type_name -> amulet.v1.ReleaseSnapshot
+	24, // 38: amulet.v1.MapRequest.begin_transaction:type_name -> amulet.v1.BeginTransaction
+	25, // 39: amulet.v1.MapRequest.end_transaction:type_name -> amulet.v1.EndTransaction
+	29, // 40: amulet.v1.MapRequest.commit:type_name -> amulet.v1.Commit
+	50, // 41: amulet.v1.KeyRange.from:type_name -> amulet.v1.KeyBound
+	50, // 42: amulet.v1.KeyRange.to:type_name -> amulet.v1.KeyBound
+	26, // 43: amulet.v1.ReadConflict.range:type_name -> amulet.v1.KeyRange
+	27, // 44: amulet.v1.Commit.reads:type_name -> amulet.v1.ReadConflict
+	28, // 45: amulet.v1.Commit.writes:type_name -> amulet.v1.TxnWrite
+	23, // 46: amulet.v1.ReadAtRequest.request:type_name -> amulet.v1.MapRequest
+	59, // 47: amulet.v1.ReadAtResponse.response:type_name -> amulet.v1.MapResponse
+	14, // 48: amulet.v1.CreateMap.layout:type_name -> amulet.v1.Layout
+	54, // 49: amulet.v1.PutAll.entries:type_name -> amulet.v1.Entry
+	0,  // 50: amulet.v1.NearestEntry.nearest:type_name -> amulet.v1.Nearest
+	50, // 51: amulet.v1.Range.from:type_name -> amulet.v1.KeyBound
+	50, // 52: amulet.v1.Range.to:type_name -> amulet.v1.KeyBound
+	54, // 53: amulet.v1.OptionalEntry.entry:type_name -> amulet.v1.Entry
+	54, // 54: amulet.v1.Entries.entries:type_name -> amulet.v1.Entry
+	55, // 55: amulet.v1.MapResponse.value:type_name -> amulet.v1.OptionalValue
+	56, // 56: amulet.v1.MapResponse.entry:type_name -> amulet.v1.OptionalEntry
+	57, // 57: amulet.v1.MapResponse.entries:type_name -> amulet.v1.Entries
+	58, // 58: amulet.v1.MapResponse.done:type_name -> amulet.v1.Done
+	54, // 59: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
+	64, // 60: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
+	65, // 61: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
+	23, // 62: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
+	68, // 63: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
+	59, // 64: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
+	69, // 65: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
+	9,  // 66: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
+	19, // 67: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
+	19, // 68: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
+	20, // 69: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
+	23, // 70: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
+	66, // 71: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
+	60, // 72: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
+	30, // 73: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
+	62, // 74: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
+	1,  // 75: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
+	10, // 76: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
+	21, // 77: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
+	21, // 78: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
+	21, // 79: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
+	59, // 80: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
+	67, // 81: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
+	61, // 82: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
+	31, // 83: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
+	63, // 84: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
+	8,  // 85: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
+	76, // [76:86] is the sub-list for method output_type
+	66, // [66:76] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_amulet_v1_amulet_proto_init() }
@@ -3873,11 +5147,18 @@ func file_amulet_v1_amulet_proto_init() {
 	if File_amulet_v1_amulet_proto != nil {
 		return
 	}
-	file_amulet_v1_amulet_proto_msgTypes[5].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[0].OneofWrappers = []any{
+		(*ReconfigureRequest_Split)(nil),
+		(*ReconfigureRequest_Merge)(nil),
+		(*ReconfigureRequest_ReplaceStream)(nil),
+		(*ReconfigureRequest_Move)(nil),
+	}
+	file_amulet_v1_amulet_proto_msgTypes[2].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[13].OneofWrappers = []any{
 		(*Layout_Hash)(nil),
 		(*Layout_Range)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[14].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[22].OneofWrappers = []any{
 		(*MapRequest_CreateMap)(nil),
 		(*MapRequest_DropMap)(nil),
 		(*MapRequest_Get)(nil),
@@ -3899,9 +5180,14 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapRequest_Range)(nil),
 		(*MapRequest_OpenSnapshot)(nil),
 		(*MapRequest_ReleaseSnapshot)(nil),
+		(*MapRequest_BeginTransaction)(nil),
+		(*MapRequest_EndTransaction)(nil),
+		(*MapRequest_Commit)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[38].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[42].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[27].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[28].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[54].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[58].OneofWrappers = []any{
 		(*MapResponse_Value)(nil),
 		(*MapResponse_Flag)(nil),
 		(*MapResponse_Count)(nil),
@@ -3909,19 +5195,21 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapResponse_Entries)(nil),
 		(*MapResponse_Snapshot)(nil),
 		(*MapResponse_Done)(nil),
+		(*MapResponse_ReadVersion)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[43].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[51].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[59].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[67].OneofWrappers = []any{
 		(*MapOutcome_Response)(nil),
 		(*MapOutcome_Failure)(nil),
 	}
+	file_amulet_v1_amulet_proto_msgTypes[68].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amulet_v1_amulet_proto_rawDesc), len(file_amulet_v1_amulet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

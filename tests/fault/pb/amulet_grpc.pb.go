@@ -14,18 +14,76 @@
 // | status              | amulet-error     | meaning / what to do                                   |
 // |---------------------|------------------|--------------------------------------------------------|
 // | INVALID_ARGUMENT    |                  | key or value too large, bad range, bad map name, bad   |
-// |                     |                  | lease, putAll too large, missing field: fix the request |
+// |                     |                  | lease, putAll too large, missing field, a map layout   |
+// |                     |                  | or partition change breaking a rule, a commit too      |
+// |                     |                  | large or of a bad shape, a read version the cluster    |
+// |                     |                  | never gave: fix the request                            |
 // | NOT_FOUND           |                  | unknown map, unknown snapshot                          |
 // | ALREADY_EXISTS      |                  | CreateMap of a map that exists                         |
 // | FAILED_PRECONDITION | stale-map        | the client's map is old: GetPartitionMap, resend       |
 // | FAILED_PRECONDITION | not-a-replica    | this node does not replicate the partition: same       |
 // | FAILED_PRECONDITION | session-expired  | open a new session, resend                             |
 // | FAILED_PRECONDITION | stale-sequence   | the session already ran a later sequence               |
+// | FAILED_PRECONDITION |                  | the cluster is not configured for the request (no      |
+// |                     |                  | DMap; a move without checkpoints): change the cluster  |
+// | ABORTED             | retryable        | refused for a passing state of the cluster (another    |
+// |                     |                  | reconfiguration is taking effect): resend after a      |
+// |                     |                  | pause (a reconfiguration: from the new map); not       |
+// |                     |                  | ordered or not applied                                 |
+// | ABORTED             | conflict         | a transaction's commit: a key it read (metadata        |
+// |                     |                  | amulet-conflict-map, amulet-conflict-key-bin) was      |
+// |                     |                  | written after its read version; nothing applied: run   |
+// |                     |                  | the transaction again from a new read version          |
+// | ABORTED             | read-version-too-old | the read version's lease ended or it was ended:    |
+// |                     |                  | nothing applied; run the transaction again             |
+// | UNAVAILABLE         | read-version-elsewhere | this replica was restored since the read version |
+// |                     |                  | was taken and holds no snapshot of it: read from       |
+// |                     |                  | another replica                                        |
+// | RESOURCE_EXHAUSTED  |                  | too many open snapshots or read versions: end some     |
 // | DEADLINE_EXCEEDED   |                  | not ordered in time: resend with the same sequence     |
 // | UNKNOWN             | reply-lost       | it took effect; part of its reply is no longer held    |
-// | UNAVAILABLE         | behind           | the replica has not reached the client's map version:  |
-// |                     |                  | resend (later, or to another replica); not ordered      |
+// | UNAVAILABLE         | behind           | the replica has not reached the client's map version,  |
+// |                     |                  | or is catching up with its streams (restarted): resend |
+// |                     |                  | (later, or to another replica); not ordered            |
 // | UNAVAILABLE         |                  | the node is stopping or not ready: try another replica |
+//
+// A request the cluster refused (INVALID_ARGUMENT, FAILED_PRECONDITION or
+// ABORTED from a replica's or a node's verdict, not from decoding) also
+// carries the metadata key `amulet-reason`, a stable kebab-case name of
+// the reason, so programs tell reasons apart without parsing messages:
+//
+// | amulet-reason               | status              | the request                              |
+// |-----------------------------|---------------------|------------------------------------------|
+// | reconfiguration-pending     | ABORTED (retryable) | came before an earlier change's fence    |
+// | session-id-missing          | INVALID_ARGUMENT    | opens or renews a session without id     |
+// | session-lease-out-of-bounds | INVALID_ARGUMENT    | asks for a lease of 0 or above the limit |
+// | close-without-session       | INVALID_ARGUMENT    | closes a session without id              |
+// | needs-global-stream         | INVALID_ARGUMENT    | spans partitions on a partition's stream |
+// |                             |                     | (only a faulty node proposes one)        |
+// | move-needs-checkpoints      | FAILED_PRECONDITION | moves a partition; checkpoints are off   |
+// | no-dmap                     | FAILED_PRECONDITION | reached a node that serves no DMap       |
+// | no-partitions               | INVALID_ARGUMENT    | would make a partition map that breaks   |
+// | partition-without-replicas  |                     | the rule named (the message says which   |
+// | shared-stream               |                     | partition, stream, node or key)          |
+// | bad-token-ring              |                     |                                          |
+// | bad-ranges                  |                     |                                          |
+// | stream-in-use               |                     |                                          |
+// | even-acceptors              |                     |                                          |
+// | no-partition-to-split       |                     |                                          |
+// | partition-exists            |                     |                                          |
+// | split-stream-members        |                     |                                          |
+// | split-moves-nothing         |                     |                                          |
+// | token-outside-segment       |                     |                                          |
+// | not-a-range-keyspace        |                     |                                          |
+// | key-outside-range           |                     |                                          |
+// | merge-unknown-partition     |                     |                                          |
+// | merge-into-itself           |                     |                                          |
+// | merge-replicas-differ       |                     |                                          |
+// | no-partition                |                     |                                          |
+// | replicas-must-learn         |                     |                                          |
+// | move-replicas-not-distinct  |                     |                                          |
+// | move-members-must-learn     |                     |                                          |
+// | move-to-idle-node           |                     |                                          |
 //
 // A request that fails with any of these changed nothing, except
 // DEADLINE_EXCEEDED and UNAVAILABLE (it may have taken effect; resending
@@ -60,7 +118,9 @@ const (
 	Amulet_Execute_FullMethodName         = "/amulet.v1.Amulet/Execute"
 	Amulet_ExecuteBatch_FullMethodName    = "/amulet.v1.Amulet/ExecuteBatch"
 	Amulet_ReadSnapshot_FullMethodName    = "/amulet.v1.Amulet/ReadSnapshot"
+	Amulet_ReadAt_FullMethodName          = "/amulet.v1.Amulet/ReadAt"
 	Amulet_Status_FullMethodName          = "/amulet.v1.Amulet/Status"
+	Amulet_Reconfigure_FullMethodName     = "/amulet.v1.Amulet/Reconfigure"
 )
 
 // AmuletClient is the client API for Amulet service.
@@ -86,8 +146,24 @@ type AmuletClient interface {
 	// Streams the pages of one partition's part of an open snapshot, in key
 	// order, served by this replica without ordering.
 	ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotPage], error)
+	// One read of a transaction at its read version, served by this node's
+	// replica of the header's partition without ordering.
+	ReadAt(ctx context.Context, in *ReadAtRequest, opts ...grpc.CallOption) (*ReadAtResponse, error)
 	// This node's view of the cluster.
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
+	// Changes the partitioning online (an operator's request, ordered on the
+	// global stream): split a partition, merge two, or move a partition to a
+	// new stream (other acceptors). Answered once ordered and accepted; every
+	// replica applies it at the fence of a barrier that follows, at the same
+	// point of the order; watch GetPartitionMap/Status for the new version.
+	// INVALID_ARGUMENT explains a change that cannot apply (unknown
+	// partition, stream id in use, even acceptor count, a cut outside the
+	// source's range); ABORTED `retryable` (reason reconfiguration-pending)
+	// says another change is still taking effect: compute the change again
+	// from the new map and resend; FAILED_PRECONDITION (reason
+	// move-needs-checkpoints) that the cluster cannot move partitions as
+	// configured.
+	Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureResponse, error)
 }
 
 type amuletClient struct {
@@ -177,10 +253,30 @@ func (c *amuletClient) ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Amulet_ReadSnapshotClient = grpc.ServerStreamingClient[SnapshotPage]
 
+func (c *amuletClient) ReadAt(ctx context.Context, in *ReadAtRequest, opts ...grpc.CallOption) (*ReadAtResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadAtResponse)
+	err := c.cc.Invoke(ctx, Amulet_ReadAt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *amuletClient) Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(StatusResponse)
 	err := c.cc.Invoke(ctx, Amulet_Status_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *amuletClient) Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReconfigureResponse)
+	err := c.cc.Invoke(ctx, Amulet_Reconfigure_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -210,8 +306,24 @@ type AmuletServer interface {
 	// Streams the pages of one partition's part of an open snapshot, in key
 	// order, served by this replica without ordering.
 	ReadSnapshot(*ReadSnapshotRequest, grpc.ServerStreamingServer[SnapshotPage]) error
+	// One read of a transaction at its read version, served by this node's
+	// replica of the header's partition without ordering.
+	ReadAt(context.Context, *ReadAtRequest) (*ReadAtResponse, error)
 	// This node's view of the cluster.
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
+	// Changes the partitioning online (an operator's request, ordered on the
+	// global stream): split a partition, merge two, or move a partition to a
+	// new stream (other acceptors). Answered once ordered and accepted; every
+	// replica applies it at the fence of a barrier that follows, at the same
+	// point of the order; watch GetPartitionMap/Status for the new version.
+	// INVALID_ARGUMENT explains a change that cannot apply (unknown
+	// partition, stream id in use, even acceptor count, a cut outside the
+	// source's range); ABORTED `retryable` (reason reconfiguration-pending)
+	// says another change is still taking effect: compute the change again
+	// from the new map and resend; FAILED_PRECONDITION (reason
+	// move-needs-checkpoints) that the cluster cannot move partitions as
+	// configured.
+	Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error)
 	mustEmbedUnimplementedAmuletServer()
 }
 
@@ -243,8 +355,14 @@ func (UnimplementedAmuletServer) ExecuteBatch(context.Context, *MapRequestBatch)
 func (UnimplementedAmuletServer) ReadSnapshot(*ReadSnapshotRequest, grpc.ServerStreamingServer[SnapshotPage]) error {
 	return status.Error(codes.Unimplemented, "method ReadSnapshot not implemented")
 }
+func (UnimplementedAmuletServer) ReadAt(context.Context, *ReadAtRequest) (*ReadAtResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadAt not implemented")
+}
 func (UnimplementedAmuletServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedAmuletServer) Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reconfigure not implemented")
 }
 func (UnimplementedAmuletServer) mustEmbedUnimplementedAmuletServer() {}
 func (UnimplementedAmuletServer) testEmbeddedByValue()                {}
@@ -386,6 +504,24 @@ func _Amulet_ReadSnapshot_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Amulet_ReadSnapshotServer = grpc.ServerStreamingServer[SnapshotPage]
 
+func _Amulet_ReadAt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadAtRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AmuletServer).ReadAt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Amulet_ReadAt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AmuletServer).ReadAt(ctx, req.(*ReadAtRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Amulet_Status_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(StatusRequest)
 	if err := dec(in); err != nil {
@@ -400,6 +536,24 @@ func _Amulet_Status_Handler(srv interface{}, ctx context.Context, dec func(inter
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(AmuletServer).Status(ctx, req.(*StatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Amulet_Reconfigure_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReconfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AmuletServer).Reconfigure(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Amulet_Reconfigure_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AmuletServer).Reconfigure(ctx, req.(*ReconfigureRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -436,8 +590,16 @@ var Amulet_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Amulet_ExecuteBatch_Handler,
 		},
 		{
+			MethodName: "ReadAt",
+			Handler:    _Amulet_ReadAt_Handler,
+		},
+		{
 			MethodName: "Status",
 			Handler:    _Amulet_Status_Handler,
+		},
+		{
+			MethodName: "Reconfigure",
+			Handler:    _Amulet_Reconfigure_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

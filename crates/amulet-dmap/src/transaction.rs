@@ -65,6 +65,10 @@ pub(crate) struct Transactions {
     /// written again later; dropping checks the position.
     by_position: BTreeMap<u64, Vec<(MapName, Bytes)>>,
     map_changes: BTreeMap<MapName, u64>,
+    /// The earliest lease end of the open read versions (a bound: the
+    /// versions are only scanned once replicated time reaches it, not at
+    /// every command).
+    next_expiry_micros: u64,
 }
 
 impl Transactions {
@@ -118,6 +122,7 @@ impl Transactions {
                 lease_until_micros,
             },
         );
+        self.next_expiry_micros = self.next_expiry_micros.min(lease_until_micros);
         Ok(())
     }
 
@@ -129,8 +134,17 @@ impl Transactions {
 
     /// Ends read versions whose lease passed by replicated time `now`.
     pub(crate) fn expire(&mut self, now_micros: u64) {
+        if now_micros < self.next_expiry_micros {
+            return;
+        }
         let before = self.open.len();
         self.open.retain(|_, v| v.lease_until_micros > now_micros);
+        self.next_expiry_micros = self
+            .open
+            .values()
+            .map(|v| v.lease_until_micros)
+            .min()
+            .unwrap_or(u64::MAX);
         if self.open.len() != before {
             self.forget_old();
         }
@@ -280,6 +294,8 @@ impl Transactions {
                 .collect(),
             by_position,
             map_changes: checkpoint.map_changes,
+            // Scanned at the first command.
+            next_expiry_micros: 0,
         }
     }
 
@@ -311,6 +327,8 @@ impl Transactions {
     /// versions keep their leases but no snapshot here (half a snapshot
     /// is none): reads of them go elsewhere or begin again.
     pub(crate) fn absorb(&mut self, other: TransactionCheckpoint) {
+        // Leases join these: scanned again at the next command.
+        self.next_expiry_micros = 0;
         for (version, lease_until_micros) in other.read_version_leases {
             let open = self.open.entry(version).or_insert(OpenVersion {
                 maps: None,

@@ -28,6 +28,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 mod operator;
+mod report;
 mod transactions;
 
 /// Replicas per partition.
@@ -625,71 +626,6 @@ impl DmapCluster {
                 network: harness.network.stats(),
                 nemesis: harness.nemesis.stats(),
             },
-        }
-    }
-
-    fn print_end(&self, harness: &Harness) {
-        let completed = self.calls.iter().filter(|c| c.complete.is_some()).count();
-        let versions: Vec<u64> = harness.hosts().map(|(_, h)| h.map_version()).collect();
-        println!(
-            "calls={} completed={completed} violations={} map versions at the end={versions:?}",
-            self.calls.len(),
-            self.violations.len()
-        );
-        if !self.txn_clients.is_empty() {
-            let [ok, fail, info] = self.txn_history.ended;
-            println!(
-                "transactions={} committed={ok} failed={fail} unknown={info}",
-                self.txn_history.started()
-            );
-        }
-        Self::print_nodes(harness);
-    }
-
-    /// Every node's replicas (with their merge), and streams.
-    fn print_nodes(harness: &Harness) {
-        for node in harness.slots.keys() {
-            let Some(host) = harness.host(*node) else {
-                println!("node {node}: down");
-                continue;
-            };
-            for (partition, r) in host.replicas() {
-                println!(
-                    "node {node} {partition}: global_position={} queued={} waiting={} pending={:?} fenced={:?}",
-                    r.global_position(),
-                    r.queued(),
-                    r.is_waiting(),
-                    r.pending_reconfiguration(),
-                    host.multicast_node().fenced(group_of(*partition)),
-                );
-                if let Some(merger) = host.multicast_node().merger(group_of(*partition)) {
-                    let lanes: Vec<String> = merger
-                        .fed_streams()
-                        .map(|s| {
-                            format!(
-                                "{s:?}:{:?}@{:?}",
-                                merger.lane_state(s),
-                                merger.next_instance(s)
-                            )
-                        })
-                        .collect();
-                    println!(
-                        "    merge: rounds={} waiting_on={:?} subscription={:?} lanes={lanes:?} behind={}",
-                        merger.rounds(),
-                        merger.waiting_on(),
-                        merger.waiting(),
-                        host.catching_up(*partition),
-                    );
-                }
-            }
-            for (stream, s) in host.multicast_node().streams() {
-                println!(
-                    "  {stream:?} trimmed_below={} learner_trimmed={:?} {}",
-                    s.trimmed_below(),
-                    s.learner_trimmed(),
-                    s.debug_state()
-                );
-            }
         }
     }
 

@@ -189,3 +189,47 @@ fn a_partial_no_longer_held_makes_the_reply_lost() {
     a.on_message(answer[0].1.clone());
     assert_eq!(replies(&a.drain()), vec![ClientReply::Lost]);
 }
+
+#[test]
+fn a_replaying_replica_gets_the_following_partials_with_its_answer() {
+    let mut a = replica(1, 1, 1 << 20);
+    let mut a_peer = replica(2, 1, 1 << 20);
+    let mut b = replica(4, 2, 1 << 20);
+    let sizes: Vec<Bytes> = (0..5).map(|_| size_command(&mut a)).collect();
+    // Partition 2 and a peer of partition 1 executed all five while `a`
+    // was down: every signal sent to `a` is lost.
+    for size in &sizes {
+        a_peer.on_deliver(StreamId(1), size);
+        b.on_deliver(StreamId(1), size);
+        for (to, message) in signals(&a_peer.drain()) {
+            if to == NodeId(4) {
+                b.on_message(message);
+            }
+        }
+        for (to, message) in signals(&b.drain()) {
+            if to == NodeId(2) {
+                a_peer.on_message(message);
+            }
+        }
+    }
+    assert!(!b.is_waiting() && !a_peer.is_waiting());
+    a_peer.drain();
+    b.drain();
+    for size in &sizes {
+        a.on_deliver(StreamId(1), size);
+    }
+    a.drain();
+    a.tick(100_000);
+    let asks = signals(&a.drain());
+    b.on_message(asks[0].1.clone());
+    let answer = signals(&b.drain());
+    assert_eq!(answer.len(), 5, "the asked one and the four after it");
+    for (_, message) in answer {
+        a.on_message(message);
+    }
+    assert_eq!(
+        replies(&a.drain()),
+        vec![ClientReply::Done(MapReply::Count(0)); 5],
+        "one ask replays all five, not one per signal_retry_micros"
+    );
+}

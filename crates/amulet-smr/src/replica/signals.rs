@@ -27,6 +27,18 @@ use std::collections::BTreeMap;
 /// Early signals are kept for at most this many future commands.
 pub(super) const EARLY_SIGNAL_COMMANDS_MAX: usize = 4096;
 
+/// A replica asking for the signal of a command this one executed long
+/// ago is replaying (after a restart or a state transfer): the answer
+/// carries this many of the cached partials that follow too, so that the
+/// replay does not wait one `signal_retry_micros` per multi-partition
+/// command (found by the simulator: a restarted replica of a partition
+/// whose peers had moved on replayed 95 begins at one per 50 ms, and every
+/// other partition waited on its signals meanwhile).
+pub(super) const SIGNALS_AHEAD_MAX: usize = 64;
+
+/// ... and at most this many bytes of them.
+pub(super) const SIGNALS_AHEAD_BYTES_MAX: usize = 256 * 1024;
+
 /// A multi-partition command executed here and waiting for the signals of
 /// the other involved partitions; execution of later commands waits too.
 pub(super) struct Waiting<C> {
@@ -230,6 +242,41 @@ impl<S: StateMachine> Replica<S> {
                 partial,
             },
         });
+        if position < self.global_position {
+            self.send_signals_ahead(position, from);
+        }
+    }
+
+    /// The partials this partition still holds for the commands after
+    /// `position` that it has executed, to a replica replaying them; it
+    /// keeps them as early signals.
+    fn send_signals_ahead(&mut self, position: u64, to: NodeId) {
+        let mut ahead: BTreeMap<u64, &Bytes> = BTreeMap::new();
+        let after = (
+            std::ops::Bound::Excluded(position),
+            std::ops::Bound::Unbounded,
+        );
+        for (p, partial) in self.signal_cache.range(after).take(SIGNALS_AHEAD_MAX) {
+            ahead.insert(*p, partial);
+        }
+        for (p, vote) in self.votes.range(after).take(SIGNALS_AHEAD_MAX) {
+            ahead.entry(*p).or_insert(vote);
+        }
+        let mut bytes = 0;
+        for (global_position, partial) in ahead.into_iter().take(SIGNALS_AHEAD_MAX) {
+            bytes += partial.len();
+            if bytes > SIGNALS_AHEAD_BYTES_MAX {
+                break;
+            }
+            self.outputs.push(Output::Send {
+                to,
+                message: ReplicaMessage::Signal {
+                    global_position,
+                    partition: self.config.partition,
+                    partial: Some(partial.clone()),
+                },
+            });
+        }
     }
 
     /// Completes the waiting multi-partition command if every involved

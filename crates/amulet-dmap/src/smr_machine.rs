@@ -151,6 +151,14 @@ impl StateMachine for PartitionState {
         command.is_read_only()
     }
 
+    fn orders_only(command: &MapCommand) -> bool {
+        // A begin only fixes the read version's position in every
+        // partition (its snapshot is taken by `execute`); its partials are
+        // acknowledgements. Partitions run on past it, holding the replies
+        // of what follows until every partition has executed it.
+        matches!(command, MapCommand::BeginTransaction { .. })
+    }
+
     fn keyspace_request(command: &MapCommand) -> Option<KeyspaceChange> {
         Self::keyspace_change(command, &MapReply::Done)
     }

@@ -233,3 +233,74 @@ fn a_replaying_replica_gets_the_following_partials_with_its_answer() {
         "one ask replays all five, not one per signal_retry_micros"
     );
 }
+
+/// The envelope `command` submitted at `at` proposes.
+fn proposed(at: &mut Replica<PartitionState>, command: MapCommand) -> (StreamId, Bytes) {
+    let version = at.map().version;
+    at.submit(
+        0,
+        ClientRequest {
+            map_version: version,
+            session: None,
+            body: Body::App(command),
+        },
+    );
+    match at.drain().remove(0) {
+        Output::Propose { stream, value, .. } => (stream, value),
+        other => panic!("expected a proposal, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_begin_orders_only_so_later_commands_execute_and_their_replies_wait_for_its_signals() {
+    let mut a = replica(1, 1, 1 << 20);
+    let mut b = replica(4, 2, 1 << 20);
+    let (global, begin) = proposed(
+        &mut a,
+        MapCommand::BeginTransaction {
+            lease_micros: 10_000_000,
+            end: vec![],
+        },
+    );
+    assert_eq!(global, StreamId(1));
+    let key = (0..=u16::MAX)
+        .map(|i| Bytes::from(format!("k{i}")))
+        .find(|k| a.map().partition_of("m", k) == Ok(PartitionId(1)))
+        .expect("a key of partition 1");
+    let (local, put) = proposed(
+        &mut a,
+        MapCommand::Put {
+            map: map_name(),
+            key: key.clone(),
+            value: Bytes::from_static(b"v"),
+        },
+    );
+    assert_eq!(local, StreamId(2));
+    a.on_deliver(global, &begin);
+    a.on_deliver(local, &put);
+    let out = a.drain();
+    assert!(
+        replies(&out).is_empty(),
+        "nothing answered before partition 2 executed the begin"
+    );
+    assert!(!a.is_waiting() && a.queued() == 0, "the put executed");
+    assert_eq!((a.unsignalled(), a.held_replies()), (1, 1));
+    b.on_deliver(global, &begin);
+    for (to, message) in signals(&b.drain()) {
+        if to == NodeId(1) {
+            a.on_message(message);
+        }
+    }
+    let out = a.drain();
+    let replies = replies(&out);
+    assert_eq!(
+        replies.len(),
+        2,
+        "the begin and the put, once partition 2's signal came"
+    );
+    assert!(
+        matches!(replies[1], ClientReply::Done(MapReply::Value(None))),
+        "{replies:?}"
+    );
+    assert_eq!((a.unsignalled(), a.held_replies()), (0, 0));
+}

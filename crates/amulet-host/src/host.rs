@@ -331,7 +331,14 @@ impl<S: StateMachine> Host<S> {
                 sessions: r.sessions() as u64,
                 maps: r.map().keyspaces.keys().cloned().collect(),
                 waiting: r.is_waiting(),
-                state: r.state().gauges(),
+                state: {
+                    // The begins this replica executed without their
+                    // signals yet, and the replies held behind them.
+                    let mut gauges = r.state().gauges();
+                    gauges.push(("unsignalled_commands", r.unsignalled() as u64));
+                    gauges.push(("held_replies", r.held_replies() as u64));
+                    gauges
+                },
             })
             .collect()
     }

@@ -100,6 +100,18 @@ pub trait StateMachine {
         false
     }
 
+    /// Whether the command spans partitions only for its *place* in the
+    /// order (a read version): its partials change no state and no later
+    /// command depends on them. A partition then executes the commands
+    /// after it without waiting for its signals; only their *replies*
+    /// wait, until every involved partition has executed it (DMap §III-B's
+    /// guarantee, which is what strictness needs: nothing answered after
+    /// the command here can be followed by something ordered before it
+    /// elsewhere). Such a command must not change state.
+    fn orders_only(_command: &Self::Command) -> bool {
+        false
+    }
+
     /// Applies a voted command given every involved partition's vote, in
     /// increasing partition order (this partition's among them); returns
     /// the reply. Deterministic in the votes and the state.

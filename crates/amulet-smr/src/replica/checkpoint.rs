@@ -112,11 +112,12 @@ impl<S: StateMachine> Replica<S> {
 
     /// The replicated state as a checkpoint, if this is a point between
     /// deliveries where one can be taken: nothing queued and no
-    /// multi-partition command waiting for signals (whose progress is not
-    /// part of the checkpoint). Cheap: the service state is cloned
+    /// multi-partition command waiting for signals, unsignalled commands included
+    /// (their progress, and the replies they hold, are not part of the
+    /// checkpoint). Cheap: the service state is cloned
     /// copy-on-write, the rest is small.
     pub fn checkpoint(&self) -> Option<ReplicaCheckpoint<S::Checkpoint, S::Reply>> {
-        if self.waiting.is_some() || !self.queue.is_empty() {
+        if self.waiting.is_some() || !self.unsignalled.is_empty() || !self.queue.is_empty() {
             return None;
         }
         Some(ReplicaCheckpoint {

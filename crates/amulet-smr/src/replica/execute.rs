@@ -186,6 +186,11 @@ impl<S: StateMachine> Replica<S> {
             let reply = ClientReply::Done(partial);
             return self.complete(global, &envelope, change, reply);
         }
+        if S::orders_only(&command) && envelope.session.is_none() {
+            // Outside sessions: a resent one is a new command, so it
+            // needs no record of this one made before its signals come.
+            return self.start_ordering_only(envelope, command, involved, partial);
+        }
         self.start_waiting(envelope, command, involved, partial);
     }
 
@@ -238,6 +243,20 @@ impl<S: StateMachine> Replica<S> {
         change: Option<KeyspaceChange>,
         reply: ClientReply<S::Reply>,
     ) {
+        let behind = self.unsignalled.last_key_value().map(|(p, _)| *p);
+        self.complete_behind(global, envelope, change, reply, behind);
+    }
+
+    /// [`Replica::complete`], the answer held until every unsignalled command at or
+    /// before `behind` has its signals.
+    pub(super) fn complete_behind(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        change: Option<KeyspaceChange>,
+        reply: ClientReply<S::Reply>,
+        behind: Option<u64>,
+    ) {
         if let Some(change) = change {
             let applied = match change {
                 KeyspaceChange::Create(name, layout) => self.map.create_keyspace(&name, layout),
@@ -259,7 +278,7 @@ impl<S: StateMachine> Replica<S> {
                 self.sessions.record_local(session, sequence, reply.clone());
             }
         }
-        self.answer(&envelope.origin, reply);
+        self.answer_behind(&envelope.origin, reply, behind);
     }
 }
 

@@ -89,7 +89,7 @@ impl<S: StateMachine> Replica<S> {
     /// command queued or waiting for signals): the point where a fence's
     /// work can be done.
     pub fn is_idle(&self) -> bool {
-        self.waiting.is_none() && self.queue.is_empty()
+        self.waiting.is_none() && self.unsignalled.is_empty() && self.queue.is_empty()
     }
 
     /// At the fence of a barrier, once [`Replica::is_idle`]: applies the

@@ -123,6 +123,7 @@ impl<S: StateMachine> Replica<S> {
             self.early_signals.len(),
             EARLY_SIGNAL_COMMANDS_MAX
         );
+        self.check_unsignalled_invariants();
         let Some(waiting) = &self.waiting else {
             return;
         };
@@ -151,6 +152,51 @@ impl<S: StateMachine> Replica<S> {
             waiting.partials.keys().collect::<Vec<_>>(),
             waiting.involved
         );
+    }
+
+    /// Unsignalled commands are executed commands of this and other partitions, each
+    /// holding its own partial; a held reply waits on an outstanding one.
+    fn check_unsignalled_invariants(&self) {
+        let me = self.config.partition;
+        for (position, command) in &self.unsignalled {
+            assert!(
+                *position == command.global_position && *position <= self.global_position,
+                "{me}: invariant 'an unsignalled command is executed' broken: at \
+                 {position} ({}), global position {}",
+                command.global_position,
+                self.global_position
+            );
+            assert!(
+                command.involved.len() > 1
+                    && command.involved.contains(&me)
+                    && matches!(command.partials.get(&me), Some(Some(_))),
+                "{me}: invariant 'an unsignalled command involves this and other partitions and holds its own \
+                 partial' broken at {position}: involves {:?}, partials of {:?}",
+                command.involved,
+                command.partials.keys().collect::<Vec<_>>()
+            );
+            assert!(
+                command.involved.iter().any(|p| !command.partials.contains_key(p)),
+                "{me}: invariant 'an unsignalled command with every partial is completed' broken at {position}"
+            );
+        }
+        if let (Some(waiting), Some((last, _))) = (&self.waiting, self.unsignalled.last_key_value())
+        {
+            assert!(
+                waiting.global_position > *last,
+                "{me}: invariant 'a waiting command comes after every unsignalled one' broken: waiting \
+                 at {}, unsignalled one at {last}",
+                waiting.global_position
+            );
+        }
+        if let Some((held, _)) = self.held.first_key_value() {
+            let first = self.unsignalled.first_key_value().map(|(p, _)| *p);
+            assert!(
+                first.is_some_and(|first| first <= *held),
+                "{me}: invariant 'a held reply waits on an unsignalled command' broken: held \
+                 behind {held}, first unsignalled {first:?}"
+            );
+        }
     }
 
     /// A reconfiguration pending here has not taken effect yet: what it

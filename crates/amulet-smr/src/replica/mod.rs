@@ -124,6 +124,13 @@ pub struct Replica<S: StateMachine> {
     /// Delivered, not yet executed (waiting behind `waiting`).
     queue: VecDeque<(bool, crate::CommandEnvelope<S::Command>)>,
     waiting: Option<Waiting<S::Command>>,
+    /// Executed commands that order only ([`StateMachine::orders_only`])
+    /// still waiting for signals, by global position; execution goes on
+    /// past them.
+    unsignalled: BTreeMap<u64, Waiting<S::Command>>,
+    /// Replies held until every unsignalled command at or before their key has its
+    /// signals (see `signals::Waiting`).
+    held: BTreeMap<u64, Vec<HeldReply<S::Reply>>>,
     early_signals: BTreeMap<u64, BTreeMap<PartitionId, Option<Bytes>>>,
     signal_cache: BTreeMap<u64, Bytes>,
     signal_cache_bytes: usize,
@@ -147,6 +154,9 @@ pub struct Replica<S: StateMachine> {
     /// never goes back.
     global_position_checked: AtomicU64,
 }
+
+/// A reply to a request received here, held behind unsignalled commands.
+type HeldReply<R> = (RequestId, ClientReply<R>);
 
 /// Unanswered proposals a replica remembers the stream of (the oldest
 /// are forgotten first: their clients have long given up).
@@ -172,6 +182,8 @@ impl<S: StateMachine> Replica<S> {
             global_position: 0,
             queue: VecDeque::new(),
             waiting: None,
+            unsignalled: BTreeMap::new(),
+            held: BTreeMap::new(),
             early_signals: BTreeMap::new(),
             signal_cache: BTreeMap::new(),
             signal_cache_bytes: 0,
@@ -249,6 +261,17 @@ impl<S: StateMachine> Replica<S> {
         self.waiting.is_some()
     }
 
+    /// Executed commands that order only, still waiting for signals (the
+    /// replies after them are held).
+    pub fn unsignalled(&self) -> usize {
+        self.unsignalled.len()
+    }
+
+    /// Replies held behind unsignalled commands.
+    pub fn held_replies(&self) -> usize {
+        self.held.values().map(Vec::len).sum()
+    }
+
     /// Delivered commands not executed yet.
     pub fn queued(&self) -> usize {
         self.queue.len()
@@ -280,14 +303,47 @@ impl<S: StateMachine> Replica<S> {
         origin.node == self.config.node && origin.incarnation == self.config.incarnation
     }
 
-    /// Answers the client of `origin` if it waits here.
+    /// Answers the client of `origin` if it waits here, once every
+    /// unsignalled command executed so far has its signals.
     fn answer(&mut self, origin: &Origin, reply: ClientReply<S::Reply>) {
-        if self.is_mine(origin) {
-            self.proposed.remove(&origin.request);
-            self.outputs.push(Output::Reply {
+        let behind = self.unsignalled.last_key_value().map(|(p, _)| *p);
+        self.answer_behind(origin, reply, behind);
+    }
+
+    /// Answers the client of `origin` if it waits here, once every unsignalled
+    /// at or before `behind` has its signals.
+    fn answer_behind(
+        &mut self,
+        origin: &Origin,
+        reply: ClientReply<S::Reply>,
+        behind: Option<u64>,
+    ) {
+        if !self.is_mine(origin) {
+            return;
+        }
+        self.proposed.remove(&origin.request);
+        match behind.filter(|b| self.unsignalled.range(..=*b).next().is_some()) {
+            Some(command) => self
+                .held
+                .entry(command)
+                .or_default()
+                .push((origin.request, reply)),
+            None => self.outputs.push(Output::Reply {
                 request: origin.request,
                 reply,
-            });
+            }),
+        }
+    }
+
+    /// Sends the held replies no unsignalled command holds any more.
+    fn release_held(&mut self) {
+        let still_held = match self.unsignalled.first_key_value() {
+            Some((first, _)) => self.held.split_off(first),
+            None => BTreeMap::new(),
+        };
+        let released = std::mem::replace(&mut self.held, still_held);
+        for (request, reply) in released.into_values().flatten() {
+            self.outputs.push(Output::Reply { request, reply });
         }
     }
 }

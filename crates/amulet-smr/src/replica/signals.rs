@@ -40,7 +40,9 @@ pub(super) const SIGNALS_AHEAD_MAX: usize = 64;
 pub(super) const SIGNALS_AHEAD_BYTES_MAX: usize = 256 * 1024;
 
 /// A multi-partition command executed here and waiting for the signals of
-/// the other involved partitions; execution of later commands waits too.
+/// the other involved partitions; execution of later commands waits too,
+/// or, for a command that orders only (kept among the *unsignalled*), only
+/// their replies.
 pub(super) struct Waiting<C> {
     pub(super) global_position: u64,
     pub(super) envelope: CommandEnvelope<C>,
@@ -81,28 +83,28 @@ impl<S: StateMachine> Replica<S> {
 
     fn ask_again(&mut self, now_micros: u64) {
         self.now_micros = self.now_micros.max(now_micros);
-        let Some(waiting) = &mut self.waiting else {
-            return;
-        };
-        if self.now_micros.saturating_sub(waiting.asked_at_micros) < self.config.signal_retry_micros
-        {
-            return;
+        let (now, retry) = (self.now_micros, self.config.signal_retry_micros);
+        let mut asks: Vec<(u64, PartitionId)> = Vec::new();
+        for waiting in self.waiting.iter_mut().chain(self.unsignalled.values_mut()) {
+            if now.saturating_sub(waiting.asked_at_micros) < retry {
+                continue;
+            }
+            waiting.asked_at_micros = now;
+            let position = waiting.global_position;
+            // A voted command needs every vote itself; others take
+            // "executed long ago" for an answer.
+            let voted = S::is_voted(&waiting.command);
+            let missing = waiting
+                .involved
+                .iter()
+                .filter(|p| match waiting.partials.get(p) {
+                    None => true,
+                    Some(partial) => voted && partial.is_none(),
+                })
+                .map(|p| (position, *p));
+            asks.extend(missing);
         }
-        waiting.asked_at_micros = self.now_micros;
-        let position = waiting.global_position;
-        // A voted command needs every vote itself; others take "executed
-        // long ago" for an answer.
-        let voted = S::is_voted(&waiting.command);
-        let missing: Vec<PartitionId> = waiting
-            .involved
-            .iter()
-            .filter(|p| match waiting.partials.get(p) {
-                None => true,
-                Some(partial) => voted && partial.is_none(),
-            })
-            .copied()
-            .collect();
-        for partition in missing {
+        for (position, partition) in asks {
             for to in self.map.runners(partition) {
                 self.outputs.push(Output::Send {
                     to,
@@ -124,6 +126,35 @@ impl<S: StateMachine> Replica<S> {
         involved: Vec<PartitionId>,
         partial: S::Reply,
     ) {
+        let waiting = self.signal_partial(envelope, command, involved, partial);
+        self.waiting = Some(waiting);
+        self.try_complete();
+    }
+
+    /// This partition executed a command that orders only: signal its
+    /// partial and go on; replies wait until the others' come.
+    pub(super) fn start_ordering_only(
+        &mut self,
+        envelope: CommandEnvelope<S::Command>,
+        command: S::Command,
+        involved: Vec<PartitionId>,
+        partial: S::Reply,
+    ) {
+        let waiting = self.signal_partial(envelope, command, involved, partial);
+        let position = waiting.global_position;
+        self.unsignalled.insert(position, waiting);
+        self.try_complete_ordering_only(position);
+    }
+
+    /// Sends this partition's partial of the command just executed to the
+    /// other involved partitions (and caches it): what it waits with.
+    fn signal_partial(
+        &mut self,
+        envelope: CommandEnvelope<S::Command>,
+        command: S::Command,
+        involved: Vec<PartitionId>,
+        partial: S::Reply,
+    ) -> Waiting<S::Command> {
         let position = self.global_position;
         let encoded =
             Bytes::from(postcard::to_allocvec(&partial).expect("encoding to memory cannot fail"));
@@ -148,15 +179,14 @@ impl<S: StateMachine> Replica<S> {
         partials.insert(self.config.partition, Some(encoded));
         // Forget early signals of commands now behind us.
         self.early_signals = self.early_signals.split_off(&position);
-        self.waiting = Some(Waiting {
+        Waiting {
             global_position: position,
             envelope,
             command,
             involved,
             partials,
             asked_at_micros: self.now_micros,
-        });
-        self.try_complete();
+        }
     }
 
     fn cache_signal(&mut self, position: u64, partial: Bytes) {
@@ -184,6 +214,16 @@ impl<S: StateMachine> Replica<S> {
     }
 
     fn on_signal(&mut self, position: u64, partition: PartitionId, partial: Option<Bytes>) {
+        if let Some(command) = self.unsignalled.get_mut(&position) {
+            if command.involved.contains(&partition) {
+                let slot = command.partials.entry(partition).or_insert(None);
+                if slot.is_none() {
+                    *slot = partial;
+                }
+            }
+            self.try_complete_ordering_only(position);
+            return;
+        }
         if let Some(waiting) = &mut self.waiting {
             if waiting.global_position == position {
                 if waiting.involved.contains(&partition) {
@@ -277,6 +317,37 @@ impl<S: StateMachine> Replica<S> {
                 },
             });
         }
+    }
+
+    /// Completes the unsignalled command at `position` if every involved partition's
+    /// partial is here, and sends the replies it no longer holds.
+    fn try_complete_ordering_only(&mut self, position: u64) {
+        let done = self
+            .unsignalled
+            .get(&position)
+            .is_some_and(|b| b.involved.iter().all(|p| b.partials.contains_key(p)));
+        if !done {
+            return;
+        }
+        let done = self.unsignalled.remove(&position).expect("checked above");
+        let decoded: Option<Vec<S::Reply>> = done
+            .partials
+            .values()
+            .map(|p| p.as_ref().and_then(|b| postcard::from_bytes(b).ok()))
+            .collect();
+        let reply = match decoded {
+            Some(partials) => ClientReply::Done(S::combine(&done.command, &partials)),
+            None => ClientReply::Lost,
+        };
+        // Every partition executed it, so everything before it: its own
+        // answer waits only for earlier unsignalled commands.
+        let behind = self
+            .unsignalled
+            .range(..position)
+            .next_back()
+            .map(|(p, _)| *p);
+        self.complete_behind(true, &done.envelope, None, reply, behind);
+        self.release_held();
     }
 
     /// Completes the waiting multi-partition command if every involved

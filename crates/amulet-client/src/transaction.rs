@@ -13,7 +13,7 @@ use crate::read_versions::Held;
 use crate::rules::Outcome;
 use crate::{Client, Error};
 use amulet_dmap::{
-    combine, conflict_range, KeyBound, KeyRange, MapCommand, MapName, MapReply, Nearest,
+    combine, conflict_range, KeyBound, KeyRange, MapCommand, MapLimits, MapName, MapReply, Nearest,
     RangeQuery, ReadConflict, TxnWrite,
 };
 use bytes::Bytes;
@@ -164,9 +164,16 @@ impl Transaction {
     async fn read(&self, command: MapCommand) -> Result<MapReply, Error> {
         let version = self.version().await?;
         let mut backoff = self.client.backoff();
+        let mut refreshed = false;
         let (reply, written_since) = loop {
             match self.read_once(version, &command).await {
                 Ok(answer) => break answer,
+                Err(Outcome::Refused(Error::NotFound(_))) if !refreshed => {
+                    // The map may have been created since this client
+                    // last fetched the partition map: look once more.
+                    refreshed = true;
+                    self.client.refresh_map().await;
+                }
                 Err(Outcome::Refused(e)) => return Err(e),
                 Err(outcome) => {
                     if matches!(outcome, Outcome::StaleMap(_) | Outcome::NotAReplica(_)) {
@@ -300,9 +307,12 @@ impl Transaction {
                 .collect()
         };
         // Ask for enough that removals of this transaction still leave
-        // `limit` entries when there are.
+        // `limit` entries when there are, within what a node serves in one
+        // reply (above it, a page shorter than `limit` comes back marked
+        // `more`, as any cut-short range does).
         let removed = mine.iter().filter(|(_, v)| v.is_none()).count() as u32;
-        let asked = limit.saturating_add(removed);
+        let served_max = limit.max(MapLimits::default().range_entries_max);
+        let asked = limit.saturating_add(removed).min(served_max);
         let reply = self
             .read(MapCommand::Range {
                 map,

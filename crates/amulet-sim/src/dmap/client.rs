@@ -100,6 +100,44 @@ pub struct Send {
     pub request: ClientRequest<MapCommand>,
 }
 
+impl Send {
+    /// What the client's rules chose for an attempt, as the replica at
+    /// `to` receives it: opening `session`, or `command` under its
+    /// sequence. Session requests are not deduplicated (opening is
+    /// idempotent), so they carry sequence 0.
+    pub fn of(request: Request, session: SessionId, tag: u64, command: Option<MapCommand>) -> Send {
+        match request {
+            Request::OpenSession { to, map_version } => Send {
+                to,
+                partition: None,
+                tag,
+                request: ClientRequest {
+                    map_version,
+                    session: Some((session, 0)),
+                    body: Body::OpenSession {
+                        lease_micros: SESSION_LEASE_MICROS,
+                    },
+                },
+            },
+            Request::Command {
+                to,
+                partition,
+                map_version,
+                sequence,
+            } => Send {
+                to,
+                partition: Some(partition),
+                tag,
+                request: ClientRequest {
+                    map_version,
+                    session: Some((session, sequence)),
+                    body: Body::App(command.expect("a command to send")),
+                },
+            },
+        }
+    }
+}
+
 /// One simulated client.
 pub struct SimClient {
     /// Its network address.
@@ -192,41 +230,11 @@ impl SimClient {
             .expect("the map names replicas");
         self.tag += 1;
         let tag = self.tag;
-        match request {
-            // Session requests are not deduplicated (opening is
-            // idempotent), so they carry sequence 0.
-            Request::OpenSession { to, map_version } => Send {
-                to,
-                partition: None,
-                tag,
-                request: ClientRequest {
-                    map_version,
-                    session: Some((self.session.id(), 0)),
-                    body: Body::OpenSession {
-                        lease_micros: SESSION_LEASE_MICROS,
-                    },
-                },
-            },
-            Request::Command {
-                to,
-                partition,
-                map_version,
-                sequence,
-            } => {
-                let pinned = attempts.pinned().expect("a command is routed by a map");
-                self.routed_by.push((tag, pinned.clone()));
-                Send {
-                    to,
-                    partition: Some(partition),
-                    tag,
-                    request: ClientRequest {
-                        map_version,
-                        session: Some((self.session.id(), sequence)),
-                        body: Body::App(command.expect("a command while waiting")),
-                    },
-                }
-            }
+        if matches!(request, Request::Command { .. }) {
+            let pinned = attempts.pinned().expect("a command is routed by a map");
+            self.routed_by.push((tag, pinned.clone()));
         }
+        Send::of(request, self.session.id(), tag, command)
     }
 
     /// Time passes: start an operation, count an unanswered attempt as

@@ -16,12 +16,12 @@ use crate::dmap::client::{Send, RETRY_MICROS};
 use crate::dmap::workload;
 use crate::rng::Rng;
 use amulet_client::rules::resend::{BACKOFF_MAX_MICROS, BACKOFF_MIN_MICROS};
-use amulet_client::rules::{Next, Outcome, Request, Resend, Session, Timing};
+use amulet_client::rules::{Next, Outcome, Resend, Session, Timing};
 use amulet_client::Error;
 use amulet_dmap::{
     KeyRange, MapCommand, MapError, MapReply, PartitionState, ReadConflict, TxnWrite,
 };
-use amulet_smr::{Body, ClientReply, ClientRequest, Keys, PartitionMap, Placement, StateMachine};
+use amulet_smr::{ClientReply, Keys, PartitionMap, Placement, StateMachine};
 use amulet_types::{NodeId, SessionId, TimeMicros};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -185,36 +185,7 @@ impl TxnClient {
             )
             .expect("the map names replicas");
         self.tag += 1;
-        let tag = self.tag;
-        match request {
-            Request::OpenSession { to, map_version } => Send {
-                to,
-                partition: None,
-                tag,
-                request: ClientRequest {
-                    map_version,
-                    session: Some((self.session.id(), 0)),
-                    body: Body::OpenSession {
-                        lease_micros: SESSION_LEASE_MICROS,
-                    },
-                },
-            },
-            Request::Command {
-                to,
-                partition,
-                map_version,
-                sequence,
-            } => Send {
-                to,
-                partition: Some(partition),
-                tag,
-                request: ClientRequest {
-                    map_version,
-                    session: Some((self.session.id(), sequence)),
-                    body: Body::App(command.expect("a command in a transaction")),
-                },
-            },
-        }
+        Send::of(request, self.session.id(), self.tag, command)
     }
 
     /// The command the current phase sends.

@@ -39,6 +39,40 @@ fn sconekv_4_strictly_serializable_under_faults_part_1() {
     swarm(1);
 }
 
+/// Seeds the long runs found, each passing since its fix.
+fn passes(seed: u64) {
+    let outcome = run_catching(seed, &|seed| run_txn_seed(seed, false, DmapBug::None));
+    assert!(
+        outcome.violations.is_empty(),
+        "seed {seed}: {:?}",
+        outcome.violations
+    );
+}
+
+/// DMap §III-B c: a restarted sole replica replaying begins got each one's
+/// signals one `signal_retry_micros` apart while every other partition
+/// waited on it (answers now carry the partials that follow).
+#[test]
+fn dmap_iii_b_a_replaying_replica_gets_signals_ahead_seed_5000057() {
+    passes(5_000_057);
+}
+
+/// Thesis §3.4.2: a replica cut off through a move that kept it in the
+/// group asked for a checkpoint naming the partition's old stream, which
+/// no peer's checkpoint merges any more; it waited forever.
+#[test]
+fn thesis_3_4_2_a_replica_cut_off_through_a_move_recovers_seed_10736() {
+    passes(10_736);
+}
+
+/// DMap §III-C: a partition split off and merged away at once was
+/// dropped as an orphan on a node whose absorbing replica was merely
+/// behind, and that replica waited at the merge's fence forever.
+#[test]
+fn dmap_iii_c_a_merge_into_a_replica_behind_completes_seed_10310() {
+    passes(10_310);
+}
+
 #[test]
 fn sconekv_4_same_seed_twice_gives_the_same_trace_hash() {
     let first = run_txn_seed(5, false, DmapBug::None);

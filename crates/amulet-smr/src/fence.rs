@@ -179,9 +179,15 @@ fn drop_merged_orphans<S: StateMachine>(
         .filter(|p| {
             replicas.values().any(|r| {
                 r.map().merged.get(p).is_some_and(|into| {
-                    replicas
-                        .get(into)
-                        .is_some_and(|i| !i.map().partitions.contains_key(p))
+                    // `into` past the merge records it itself: an `into`
+                    // merely behind (its map older than the split that
+                    // made `p`) holds no `p` either, and dropping `p` then
+                    // left `into` waiting at the merge's fence for a
+                    // partition gone from every node (simulator seed
+                    // 10310, txn mode).
+                    replicas.get(into).is_some_and(|i| {
+                        i.map().merged.get(p) == Some(into) && !i.map().partitions.contains_key(p)
+                    })
                 })
             })
         })

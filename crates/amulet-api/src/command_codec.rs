@@ -121,6 +121,11 @@ pub fn command_from_op(op: Option<Op>) -> Result<MapCommand, Status> {
             map: name(c.map)?,
             entries: c.entries.into_iter().map(|e| (e.key, e.value)).collect(),
         },
+        Op::MergeFields(c) => MapCommand::MergeFields {
+            map: name(c.map)?,
+            key: c.key,
+            fields: c.fields.into_iter().map(|f| (f.name, f.value)).collect(),
+        },
         Op::ContainsValue(c) => MapCommand::ContainsValue {
             map: name(c.map)?,
             value: c.value,
@@ -257,6 +262,17 @@ pub fn command_to_op(command: &MapCommand) -> Op {
                 expected: b(expected),
             })
         }
+        MapCommand::MergeFields { map, key, fields } => Op::MergeFields(pb::MergeFields {
+            map: m(map),
+            key: b(key),
+            fields: fields
+                .iter()
+                .map(|(name, value)| pb::Field {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+        }),
         MapCommand::PutAll { map, entries } => Op::PutAll(pb::PutAll {
             map: m(map),
             entries: entries
@@ -396,6 +412,11 @@ mod tests {
             MapCommand::PutAll {
                 map: map.clone(),
                 entries: vec![(k.clone(), v.clone()), (v.clone(), k.clone())],
+            },
+            MapCommand::MergeFields {
+                map: map.clone(),
+                key: k.clone(),
+                fields: vec![(k.clone(), Some(v.clone())), (v.clone(), None)],
             },
             MapCommand::ContainsValue {
                 map: map.clone(),

@@ -134,7 +134,9 @@ pub(crate) fn map_error_status(error: &MapError) -> Status {
         | MapError::ValueTooLarge { .. }
         | MapError::BadRange(_)
         | MapError::TooManyEntries { .. }
-        | MapError::BadLease { .. } => Code::InvalidArgument,
+        | MapError::BadLease { .. }
+        | MapError::BadFields(_) => Code::InvalidArgument,
+        MapError::NotARecord(_) => Code::FailedPrecondition,
     };
     Status::new(code, error.to_string())
 }

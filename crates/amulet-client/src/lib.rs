@@ -46,7 +46,7 @@ mod session_pool;
 mod snapshot;
 mod transaction;
 
-pub use amulet_dmap::{KeyBound, Nearest};
+pub use amulet_dmap::{field_record, KeyBound, Nearest};
 pub use amulet_tuple as tuple;
 pub use bytes::Bytes;
 pub use client::Client;

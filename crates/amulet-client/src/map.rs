@@ -162,6 +162,32 @@ impl DMap {
         .await
     }
 
+    /// Sets and removes fields of the field record stored at `key`
+    /// (docs/field-records.md; encode one with
+    /// [`amulet_dmap::field_record::encode`]) in one ordered step, keeping
+    /// its other fields: a field with a value is set, one with `None`
+    /// removed. Whether the key had a value (a missing key stays missing).
+    /// A stored value that is not a field record is refused and kept.
+    pub async fn merge_fields<N, V>(
+        &self,
+        key: impl Into<Bytes>,
+        fields: impl IntoIterator<Item = (N, Option<V>)>,
+    ) -> Result<bool, Error>
+    where
+        N: Into<Bytes>,
+        V: Into<Bytes>,
+    {
+        self.flag(MapCommand::MergeFields {
+            map: self.name.clone(),
+            key: key.into(),
+            fields: fields
+                .into_iter()
+                .map(|(name, value)| (name.into(), value.map(Into::into)))
+                .collect(),
+        })
+        .await
+    }
+
     /// Sets every entry, atomically across partitions.
     pub async fn put_all<K, V>(
         &self,

@@ -13,8 +13,9 @@
 //!
 //! Error classes: `Error::InvalidArgument` is `invalid_argument`,
 //! `NotFound` `not_found`, `AlreadyExists` `already_exists`,
-//! `ResourceExhausted` `resource_exhausted`; any other error fails the
-//! step (and so does a raw status other than those four codes).
+//! `ResourceExhausted` `resource_exhausted`, `FailedPrecondition`
+//! `failed_precondition`; any other error fails the
+//! step (and so does a raw status other than those five codes).
 
 // A process test: the wall clock bounds its waits and seeds its run id.
 #![allow(clippy::disallowed_methods)]
@@ -251,6 +252,7 @@ fn class_of(error: &Error) -> String {
         Error::NotFound(_) => "not_found".into(),
         Error::AlreadyExists(_) => "already_exists".into(),
         Error::ResourceExhausted(_) => "resource_exhausted".into(),
+        Error::FailedPrecondition(_) => "failed_precondition".into(),
         Error::Conflict { .. } => "conflict".into(),
         Error::ReadVersionTooOld(_) => "read_version_too_old".into(),
         other => format!("{other:?}"),
@@ -328,6 +330,7 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "replace_if_equals" => (&["map", "key", "expected", "value"], &[]),
         "remove_if_equals" => (&["map", "key", "expected"], &[]),
         "put_all" => (&["map", "entries"], &[]),
+        "merge_fields" => (&["map", "key", "fields"], &[]),
         "contains_value" => (&["map", "value"], &[]),
         "nearest_entry" => (&["map", "key", "nearest"], &[]),
         "range" => (&["map", "limit"], &["from", "to", "reverse"]),
@@ -492,6 +495,23 @@ impl Runner {
                     .collect();
                 self.map(step)?.put_all(entries).await?;
                 ok(Json::Null)
+            }
+            "merge_fields" => {
+                let fields: Vec<(Bytes, Option<Bytes>)> = arg("fields")
+                    .array()
+                    .iter()
+                    .map(|f| {
+                        let pair = f.array();
+                        assert_eq!(pair.len(), 2, "not a [NAME, VALUE or null]: {f:?}");
+                        let value = (!matches!(pair[1], Json::Null)).then(|| data(&pair[1]));
+                        (data(&pair[0]), value)
+                    })
+                    .collect();
+                ok(Json::Bool(
+                    self.map(step)?
+                        .merge_fields(data(arg("key")), fields)
+                        .await?,
+                ))
             }
             "contains_value" => ok(Json::Bool(
                 self.map(step)?.contains_value(data(arg("value"))).await?,

@@ -352,6 +352,19 @@ pub enum MapCommand {
         /// write).
         writes: Vec<TxnWrite>,
     },
+    /// Sets and removes fields of the field record stored at `key`
+    /// (docs/field-records.md) in one step, keeping its other fields: a
+    /// field with a value is set, one without is removed. Replies whether
+    /// the key had a value; a missing key stays missing. A value that is
+    /// not a field record is refused and left as it is.
+    MergeFields {
+        /// The map.
+        map: MapName,
+        /// The key.
+        key: Bytes,
+        /// Field names and their new values (`None`: remove the field).
+        fields: Vec<(Bytes, Option<Bytes>)>,
+    },
 }
 
 impl MapCommand {
@@ -378,6 +391,7 @@ impl MapCommand {
             | LastEntry { map }
             | NearestEntry { map, .. }
             | Range { map, .. }
+            | MergeFields { map, .. }
             | OpenSnapshot { map, .. } => Some(map),
             ReleaseSnapshot { .. }
             | BeginTransaction { .. }
@@ -397,7 +411,8 @@ impl MapCommand {
             | PutIfAbsent { key, .. }
             | Replace { key, .. }
             | ReplaceIfEquals { key, .. }
-            | RemoveIfEquals { key, .. } => Some(key),
+            | RemoveIfEquals { key, .. }
+            | MergeFields { key, .. } => Some(key),
             _ => None,
         }
     }
@@ -470,9 +485,45 @@ impl MapCommand {
                 reads,
                 writes,
             } => check_commit(*read_version, reads, writes, limits),
+            MergeFields { fields, .. } => check_fields(fields, limits),
             _ => Ok(()),
         }
     }
+}
+
+/// A `mergeFields`'s fields: at least one, at most `put_all_entries_max`,
+/// each named once, names and values together within `value_bytes_max`
+/// (the record they make must fit in a value).
+fn check_fields(fields: &[(Bytes, Option<Bytes>)], limits: &MapLimits) -> Result<(), MapError> {
+    if fields.is_empty() {
+        return Err(MapError::BadFields("no fields to merge".to_string()));
+    }
+    if fields.len() > limits.put_all_entries_max {
+        return Err(MapError::BadFields(format!(
+            "{} fields exceed put_all_entries_max = {}",
+            fields.len(),
+            limits.put_all_entries_max
+        )));
+    }
+    let bytes: usize = fields
+        .iter()
+        .map(|(name, value)| name.len() + value.as_ref().map_or(0, Bytes::len))
+        .sum();
+    if bytes > limits.value_bytes_max {
+        return Err(MapError::ValueTooLarge {
+            bytes,
+            max: limits.value_bytes_max,
+        });
+    }
+    let mut names: Vec<&Bytes> = fields.iter().map(|(name, _)| name).collect();
+    names.sort_unstable();
+    if let Some(twice) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(MapError::BadFields(format!(
+            "field {:?} named twice",
+            String::from_utf8_lossy(twice[0])
+        )));
+    }
+    Ok(())
 }
 
 /// The keys read-only `command` looks at (all of its map for `size`,

@@ -107,6 +107,14 @@ pub enum MapError {
     /// another replica.
     #[error("read version {0} is held by other replicas; read from another")]
     ReadVersionElsewhere(u64),
+    /// A `mergeFields` whose stored value is not a field record
+    /// (docs/field-records.md).
+    #[error("the value is not a field record: {0}")]
+    NotARecord(String),
+    /// A `mergeFields` with no fields, a field named twice, or more fields
+    /// than `fields_max`.
+    #[error("bad fields: {0}")]
+    BadFields(String),
 }
 
 impl MapError {

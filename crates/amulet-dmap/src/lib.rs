@@ -10,14 +10,16 @@
 //! (size, range reads, putAll, snapshots, ...) into the one reply the
 //! client sees.
 //!
-//! Maps are `imbl::OrdMap`s: cloning one is O(1) and shares structure, so a
+//! Maps are persistent B-trees (`imbl::OrdSet`s of entries): cloning one is O(1) and shares structure, so a
 //! snapshot for an iterator is a clone held until it is released or its
 //! lease ends, and writers never wait for readers (design decision 9).
 #![deny(missing_docs)]
 
 mod combine;
 mod command;
+mod entries;
 mod error;
+pub mod field_record;
 mod limits;
 mod map_name;
 mod partition_state;
@@ -30,6 +32,7 @@ pub use command::{
     conflict_range, read_range, KeyBound, KeyRange, MapCommand, Nearest, RangeQuery, ReadConflict,
     TxnWrite,
 };
+pub use entries::{Entries, Stored};
 pub use error::MapError;
 pub use limits::MapLimits;
 pub use map_name::MapName;

@@ -1,6 +1,8 @@
 //! One partition's maps and open snapshots, and the deterministic
 //! execution of commands on them.
 
+use crate::entries::Stored;
+use crate::field_record;
 use crate::transaction::{owned_writes, ReadVersion, TransactionCheckpoint, Transactions};
 use crate::{Entry, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest, RangeQuery};
 use bytes::Bytes;
@@ -8,9 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-/// A map's entries: a persistent B-tree, so `clone` is O(1) and a clone
-/// is an immutable snapshot that shares every unchanged node.
-pub type Entries = imbl::OrdMap<Bytes, Bytes>;
+pub use crate::entries::Entries;
 
 /// Identifies an open snapshot. The replication layer derives it from the
 /// command's place in the global order, so every partition gives the same
@@ -272,7 +272,7 @@ impl PartitionState {
         let reply = match command {
             Put { key, value, .. } => {
                 wrote(key);
-                MapReply::Value(entries.insert(stored(key), stored(value)))
+                MapReply::Value(entries.insert(key, value))
             }
             Remove { key, .. } => {
                 let removed = entries.remove(key);
@@ -282,17 +282,17 @@ impl PartitionState {
                 MapReply::Value(removed)
             }
             PutIfAbsent { key, value, .. } => match entries.get(key) {
-                Some(existing) => MapReply::Value(Some(existing.clone())),
+                Some(existing) => MapReply::Value(Some(existing.value_bytes())),
                 None => {
                     wrote(key);
-                    entries.insert(stored(key), stored(value));
+                    entries.insert(key, value);
                     MapReply::Value(None)
                 }
             },
             Replace { key, value, .. } => match entries.get(key) {
                 Some(_) => {
                     wrote(key);
-                    MapReply::Value(entries.insert(stored(key), stored(value)))
+                    MapReply::Value(entries.insert(key, value))
                 }
                 None => MapReply::Value(None),
             },
@@ -302,15 +302,15 @@ impl PartitionState {
                 value,
                 ..
             } => {
-                let matches = entries.get(key) == Some(expected);
+                let matches = entries.get(key).is_some_and(|e| e.value() == &expected[..]);
                 if matches {
                     wrote(key);
-                    entries.insert(stored(key), stored(value));
+                    entries.insert(key, value);
                 }
                 MapReply::Flag(matches)
             }
             RemoveIfEquals { key, expected, .. } => {
-                let matches = entries.get(key) == Some(expected);
+                let matches = entries.get(key).is_some_and(|e| e.value() == &expected[..]);
                 if matches {
                     wrote(key);
                     entries.remove(key);
@@ -320,10 +320,25 @@ impl PartitionState {
             PutAll { entries: new, .. } => {
                 for (key, value) in new.iter().filter(|(k, _)| (ctx.owns_key)(k)) {
                     wrote(key);
-                    entries.insert(stored(key), stored(value));
+                    entries.insert(key, value);
                 }
                 MapReply::Done
             }
+            MergeFields { key, fields, .. } => match entries.get(key) {
+                None => MapReply::Flag(false),
+                Some(record) => {
+                    let merged = field_record::merge(record.value(), fields)?;
+                    if merged.len() > self.limits.value_bytes_max {
+                        return Err(MapError::ValueTooLarge {
+                            bytes: merged.len(),
+                            max: self.limits.value_bytes_max,
+                        });
+                    }
+                    wrote(key);
+                    entries.insert(key, &merged);
+                    MapReply::Flag(true)
+                }
+            },
             Clear { .. } => {
                 *entries = Entries::new();
                 txns.map_changed(name, position);
@@ -356,7 +371,7 @@ impl PartitionState {
                 .expect("every partition voted that the map exists");
             match &write.value {
                 Some(value) => {
-                    entries.insert(stored(&write.key), stored(value));
+                    entries.insert(&write.key, value);
                 }
                 None => {
                     entries.remove(&write.key);
@@ -430,8 +445,8 @@ impl PartitionState {
             .ok_or(MapError::UnknownSnapshot(id))?;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut iter = entries
-            .range::<_, [u8]>((from, Bound::Unbounded))
-            .map(|(k, v)| (k.clone(), v.clone()));
+            .range((from, Bound::Unbounded))
+            .map(Stored::to_entry);
         let entries: Vec<Entry> = iter.by_ref().take(limit as usize).collect();
         let more = iter.next().is_some();
         Ok(SnapshotPage { entries, more })
@@ -497,20 +512,12 @@ impl PartitionState {
     pub fn split_off(&mut self, moves: &dyn Fn(&str, &[u8]) -> bool) -> PartitionCheckpoint {
         let mut moved_maps = BTreeMap::new();
         for (name, entries) in self.maps.iter_mut() {
-            let moved: Entries = entries
-                .iter()
-                .filter(|(key, _)| moves(name.as_str(), key))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let moved = entries.filtered(|key| moves(name.as_str(), key));
             if moved.len() * 2 > entries.len() {
-                *entries = entries
-                    .iter()
-                    .filter(|(key, _)| !moved.contains_key(*key))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
+                *entries = entries.filtered(|key| !moved.contains_key(key));
             } else {
-                for key in moved.keys() {
-                    entries.remove(key);
+                for entry in moved.iter() {
+                    entries.remove(entry.key());
                 }
             }
             moved_maps.insert(name.clone(), moved);
@@ -554,36 +561,19 @@ impl PartitionState {
     }
 }
 
-/// Values up to this size are stored as a copy of their own.
-const STORED_COPY_BYTES_MAX: usize = 1024;
-
-/// The bytes a map keeps of a command's key or value. A command's `Bytes`
-/// is decoded into a buffer of its own (or a slice of a larger one), and a
-/// clone of it allocates a 24-byte shared header for every key and every
-/// value kept (the `bytes` crate promotes a buffer to shared on its first
-/// clone), or pins the larger buffer; a small copy is one exact
-/// allocation, and the command's buffer goes when the command does. Large
-/// values are shared instead: a header is nothing beside them and the copy
-/// would cost.
-fn stored(bytes: &Bytes) -> Bytes {
-    if bytes.len() <= STORED_COPY_BYTES_MAX {
-        Bytes::copy_from_slice(bytes)
-    } else {
-        bytes.clone()
-    }
-}
-
 /// The reply of read-only `command` on `entries`.
 fn read_map(entries: &Entries, command: &MapCommand) -> MapReply {
     use MapCommand::*;
     match command {
-        Get { key, .. } => MapReply::Value(entries.get(key).cloned()),
+        Get { key, .. } => MapReply::Value(entries.value(key)),
         ContainsKey { key, .. } => MapReply::Flag(entries.contains_key(key)),
-        ContainsValue { value, .. } => MapReply::Flag(entries.values().any(|v| v == value)),
+        ContainsValue { value, .. } => {
+            MapReply::Flag(entries.iter().any(|e| e.value() == &value[..]))
+        }
         Size { .. } => MapReply::Count(entries.len() as u64),
         IsEmpty { .. } => MapReply::Flag(entries.is_empty()),
-        FirstEntry { .. } => MapReply::Entry(entries.get_min().cloned()),
-        LastEntry { .. } => MapReply::Entry(entries.get_max().cloned()),
+        FirstEntry { .. } => MapReply::Entry(entries.first().map(Stored::to_entry)),
+        LastEntry { .. } => MapReply::Entry(entries.last().map(Stored::to_entry)),
         NearestEntry { key, nearest, .. } => MapReply::Entry(nearest_entry(entries, key, *nearest)),
         Range { range, .. } => range_read(entries, range),
         other => unreachable!("not a read: {other:?}"),
@@ -593,19 +583,19 @@ fn read_map(entries: &Entries, command: &MapCommand) -> MapReply {
 fn nearest_entry(entries: &Entries, key: &[u8], nearest: Nearest) -> Option<Entry> {
     let found = match nearest {
         Nearest::Floor => entries
-            .range::<_, [u8]>((Bound::Unbounded, Bound::Included(key)))
+            .range((Bound::Unbounded, Bound::Included(key)))
             .next_back(),
         Nearest::Lower => entries
-            .range::<_, [u8]>((Bound::Unbounded, Bound::Excluded(key)))
+            .range((Bound::Unbounded, Bound::Excluded(key)))
             .next_back(),
         Nearest::Ceiling => entries
-            .range::<_, [u8]>((Bound::Included(key), Bound::Unbounded))
+            .range((Bound::Included(key), Bound::Unbounded))
             .next(),
         Nearest::Higher => entries
-            .range::<_, [u8]>((Bound::Excluded(key), Bound::Unbounded))
+            .range((Bound::Excluded(key), Bound::Unbounded))
             .next(),
     };
-    found.map(|(k, v)| (k.clone(), v.clone()))
+    found.map(Stored::to_entry)
 }
 
 fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
@@ -620,8 +610,8 @@ fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
     }
     let (from, to) = range.bounds();
     let bounds = (from.map(|k| &k[..]), to.map(|k| &k[..]));
-    let iter = entries.range::<_, [u8]>(bounds);
-    let mut iter: Box<dyn Iterator<Item = (&Bytes, &Bytes)>> = if range.reverse {
+    let iter = entries.range(bounds);
+    let mut iter: Box<dyn Iterator<Item = &Stored>> = if range.reverse {
         Box::new(iter.rev())
     } else {
         Box::new(iter)
@@ -629,23 +619,8 @@ fn range_read(entries: &Entries, range: &RangeQuery) -> MapReply {
     let entries: Vec<Entry> = iter
         .by_ref()
         .take(range.limit as usize)
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .map(Stored::to_entry)
         .collect();
     let more = iter.next().is_some();
     MapReply::Entries { entries, more }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_keys_and_values_are_kept_as_copies_large_ones_shared() {
-        let small = Bytes::from(vec![7u8; 256]);
-        let kept = stored(&small);
-        assert_eq!(kept, small);
-        assert_ne!(kept.as_ptr(), small.as_ptr(), "a buffer of its own");
-        let large = Bytes::from(vec![7u8; STORED_COPY_BYTES_MAX + 1]);
-        assert_eq!(stored(&large).as_ptr(), large.as_ptr(), "shared");
-    }
 }

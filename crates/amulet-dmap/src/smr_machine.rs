@@ -90,7 +90,8 @@ impl StateMachine for PartitionState {
             | PutIfAbsent { .. }
             | Replace { .. }
             | ReplaceIfEquals { .. }
-            | RemoveIfEquals { .. } => unreachable!("single-key commands returned above"),
+            | RemoveIfEquals { .. }
+            | MergeFields { .. } => unreachable!("single-key commands returned above"),
             PutAll { .. }
             | ContainsValue { .. }
             | Size { .. }

@@ -159,6 +159,7 @@ fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
         Some(BeginTransaction(_)) => "begin_transaction",
         Some(EndTransaction(_)) => "end_transaction",
         Some(Commit(_)) => "commit",
+        Some(MergeFields(_)) => "merge_fields",
     }
 }
 

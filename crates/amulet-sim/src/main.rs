@@ -2,7 +2,7 @@
 //! (`--seeds N [--start S]`), of the multicast cluster, (`--dmap`) of
 //! DMap on it, or (`--txn`) of transactions on DMap. Exits non-zero on any violation.
 
-use amulet_sim::dmap::{run_dmap_seed, run_txn_seed, DmapBug};
+use amulet_sim::dmap::{run_dmap_seed, run_fields_seed, run_txn_seed, DmapBug};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
@@ -37,6 +37,11 @@ struct Arguments {
     /// cluster, strict serializability checked by Elle's method).
     #[arg(long, conflicts_with_all = ["elastic", "dmap"])]
     txn: bool,
+    /// Simulate DMap with field records among the operations (puts of
+    /// records and `MergeFields`, docs/field-records.md), checked for
+    /// linearizability like `--dmap`.
+    #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn"])]
+    fields: bool,
     /// Check a transactional history instead of running seeds: a file of
     /// list-append operations in Elle's JSON format (one op a line, or an
     /// array), judged strictly serializable with the same checker as
@@ -163,6 +168,8 @@ fn main() -> ExitCode {
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
         if arguments.txn {
             run_txn_seed(seed, verbose, dmap_bug)
+        } else if arguments.fields {
+            run_fields_seed(seed, verbose, dmap_bug)
         } else if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
         } else if arguments.elastic {
@@ -172,7 +179,7 @@ fn main() -> ExitCode {
         }
     };
     let command = match (
-        arguments.dmap || arguments.txn,
+        arguments.dmap || arguments.txn || arguments.fields,
         arguments.elastic,
         arguments.bug,
     ) {
@@ -181,6 +188,8 @@ fn main() -> ExitCode {
             let mut command = "amulet-sim".to_string();
             if arguments.txn {
                 command.push_str(" --txn");
+            } else if arguments.fields {
+                command.push_str(" --fields");
             } else if dmap {
                 command.push_str(" --dmap");
             }

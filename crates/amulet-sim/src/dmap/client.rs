@@ -156,6 +156,8 @@ pub struct SimClient {
     pub completed_after_heal: u64,
     /// Whether it sometimes creates or drops another map.
     pub churns_maps: bool,
+    /// Draws field-record operations too (`ClientKind::Fields`).
+    pub merges_fields: bool,
     /// The attempts of the current operation (or of the first opening).
     attempts: Option<Resend>,
     /// The map each command attempt of the current operation was routed
@@ -178,6 +180,7 @@ impl SimClient {
             phase: Phase::Opening { sent_at: 0 },
             completed_after_heal: 0,
             churns_maps: false,
+            merges_fields: false,
             attempts: None,
             routed_by: Vec::new(),
             resume_at: None,
@@ -252,7 +255,11 @@ impl SimClient {
                 let (call, command) = if self.churns_maps && rng.chance(MAP_CHURN_PROBABILITY) {
                     (None, workload::draw_map_churn(rng))
                 } else {
-                    let op = workload::draw(rng);
+                    let op = if self.merges_fields {
+                        workload::draw_with_fields(rng)
+                    } else {
+                        workload::draw(rng)
+                    };
                     let command = match &op {
                         MapOp::Command(command) => command.clone(),
                         MapOp::Scan => MapCommand::OpenSnapshot {

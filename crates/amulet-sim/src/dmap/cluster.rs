@@ -91,6 +91,9 @@ pub enum DmapBug {
 pub enum ClientKind {
     /// Map operations, checked for linearizability.
     Map,
+    /// Map operations with field records among them (puts of records,
+    /// `MergeFields`), checked for linearizability (`amulet-sim --fields`).
+    Fields,
     /// List-append transactions, checked for strict serializability.
     Transactions,
 }
@@ -198,6 +201,16 @@ pub fn run_txn_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
     options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
     options.liveness_phase_micros = 6_000_000;
     run_dmap_with(seed, options, bug, verbose, ClientKind::Transactions)
+}
+
+/// Runs one DMap seed whose clients also put field records and merge
+/// fields (`amulet-sim --fields`), with the fault mix it draws.
+pub fn run_fields_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    let mut rng = Rng::new(seed ^ 0x646D_6170);
+    let mut options = SwarmOptions::draw(&mut rng);
+    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
+    options.liveness_phase_micros = 6_000_000;
+    run_dmap_with(seed, options, bug, verbose, ClientKind::Fields)
 }
 
 /// Runs one DMap seed with the given fault mix and clients.
@@ -330,7 +343,7 @@ impl DmapCluster {
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
         let txn_clients: Vec<TxnClient> = match kind {
-            ClientKind::Map => Vec::new(),
+            ClientKind::Map | ClientKind::Fields => Vec::new(),
             // More clients than the map mode: real-time order between
             // transactions of different clients is what strictness is
             // about.
@@ -347,7 +360,7 @@ impl DmapCluster {
                 })
                 .collect(),
         };
-        let client_count = if kind == ClientKind::Map {
+        let client_count = if kind != ClientKind::Transactions {
             client_count
         } else {
             0
@@ -360,6 +373,7 @@ impl DmapCluster {
                     initial_map.clone(),
                 );
                 client.churns_maps = churn && c == 0;
+                client.merges_fields = kind == ClientKind::Fields;
                 client
             })
             .collect();

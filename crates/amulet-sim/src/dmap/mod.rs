@@ -13,5 +13,7 @@ mod model;
 mod txn_client;
 mod workload;
 
-pub use cluster::{run_dmap_seed, run_dmap_with, run_txn_seed, ClientKind, DmapBug};
+pub use cluster::{
+    run_dmap_seed, run_dmap_with, run_fields_seed, run_txn_seed, ClientKind, DmapBug,
+};
 pub use model::{MapOp, Observed, SortedMapModel};

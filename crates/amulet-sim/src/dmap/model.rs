@@ -3,7 +3,7 @@
 //! `amulet-dmap` so a bug there cannot hide in its own model.
 
 use crate::checker::linearizability::Model;
-use amulet_dmap::{Entry, MapCommand, MapReply, Nearest};
+use amulet_dmap::{Entry, MapCommand, MapLimits, MapReply, Nearest};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -130,6 +130,22 @@ fn apply(map: &mut BTreeMap<Bytes, Bytes>, command: &MapCommand) -> MapReply {
             let more = all.len() > range.limit as usize;
             all.truncate(range.limit as usize);
             MapReply::Entries { entries: all, more }
+        }
+        MergeFields { key, fields, .. } => {
+            // A name given twice is refused at the edge: nothing changes.
+            if let Err(refused) = command.validate(&MapLimits::default()) {
+                return MapReply::Failed(refused);
+            }
+            match map.get(key) {
+                None => MapReply::Flag(false),
+                Some(record) => match amulet_dmap::field_record::merge(record, fields) {
+                    Ok(merged) => {
+                        map.insert(key.clone(), Bytes::from(merged));
+                        MapReply::Flag(true)
+                    }
+                    Err(error) => MapReply::Failed(error),
+                },
+            }
         }
         CreateMap { .. }
         | DropMap { .. }

@@ -116,6 +116,46 @@ pub fn draw(rng: &mut Rng) -> MapOp {
     MapOp::Command(command)
 }
 
+/// Field names are `x`, `y` and `z`.
+const FIELDS: u64 = 3;
+
+fn field_name(rng: &mut Rng) -> Bytes {
+    Bytes::from(vec![b'x' + rng.below(FIELDS) as u8])
+}
+
+/// A field record of up to three fields (docs/field-records.md).
+fn record(rng: &mut Rng) -> Bytes {
+    let fields: amulet_dmap::field_record::Fields = (0..rng.below(FIELDS + 1))
+        .map(|_| (field_name(rng), value(rng)))
+        .collect();
+    Bytes::from(amulet_dmap::field_record::encode(&fields))
+}
+
+/// Draws the next operation of a client that also uses field records: a
+/// third are puts of records or merges of one to three fields (set or
+/// removed; a name may repeat, which the edge refuses), the rest as
+/// [`draw`]. Plain values stay among the keys, so merges meet values that
+/// are not records too.
+pub fn draw_with_fields(rng: &mut Rng) -> MapOp {
+    let map = map_name();
+    let command = match rng.below(6) {
+        0 => MapCommand::Put {
+            map,
+            key: key(rng),
+            value: record(rng),
+        },
+        1 => MapCommand::MergeFields {
+            map,
+            key: key(rng),
+            fields: (0..rng.range(1, 4))
+                .map(|_| (field_name(rng), rng.chance(0.75).then(|| value(rng))))
+                .collect(),
+        },
+        _ => return draw(rng),
+    };
+    MapOp::Command(command)
+}
+
 /// Creates or drops one of two other maps: each changes the partition
 /// map's version, so every client's in-flight command meets a stale map.
 pub fn draw_map_churn(rng: &mut Rng) -> MapCommand {

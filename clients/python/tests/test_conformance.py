@@ -13,9 +13,11 @@ inclusiveness), ``txn_commit`` -> ``commit``, ``txn_abandon`` ->
 ``abandon``; nothing is retried. Error classes map from the client's
 exceptions: ``amulet.InvalidArgument`` -> ``invalid_argument``,
 ``NotFound`` -> ``not_found``, ``AlreadyExists`` -> ``already_exists``,
-``ResourceExhausted`` -> ``resource_exhausted``, ``ConflictError`` ->
-``conflict``, ``ReadVersionTooOldError`` -> ``read_version_too_old``; any
-other exception fails the step.
+``ResourceExhausted`` -> ``resource_exhausted``, ``FailedPrecondition`` ->
+``failed_precondition``, ``ConflictError`` -> ``conflict``,
+``ReadVersionTooOldError`` -> ``read_version_too_old``; any other exception
+fails the step. ``merge_fields`` sends the step's fields as a list of
+pairs, so a name given twice reaches the server as the file has it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ ERROR_CLASSES = {
     amulet.NotFound: "not_found",
     amulet.AlreadyExists: "already_exists",
     amulet.ResourceExhausted: "resource_exhausted",
+    amulet.FailedPrecondition: "failed_precondition",
     amulet.ConflictError: "conflict",
     amulet.ReadVersionTooOldError: "read_version_too_old",
 }
@@ -57,6 +60,7 @@ ARGS = {
     "replace_if_equals": ({"map", "key", "expected", "value"}, set()),
     "remove_if_equals": ({"map", "key", "expected"}, set()),
     "put_all": ({"map", "entries"}, set()),
+    "merge_fields": ({"map", "key", "fields"}, set()),
     "contains_value": ({"map", "value"}, set()),
     "size": ({"map"}, set()),
     "is_empty": ({"map"}, set()),
@@ -190,6 +194,13 @@ class Runner:
                 entries.append((data(entry[0]), data(entry[1])))
             m.put_all(entries)
             return None
+        if op == "merge_fields":
+            fields = []
+            for field in step["fields"]:
+                if not isinstance(field, list) or len(field) != 2:
+                    raise RunnerError(f"not a [NAME, VALUE or null]: {field!r}")
+                fields.append((data(field[0]), None if field[1] is None else data(field[1])))
+            return m.merge_fields(data(step["key"]), fields)
         if op == "contains_value":
             return m.contains_value(data(step["value"]))
         if op == "size":
@@ -335,6 +346,8 @@ def test_scenario_file_shape(spec):
         {"op": "get", "map": "m", "key": "00"},
         {"op": "get", "map": "m", "key": "00", "expect": None, "error": "not_found"},
         {"op": "get", "map": "m", "key": {"repeat": "00"}, "expect": None},
+        {"op": "merge_fields", "map": "m", "key": "00", "fields": [["61"]], "expect": True},
+        {"op": "merge_fields", "map": "m", "key": "00", "expect": True},
         {"op": "snapshot_read", "name": "never opened", "expect": []},
         {"op": "txn_get", "map": "m", "key": "00", "expect": None},
         {"op": "txn_put", "txn": "t", "map": "m", "key": "00", "expect": None},

@@ -18,7 +18,7 @@ partitioned ordered map.
 See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 """
 
-from amulet import codecs
+from amulet import codecs, field_record
 from amulet import tuple as tuple_layer
 from amulet.bytemap import ByteMap
 from amulet.client import Client
@@ -26,6 +26,7 @@ from amulet.errors import (
     AlreadyExists,
     AmuletError,
     ConflictError,
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     OutcomeUnknown,
@@ -46,6 +47,7 @@ __all__ = [
     "ByteMap",
     "Client",
     "ConflictError",
+    "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
     "OutcomeUnknown",
@@ -59,6 +61,7 @@ __all__ = [
     "Unavailable",
     "Versionstamp",
     "codecs",
+    "field_record",
     "pack",
     "transactional",
     "tuple_layer",

@@ -1,11 +1,11 @@
-"""The byte-level API of one map: one request per call (the 21 map ops of
+"""The byte-level API of one map: one request per call (the 22 map ops of
 the proto, plus snapshots), keys and values as ``bytes``. ``AmuletMap``
 builds the typed ``MutableMapping`` on it; the conformance scenarios
 (``spec/conformance``) run it directly."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable, Mapping
 
 from amulet import errors
 from amulet.routing import Bound, Placement
@@ -100,6 +100,29 @@ class ByteMap:
         key, expected = _bytes(key, "key"), _bytes(expected, "expected value")
         message = pb.RemoveIfEquals(map=self.name, key=key, expected=expected)
         return _expect(self._one("remove_if_equals", message, key), "flag")
+
+    def merge_fields(
+        self, key: bytes, fields: Mapping[bytes, bytes | None] | Iterable[tuple[bytes, bytes | None]]
+    ) -> bool:
+        """Sets and removes fields of the field record stored at ``key``
+        (docs/field-records.md, ``amulet.field_record``) in one ordered
+        command, keeping its other fields: a field with a value is set, one
+        whose value is None removed, in the order given (a dict's order, or
+        the pairs'). Returns whether the key had a value (a missing key
+        stays missing). Like every write it applies at most once, however
+        often it is resent.
+
+        Raises ``FailedPrecondition`` if the value stored is not a field
+        record (it is left as it is), ``InvalidArgument`` for no fields, a
+        name given twice, or fields above the cluster's limits."""
+        key = _bytes(key, "key")
+        items = fields.items() if isinstance(fields, Mapping) else fields
+        message = pb.MergeFields(map=self.name, key=key)
+        for name, value in items:
+            field = message.fields.add(name=_bytes(name, "field name"))
+            if value is not None:
+                field.value = _bytes(value, "field value")
+        return _expect(self._one("merge_fields", message, key), "flag")
 
     def put_all(self, entries: Iterable[Entry]) -> None:
         """Sets every entry, atomically across partitions."""

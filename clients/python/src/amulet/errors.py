@@ -10,6 +10,8 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
     ├── NotFound            NOT_FOUND (unknown map or snapshot)
     ├── AlreadyExists       ALREADY_EXISTS (create_map of an existing map)
     ├── ResourceExhausted   RESOURCE_EXHAUSTED (too many open snapshots)
+    ├── FailedPrecondition  FAILED_PRECONDITION (merge_fields on a value that
+    │                       is not a field record)
     ├── OutcomeUnknown      the write may or may not have taken effect
     ├── Unavailable         no node answered before the deadline
     ├── ProtocolError       a node answered something this client cannot use
@@ -37,6 +39,7 @@ __all__ = [
     "NotFound",
     "AlreadyExists",
     "ResourceExhausted",
+    "FailedPrecondition",
     "OutcomeUnknown",
     "Unavailable",
     "ProtocolError",
@@ -74,6 +77,12 @@ class AlreadyExists(AmuletError):
 
 class ResourceExhausted(AmuletError):
     """A limit of the cluster was reached (open snapshots); nothing changed."""
+
+
+class FailedPrecondition(AmuletError):
+    """The state the request needs is not there (``merge_fields`` on a value
+    that is not a field record; a cluster that serves no maps); nothing
+    changed."""
 
 
 class OutcomeUnknown(AmuletError):
@@ -133,6 +142,7 @@ _BY_CODE = {
     grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
     grpc.StatusCode.UNKNOWN: OutcomeUnknown,
     grpc.StatusCode.DEADLINE_EXCEEDED: OutcomeUnknown,
     grpc.StatusCode.UNAVAILABLE: Unavailable,

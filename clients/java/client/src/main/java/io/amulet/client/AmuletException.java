@@ -19,6 +19,12 @@ public class AmuletException extends RuntimeException {
     ALREADY_EXISTS,
     /** A cluster limit was reached (open snapshots); nothing changed. */
     RESOURCE_EXHAUSTED,
+    /**
+     * The state the request needs is not there (a mergeFields on a value
+     * that is not a field record; a cluster that serves no maps); nothing
+     * changed.
+     */
+    FAILED_PRECONDITION,
     /** It may or may not have taken effect (deadline passed while retrying, or reply lost). */
     OUTCOME_UNKNOWN,
     /** No node answered in time; a read changed nothing. */
@@ -126,6 +132,8 @@ public class AmuletException extends RuntimeException {
         return new AmuletException(Kind.ALREADY_EXISTS, message);
       case RESOURCE_EXHAUSTED:
         return new AmuletException(Kind.RESOURCE_EXHAUSTED, message);
+      case FAILED_PRECONDITION:
+        return new AmuletException(Kind.FAILED_PRECONDITION, message);
       case UNKNOWN:
       case DEADLINE_EXCEEDED:
         return new AmuletException(Kind.OUTCOME_UNKNOWN, message);

@@ -203,6 +203,36 @@ public final class ByteMap {
             key));
   }
 
+  /**
+   * Sets and removes fields of the field record stored at {@code key}
+   * (docs/field-records.md, {@link FieldRecord}) in one ordered command,
+   * keeping its other fields: a field with a value is set, one whose value
+   * is {@code null} removed. The server applies them in the map's iteration
+   * order, so use a map that keeps nulls and an order, such as a {@link
+   * java.util.LinkedHashMap} or a {@link java.util.TreeMap} over {@link
+   * java.util.Arrays#compareUnsigned} ({@code Map.of} refuses nulls). Like
+   * every write it is applied at most once, however often it is resent.
+   *
+   * @return whether the key had a value (a missing key stays missing)
+   * @throws AmuletException of kind {@code FAILED_PRECONDITION} if the value
+   *     stored is not a field record (it is left as it is)
+   * @throws IllegalArgumentException for no fields, a name given twice, or
+   *     fields above the cluster's limits
+   */
+  public boolean mergeFields(byte[] key, Map<byte[], byte[]> fields) {
+    AmuletOuterClass.MergeFields.Builder b =
+        AmuletOuterClass.MergeFields.newBuilder().setMap(name).setKey(bs(key));
+    for (Map.Entry<byte[], byte[]> f : fields.entrySet()) {
+      AmuletOuterClass.Field.Builder field =
+          AmuletOuterClass.Field.newBuilder().setName(bs(f.getKey()));
+      if (f.getValue() != null) {
+        field.setValue(bs(f.getValue()));
+      }
+      b.addFields(field);
+    }
+    return flag(one(MapRequest.newBuilder().setMergeFields(b).build(), key));
+  }
+
   /** Sets every entry, atomically across partitions (one request). */
   public void putAll(Collection<? extends Map.Entry<byte[], byte[]>> entries) {
     AmuletOuterClass.PutAll.Builder b = AmuletOuterClass.PutAll.newBuilder().setMap(name);

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -12,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap.SimpleImmutableEntry;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -69,6 +71,63 @@ public class ByteMapTest {
     assertNull(m.remove(b("k")));
     assertTrue(m.isEmpty());
     assertEquals(0, m.size());
+  }
+
+  @Test
+  public void mergeFieldsChangesARecordInPlace() {
+    String name = fresh();
+    ByteMap m = client.createMap(name);
+    Map<byte[], byte[]> set = new LinkedHashMap<>();
+    set.put(b("a"), b("1"));
+    // A missing record stays missing: an update is not an insert.
+    assertFalse(m.mergeFields(b("absent"), set));
+    assertNull(m.get(b("absent")));
+
+    Map<byte[], byte[]> record = new LinkedHashMap<>();
+    record.put(b("a"), b("1"));
+    record.put(b("b"), b("2"));
+    record.put(b("keep"), b("k"));
+    m.put(b("r"), FieldRecord.encode(record));
+    Map<byte[], byte[]> changes = new LinkedHashMap<>();
+    changes.put(b("c"), b("3")); // added
+    changes.put(b("a"), null); // removed
+    changes.put(b("b"), b("two")); // replaced
+    changes.put(b("gone"), null); // removing an absent field is no error
+    assertTrue(m.mergeFields(b("r"), changes));
+    Map<String, String> got = new TreeMap<>();
+    FieldRecord.decode(m.get(b("r"))).forEach((k, v) -> got.put(s(k), s(v)));
+    assertEquals(Map.of("b", "two", "c", "3", "keep", "k"), got);
+
+    // The empty value is the empty record; removing its last field leaves it empty.
+    m.put(b("e"), new byte[0]);
+    assertTrue(m.mergeFields(b("e"), Map.of(b("x"), new byte[0])));
+    assertArrayEquals(FieldRecord.encode(Map.of(b("x"), new byte[0])), m.get(b("e")));
+    Map<byte[], byte[]> remove = new LinkedHashMap<>();
+    remove.put(b("x"), null);
+    assertTrue(m.mergeFields(b("e"), remove));
+    assertArrayEquals(new byte[0], m.get(b("e")));
+
+    // A value that is not a record is refused and kept.
+    m.put(b("raw"), b("not a record"));
+    AmuletException e = assertThrows(AmuletException.class, () -> m.mergeFields(b("raw"), set));
+    assertEquals(AmuletException.Kind.FAILED_PRECONDITION, e.kind());
+    assertEquals("not a record", s(m.get(b("raw"))));
+
+    // Invalid requests change nothing.
+    byte[] before = m.get(b("r"));
+    assertThrows(IllegalArgumentException.class, () -> m.mergeFields(b("r"), Map.of()));
+    Map<byte[], byte[]> twice = new LinkedHashMap<>();
+    twice.put(b("a"), b("1"));
+    twice.put(b("a"), b("2")); // another array of the same bytes
+    assertThrows(IllegalArgumentException.class, () -> m.mergeFields(b("r"), twice));
+    assertThrows(
+        IllegalArgumentException.class,
+        () -> m.mergeFields(b("r"), Map.of(b("big"), new byte[1024 * 1024 + 1])));
+    assertArrayEquals(before, m.get(b("r")));
+
+    AmuletException missing =
+        assertThrows(AmuletException.class, () -> client.byteMap(fresh()).mergeFields(b("r"), set));
+    assertEquals(AmuletException.Kind.NOT_FOUND, missing.kind());
   }
 
   @Test

@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -43,6 +44,14 @@ public class ClientProtocolTest {
     final List<RequestHeader> sent = Collections.synchronizedList(new ArrayList<>());
     /** Runs on the sending thread before a request whose reply is dropped goes out. */
     volatile Runnable beforeDrop = () -> {};
+    /**
+     * Drop only a reply that is a response (the request executed): any other
+     * (such as {@code behind} from a replica not yet at the map version)
+     * reaches the client, and the drop waits for the next send.
+     */
+    volatile boolean onlyResponses;
+    /** Runs when a reply it drops has come back, before the client hears (a writer's turn). */
+    volatile Runnable afterDrop = () -> {};
 
     DropReplies(MapRequest.OpCase op, int drops) {
       this.op = op;
@@ -58,6 +67,7 @@ public class ClientProtocolTest {
       }
       return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(next.newCall(method, options)) {
         private volatile boolean drop;
+        private volatile R held;
 
         @Override
         public void start(Listener<R> listener, Metadata headers) {
@@ -65,13 +75,25 @@ public class ClientProtocolTest {
               new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(listener) {
                 @Override
                 public void onMessage(R message) {
-                  if (!drop) {
+                  if (drop) {
+                    held = message;
+                  } else {
                     super.onMessage(message);
                   }
                 }
 
                 @Override
                 public void onClose(Status status, Metadata trailers) {
+                  if (drop && onlyResponses && !isResponse(status, held)) {
+                    drop = false;
+                    drops.incrementAndGet();
+                    if (held != null) {
+                      super.onMessage(held);
+                    }
+                  }
+                  if (drop) {
+                    afterDrop.run();
+                  }
                   super.onClose(
                       drop ? Status.UNAVAILABLE.withDescription("reply dropped by the test") : status,
                       drop ? new Metadata() : trailers);
@@ -98,6 +120,23 @@ public class ClientProtocolTest {
           super.sendMessage(message);
         }
       };
+    }
+
+    /** Whether a reply is a response (in a batch: every outcome), not a status or failure. */
+    private static boolean isResponse(Status status, Object reply) {
+      if (!status.isOk()) {
+        return false;
+      }
+      if (reply instanceof amulet.v1.AmuletOuterClass.MapResponseBatch) {
+        for (amulet.v1.AmuletOuterClass.MapOutcome o :
+            ((amulet.v1.AmuletOuterClass.MapResponseBatch) reply).getOutcomesList()) {
+          if (o.getOutcomeCase() != amulet.v1.AmuletOuterClass.MapOutcome.OutcomeCase.RESPONSE) {
+            return false;
+          }
+        }
+        return true;
+      }
+      return reply != null;
     }
   }
 
@@ -349,6 +388,43 @@ public class ClientProtocolTest {
       // Later operations of the session take later sequences (the get took one).
       assertArrayEquals(b("first"), m.putIfAbsent(b("k"), b("second")));
       assertEquals(first.getSequence() + 2, dropper.sent.get(sends).getSequence());
+    }
+  }
+
+  @Test
+  public void aResentMergeFieldsAppliesOnce() {
+    resentMergeFields(ClientConfig.defaults().withBatchesInFlight(0));
+  }
+
+  @Test
+  public void aResentBatchedMergeFieldsAppliesOnce() {
+    resentMergeFields(ClientConfig.defaults());
+  }
+
+  /**
+   * mergeFields goes the way of every write: its resend after a lost reply
+   * keeps the session and sequence and gets the stored reply. Another
+   * writer replaces the record between the first send's execution and the
+   * resend, so a merge executed twice would show (field a back at 2).
+   */
+  private void resentMergeFields(ClientConfig config) {
+    String name = ByteMapTest.fresh();
+    DropReplies dropper = new DropReplies(MapRequest.OpCase.MERGE_FIELDS, 1);
+    dropper.onlyResponses = true;
+    try (AmuletClient c = AmuletClient.connect(DevCluster.get().addresses(), config, dropper)) {
+      ByteMap m = c.createMap(name);
+      m.put(b("k"), FieldRecord.encode(Map.of(b("a"), b("1"))));
+      byte[] between = FieldRecord.encode(Map.of(b("a"), b("other"), b("z"), b("9")));
+      try (AmuletClient other = DevCluster.get().client()) {
+        dropper.afterDrop = () -> other.byteMap(name).put(b("k"), between);
+        assertTrue(m.mergeFields(b("k"), Map.of(b("a"), b("2"))));
+      }
+      assertTrue("sends " + dropper.sent.size(), dropper.sent.size() >= 2);
+      for (RequestHeader h : dropper.sent) {
+        assertEquals(dropper.sent.get(0).getSession(), h.getSession());
+        assertEquals(dropper.sent.get(0).getSequence(), h.getSequence());
+      }
+      assertArrayEquals(between, m.get(b("k")));
     }
   }
 

@@ -20,6 +20,7 @@ import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -39,17 +40,21 @@ import org.junit.runners.Parameterized;
  * <p>Error classes: {@link IllegalArgumentException} (from the server's
  * INVALID_ARGUMENT, or the client's own refusal of a bad map name) is
  * {@code invalid_argument}; {@link AmuletException} of kind NOT_FOUND,
- * ALREADY_EXISTS, RESOURCE_EXHAUSTED, CONFLICT, READ_VERSION_TOO_OLD is
- * {@code not_found}, {@code already_exists}, {@code resource_exhausted},
- * {@code conflict}, {@code read_version_too_old}; anything else fails the
- * step.
+ * ALREADY_EXISTS, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, CONFLICT,
+ * READ_VERSION_TOO_OLD is {@code not_found}, {@code already_exists}, {@code
+ * resource_exhausted}, {@code failed_precondition}, {@code conflict}, {@code
+ * read_version_too_old}; anything else fails the step.
+ *
+ * <p>{@code merge_fields} sends the step's fields in file order (a {@link
+ * LinkedHashMap}, which keeps a name given twice as two keys: byte arrays
+ * compare by identity), so the server sees exactly the list of the file.
  */
 @RunWith(Parameterized.class)
 public class ConformanceTest {
   private static final Set<String> STEP_KEYS =
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
-          "reverse", "nearest", "name", "txn", "expect", "error");
+          "reverse", "nearest", "name", "txn", "fields", "expect", "error");
   /** The scenario files, run in this order. */
   static final List<String> FILES = List.of("scenarios.json", "transactions.json");
   private static final String RUN =
@@ -166,6 +171,9 @@ public class ConformanceTest {
             break;
           case RESOURCE_EXHAUSTED:
             error = "resource_exhausted";
+            break;
+          case FAILED_PRECONDITION:
+            error = "failed_precondition";
             break;
           case CONFLICT:
             error = "conflict";
@@ -337,6 +345,18 @@ public class ConformanceTest {
           }
           m.putAll(list);
           return JsonNull.INSTANCE;
+        }
+      case "merge_fields":
+        {
+          Map<byte[], byte[]> fields = new LinkedHashMap<>();
+          for (JsonElement e : step.getAsJsonArray("fields")) {
+            JsonArray f = e.getAsJsonArray();
+            if (f.size() != 2) {
+              throw new AssertionError(where + ": not a [NAME, VALUE or null]: " + f);
+            }
+            fields.put(bytes(f.get(0)), f.get(1).isJsonNull() ? null : bytes(f.get(1)));
+          }
+          return new JsonPrimitive(m.mergeFields(bytes(step.get("key")), fields));
         }
       case "contains_value":
         return new JsonPrimitive(m.containsValue(bytes(step.get("value"))));

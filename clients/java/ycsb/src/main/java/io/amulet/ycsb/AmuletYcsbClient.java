@@ -4,13 +4,13 @@ import io.amulet.client.AmuletClient;
 import io.amulet.client.AmuletException;
 import io.amulet.client.ByteMap;
 import io.amulet.client.ClientConfig;
+import io.amulet.client.FieldRecord;
 import io.amulet.client.Transaction;
-import java.io.ByteArrayOutputStream;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -30,11 +30,11 @@ import site.ycsb.measurements.Measurements;
 
 /**
  * YCSB binding: a record is one entry of the map named like the YCSB table
- * (key: the YCSB key's UTF-8 bytes; value: the record's fields, sorted by
- * name, each as u32 length + name + u32 length + value). Reads are one get,
- * inserts one put, deletes one remove, scans one range read; an update reads
- * the record and writes the merged fields with a compare-and-set
- * (replaceIfEquals), retried if another writer got in between.
+ * (key: the YCSB key's UTF-8 bytes; value: a {@link FieldRecord} of the
+ * record's fields, names as UTF-8, sorted by their bytes, each as u32
+ * length + name + u32 length + value). Reads are one get, inserts one put,
+ * deletes one remove, scans one range read, and an update one {@link
+ * ByteMap#mergeFields} of the fields it changes (docs/field-records.md).
  *
  * <p>Properties: {@code amulet.addrs} (client API addresses, comma
  * separated; default 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103), {@code
@@ -45,16 +45,18 @@ import site.ycsb.measurements.Measurements;
  * amulet.transactional=true} every operation is one transaction run by
  * {@link AmuletClient#transact} (again after a conflict): a read or a scan
  * a read-only one, an update a get and a put in one transaction instead of
- * the compare-and-set loop, an insert a blind put, a delete a get and a
- * delete. Under {@link TransactionalWorkload} a read-modify-write (F) is
- * one transaction too: its read and its update. Each transaction is
- * measured as TX-COMMIT (from its first attempt to its end), each attempt
- * run again as TX-RETRY, each given up as TX-FAILED, and the last thread's
- * cleanup prints a summary line. With {@code amulet.validate=true} too,
- * each read-modify-write also increments a decimal counter in the
- * record's first field ({@code field0}) in its transaction, and the last
- * thread's cleanup checks that the counters of all records grew by the
- * number of such transactions committed: a lost update would show.
+ * a mergeFields (so that a read-modify-write's read and write are one
+ * transaction, and amulet.validate's counter can be incremented), an insert
+ * a blind put, a delete a get and a delete. Under {@link
+ * TransactionalWorkload} a read-modify-write (F) is one transaction too: its
+ * read and its update. Each transaction is measured as TX-COMMIT (from its
+ * first attempt to its end), each attempt run again as TX-RETRY, each given
+ * up as TX-FAILED, and the last thread's cleanup prints a summary line.
+ * With {@code amulet.validate=true} too, each read-modify-write also
+ * increments a decimal counter in the record's first field ({@code field0})
+ * in its transaction, and the last thread's cleanup checks that the
+ * counters of all records grew by the number of such transactions
+ * committed: a lost update would show.
  */
 public class AmuletYcsbClient extends DB {
   private static final Object LOCK = new Object();
@@ -327,30 +329,31 @@ public class AmuletYcsbClient extends DB {
     return key.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** The record's bytes: fields sorted by name. */
+  /**
+   * The record's bytes: the field record of the fields with their names
+   * as UTF-8, so that mergeFields (which orders names by their bytes, not
+   * as Java orders strings) keeps the same encoding.
+   */
   static byte[] encode(Map<String, byte[]> fields) {
-    ByteArrayOutputStream out = new ByteArrayOutputStream();
-    for (Map.Entry<String, byte[]> f : new TreeMap<>(fields).entrySet()) {
-      byte[] name = f.getKey().getBytes(StandardCharsets.UTF_8);
-      out.writeBytes(ByteBuffer.allocate(4).putInt(name.length).array());
-      out.writeBytes(name);
-      out.writeBytes(ByteBuffer.allocate(4).putInt(f.getValue().length).array());
-      out.writeBytes(f.getValue());
-    }
-    return out.toByteArray();
+    return FieldRecord.encode(fieldsByBytes(fields));
   }
 
+  /** The fields of a record; IllegalArgumentException if it is not one. */
   static Map<String, byte[]> decode(byte[] record) {
     Map<String, byte[]> fields = new TreeMap<>();
-    ByteBuffer in = ByteBuffer.wrap(record);
-    while (in.hasRemaining()) {
-      byte[] name = new byte[in.getInt()];
-      in.get(name);
-      byte[] value = new byte[in.getInt()];
-      in.get(value);
-      fields.put(new String(name, StandardCharsets.UTF_8), value);
+    for (Map.Entry<byte[], byte[]> f : FieldRecord.decode(record).entrySet()) {
+      fields.put(new String(f.getKey(), StandardCharsets.UTF_8), f.getValue());
     }
     return fields;
+  }
+
+  /** Fields named by their UTF-8 bytes, in the order given. */
+  private static Map<byte[], byte[]> fieldsByBytes(Map<String, byte[]> fields) {
+    Map<byte[], byte[]> out = new LinkedHashMap<>();
+    for (Map.Entry<String, byte[]> f : fields.entrySet()) {
+      out.put(f.getKey().getBytes(StandardCharsets.UTF_8), f.getValue());
+    }
+    return out;
   }
 
   private static Map<String, byte[]> bytesOf(Map<String, ByteIterator> values) {
@@ -642,19 +645,15 @@ public class AmuletYcsbClient extends DB {
     try {
       ByteMap m = map(table);
       byte[] k = key(key);
-      Map<String, byte[]> changes = bytesOf(values);
-      for (int round = 0; round < 100; round++) {
-        byte[] old = m.get(k);
-        if (old == null) {
-          return Status.NOT_FOUND;
-        }
-        Map<String, byte[]> merged = decode(old);
-        merged.putAll(changes);
-        if (m.replaceIfEquals(k, old, encode(merged))) {
-          return Status.OK;
-        }
+      if (values.isEmpty()) {
+        // Nothing to change, and mergeFields refuses no fields: an update
+        // of nothing only tells whether the record is there.
+        return m.containsKey(k) ? Status.OK : Status.NOT_FOUND;
       }
-      return Status.ERROR;
+      // One ordered command sets the fields and keeps the others, where a
+      // read and a compare-and-set took two round trips (and a retry when
+      // another writer came between). A missing record stays missing.
+      return m.mergeFields(k, fieldsByBytes(bytesOf(values))) ? Status.OK : Status.NOT_FOUND;
     } catch (RuntimeException e) {
       return failed(e);
     }

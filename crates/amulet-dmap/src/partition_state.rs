@@ -78,9 +78,9 @@ pub struct PartitionState {
     bugs: TxnBugs,
 }
 
-/// Deliberately broken variants of transactions, for the simulator to
-/// show that its checker catches them (never set in production). They
-/// are configuration: a restored state keeps them.
+/// Deliberately broken variants of transactions and field merges, for
+/// the simulator to show that its checkers catch them (never set in
+/// production). They are configuration: a restored state keeps them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxnBugs {
     /// A partition that holds none of a commit's writes votes yes without
@@ -90,6 +90,9 @@ pub struct TxnBugs {
     pub recent_writes_not_checkpointed: bool,
     /// Read conflict ranges wider than one key are not checked.
     pub ranges_not_validated: bool,
+    /// `MergeFields` stores only the fields it names, dropping the
+    /// record's others.
+    pub merge_replaces_record: bool,
 }
 
 impl PartitionState {
@@ -327,7 +330,12 @@ impl PartitionState {
             MergeFields { key, fields, .. } => match entries.get(key) {
                 None => MapReply::Flag(false),
                 Some(record) => {
-                    let merged = field_record::merge(record.value(), fields)?;
+                    let base: &[u8] = if self.bugs.merge_replaces_record {
+                        &[]
+                    } else {
+                        record.value()
+                    };
+                    let merged = field_record::merge(base, fields)?;
                     if merged.len() > self.limits.value_bytes_max {
                         return Err(MapError::ValueTooLarge {
                             bytes: merged.len(),

@@ -126,6 +126,19 @@ impl StreamNode {
             return false;
         };
         if instance < self.log.trimmed_below() {
+            // Decided and trimmed: no vote. A coordinator whose ballot is
+            // below the promise must still hear of it, or one that kept
+            // proposing in instances trimmed since (its pipeline full of
+            // them) never learns that a higher ballot exists and never
+            // proposes again (simulator seed 3002177 of `--fields`).
+            if ballot < acceptor.promised {
+                let reject = Message::Reject {
+                    ballot,
+                    promised: acceptor.promised,
+                    instance: None,
+                };
+                self.send(NodeId(ballot.node), reject, out);
+            }
             return false;
         }
         let promise = acceptor.promise_for(instance);

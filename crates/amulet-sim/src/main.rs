@@ -93,6 +93,9 @@ enum BugArg {
     RangesNotValidated,
     /// Transactions: clients reuse their last read version.
     ReuseReadVersions,
+    /// Field records (`--fields`): a merge drops the fields it does not
+    /// name.
+    MergeReplacesRecord,
 }
 
 impl BugArg {
@@ -110,6 +113,7 @@ impl BugArg {
             BugArg::RecentWritesNotCheckpointed => DmapBug::RecentWritesNotCheckpointed,
             BugArg::RangesNotValidated => DmapBug::RangesNotValidated,
             BugArg::ReuseReadVersions => DmapBug::ReuseReadVersions,
+            BugArg::MergeReplacesRecord => DmapBug::MergeReplacesRecord,
             _ => DmapBug::None,
         }
     }
@@ -135,7 +139,8 @@ impl BugArg {
             | BugArg::SkipValidation
             | BugArg::RecentWritesNotCheckpointed
             | BugArg::RangesNotValidated
-            | BugArg::ReuseReadVersions => Bug::None,
+            | BugArg::ReuseReadVersions
+            | BugArg::MergeReplacesRecord => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,

@@ -7,7 +7,8 @@
 //! --seeds 3000`.
 
 use amulet_sim::dmap::{run_fields_seed, DmapBug};
-use amulet_sim::runner::run_swarm_replayed_by;
+use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
+use std::panic;
 
 #[test]
 fn field_records_merges_are_linearizable_under_faults() {
@@ -33,5 +34,35 @@ fn field_records_the_same_seed_gives_the_same_trace_hash() {
     assert!(
         first.stats.deliveries > 0,
         "the seed completed no operation"
+    );
+}
+
+#[test]
+fn field_records_a_merge_that_drops_the_other_fields_is_caught() {
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..50).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_fields_seed(seed, false, DmapBug::MergeReplacesRecord)
+        });
+        outcome.violations.first().map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("a merge dropping the other fields survived 50 seeds");
+    println!("caught at seed {seed}: {how}");
+}
+
+/// Seed 3002177: a global-stream coordinator whose pipeline was full of
+/// instances the acceptors had decided and trimmed since (under a higher
+/// ballot it never heard of) got no answer to its retries, so it never
+/// raised its ballot and the stream stopped; acceptors now refuse such a
+/// ballot (thesis §2.3: phase 2 with a ballot below the promise).
+#[test]
+fn thesis_2_3_a_stale_coordinator_of_trimmed_instances_hears_of_the_higher_ballot() {
+    let outcome = run_fields_seed(3_002_177, false, DmapBug::None);
+    assert!(
+        outcome.violations.is_empty(),
+        "{:?}",
+        outcome.violations.first().map(ToString::to_string)
     );
 }

@@ -84,6 +84,8 @@ pub enum DmapBug {
     /// Transactions: clients reuse their last read version (taken before
     /// the transaction started) instead of beginning anew.
     ReuseReadVersions,
+    /// Field records: `MergeFields` drops the fields it does not name.
+    MergeReplacesRecord,
 }
 
 /// What the swarm's clients run.
@@ -112,6 +114,7 @@ impl DmapBug {
             skip_validation_without_writes: self == DmapBug::SkipValidationWithoutWrites,
             recent_writes_not_checkpointed: self == DmapBug::RecentWritesNotCheckpointed,
             ranges_not_validated: self == DmapBug::RangesNotValidated,
+            merge_replaces_record: self == DmapBug::MergeReplacesRecord,
         }
     }
 

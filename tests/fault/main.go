@@ -53,7 +53,7 @@ type Result struct {
 func main() {
 	mode := flag.String("mode", "ci", "ci (a few short scenarios) or long")
 	duration := flag.Duration("duration", 0, "workload time per scenario (default: 35s in ci mode, 10m in long mode)")
-	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank), all (every family with register+map+snapshot) or all-txn (every family with append+bank) (default: the ci set in ci mode, all in long mode)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank, log), all (every family with register+map+snapshot+log), all-txn (every family with append+bank) or all-log (every family with log) (default: the ci set in ci mode, all in long mode)")
 	bin := flag.String("bin", "", "the amulet binary")
 	out := flag.String("out", "", "output directory (histories, logs, visualisations)")
 	seed := flag.Int64("seed", 0, "random seed (0: from the clock)")
@@ -62,14 +62,17 @@ func main() {
 	checkTimeout := flag.Duration("check-timeout", 0, "porcupine timeout per history (default 60s ci, 300s long)")
 	table := flag.String("table", "", "also write the results table into this markdown file (between the results markers)")
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
-	model := flag.String("model", "register", "model for -check: register, map, or append (an Elle history, judged by amulet-sim)")
+	model := flag.String("model", "register", "model for -check: register, map, log (a log.history.jsonl), or append (an Elle history, judged by amulet-sim)")
 	flag.StringVar(&SimBin, "sim", defaultSim(), "amulet-sim, whose --check-history judges the append workload's histories")
-	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client)")
+	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view)")
 	flag.Parse()
 
 	if *check != "" {
 		if *model == "append" {
 			os.Exit(checkElleFile(*check))
+		}
+		if *model == "log" {
+			os.Exit(checkLogFile(*check))
 		}
 		os.Exit(checkFile(*check, *model))
 	}
@@ -99,11 +102,15 @@ func main() {
 	switch {
 	case *scenarios == "all" || (*scenarios == "" && *mode == "long"):
 		for _, f := range Families {
-			list = append(list, f+"/register+map+snapshot")
+			list = append(list, f+"/register+map+snapshot+log")
 		}
 	case *scenarios == "all-txn":
 		for _, f := range Families {
 			list = append(list, f+"/append+bank")
+		}
+	case *scenarios == "all-log":
+		for _, f := range Families {
+			list = append(list, f+"/log")
 		}
 	case *scenarios == "":
 		list = ciScenarios

@@ -24,7 +24,8 @@ type Workload struct {
 	Model porcupine.Model
 	// Operation mix: kind -> weight.
 	Mix map[string]int
-	// A transactional workload (append, bank): its run in a scenario,
+	// A workload with its own client, history and checker (the
+	// transactional append and bank, and log): its run in a scenario,
 	// made once the cluster is up (no Model, Keys or Mix).
 	NewTxn func(conn *Conn, logf func(string, ...any), seed int64) (TxnWorkload, error)
 }
@@ -52,11 +53,16 @@ var Workloads = map[string]*Workload{
 	"append": {Name: "append", Map: appendMap, NewTxn: newAppendRun},
 	// Transactions: transfers between accounts and audits of the total (bank.go).
 	"bank": {Name: "bank", Map: bankMap, NewTxn: newBankRun},
+	// DLog: appends, multi-appends over two logs in different partitions,
+	// reads, bounds and trims, checked by porcupine against a model of
+	// the logs, and a final whole read of each log (log.go).
+	"log": {Name: "log", NewTxn: newLogRun},
 }
 
 // InjectBug names a deliberately injected bug ("" for none): "stale-reads"
-// answers a quarter of the gets and scans from the client's earlier view
-// instead of asking the cluster, to show that the checkers catch it;
+// answers a quarter of the gets and scans (and of the log workload's reads
+// and bounds) from the client's earlier view instead of asking the
+// cluster, to show that the checkers catch it;
 // "local-reads" is in the nodes (every replica answers single-partition
 // reads from its own state without ordering them), and the client does
 // nothing different.

@@ -1,6 +1,6 @@
 """The Python runner of the shared client scenarios
-(spec/conformance/scenarios.json, then spec/conformance/transactions.json;
-the format is spec/conformance/README.md).
+(spec/conformance/scenarios.json, then spec/conformance/transactions.json,
+then spec/conformance/logs.json; the format is spec/conformance/README.md).
 
 Each scenario is one test, in file order, on the session's cluster. Every
 map op is one request of the byte-level API (``amulet.ByteMap``). The
@@ -10,11 +10,16 @@ abandoned at the end of the scenario if still open: ``txn_get`` ->
 ``get``, ``txn_put`` -> ``put``, ``txn_delete`` -> ``delete``,
 ``txn_range`` -> ``range`` (the bounds as ``start``/``stop`` with their
 inclusiveness), ``txn_commit`` -> ``commit``, ``txn_abandon`` ->
-``abandon``; nothing is retried. Error classes map from the client's
+``abandon``; nothing is retried. The log ops are one request each of
+``amulet.DLog`` (``client.log(name)``: ``append``, ``read_log`` -> ``read``,
+``trim_log`` -> ``trim``, ``log_bounds`` -> ``bounds``) or of the client
+(``create_log``, ``drop_log``, ``multi_append``), log names prefixed as map
+names are. Error classes map from the client's
 exceptions: ``amulet.InvalidArgument`` -> ``invalid_argument``,
 ``NotFound`` -> ``not_found``, ``AlreadyExists`` -> ``already_exists``,
 ``ResourceExhausted`` -> ``resource_exhausted``, ``FailedPrecondition`` ->
-``failed_precondition``, ``ConflictError`` -> ``conflict``,
+``failed_precondition``, ``OutOfRange`` -> ``out_of_range``,
+``ConflictError`` -> ``conflict``,
 ``ReadVersionTooOldError`` -> ``read_version_too_old``; any other exception
 fails the step. ``merge_fields`` sends the step's fields as a list of
 pairs, so a name given twice reaches the server as the file has it.
@@ -31,8 +36,9 @@ import pytest
 import amulet
 
 SPEC_DIR = Path(__file__).resolve().parents[3] / "spec" / "conformance"
-# The map scenarios, then the transaction scenarios, on one cluster.
-SPECS = [SPEC_DIR / "scenarios.json", SPEC_DIR / "transactions.json"]
+# The map scenarios, then the transaction scenarios, then the log
+# scenarios, on one cluster.
+SPECS = [SPEC_DIR / "scenarios.json", SPEC_DIR / "transactions.json", SPEC_DIR / "logs.json"]
 SCENARIOS = [scenario for spec in SPECS for scenario in json.loads(spec.read_text())["scenarios"]]
 RUN_ID = secrets.token_hex(4)
 
@@ -42,6 +48,7 @@ ERROR_CLASSES = {
     amulet.AlreadyExists: "already_exists",
     amulet.ResourceExhausted: "resource_exhausted",
     amulet.FailedPrecondition: "failed_precondition",
+    amulet.OutOfRange: "out_of_range",
     amulet.ConflictError: "conflict",
     amulet.ReadVersionTooOldError: "read_version_too_old",
 }
@@ -79,7 +86,17 @@ ARGS = {
     "txn_range": ({"txn", "map", "limit"}, {"from", "to", "reverse"}),
     "txn_commit": ({"txn"}, set()),
     "txn_abandon": ({"txn"}, set()),
+    "create_log": ({"log"}, set()),
+    "drop_log": ({"log"}, set()),
+    "append": ({"log", "value"}, set()),
+    "multi_append": ({"entries"}, set()),
+    "read_log": ({"log", "from", "max_entries"}, set()),
+    "trim_log": ({"log", "below"}, set()),
+    "log_bounds": ({"log"}, set()),
 }
+
+
+LOG_OPS = frozenset({"create_log", "drop_log", "append", "multi_append", "read_log", "trim_log", "log_bounds"})
 
 
 class RunnerError(Exception):
@@ -101,6 +118,13 @@ def bound(value):
     if set(value) != {"key", "inclusive"}:
         raise RunnerError(f"not a bound: {value!r}")
     return data(value["key"]), bool(value["inclusive"])
+
+
+def integer(value, what: str) -> int:
+    """An integer argument, sent as it is."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RunnerError(f"{what} must be an integer, not {value!r}")
+    return value
 
 
 def hexed(entry):
@@ -169,6 +193,8 @@ class Runner:
             return None
         if op.startswith("txn_"):
             return self.run_txn(op, step)
+        if op in LOG_OPS:
+            return self.run_log(op, step)
 
         m = self.map(step)
         if op == "get":
@@ -269,6 +295,34 @@ class Runner:
             return None
         raise RunnerError(f"unhandled op {op!r}")
 
+    def run_log(self, op: str, step):
+        if op == "create_log":
+            self.client.create_log(self.prefix + step["log"])
+            return None
+        if op == "drop_log":
+            self.client.drop_log(self.prefix + step["log"])
+            return None
+        if op == "multi_append":
+            entries = []
+            for entry in step["entries"]:
+                if not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str):
+                    raise RunnerError(f"not a [LOG, BYTES]: {entry!r}")
+                entries.append((self.prefix + entry[0], data(entry[1])))
+            return self.client.multi_append(entries)
+        log = self.client.log(self.prefix + step["log"])
+        if op == "append":
+            return log.append(data(step["value"]))
+        if op == "read_log":
+            read = log.read(integer(step["from"], "from"), integer(step["max_entries"], "max_entries"))
+            return {"from": read.from_, "entries": [e.hex() for e in read.entries], "first": read.first, "end": read.end}
+        if op == "trim_log":
+            bounds = log.trim(integer(step["below"], "below"))
+            return {"first": bounds.first, "end": bounds.end}
+        if op == "log_bounds":
+            bounds = log.bounds()
+            return {"first": bounds.first, "end": bounds.end}
+        raise RunnerError(f"unhandled op {op!r}")
+
     def create_map(self, name: str, layout):
         if layout is None or layout == {"hash": {}}:
             self.client.create_map(name)
@@ -323,7 +377,7 @@ def test_scenario(client, index):
 
 @pytest.mark.parametrize("spec", SPECS, ids=[spec.name for spec in SPECS])
 def test_scenario_file_shape(spec):
-    """Names are unique (across both files); every step has a known op,
+    """Names are unique (across the files); every step has a known op,
     exactly one of expect and error, and sits on one line of the file."""
     names = [s["name"] for s in SCENARIOS]
     assert len(names) == len(set(names))
@@ -353,6 +407,12 @@ def test_scenario_file_shape(spec):
         {"op": "txn_put", "txn": "t", "map": "m", "key": "00", "expect": None},
         {"op": "txn_range", "txn": "t", "map": "m", "expect": {"entries": [], "more": False}},
         {"op": "txn_commit", "txn": "t", "map": "m", "expect": None},
+        {"op": "append", "log": "l", "expect": 0},
+        {"op": "append", "map": "l", "value": "00", "expect": 0},
+        {"op": "read_log", "log": "l", "from": 0, "expect": {}},
+        {"op": "read_log", "log": "l", "from": "0", "max_entries": 1, "expect": {}},
+        {"op": "multi_append", "entries": [["l"]], "expect": [0]},
+        {"op": "trim_log", "log": "l", "expect": {}},
     ],
 )
 def test_the_runner_refuses_what_it_does_not_know(step):
@@ -368,6 +428,12 @@ def test_the_runner_refuses_what_it_does_not_know(step):
 
         def transaction(self):
             raise AssertionError("the runner began a transaction")
+
+        def log(self, name):
+            return amulet.DLog(self, name)
+
+        def multi_append(self, entries):
+            raise AssertionError("the runner sent a request")
 
     with pytest.raises(RunnerError):
         Runner(NothingSent(), index=0).run(step)

@@ -121,6 +121,29 @@ pub fn command_from_op(op: Option<Op>) -> Result<MapCommand, Status> {
             map: name(c.map)?,
             entries: c.entries.into_iter().map(|e| (e.key, e.value)).collect(),
         },
+        Op::CreateLog(c) => MapCommand::CreateLog { log: name(c.log)? },
+        Op::DropLog(c) => MapCommand::DropLog { log: name(c.log)? },
+        Op::Append(c) => MapCommand::Append {
+            log: name(c.log)?,
+            value: c.value,
+        },
+        Op::MultiAppend(c) => MapCommand::MultiAppend {
+            appends: c
+                .entries
+                .into_iter()
+                .map(|e| Ok((name(e.log)?, e.value)))
+                .collect::<Result<_, Status>>()?,
+        },
+        Op::ReadLog(c) => MapCommand::ReadLog {
+            log: name(c.log)?,
+            from: c.from,
+            max_entries: c.max_entries,
+        },
+        Op::TrimLog(c) => MapCommand::TrimLog {
+            log: name(c.log)?,
+            below: c.below,
+        },
+        Op::LogBounds(c) => MapCommand::LogBounds { log: name(c.log)? },
         Op::MergeFields(c) => MapCommand::MergeFields {
             map: name(c.map)?,
             key: c.key,
@@ -350,6 +373,35 @@ pub fn command_to_op(command: &MapCommand) -> Op {
         MapCommand::ReleaseSnapshot { snapshot } => Op::ReleaseSnapshot(pb::ReleaseSnapshot {
             snapshot: *snapshot,
         }),
+        MapCommand::CreateLog { log } => Op::CreateLog(pb::CreateLog { log: m(log) }),
+        MapCommand::DropLog { log } => Op::DropLog(pb::DropLog { log: m(log) }),
+        MapCommand::Append { log, value } => Op::Append(pb::Append {
+            log: m(log),
+            value: b(value),
+        }),
+        MapCommand::MultiAppend { appends } => Op::MultiAppend(pb::MultiAppend {
+            entries: appends
+                .iter()
+                .map(|(log, value)| pb::LogEntry {
+                    log: m(log),
+                    value: b(value),
+                })
+                .collect(),
+        }),
+        MapCommand::ReadLog {
+            log,
+            from,
+            max_entries,
+        } => Op::ReadLog(pb::ReadLog {
+            log: m(log),
+            from: *from,
+            max_entries: *max_entries,
+        }),
+        MapCommand::TrimLog { log, below } => Op::TrimLog(pb::TrimLog {
+            log: m(log),
+            below: *below,
+        }),
+        MapCommand::LogBounds { log } => Op::LogBounds(pb::LogBounds { log: m(log) }),
     }
 }
 
@@ -444,6 +496,25 @@ mod tests {
                 lease_micros: 5,
             },
             MapCommand::ReleaseSnapshot { snapshot: 11 },
+            MapCommand::CreateLog { log: map.clone() },
+            MapCommand::DropLog { log: map.clone() },
+            MapCommand::Append {
+                log: map.clone(),
+                value: v.clone(),
+            },
+            MapCommand::MultiAppend {
+                appends: vec![(map.clone(), v.clone()), (map.clone(), k.clone())],
+            },
+            MapCommand::ReadLog {
+                log: map.clone(),
+                from: 3,
+                max_entries: 9,
+            },
+            MapCommand::TrimLog {
+                log: map.clone(),
+                below: 2,
+            },
+            MapCommand::LogBounds { log: map.clone() },
         ];
         for nearest in [
             Nearest::Floor,

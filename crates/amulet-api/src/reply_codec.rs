@@ -126,8 +126,12 @@ pub(crate) fn map_error_status(error: &MapError) -> Status {
         MapError::FutureReadVersion(_)
         | MapError::TransactionTooLarge { .. }
         | MapError::BadTransaction(_) => Code::InvalidArgument,
-        MapError::UnknownMap(_) | MapError::UnknownSnapshot(_) => Code::NotFound,
-        MapError::MapExists(_) => Code::AlreadyExists,
+        MapError::UnknownMap(_) | MapError::UnknownSnapshot(_) | MapError::UnknownLog(_) => {
+            Code::NotFound
+        }
+        MapError::MapExists(_) | MapError::LogExists(_) => Code::AlreadyExists,
+        MapError::LogTrimmed { .. } | MapError::PastLogEnd { .. } => Code::OutOfRange,
+        MapError::BadLogRequest(_) => Code::InvalidArgument,
         MapError::TooManySnapshots(_) => Code::ResourceExhausted,
         MapError::BadMapName(_)
         | MapError::KeyTooLarge { .. }
@@ -167,6 +171,22 @@ pub fn client_reply_to_response(
             MapReply::Snapshot(id) => R::Snapshot(id),
             MapReply::ReadVersion(version) => R::ReadVersion(version),
             MapReply::Done => R::Done(pb::Done {}),
+            MapReply::Position(position) => R::Position(position),
+            MapReply::Positions(positions) => R::Positions(pb::Positions {
+                positions: positions
+                    .into_iter()
+                    .collect::<Option<Vec<u64>>>()
+                    .ok_or_else(|| {
+                        Status::internal("a multi-append's reply lacks a position")
+                    })?,
+            }),
+            MapReply::LogEntries(read) => R::LogEntries(pb::LogEntries {
+                from: read.from,
+                entries: read.entries,
+                first: read.first,
+                end: read.end,
+            }),
+            MapReply::LogBounds { first, end } => R::LogBounds(pb::LogBoundsReply { first, end }),
             MapReply::Failed(_) => unreachable!("handled above"),
         },
         ClientReply::StaleMap(map) => {
@@ -188,11 +208,11 @@ pub fn client_reply_to_response(
             ))
         }
         ClientReply::UnknownKeyspace(name) => {
-            return Err(Status::not_found(format!("no map named {name:?}")))
+            return Err(Status::not_found(format!("no map or log named {name:?}")))
         }
         ClientReply::KeyspaceExists(name) => {
             return Err(Status::already_exists(format!(
-                "a map named {name:?} already exists"
+                "a map or log named {name:?} already exists"
             )))
         }
         ClientReply::SessionExpired => {
@@ -245,6 +265,18 @@ pub fn reply_from_response(response: pb::MapResponse) -> Result<MapReply, Status
             R::Snapshot(id) => MapReply::Snapshot(id),
             R::ReadVersion(version) => MapReply::ReadVersion(version),
             R::Done(_) => MapReply::Done,
+            R::Position(position) => MapReply::Position(position),
+            R::Positions(p) => MapReply::Positions(p.positions.into_iter().map(Some).collect()),
+            R::LogEntries(e) => MapReply::LogEntries(amulet_dmap::LogRead {
+                from: e.from,
+                entries: e.entries,
+                first: e.first,
+                end: e.end,
+            }),
+            R::LogBounds(b) => MapReply::LogBounds {
+                first: b.first,
+                end: b.end,
+            },
         },
     )
 }
@@ -266,6 +298,15 @@ mod tests {
             MapReply::Count(3),
             MapReply::Entry(None),
             MapReply::Entry(Some((k.clone(), k.clone()))),
+            MapReply::Position(7),
+            MapReply::Positions(vec![Some(1), Some(9)]),
+            MapReply::LogEntries(amulet_dmap::LogRead {
+                from: 4,
+                entries: vec![k.clone(), Bytes::new()],
+                first: 2,
+                end: 6,
+            }),
+            MapReply::LogBounds { first: 2, end: 6 },
             MapReply::Entries {
                 entries: vec![(k.clone(), k.clone())],
                 more: true,

@@ -5,12 +5,13 @@ use crate::env::{ClientEnv, Clock};
 use crate::read_versions::ReadVersions;
 use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Timing};
 use crate::session_pool::SessionPool;
-use crate::{ClientConfig, DMap, Error};
+use crate::{ClientConfig, DLog, DMap, Error};
 use amulet_api::pb::{self, amulet_client::AmuletClient};
 use amulet_api::{command_to_op, map_from_pb, reply_from_response};
 use amulet_dmap::{MapCommand, MapName, MapReply, PartitionState};
 use amulet_smr::{Layout, PartitionMap, StateMachine};
 use amulet_types::{NodeId, PartitionId, TimeMicros};
+use bytes::Bytes;
 use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -194,6 +195,73 @@ impl Client {
         })
         .await
         .map(|_| ())
+    }
+
+    /// A handle on the log `name` (which need not exist yet).
+    pub fn log(&self, name: &str) -> Result<DLog, Error> {
+        let name = MapName::new(name).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        Ok(DLog::new(self.clone(), name))
+    }
+
+    /// Creates an empty log (docs/logs.md). Maps and logs share one
+    /// namespace: a name a map has is `AlreadyExists` too.
+    pub async fn create_log(&self, name: &str) -> Result<DLog, Error> {
+        let log = self.log(name)?;
+        self.execute(MapCommand::CreateLog {
+            log: log.name().clone(),
+        })
+        .await?;
+        Ok(log)
+    }
+
+    /// The log `name`, created if it does not exist.
+    pub async fn create_log_if_absent(&self, name: &str) -> Result<DLog, Error> {
+        match self.create_log(name).await {
+            Ok(log) => Ok(log),
+            Err(Error::AlreadyExists(_)) => self.log(name),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drops the log `name` and its entries.
+    pub async fn drop_log(&self, name: &str) -> Result<(), Error> {
+        let log = self.log(name)?;
+        self.execute(MapCommand::DropLog {
+            log: log.name().clone(),
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Appends each value to its log, all or none, in one step of the
+    /// order (thesis §3.5.2's multi-append): every reader of these logs
+    /// sees the entries of one multi-append in the same order relative to
+    /// every other append. Returns the positions, in the order given; a
+    /// log named twice gets consecutive positions.
+    pub async fn multi_append<N, V>(
+        &self,
+        entries: impl IntoIterator<Item = (N, V)>,
+    ) -> Result<Vec<u64>, Error>
+    where
+        N: AsRef<str>,
+        V: Into<Bytes>,
+    {
+        let appends = entries
+            .into_iter()
+            .map(|(log, value)| {
+                let log = MapName::new(log.as_ref())
+                    .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+                Ok((log, value.into()))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let count = appends.len();
+        match self.execute(MapCommand::MultiAppend { appends }).await? {
+            MapReply::Positions(positions) if positions.len() == count => positions
+                .into_iter()
+                .collect::<Option<Vec<u64>>>()
+                .ok_or_else(|| Error::Protocol("a multi-append's position is missing".into())),
+            other => Err(Error::Protocol(format!("unexpected reply {other:?}"))),
+        }
     }
 
     /// The status of the node at `address`.
@@ -439,7 +507,10 @@ impl Client {
         self.inner.sessions.give_back(session);
         if matches!(
             command,
-            MapCommand::CreateMap { .. } | MapCommand::DropMap { .. }
+            MapCommand::CreateMap { .. }
+                | MapCommand::DropMap { .. }
+                | MapCommand::CreateLog { .. }
+                | MapCommand::DropLog { .. }
         ) {
             // The map version moved. The node that answered has executed
             // the change: its map is at least as new, so this client's

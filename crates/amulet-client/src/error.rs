@@ -10,9 +10,13 @@ pub enum Error {
     /// name, ...); nothing changed.
     #[error("invalid request: {0}")]
     InvalidArgument(String),
-    /// No such map or snapshot; nothing changed.
+    /// No such map, log or snapshot; nothing changed.
     #[error("not found: {0}")]
     NotFound(String),
+    /// A log position outside the log: below its first position (those
+    /// entries were trimmed) or past its end; nothing changed.
+    #[error("out of range: {0}")]
+    OutOfRange(String),
     /// The map exists already; nothing changed.
     #[error("already exists: {0}")]
     AlreadyExists(String),
@@ -107,7 +111,8 @@ impl Error {
             _ => {}
         }
         match status.code() {
-            Code::InvalidArgument | Code::OutOfRange => Error::InvalidArgument(message),
+            Code::InvalidArgument => Error::InvalidArgument(message),
+            Code::OutOfRange => Error::OutOfRange(message),
             Code::NotFound => Error::NotFound(message),
             Code::AlreadyExists => Error::AlreadyExists(message),
             Code::FailedPrecondition => Error::FailedPrecondition(message),

@@ -21,7 +21,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use amulet_api::pb::{self, amulet_client::AmuletClient};
-use amulet_client::{Bytes, Client, DMap, Error, KeyBound, Nearest, Snapshot, Transaction};
+use amulet_client::{Bytes, Client, DLog, DMap, Error, KeyBound, Nearest, Snapshot, Transaction};
 use amulet_smr::{Keys, Layout, Placement};
 use amulet_types::PartitionId;
 use std::collections::{BTreeMap, HashMap};
@@ -253,6 +253,7 @@ fn class_of(error: &Error) -> String {
         Error::AlreadyExists(_) => "already_exists".into(),
         Error::ResourceExhausted(_) => "resource_exhausted".into(),
         Error::FailedPrecondition(_) => "failed_precondition".into(),
+        Error::OutOfRange(_) => "out_of_range".into(),
         Error::Conflict { .. } => "conflict".into(),
         Error::ReadVersionTooOld(_) => "read_version_too_old".into(),
         other => format!("{other:?}"),
@@ -340,6 +341,11 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "txn_put" => (&["txn", "map", "key", "value"], &[]),
         "txn_range" => (&["txn", "map", "limit"], &["from", "to", "reverse"]),
         "txn_commit" | "txn_abandon" => (&["txn"], &[]),
+        "create_log" | "drop_log" | "log_bounds" => (&["log"], &[]),
+        "append" => (&["log", "value"], &[]),
+        "multi_append" => (&["entries"], &[]),
+        "read_log" => (&["log", "from", "max_entries"], &[]),
+        "trim_log" => (&["log", "below"], &[]),
         _ => return None,
     })
 }
@@ -380,6 +386,14 @@ impl Runner {
             "{}{}",
             self.prefix,
             step.get("map").unwrap().str()
+        ))
+    }
+
+    fn log(&self, step: &Json) -> Result<DLog, Error> {
+        self.client.log(&format!(
+            "{}{}",
+            self.prefix,
+            step.get("log").unwrap().str()
         ))
     }
 
@@ -516,6 +530,54 @@ impl Runner {
             "contains_value" => ok(Json::Bool(
                 self.map(step)?.contains_value(data(arg("value"))).await?,
             )),
+            "create_log" => {
+                self.client
+                    .create_log(&format!("{}{}", self.prefix, arg("log").str()))
+                    .await?;
+                ok(Json::Null)
+            }
+            "drop_log" => {
+                self.client
+                    .drop_log(&format!("{}{}", self.prefix, arg("log").str()))
+                    .await?;
+                ok(Json::Null)
+            }
+            "append" => ok(Json::from(
+                self.log(step)?.append(data(arg("value"))).await?,
+            )),
+            "multi_append" => {
+                let entries: Vec<(String, Bytes)> = arg("entries")
+                    .array()
+                    .iter()
+                    .map(|e| {
+                        let pair = e.array();
+                        assert_eq!(pair.len(), 2, "not a [LOG, BYTES]: {e:?}");
+                        (format!("{}{}", self.prefix, pair[0].str()), data(&pair[1]))
+                    })
+                    .collect();
+                let positions = self.client.multi_append(entries).await?;
+                ok(Json::Array(positions.into_iter().map(Json::from).collect()))
+            }
+            "read_log" => {
+                let read = self
+                    .log(step)?
+                    .read(arg("from").int() as u64, arg("max_entries").int() as u32)
+                    .await?;
+                ok(serde_json::json!({
+                    "from": read.from,
+                    "entries": read.entries.iter().map(|e| hex(e)).collect::<Vec<_>>(),
+                    "first": read.first,
+                    "end": read.end,
+                }))
+            }
+            "trim_log" => {
+                let b = self.log(step)?.trim(arg("below").int() as u64).await?;
+                ok(serde_json::json!({"first": b.first, "end": b.end}))
+            }
+            "log_bounds" => {
+                let b = self.log(step)?.bounds().await?;
+                ok(serde_json::json!({"first": b.first, "end": b.end}))
+            }
             "size" => ok(Json::from(self.map(step)?.size().await?)),
             "is_empty" => ok(Json::Bool(self.map(step)?.is_empty().await?)),
             "clear" => {
@@ -717,7 +779,7 @@ impl Runner {
 async fn scenarios() {
     // The map scenarios, then the transaction scenarios, on one cluster.
     let mut scenarios = Vec::new();
-    for file in ["scenarios.json", "transactions.json"] {
+    for file in ["scenarios.json", "transactions.json", "logs.json"] {
         let path = repo_root().join("spec/conformance").join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {file}: {e}"));
         let doc: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));

@@ -43,7 +43,10 @@ pub fn combine(command: &MapCommand, partials: &[MapReply]) -> MapReply {
         | PutAll { .. }
         | Clear { .. }
         | ReleaseSnapshot { .. }
-        | EndTransaction { .. } => MapReply::Done,
+        | EndTransaction { .. }
+        | CreateLog { .. }
+        | DropLog { .. } => MapReply::Done,
+        MultiAppend { appends } => merge_positions(partials, appends.len()),
         OpenSnapshot { .. } | BeginTransaction { .. } => {
             let first = &partials[0];
             assert!(
@@ -57,6 +60,26 @@ pub fn combine(command: &MapCommand, partials: &[MapReply]) -> MapReply {
             partials.len()
         ),
     }
+}
+
+/// Each entry of a multi-append was appended by the one partition that
+/// owns its log: exactly one partial names its position.
+fn merge_positions(partials: &[MapReply], entries: usize) -> MapReply {
+    let mut positions = vec![None; entries];
+    for partial in partials {
+        match partial {
+            MapReply::Positions(theirs) if theirs.len() == entries => {
+                for (mine, theirs) in positions.iter_mut().zip(theirs) {
+                    if let Some(position) = theirs {
+                        assert!(mine.is_none(), "two partitions appended one entry");
+                        *mine = Some(*position);
+                    }
+                }
+            }
+            other => panic!("expected {entries} positions, got {other:?}"),
+        }
+    }
+    MapReply::Positions(positions)
 }
 
 fn count(partial: &MapReply) -> u64 {

@@ -365,6 +365,58 @@ pub enum MapCommand {
         /// Field names and their new values (`None`: remove the field).
         fields: Vec<(Bytes, Option<Bytes>)>,
     },
+    /// Creates an empty log (DLog, thesis §3.5.2; every partition, so
+    /// every partition knows the name; its entries live in the one
+    /// partition that owns the log's name). Maps and logs share one
+    /// namespace.
+    CreateLog {
+        /// The log.
+        log: MapName,
+    },
+    /// Drops a log and its entries (every partition).
+    DropLog {
+        /// The log.
+        log: MapName,
+    },
+    /// Appends `value` to `log`; replies with its position.
+    Append {
+        /// The log.
+        log: MapName,
+        /// The entry.
+        value: Bytes,
+    },
+    /// Appends each value to its log, all or none, in one step of the
+    /// order (every partition holding one of the logs); replies with the
+    /// positions, in the order given. A log named twice gets consecutive
+    /// positions.
+    MultiAppend {
+        /// Logs and entries.
+        appends: Vec<(MapName, Bytes)>,
+    },
+    /// Up to `max_entries` entries of `log` from position `from` (at most
+    /// `log_read_bytes_max` bytes, but at least one entry when one exists).
+    /// `from` equal to the log's end reads nothing: the way to poll.
+    ReadLog {
+        /// The log.
+        log: MapName,
+        /// The first position to read.
+        from: u64,
+        /// Most entries, 1..=`range_entries_max`.
+        max_entries: u32,
+    },
+    /// Drops the entries of `log` below position `below`; replies with the
+    /// log's bounds after.
+    TrimLog {
+        /// The log.
+        log: MapName,
+        /// The new first position (at most the log's end).
+        below: u64,
+    },
+    /// The log's first position and its end (the next append's).
+    LogBounds {
+        /// The log.
+        log: MapName,
+    },
 }
 
 impl MapCommand {
@@ -396,8 +448,35 @@ impl MapCommand {
             ReleaseSnapshot { .. }
             | BeginTransaction { .. }
             | EndTransaction { .. }
-            | Commit { .. } => None,
+            | Commit { .. }
+            | CreateLog { .. }
+            | DropLog { .. }
+            | Append { .. }
+            | MultiAppend { .. }
+            | ReadLog { .. }
+            | TrimLog { .. }
+            | LogBounds { .. } => None,
         }
+    }
+
+    /// The one log a log command names (`None` for `MultiAppend`, which
+    /// names several, and for map commands).
+    pub fn log(&self) -> Option<&MapName> {
+        use MapCommand::*;
+        match self {
+            CreateLog { log }
+            | DropLog { log }
+            | Append { log, .. }
+            | ReadLog { log, .. }
+            | TrimLog { log, .. }
+            | LogBounds { log } => Some(log),
+            _ => None,
+        }
+    }
+
+    /// Whether the command is one of DLog's.
+    pub fn is_log_command(&self) -> bool {
+        self.log().is_some() || matches!(self, MapCommand::MultiAppend { .. })
     }
 
     /// The one key a single-key command reads or writes.
@@ -433,6 +512,8 @@ impl MapCommand {
                 | LastEntry { .. }
                 | NearestEntry { .. }
                 | Range { .. }
+                | ReadLog { .. }
+                | LogBounds { .. }
         )
     }
 
@@ -486,9 +567,47 @@ impl MapCommand {
                 writes,
             } => check_commit(*read_version, reads, writes, limits),
             MergeFields { fields, .. } => check_fields(fields, limits),
+            Append { value, .. } => check_value(value, limits),
+            MultiAppend { appends } => check_multi_append(appends, limits),
+            ReadLog { max_entries, .. } => {
+                if *max_entries == 0 || *max_entries > limits.range_entries_max {
+                    return Err(MapError::BadLogRequest(format!(
+                        "max_entries {max_entries} outside 1..={}",
+                        limits.range_entries_max
+                    )));
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
+}
+
+/// A `multiAppend`: at least one entry, at most `put_all_entries_max`
+/// entries and `put_all_bytes_max` bytes (it travels as one value of the
+/// global stream), each entry within `value_bytes_max`.
+fn check_multi_append(appends: &[(MapName, Bytes)], limits: &MapLimits) -> Result<(), MapError> {
+    if appends.is_empty() {
+        return Err(MapError::BadLogRequest(
+            "a multiAppend needs at least one entry".to_string(),
+        ));
+    }
+    let bytes: usize = appends
+        .iter()
+        .map(|(log, v)| log.as_str().len() + v.len())
+        .sum();
+    if appends.len() > limits.put_all_entries_max || bytes > limits.put_all_bytes_max {
+        return Err(MapError::BadLogRequest(format!(
+            "multiAppend of {} entries ({bytes} bytes) exceeds put_all_entries_max = {} or put_all_bytes_max = {}",
+            appends.len(),
+            limits.put_all_entries_max,
+            limits.put_all_bytes_max
+        )));
+    }
+    for (_, value) in appends {
+        check_value(value, limits)?;
+    }
+    Ok(())
 }
 
 /// A `mergeFields`'s fields: at least one, at most `put_all_entries_max`,

@@ -115,6 +115,38 @@ pub enum MapError {
     /// than `fields_max`.
     #[error("bad fields: {0}")]
     BadFields(String),
+    /// The log does not exist (never created, or dropped), or the name is
+    /// a map's.
+    #[error("no log named {0:?}")]
+    UnknownLog(String),
+    /// `create` of a log whose name a log or a map already has (maps and
+    /// logs share one namespace).
+    #[error("a log or map named {0:?} already exists")]
+    LogExists(String),
+    /// A read from a position below the log's first: those entries were
+    /// trimmed and are gone.
+    #[error("log {log:?} is trimmed below position {first}; read from {first} or later")]
+    LogTrimmed {
+        /// The log.
+        log: String,
+        /// Its first position still held.
+        first: u64,
+    },
+    /// A read or trim past the log's end (the position its next append
+    /// gets).
+    #[error("position {position} is past the end of log {log:?} (next append: {end})")]
+    PastLogEnd {
+        /// The log.
+        log: String,
+        /// The position asked for.
+        position: u64,
+        /// The log's end.
+        end: u64,
+    },
+    /// A `multiAppend` with no entries or above its limits, or a read
+    /// asking for no entries or more than `range_entries_max`.
+    #[error("bad log request: {0}")]
+    BadLogRequest(String),
 }
 
 impl MapError {

@@ -21,6 +21,7 @@ mod entries;
 mod error;
 pub mod field_record;
 mod limits;
+mod log;
 mod map_name;
 mod partition_state;
 mod reply;
@@ -35,6 +36,7 @@ pub use command::{
 pub use entries::{Entries, Stored};
 pub use error::MapError;
 pub use limits::MapLimits;
+pub use log::{Log, LogRead};
 pub use map_name::MapName;
 pub use partition_state::{
     ExecContext, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage, TxnBugs,

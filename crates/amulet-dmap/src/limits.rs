@@ -40,6 +40,9 @@ pub struct MapLimits {
     /// Most key, value and range bytes in one commit; it travels as one
     /// value of a stream.
     pub txn_bytes_max: usize,
+    /// Most entry bytes one log read returns (a read returns at least one
+    /// entry, however large): a reply travels in one gRPC message.
+    pub log_read_bytes_max: usize,
 }
 
 impl Default for MapLimits {
@@ -57,6 +60,7 @@ impl Default for MapLimits {
             txn_writes_max: 10_000,
             txn_read_ranges_max: 10_000,
             txn_bytes_max: 3 * 1024 * 1024,
+            log_read_bytes_max: 4 * 1024 * 1024,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::entries::Stored;
 use crate::field_record;
+use crate::log::{Log, Refused};
 use crate::transaction::{owned_writes, ReadVersion, TransactionCheckpoint, Transactions};
 use crate::{Entry, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest, RangeQuery};
 use bytes::Bytes;
@@ -57,8 +58,10 @@ struct Snapshot {
 }
 
 /// A partition's state in a replica checkpoint (see
-/// [`amulet_smr::StateMachine::checkpoint`]).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// [`amulet_smr::StateMachine::checkpoint`]). Serialized as its fields in
+/// order (postcard); a file of checkpoint format 3 has no `logs`, and
+/// decodes with none (`amulet_smr::checkpoint_format`).
+#[derive(Clone, Debug, Serialize)]
 pub struct PartitionCheckpoint {
     /// Every map's entries (copy-on-write clones of the live maps).
     pub maps: BTreeMap<MapName, Entries>,
@@ -66,6 +69,42 @@ pub struct PartitionCheckpoint {
     pub snapshot_leases: BTreeMap<SnapshotId, u64>,
     /// Read versions and recent writes.
     pub transactions: TransactionCheckpoint,
+    /// Every log this partition knows: the entries of the logs it owns,
+    /// an empty placeholder for the others (the catalog).
+    pub logs: BTreeMap<MapName, Log>,
+}
+
+impl<'de> Deserialize<'de> for PartitionCheckpoint {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Visitor};
+        struct Fields(usize);
+        impl<'de> Visitor<'de> for Fields {
+            type Value = PartitionCheckpoint;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a partition checkpoint of {} fields", self.0)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let missing = |i| A::Error::invalid_length(i, &self);
+                Ok(PartitionCheckpoint {
+                    maps: seq.next_element()?.ok_or_else(|| missing(0))?,
+                    snapshot_leases: seq.next_element()?.ok_or_else(|| missing(1))?,
+                    transactions: seq.next_element()?.ok_or_else(|| missing(2))?,
+                    logs: if self.0 > 3 {
+                        seq.next_element()?.ok_or_else(|| missing(3))?
+                    } else {
+                        BTreeMap::new()
+                    },
+                })
+            }
+        }
+        // Format 3 files predate logs.
+        let fields = if amulet_smr::checkpoint_format::decoding_format() <= 3 {
+            3
+        } else {
+            4
+        };
+        deserializer.deserialize_tuple(fields, Fields(fields))
+    }
 }
 
 /// The maps of one partition and its open snapshots.
@@ -73,6 +112,11 @@ pub struct PartitionCheckpoint {
 pub struct PartitionState {
     limits: MapLimits,
     maps: BTreeMap<MapName, Entries>,
+    /// Logs (DLog): entries of the logs this partition owns, empty
+    /// placeholders for the rest, so every partition can tell whether a
+    /// log exists at a point of the order (a multi-append is refused
+    /// everywhere or nowhere).
+    logs: BTreeMap<MapName, Log>,
     snapshots: BTreeMap<SnapshotId, Snapshot>,
     txns: Transactions,
     bugs: TxnBugs,
@@ -93,6 +137,12 @@ pub struct TxnBugs {
     /// `MergeFields` stores only the fields it names, dropping the
     /// record's others.
     pub merge_replaces_record: bool,
+    /// A trim answers as if it dropped the entries but keeps them, and
+    /// the log's first position with them.
+    pub trim_keeps_entries: bool,
+    /// Checkpoints keep a log's entries but restart its positions at 0
+    /// (a restored replica reuses positions).
+    pub log_positions_not_checkpointed: bool,
 }
 
 impl PartitionState {
@@ -101,6 +151,7 @@ impl PartitionState {
         PartitionState {
             limits,
             maps: BTreeMap::new(),
+            logs: BTreeMap::new(),
             snapshots: BTreeMap::new(),
             txns: Transactions::default(),
             bugs: TxnBugs::default(),
@@ -127,6 +178,23 @@ impl PartitionState {
         self.maps.keys()
     }
 
+    /// This partition's copy of `log` (empty where it does not own it).
+    pub fn log(&self, log: &MapName) -> Option<&Log> {
+        self.logs.get(log)
+    }
+
+    /// The logs this partition knows.
+    pub fn log_names(&self) -> impl Iterator<Item = &MapName> {
+        self.logs.keys()
+    }
+
+    /// Entries held in this partition's logs, and their bytes.
+    pub fn log_totals(&self) -> (u64, u64) {
+        self.logs.values().fold((0, 0), |(n, b), log| {
+            (n + log.len() as u64, b + log.bytes())
+        })
+    }
+
     /// Open snapshots.
     pub fn snapshot_count(&self) -> usize {
         self.snapshots.len()
@@ -146,6 +214,13 @@ impl PartitionState {
     /// every step).
     pub fn check_invariants(&self) {
         self.txns.check_invariants();
+        for (name, log) in &self.logs {
+            log.check_invariants();
+            assert!(
+                !self.maps.contains_key(name),
+                "{name} is both a map and a log"
+            );
+        }
     }
 
     /// Executes `command` and returns this partition's reply. Deterministic:
@@ -171,7 +246,7 @@ impl PartitionState {
         use MapCommand::*;
         match command {
             CreateMap { map, .. } => {
-                if self.maps.contains_key(map) {
+                if self.maps.contains_key(map) || self.logs.contains_key(map) {
                     return Err(MapError::MapExists(map.to_string()));
                 }
                 self.maps.insert(map.clone(), Entries::new());
@@ -249,7 +324,99 @@ impl PartitionState {
                 );
                 Ok(MapReply::Snapshot(ctx.snapshot_id))
             }
+            _ if command.is_log_command() => self.execute_on_log(command, ctx),
             _ => self.execute_on_map(command, ctx),
+        }
+    }
+
+    /// DLog's commands (thesis §3.5.2, Table 3.2).
+    fn execute_on_log(
+        &mut self,
+        command: &MapCommand,
+        ctx: &ExecContext<'_>,
+    ) -> Result<MapReply, MapError> {
+        use MapCommand::*;
+        let unknown = |log: &MapName| MapError::UnknownLog(log.to_string());
+        let refused = |log: &MapName, why: Refused, position: u64| match why {
+            Refused::Trimmed { first } => MapError::LogTrimmed {
+                log: log.to_string(),
+                first,
+            },
+            Refused::PastEnd { end } => MapError::PastLogEnd {
+                log: log.to_string(),
+                position,
+                end,
+            },
+        };
+        match command {
+            CreateLog { log } => {
+                if self.logs.contains_key(log) || self.maps.contains_key(log) {
+                    return Err(MapError::LogExists(log.to_string()));
+                }
+                self.logs.insert(log.clone(), Log::default());
+                Ok(MapReply::Done)
+            }
+            DropLog { log } => {
+                self.logs.remove(log).ok_or_else(|| unknown(log))?;
+                Ok(MapReply::Done)
+            }
+            Append { log, value } => {
+                let entries = self.logs.get_mut(log).ok_or_else(|| unknown(log))?;
+                Ok(MapReply::Position(entries.append(value.clone())))
+            }
+            MultiAppend { appends } => {
+                // Every partition involved decides at the same point of
+                // the order on the same catalog: all refuse or none does.
+                if let Some((log, _)) = appends.iter().find(|(l, _)| !self.logs.contains_key(l)) {
+                    return Err(unknown(log));
+                }
+                let positions = appends
+                    .iter()
+                    .map(|(log, value)| {
+                        let owned = (ctx.owns)(log.as_str(), log.as_str().as_bytes());
+                        match self.logs.get_mut(log) {
+                            Some(entries) if owned => Some(entries.append(value.clone())),
+                            _ => None,
+                        }
+                    })
+                    .collect();
+                Ok(MapReply::Positions(positions))
+            }
+            ReadLog {
+                log,
+                from,
+                max_entries,
+            } => {
+                let entries = self.logs.get(log).ok_or_else(|| unknown(log))?;
+                let read = entries
+                    .read(*from, *max_entries as usize, self.limits.log_read_bytes_max)
+                    .map_err(|why| refused(log, why, *from))?;
+                Ok(MapReply::LogEntries(read))
+            }
+            TrimLog { log, below } => {
+                let entries = self.logs.get_mut(log).ok_or_else(|| unknown(log))?;
+                if self.bugs.trim_keeps_entries && *below <= entries.end() {
+                    return Ok(MapReply::LogBounds {
+                        first: entries.first().max(*below),
+                        end: entries.end(),
+                    });
+                }
+                entries
+                    .trim(*below)
+                    .map_err(|why| refused(log, why, *below))?;
+                Ok(MapReply::LogBounds {
+                    first: entries.first(),
+                    end: entries.end(),
+                })
+            }
+            LogBounds { log } => {
+                let entries = self.logs.get(log).ok_or_else(|| unknown(log))?;
+                Ok(MapReply::LogBounds {
+                    first: entries.first(),
+                    end: entries.end(),
+                })
+            }
+            other => unreachable!("not a log command: {other:?}"),
         }
     }
 
@@ -409,6 +576,11 @@ impl PartitionState {
                 "only reads are served at a read version; writes go in the commit".to_string(),
             ));
         }
+        if command.is_log_command() {
+            return Err(MapError::BadTransaction(
+                "logs are not read in transactions".to_string(),
+            ));
+        }
         if version > position {
             return Err(MapError::FutureReadVersion(version));
         }
@@ -479,6 +651,14 @@ impl PartitionState {
     pub fn to_checkpoint(&self) -> PartitionCheckpoint {
         PartitionCheckpoint {
             maps: self.maps.clone(),
+            logs: if self.bugs.log_positions_not_checkpointed {
+                self.logs
+                    .iter()
+                    .map(|(name, log)| (name.clone(), log.with_positions_from_zero()))
+                    .collect()
+            } else {
+                self.logs.clone()
+            },
             snapshot_leases: self
                 .snapshots
                 .iter()
@@ -498,6 +678,7 @@ impl PartitionState {
     /// Replaces the maps and snapshots by a checkpoint's; the limits stay.
     pub fn restore_checkpoint(&mut self, checkpoint: PartitionCheckpoint) {
         self.maps = checkpoint.maps;
+        self.logs = checkpoint.logs;
         self.txns = Transactions::from_checkpoint(checkpoint.transactions);
         self.snapshots = checkpoint
             .snapshot_leases
@@ -530,8 +711,20 @@ impl PartitionState {
             }
             moved_maps.insert(name.clone(), moved);
         }
+        // A log is never split: it moves whole with its name's key, and
+        // the side without it keeps an empty placeholder.
+        let mut moved_logs = BTreeMap::new();
+        for (name, log) in self.logs.iter_mut() {
+            let moved = if moves(name.as_str(), name.as_str().as_bytes()) {
+                std::mem::take(log)
+            } else {
+                Log::default()
+            };
+            moved_logs.insert(name.clone(), moved);
+        }
         PartitionCheckpoint {
             maps: moved_maps,
+            logs: moved_logs,
             snapshot_leases: self
                 .snapshots
                 .iter()
@@ -550,6 +743,14 @@ impl PartitionState {
         for (name, theirs) in other.maps {
             let mine = self.maps.entry(name).or_default();
             *mine = std::mem::take(mine).union(theirs);
+        }
+        // One side holds the log, the other a placeholder (never
+        // appended, so its end is 0): keep the one that went further.
+        for (name, theirs) in other.logs {
+            let mine = self.logs.entry(name).or_default();
+            if theirs.end() > mine.end() {
+                *mine = theirs;
+            }
         }
         self.txns.absorb(other.transactions);
         for (id, lease_until_micros) in other.snapshot_leases {

@@ -35,4 +35,19 @@ pub enum MapReply {
     Done,
     /// The command failed and changed nothing.
     Failed(MapError),
+    /// An append's position.
+    Position(u64),
+    /// A multi-append's positions, in the order of its entries; one
+    /// partition's partial holds `None` for the entries of logs it does
+    /// not own.
+    Positions(Vec<Option<u64>>),
+    /// Entries of a log read.
+    LogEntries(crate::LogRead),
+    /// A log's first position and its end (trim, bounds).
+    LogBounds {
+        /// The first position held.
+        first: u64,
+        /// The position the next append gets.
+        end: u64,
+    },
 }

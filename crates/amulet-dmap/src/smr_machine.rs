@@ -28,6 +28,38 @@ impl StateMachine for PartitionState {
 
     fn placement(command: &MapCommand) -> Placement {
         use MapCommand::*;
+        // A log's entries live in the partition owning its name as a key
+        // of its own keyspace (a hash keyspace, so logs spread over
+        // partitions and move whole).
+        match command {
+            CreateLog { .. } | DropLog { .. } => {
+                return Placement {
+                    keyspace: None,
+                    keys: Keys::All,
+                }
+            }
+            MultiAppend { appends } => {
+                let parts = appends
+                    .iter()
+                    .map(|(log, _)| {
+                        let name = log.as_str();
+                        (name.to_string(), Keys::One(name.as_bytes().to_vec().into()))
+                    })
+                    .collect();
+                return Placement {
+                    keyspace: None,
+                    keys: Keys::Across(parts),
+                };
+            }
+            _ => {}
+        }
+        if let Some(log) = command.log() {
+            let name = log.as_str();
+            return Placement {
+                keyspace: Some(name.to_string()),
+                keys: Keys::One(name.as_bytes().to_vec().into()),
+            };
+        }
         if let Some(key) = command.single_key() {
             return Placement {
                 keyspace: command.map().map(|m| m.as_str().to_string()),
@@ -92,6 +124,13 @@ impl StateMachine for PartitionState {
             | ReplaceIfEquals { .. }
             | RemoveIfEquals { .. }
             | MergeFields { .. } => unreachable!("single-key commands returned above"),
+            CreateLog { .. }
+            | DropLog { .. }
+            | Append { .. }
+            | MultiAppend { .. }
+            | ReadLog { .. }
+            | TrimLog { .. }
+            | LogBounds { .. } => unreachable!("log commands returned above"),
             PutAll { .. }
             | ContainsValue { .. }
             | Size { .. }
@@ -120,6 +159,8 @@ impl StateMachine for PartitionState {
             ("snapshots", self.snapshot_count() as u64),
             ("read_versions", self.read_version_count() as u64),
             ("recent_writes", self.recent_write_count() as u64),
+            ("log_entries", self.log_totals().0),
+            ("log_bytes", self.log_totals().1),
         ]
     }
 
@@ -171,6 +212,13 @@ impl StateMachine for PartitionState {
             ),
             (MapCommand::DropMap { map }, MapReply::Done) => {
                 Some(KeyspaceChange::Drop(map.as_str().to_string()))
+            }
+            (MapCommand::CreateLog { log }, MapReply::Done) => Some(KeyspaceChange::Create(
+                log.as_str().to_string(),
+                amulet_smr::Layout::Hash,
+            )),
+            (MapCommand::DropLog { log }, MapReply::Done) => {
+                Some(KeyspaceChange::Drop(log.as_str().to_string()))
             }
             _ => None,
         }

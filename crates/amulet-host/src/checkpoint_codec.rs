@@ -16,7 +16,12 @@ use std::io::Write;
 const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// 3: partitions keep read versions and recent writes (transactions),
 /// replicas their votes on commits; files of format 2 are refused.
-const VERSION: u32 = 3;
+/// 4: partitions keep logs (DLog); files of format 3 still decode (a
+/// partition's checkpoint reads without its logs: see
+/// `amulet_smr::checkpoint_format`).
+const VERSION: u32 = 4;
+/// The oldest format this build reads.
+const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;
 const TRAILER_BYTES: usize = 12;
 
@@ -74,9 +79,9 @@ pub fn decode_checkpoint<C: DeserializeOwned, R: DeserializeOwned>(
         return Err("not an amulet checkpoint (bad magic)".into());
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(format!(
-            "checkpoint format {version}, this build reads {VERSION}"
+            "checkpoint format {version}, this build reads {OLDEST_VERSION} to {VERSION}"
         ));
     }
     let trailer = &bytes[bytes.len() - TRAILER_BYTES..];
@@ -92,7 +97,13 @@ pub fn decode_checkpoint<C: DeserializeOwned, R: DeserializeOwned>(
     if crc32c::crc32c(payload) != crc {
         return Err("payload checksum mismatch".into());
     }
-    postcard::from_bytes(payload).map_err(|e| format!("payload does not decode: {e}"))
+    let format = if version == VERSION {
+        amulet_smr::checkpoint_format::CURRENT_FORMAT
+    } else {
+        version
+    };
+    amulet_smr::checkpoint_format::with_decoding_format(format, || postcard::from_bytes(payload))
+        .map_err(|e| format!("payload does not decode: {e}"))
 }
 
 /// Counts and checksums what passes through.
@@ -175,6 +186,57 @@ pub(crate) mod tests {
         let size = encode_checkpoint_to(&written, &mut streamed).expect("encodes");
         assert_eq!(streamed, bytes);
         assert_eq!(size, bytes.len() as u64);
+    }
+
+    /// A partition checkpoint as format 3 wrote it (before logs).
+    #[derive(Serialize)]
+    struct Format3Partition {
+        maps: std::collections::BTreeMap<amulet_dmap::MapName, amulet_dmap::Entries>,
+        snapshot_leases: std::collections::BTreeMap<u64, u64>,
+        transactions: amulet_dmap::TransactionCheckpoint,
+    }
+
+    #[test]
+    fn a_checkpoint_of_format_3_decodes_without_logs() {
+        let mut current = body(9);
+        let map = amulet_dmap::MapName::new("m").unwrap();
+        let mut entries = amulet_dmap::Entries::new();
+        entries.insert(b"k", b"v");
+        current.replica.state.maps.insert(map.clone(), entries);
+        let r = current.replica.clone();
+        let old = CheckpointBody {
+            replica: amulet_smr::ReplicaCheckpoint {
+                partition: r.partition,
+                map: r.map,
+                state: Format3Partition {
+                    maps: r.state.maps,
+                    snapshot_leases: r.state.snapshot_leases,
+                    transactions: r.state.transactions,
+                },
+                sessions: r.sessions,
+                local_clock_micros: r.local_clock_micros,
+                global_clock_micros: r.global_clock_micros,
+                global_position: r.global_position,
+                early_signals: r.early_signals,
+                signal_cache: r.signal_cache,
+                undecodable: r.undecodable,
+                pending_reconfiguration: r.pending_reconfiguration,
+                absorbed_signals: r.absorbed_signals,
+                votes: r.votes,
+            },
+            position: current.position.clone(),
+        };
+        let mut bytes = encode_checkpoint(&old);
+        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let read: DmapBody = decode_checkpoint(&bytes).expect("format 3 decodes");
+        assert_eq!(read.replica.global_position, 9);
+        assert!(read.replica.state.logs.is_empty());
+        assert_eq!(
+            read.replica.state.maps[&map].value(b"k").as_deref(),
+            Some(&b"v"[..])
+        );
+        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        assert!(decode_checkpoint::<PartitionCheckpoint, MapReply>(&bytes).is_err());
     }
 
     #[test]

@@ -115,6 +115,10 @@ struct Args {
     /// Execute call per operation.
     #[arg(long, default_value_t = amulet_client::ClientConfig::default().batches_in_flight)]
     amulet_batches_in_flight: usize,
+    /// Logs (Amulet) or streams (Redis) the `append` workload spreads its
+    /// appends over, picked by the key.
+    #[arg(long, default_value_t = 1)]
+    log_count: usize,
     /// Redis URL.
     #[arg(long, default_value = "redis://127.0.0.1:26379/")]
     redis_url: String,
@@ -222,13 +226,19 @@ async fn run_backend(
                 conns,
                 op_timeout,
                 args.amulet_batches_in_flight,
+                if args.workloads.contains(&Workload::Append) {
+                    args.log_count
+                } else {
+                    0
+                },
             )
             .await?;
             measure(handles, suite, out).await;
         }
         BackendKind::Redis => {
             let handles =
-                RedisBackend::connect(&args.redis_url, clients, conns, op_timeout).await?;
+                RedisBackend::connect(&args.redis_url, clients, conns, op_timeout, args.log_count)
+                    .await?;
             measure(handles, suite, out).await;
         }
         #[cfg(feature = "etcd")]

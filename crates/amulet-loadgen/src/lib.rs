@@ -70,6 +70,14 @@ pub trait KvBackend: Send + Sync + 'static {
         self.put(key, value)
     }
 
+    /// Appends `value` to the log that `key` picks (the `append`
+    /// workload). The default is a put of `key`, for stores without logs
+    /// (etcd, ZooKeeper: the nearest thing they do); Amulet appends to a
+    /// DLog log, Redis to a stream (XADD).
+    fn append(&self, key: &[u8], value: &[u8]) -> impl Future<Output = anyhow::Result<()>> + Send {
+        self.put(key, value)
+    }
+
     /// YCSB's read-modify-write: reads `key`, then writes `value`. The default
     /// is a get followed by a put (not atomic, as in YCSB); a backend with a
     /// native operation may override it.

@@ -185,12 +185,19 @@ type Outcome = Result<anyhow::Result<bool>, tokio::time::error::Elapsed>;
 
 async fn one_op<B: KvBackend>(
     h: &B,
+    workload: Workload,
     op: OpType,
     key: &[u8],
     value: &[u8],
     op_timeout: Duration,
 ) -> Outcome {
     match op {
+        OpType::Update if workload == Workload::Append => {
+            tokio::time::timeout(op_timeout, async {
+                h.append(key, value).await.map(|()| false)
+            })
+            .await
+        }
         OpType::Read => {
             tokio::time::timeout(op_timeout, async { h.get(key).await.map(|v| v.is_none()) }).await
         }
@@ -233,7 +240,15 @@ async fn client_loop<B: KvBackend>(
         if op != OpType::Read {
             rng.fill_bytes(&mut value);
         }
-        let outcome = one_op(&*h, op, key.as_bytes(), &value, spec.op_timeout).await;
+        let outcome = one_op(
+            &*h,
+            spec.workload,
+            op,
+            key.as_bytes(),
+            &value,
+            spec.op_timeout,
+        )
+        .await;
         let t1 = clock::now();
         let at = t1.saturating_duration_since(start);
         let measured = at >= spec.warmup && at < end;
@@ -401,7 +416,7 @@ mod tests {
         let handles = vec![store.clone(); 8];
         let mut seen = 0;
         let results = run_suite(handles, &suite(Workload::ALL.to_vec()), |_| seen += 1).await;
-        assert_eq!(results.len(), 1 + 5 * 2);
+        assert_eq!(results.len(), 1 + Workload::ALL.len() * 2);
         assert_eq!(seen, results.len());
         let load = &results[0];
         assert_eq!(load.workload, "load");

@@ -18,16 +18,21 @@ pub enum Workload {
     F,
     /// 100% update (put of a loaded key).
     PutOnly,
+    /// 100% appends to shared logs (thesis §3.6.3, DLog): each operation
+    /// appends its value to one of the backend's logs (the log picked by
+    /// the key); counted as updates. Needs no load phase.
+    Append,
 }
 
 impl Workload {
     /// Every workload, in the order tables list them.
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::PutOnly,
         Workload::A,
         Workload::B,
         Workload::C,
         Workload::F,
+        Workload::Append,
     ];
 
     /// The name used on the command line and in CSV rows.
@@ -38,6 +43,7 @@ impl Workload {
             Workload::C => "c",
             Workload::F => "f",
             Workload::PutOnly => "put-only",
+            Workload::Append => "append",
         }
     }
 
@@ -48,7 +54,7 @@ impl Workload {
             Workload::B => &[(OpType::Read, 0.95), (OpType::Update, 0.05)],
             Workload::C => &[(OpType::Read, 1.0)],
             Workload::F => &[(OpType::Read, 0.5), (OpType::ReadModifyWrite, 0.5)],
-            Workload::PutOnly => &[(OpType::Update, 1.0)],
+            Workload::PutOnly | Workload::Append => &[(OpType::Update, 1.0)],
         }
     }
 
@@ -81,7 +87,10 @@ impl FromStr for Workload {
             "c" | "workloadc" => Ok(Workload::C),
             "f" | "workloadf" => Ok(Workload::F),
             "put-only" | "putonly" | "put" => Ok(Workload::PutOnly),
-            other => Err(format!("unknown workload {other:?} (a, b, c, f, put-only)")),
+            "append" => Ok(Workload::Append),
+            other => Err(format!(
+                "unknown workload {other:?} (a, b, c, f, put-only, append)"
+            )),
         }
     }
 }

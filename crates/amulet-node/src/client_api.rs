@@ -160,6 +160,13 @@ fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
         Some(EndTransaction(_)) => "end_transaction",
         Some(Commit(_)) => "commit",
         Some(MergeFields(_)) => "merge_fields",
+        Some(CreateLog(_)) => "create_log",
+        Some(DropLog(_)) => "drop_log",
+        Some(Append(_)) => "append",
+        Some(MultiAppend(_)) => "multi_append",
+        Some(ReadLog(_)) => "read_log",
+        Some(TrimLog(_)) => "trim_log",
+        Some(LogBounds(_)) => "log_bounds",
     }
 }
 

@@ -157,7 +157,7 @@ impl Metrics {
         let state = Family::<StateLabels, G>::default();
         registry.register(
             "replica_state",
-            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies)",
+            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes)",
             state.clone(),
         );
         let delivered = G::default();

@@ -2,7 +2,7 @@
 //! (`--seeds N [--start S]`), of the multicast cluster, (`--dmap`) of
 //! DMap on it, or (`--txn`) of transactions on DMap. Exits non-zero on any violation.
 
-use amulet_sim::dmap::{run_dmap_seed, run_fields_seed, run_txn_seed, DmapBug};
+use amulet_sim::dmap::{run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
@@ -42,6 +42,11 @@ struct Arguments {
     /// linearizability like `--dmap`.
     #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn"])]
     fields: bool,
+    /// Simulate DMap with DLog's logs among the operations (appends,
+    /// multi-appends, reads, trims, bounds on two logs, docs/logs.md),
+    /// checked for linearizability like `--dmap`.
+    #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields"])]
+    logs: bool,
     /// Check a transactional history instead of running seeds: a file of
     /// list-append operations in Elle's JSON format (one op a line, or an
     /// array), judged strictly serializable with the same checker as
@@ -96,6 +101,11 @@ enum BugArg {
     /// Field records (`--fields`): a merge drops the fields it does not
     /// name.
     MergeReplacesRecord,
+    /// Logs (`--logs`): a trim answers as if it dropped the entries but
+    /// keeps them.
+    TrimKeepsEntries,
+    /// Logs (`--logs`): checkpoints restart every log's positions at 0.
+    LogPositionsNotCheckpointed,
 }
 
 impl BugArg {
@@ -114,6 +124,8 @@ impl BugArg {
             BugArg::RangesNotValidated => DmapBug::RangesNotValidated,
             BugArg::ReuseReadVersions => DmapBug::ReuseReadVersions,
             BugArg::MergeReplacesRecord => DmapBug::MergeReplacesRecord,
+            BugArg::TrimKeepsEntries => DmapBug::TrimKeepsEntries,
+            BugArg::LogPositionsNotCheckpointed => DmapBug::LogPositionsNotCheckpointed,
             _ => DmapBug::None,
         }
     }
@@ -140,7 +152,9 @@ impl BugArg {
             | BugArg::RecentWritesNotCheckpointed
             | BugArg::RangesNotValidated
             | BugArg::ReuseReadVersions
-            | BugArg::MergeReplacesRecord => Bug::None,
+            | BugArg::MergeReplacesRecord
+            | BugArg::TrimKeepsEntries
+            | BugArg::LogPositionsNotCheckpointed => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -175,6 +189,8 @@ fn main() -> ExitCode {
             run_txn_seed(seed, verbose, dmap_bug)
         } else if arguments.fields {
             run_fields_seed(seed, verbose, dmap_bug)
+        } else if arguments.logs {
+            run_logs_seed(seed, verbose, dmap_bug)
         } else if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
         } else if arguments.elastic {
@@ -184,7 +200,7 @@ fn main() -> ExitCode {
         }
     };
     let command = match (
-        arguments.dmap || arguments.txn || arguments.fields,
+        arguments.dmap || arguments.txn || arguments.fields || arguments.logs,
         arguments.elastic,
         arguments.bug,
     ) {
@@ -195,6 +211,8 @@ fn main() -> ExitCode {
                 command.push_str(" --txn");
             } else if arguments.fields {
                 command.push_str(" --fields");
+            } else if arguments.logs {
+                command.push_str(" --logs");
             } else if dmap {
                 command.push_str(" --dmap");
             }

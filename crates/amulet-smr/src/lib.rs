@@ -20,6 +20,7 @@
 //! - Client sessions make retries take effect once ([`SessionTable`]).
 #![deny(missing_docs)]
 
+pub mod checkpoint_format;
 mod envelope;
 mod fence;
 mod hand_off;

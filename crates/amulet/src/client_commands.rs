@@ -69,6 +69,10 @@ pub enum Op {
     /// KEY`, `scan [FROM [TO]]`, `map NAME`, in order, committed together
     /// at the end (strictly serializable; see docs/transactions.md).
     Txn(crate::txn_command::TxnArgs),
+    /// Logs (DLog, docs/logs.md): create, append, multi-append, read,
+    /// tail, trim, bounds, drop.
+    #[command(subcommand)]
+    Log(crate::log_command::LogOp),
     /// Split partition SOURCE: the keys from the token --at-token (hash
     /// maps; default: the middle of SOURCE's first token segment) and, for
     /// range maps, from --at-key MAP=KEY on move to the new partition NEW
@@ -243,6 +247,7 @@ async fn execute(
         }
         Op::Status => status(client, addresses).await?,
         Op::Txn(args) => crate::txn_command::run(client, &target.map, &args).await?,
+        Op::Log(log_op) => crate::log_command::run(client, &log_op).await?,
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
             let change = reconfiguration(client, &op)?;
             reconfigure(client, &change, target.timeout_secs).await?;

@@ -18,8 +18,10 @@
 // |                     |                  | or partition change breaking a rule, a commit too      |
 // |                     |                  | large or of a bad shape, a read version the cluster    |
 // |                     |                  | never gave: fix the request                            |
-// | NOT_FOUND           |                  | unknown map, unknown snapshot                          |
-// | ALREADY_EXISTS      |                  | CreateMap of a map that exists                         |
+// | NOT_FOUND           |                  | unknown map, unknown snapshot, unknown log             |
+// | ALREADY_EXISTS      |                  | CreateMap or CreateLog of a name a map or log has      |
+// | OUT_OF_RANGE        |                  | a log read below the log's first position (trimmed),   |
+// |                     |                  | or a read or trim past its end                         |
 // | FAILED_PRECONDITION | stale-map        | the client's map is old: GetPartitionMap, resend       |
 // | FAILED_PRECONDITION | not-a-replica    | this node does not replicate the partition: same       |
 // | FAILED_PRECONDITION | session-expired  | open a new session, resend                             |
@@ -1514,6 +1516,14 @@ type MapRequest struct {
 	//	*MapRequest_BeginTransaction
 	//	*MapRequest_EndTransaction
 	//	*MapRequest_Commit
+	//	*MapRequest_MergeFields
+	//	*MapRequest_CreateLog
+	//	*MapRequest_DropLog
+	//	*MapRequest_Append
+	//	*MapRequest_MultiAppend
+	//	*MapRequest_ReadLog
+	//	*MapRequest_TrimLog
+	//	*MapRequest_LogBounds
 	Op            isMapRequest_Op `protobuf_oneof:"op"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1779,6 +1789,78 @@ func (x *MapRequest) GetCommit() *Commit {
 	return nil
 }
 
+func (x *MapRequest) GetMergeFields() *MergeFields {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_MergeFields); ok {
+			return x.MergeFields
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetCreateLog() *CreateLog {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_CreateLog); ok {
+			return x.CreateLog
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetDropLog() *DropLog {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_DropLog); ok {
+			return x.DropLog
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetAppend() *Append {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_Append); ok {
+			return x.Append
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetMultiAppend() *MultiAppend {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_MultiAppend); ok {
+			return x.MultiAppend
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetReadLog() *ReadLog {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_ReadLog); ok {
+			return x.ReadLog
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetTrimLog() *TrimLog {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_TrimLog); ok {
+			return x.TrimLog
+		}
+	}
+	return nil
+}
+
+func (x *MapRequest) GetLogBounds() *LogBounds {
+	if x != nil {
+		if x, ok := x.Op.(*MapRequest_LogBounds); ok {
+			return x.LogBounds
+		}
+	}
+	return nil
+}
+
 type isMapRequest_Op interface {
 	isMapRequest_Op()
 }
@@ -1879,6 +1961,38 @@ type MapRequest_Commit struct {
 	Commit *Commit `protobuf:"bytes,33,opt,name=commit,proto3,oneof"`
 }
 
+type MapRequest_MergeFields struct {
+	MergeFields *MergeFields `protobuf:"bytes,34,opt,name=merge_fields,json=mergeFields,proto3,oneof"`
+}
+
+type MapRequest_CreateLog struct {
+	CreateLog *CreateLog `protobuf:"bytes,35,opt,name=create_log,json=createLog,proto3,oneof"`
+}
+
+type MapRequest_DropLog struct {
+	DropLog *DropLog `protobuf:"bytes,36,opt,name=drop_log,json=dropLog,proto3,oneof"`
+}
+
+type MapRequest_Append struct {
+	Append *Append `protobuf:"bytes,37,opt,name=append,proto3,oneof"`
+}
+
+type MapRequest_MultiAppend struct {
+	MultiAppend *MultiAppend `protobuf:"bytes,38,opt,name=multi_append,json=multiAppend,proto3,oneof"`
+}
+
+type MapRequest_ReadLog struct {
+	ReadLog *ReadLog `protobuf:"bytes,39,opt,name=read_log,json=readLog,proto3,oneof"`
+}
+
+type MapRequest_TrimLog struct {
+	TrimLog *TrimLog `protobuf:"bytes,40,opt,name=trim_log,json=trimLog,proto3,oneof"`
+}
+
+type MapRequest_LogBounds struct {
+	LogBounds *LogBounds `protobuf:"bytes,41,opt,name=log_bounds,json=logBounds,proto3,oneof"`
+}
+
 func (*MapRequest_CreateMap) isMapRequest_Op() {}
 
 func (*MapRequest_DropMap) isMapRequest_Op() {}
@@ -1927,6 +2041,437 @@ func (*MapRequest_EndTransaction) isMapRequest_Op() {}
 
 func (*MapRequest_Commit) isMapRequest_Op() {}
 
+func (*MapRequest_MergeFields) isMapRequest_Op() {}
+
+func (*MapRequest_CreateLog) isMapRequest_Op() {}
+
+func (*MapRequest_DropLog) isMapRequest_Op() {}
+
+func (*MapRequest_Append) isMapRequest_Op() {}
+
+func (*MapRequest_MultiAppend) isMapRequest_Op() {}
+
+func (*MapRequest_ReadLog) isMapRequest_Op() {}
+
+func (*MapRequest_TrimLog) isMapRequest_Op() {}
+
+func (*MapRequest_LogBounds) isMapRequest_Op() {}
+
+// DLog (docs/logs.md): named logs of entries at dense positions 0, 1, ...
+// that are never reused. Logs and maps share one namespace. A log lives
+// whole in the partition that owns its name (as a key of its own hash
+// keyspace); send its requests to a replica of that partition.
+//
+// Creates an empty log (every partition; ALREADY_EXISTS if a log or map
+// has the name). Replies `done`.
+type CreateLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateLog) Reset() {
+	*x = CreateLog{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateLog) ProtoMessage() {}
+
+func (x *CreateLog) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateLog.ProtoReflect.Descriptor instead.
+func (*CreateLog) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CreateLog) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+// Drops a log and its entries (every partition). Replies `done`.
+type DropLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropLog) Reset() {
+	*x = DropLog{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropLog) ProtoMessage() {}
+
+func (x *DropLog) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropLog.ProtoReflect.Descriptor instead.
+func (*DropLog) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *DropLog) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+// Appends one entry (at most value_bytes_max bytes). Replies `position`.
+type Append struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Append) Reset() {
+	*x = Append{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Append) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Append) ProtoMessage() {}
+
+func (x *Append) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Append.ProtoReflect.Descriptor instead.
+func (*Append) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Append) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+func (x *Append) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// Appends each entry to its log, all or none, in one step of the order
+// (the partitions of all the logs; one log may appear several times and
+// gets consecutive positions). At least one entry, at most
+// put_all_entries_max entries and put_all_bytes_max bytes. Replies
+// `positions`, in the order given.
+type MultiAppend struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*LogEntry            `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MultiAppend) Reset() {
+	*x = MultiAppend{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MultiAppend) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MultiAppend) ProtoMessage() {}
+
+func (x *MultiAppend) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MultiAppend.ProtoReflect.Descriptor instead.
+func (*MultiAppend) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *MultiAppend) GetEntries() []*LogEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type LogEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogEntry) Reset() {
+	*x = LogEntry{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogEntry) ProtoMessage() {}
+
+func (x *LogEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
+func (*LogEntry) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *LogEntry) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+func (x *LogEntry) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// Up to max_entries (1 ..= range_entries_max) entries from position
+// `from`, at most log_read_bytes_max bytes (but at least one entry when
+// one exists). `from` equal to the log's end reads nothing (poll);
+// below its first position: OUT_OF_RANGE (trimmed); past its end:
+// OUT_OF_RANGE. Replies `log_entries`.
+type ReadLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	From          uint64                 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	MaxEntries    uint32                 `protobuf:"varint,3,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadLog) Reset() {
+	*x = ReadLog{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadLog) ProtoMessage() {}
+
+func (x *ReadLog) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadLog.ProtoReflect.Descriptor instead.
+func (*ReadLog) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ReadLog) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+func (x *ReadLog) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *ReadLog) GetMaxEntries() uint32 {
+	if x != nil {
+		return x.MaxEntries
+	}
+	return 0
+}
+
+// Drops the entries below position `below` (at most the log's end,
+// OUT_OF_RANGE otherwise; below the first position: nothing changes).
+// Replies `log_bounds`.
+type TrimLog struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	Below         uint64                 `protobuf:"varint,2,opt,name=below,proto3" json:"below,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrimLog) Reset() {
+	*x = TrimLog{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrimLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrimLog) ProtoMessage() {}
+
+func (x *TrimLog) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrimLog.ProtoReflect.Descriptor instead.
+func (*TrimLog) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TrimLog) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+func (x *TrimLog) GetBelow() uint64 {
+	if x != nil {
+		return x.Below
+	}
+	return 0
+}
+
+// The log's first position and end. Replies `log_bounds`.
+type LogBounds struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Log           string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogBounds) Reset() {
+	*x = LogBounds{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogBounds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogBounds) ProtoMessage() {}
+
+func (x *LogBounds) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogBounds.ProtoReflect.Descriptor instead.
+func (*LogBounds) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *LogBounds) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
 // Takes a read version for transactions (every partition; see
 // docs/transactions.md): the response's read_version. Every partition
 // keeps a snapshot of all its maps there for lease_micros of replicated
@@ -1944,7 +2489,7 @@ type BeginTransaction struct {
 
 func (x *BeginTransaction) Reset() {
 	*x = BeginTransaction{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2501,7 @@ func (x *BeginTransaction) String() string {
 func (*BeginTransaction) ProtoMessage() {}
 
 func (x *BeginTransaction) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2514,7 @@ func (x *BeginTransaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginTransaction.ProtoReflect.Descriptor instead.
 func (*BeginTransaction) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{23}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BeginTransaction) GetLeaseMicros() uint64 {
@@ -1996,7 +2541,7 @@ type EndTransaction struct {
 
 func (x *EndTransaction) Reset() {
 	*x = EndTransaction{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2553,7 @@ func (x *EndTransaction) String() string {
 func (*EndTransaction) ProtoMessage() {}
 
 func (x *EndTransaction) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2566,7 @@ func (x *EndTransaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndTransaction.ProtoReflect.Descriptor instead.
 func (*EndTransaction) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{24}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EndTransaction) GetReadVersion() uint64 {
@@ -2042,7 +2587,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2599,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2612,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{25}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *KeyRange) GetFrom() *KeyBound {
@@ -2095,7 +2640,7 @@ type ReadConflict struct {
 
 func (x *ReadConflict) Reset() {
 	*x = ReadConflict{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2652,7 @@ func (x *ReadConflict) String() string {
 func (*ReadConflict) ProtoMessage() {}
 
 func (x *ReadConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2665,7 @@ func (x *ReadConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadConflict.ProtoReflect.Descriptor instead.
 func (*ReadConflict) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{26}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReadConflict) GetMap() string {
@@ -2149,7 +2694,7 @@ type TxnWrite struct {
 
 func (x *TxnWrite) Reset() {
 	*x = TxnWrite{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2706,7 @@ func (x *TxnWrite) String() string {
 func (*TxnWrite) ProtoMessage() {}
 
 func (x *TxnWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2719,7 @@ func (x *TxnWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnWrite.ProtoReflect.Descriptor instead.
 func (*TxnWrite) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{27}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TxnWrite) GetMap() string {
@@ -2214,7 +2759,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2226,7 +2771,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2239,7 +2784,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{28}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Commit) GetReadVersion() uint64 {
@@ -2277,7 +2822,7 @@ type ReadAtRequest struct {
 
 func (x *ReadAtRequest) Reset() {
 	*x = ReadAtRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2834,7 @@ func (x *ReadAtRequest) String() string {
 func (*ReadAtRequest) ProtoMessage() {}
 
 func (x *ReadAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +2847,7 @@ func (x *ReadAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadAtRequest.ProtoReflect.Descriptor instead.
 func (*ReadAtRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{29}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReadAtRequest) GetReadVersion() uint64 {
@@ -2332,7 +2877,7 @@ type ReadAtResponse struct {
 
 func (x *ReadAtResponse) Reset() {
 	*x = ReadAtResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2889,7 @@ func (x *ReadAtResponse) String() string {
 func (*ReadAtResponse) ProtoMessage() {}
 
 func (x *ReadAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2902,7 @@ func (x *ReadAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadAtResponse.ProtoReflect.Descriptor instead.
 func (*ReadAtResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{30}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReadAtResponse) GetResponse() *MapResponse {
@@ -2385,7 +2930,7 @@ type CreateMap struct {
 
 func (x *CreateMap) Reset() {
 	*x = CreateMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2942,7 @@ func (x *CreateMap) String() string {
 func (*CreateMap) ProtoMessage() {}
 
 func (x *CreateMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2955,7 @@ func (x *CreateMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMap.ProtoReflect.Descriptor instead.
 func (*CreateMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{31}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateMap) GetMap() string {
@@ -2436,7 +2981,7 @@ type DropMap struct {
 
 func (x *DropMap) Reset() {
 	*x = DropMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2448,7 +2993,7 @@ func (x *DropMap) String() string {
 func (*DropMap) ProtoMessage() {}
 
 func (x *DropMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2461,7 +3006,7 @@ func (x *DropMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropMap.ProtoReflect.Descriptor instead.
 func (*DropMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{32}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DropMap) GetMap() string {
@@ -2482,7 +3027,7 @@ type Get struct {
 
 func (x *Get) Reset() {
 	*x = Get{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +3039,7 @@ func (x *Get) String() string {
 func (*Get) ProtoMessage() {}
 
 func (x *Get) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +3052,7 @@ func (x *Get) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Get.ProtoReflect.Descriptor instead.
 func (*Get) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{33}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Get) GetMap() string {
@@ -2535,7 +3080,7 @@ type ContainsKey struct {
 
 func (x *ContainsKey) Reset() {
 	*x = ContainsKey{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +3092,7 @@ func (x *ContainsKey) String() string {
 func (*ContainsKey) ProtoMessage() {}
 
 func (x *ContainsKey) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +3105,7 @@ func (x *ContainsKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainsKey.ProtoReflect.Descriptor instead.
 func (*ContainsKey) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{34}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ContainsKey) GetMap() string {
@@ -2589,7 +3134,7 @@ type Put struct {
 
 func (x *Put) Reset() {
 	*x = Put{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +3146,7 @@ func (x *Put) String() string {
 func (*Put) ProtoMessage() {}
 
 func (x *Put) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +3159,7 @@ func (x *Put) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Put.ProtoReflect.Descriptor instead.
 func (*Put) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{35}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Put) GetMap() string {
@@ -2649,7 +3194,7 @@ type Remove struct {
 
 func (x *Remove) Reset() {
 	*x = Remove{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +3206,7 @@ func (x *Remove) String() string {
 func (*Remove) ProtoMessage() {}
 
 func (x *Remove) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +3219,7 @@ func (x *Remove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Remove.ProtoReflect.Descriptor instead.
 func (*Remove) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{36}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Remove) GetMap() string {
@@ -2703,7 +3248,7 @@ type PutIfAbsent struct {
 
 func (x *PutIfAbsent) Reset() {
 	*x = PutIfAbsent{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +3260,7 @@ func (x *PutIfAbsent) String() string {
 func (*PutIfAbsent) ProtoMessage() {}
 
 func (x *PutIfAbsent) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +3273,7 @@ func (x *PutIfAbsent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutIfAbsent.ProtoReflect.Descriptor instead.
 func (*PutIfAbsent) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{37}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PutIfAbsent) GetMap() string {
@@ -2764,7 +3309,7 @@ type Replace struct {
 
 func (x *Replace) Reset() {
 	*x = Replace{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +3321,7 @@ func (x *Replace) String() string {
 func (*Replace) ProtoMessage() {}
 
 func (x *Replace) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +3334,7 @@ func (x *Replace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replace.ProtoReflect.Descriptor instead.
 func (*Replace) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{38}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Replace) GetMap() string {
@@ -2826,7 +3371,7 @@ type ReplaceIfEquals struct {
 
 func (x *ReplaceIfEquals) Reset() {
 	*x = ReplaceIfEquals{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2838,7 +3383,7 @@ func (x *ReplaceIfEquals) String() string {
 func (*ReplaceIfEquals) ProtoMessage() {}
 
 func (x *ReplaceIfEquals) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2851,7 +3396,7 @@ func (x *ReplaceIfEquals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceIfEquals.ProtoReflect.Descriptor instead.
 func (*ReplaceIfEquals) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{39}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReplaceIfEquals) GetMap() string {
@@ -2894,7 +3439,7 @@ type RemoveIfEquals struct {
 
 func (x *RemoveIfEquals) Reset() {
 	*x = RemoveIfEquals{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +3451,7 @@ func (x *RemoveIfEquals) String() string {
 func (*RemoveIfEquals) ProtoMessage() {}
 
 func (x *RemoveIfEquals) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +3464,7 @@ func (x *RemoveIfEquals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveIfEquals.ProtoReflect.Descriptor instead.
 func (*RemoveIfEquals) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{40}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveIfEquals) GetMap() string {
@@ -2954,7 +3499,7 @@ type PutAll struct {
 
 func (x *PutAll) Reset() {
 	*x = PutAll{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3511,7 @@ func (x *PutAll) String() string {
 func (*PutAll) ProtoMessage() {}
 
 func (x *PutAll) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3524,7 @@ func (x *PutAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutAll.ProtoReflect.Descriptor instead.
 func (*PutAll) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{41}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PutAll) GetMap() string {
@@ -2996,6 +3541,124 @@ func (x *PutAll) GetEntries() []*Entry {
 	return nil
 }
 
+// Sets and removes fields of the field record stored at `key`
+// (docs/field-records.md) in one step, keeping its other fields: a field
+// with a value is set, one without is removed. Replies `flag`: whether the
+// key had a value (a missing key stays missing). At least one field, each
+// named once (INVALID_ARGUMENT otherwise); a stored value that is not a
+// field record gets FAILED_PRECONDITION and is left as it is.
+type MergeFields struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Map           string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Fields        []*Field               `protobuf:"bytes,3,rep,name=fields,proto3" json:"fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeFields) Reset() {
+	*x = MergeFields{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeFields) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeFields) ProtoMessage() {}
+
+func (x *MergeFields) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeFields.ProtoReflect.Descriptor instead.
+func (*MergeFields) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *MergeFields) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *MergeFields) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *MergeFields) GetFields() []*Field {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+type Field struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          []byte                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         []byte                 `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Field) Reset() {
+	*x = Field{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Field) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Field) ProtoMessage() {}
+
+func (x *Field) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Field.ProtoReflect.Descriptor instead.
+func (*Field) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *Field) GetName() []byte {
+	if x != nil {
+		return x.Name
+	}
+	return nil
+}
+
+func (x *Field) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 // Replies `flag`.
 type ContainsValue struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3007,7 +3670,7 @@ type ContainsValue struct {
 
 func (x *ContainsValue) Reset() {
 	*x = ContainsValue{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3682,7 @@ func (x *ContainsValue) String() string {
 func (*ContainsValue) ProtoMessage() {}
 
 func (x *ContainsValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3695,7 @@ func (x *ContainsValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainsValue.ProtoReflect.Descriptor instead.
 func (*ContainsValue) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{42}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ContainsValue) GetMap() string {
@@ -3059,7 +3722,7 @@ type Size struct {
 
 func (x *Size) Reset() {
 	*x = Size{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3071,7 +3734,7 @@ func (x *Size) String() string {
 func (*Size) ProtoMessage() {}
 
 func (x *Size) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3084,7 +3747,7 @@ func (x *Size) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Size.ProtoReflect.Descriptor instead.
 func (*Size) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{43}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Size) GetMap() string {
@@ -3104,7 +3767,7 @@ type IsEmpty struct {
 
 func (x *IsEmpty) Reset() {
 	*x = IsEmpty{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3779,7 @@ func (x *IsEmpty) String() string {
 func (*IsEmpty) ProtoMessage() {}
 
 func (x *IsEmpty) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3792,7 @@ func (x *IsEmpty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsEmpty.ProtoReflect.Descriptor instead.
 func (*IsEmpty) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{44}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *IsEmpty) GetMap() string {
@@ -3149,7 +3812,7 @@ type Clear struct {
 
 func (x *Clear) Reset() {
 	*x = Clear{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3824,7 @@ func (x *Clear) String() string {
 func (*Clear) ProtoMessage() {}
 
 func (x *Clear) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3837,7 @@ func (x *Clear) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clear.ProtoReflect.Descriptor instead.
 func (*Clear) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{45}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Clear) GetMap() string {
@@ -3194,7 +3857,7 @@ type FirstEntry struct {
 
 func (x *FirstEntry) Reset() {
 	*x = FirstEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3869,7 @@ func (x *FirstEntry) String() string {
 func (*FirstEntry) ProtoMessage() {}
 
 func (x *FirstEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3882,7 @@ func (x *FirstEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirstEntry.ProtoReflect.Descriptor instead.
 func (*FirstEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{46}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *FirstEntry) GetMap() string {
@@ -3239,7 +3902,7 @@ type LastEntry struct {
 
 func (x *LastEntry) Reset() {
 	*x = LastEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3251,7 +3914,7 @@ func (x *LastEntry) String() string {
 func (*LastEntry) ProtoMessage() {}
 
 func (x *LastEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3264,7 +3927,7 @@ func (x *LastEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastEntry.ProtoReflect.Descriptor instead.
 func (*LastEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{47}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *LastEntry) GetMap() string {
@@ -3286,7 +3949,7 @@ type NearestEntry struct {
 
 func (x *NearestEntry) Reset() {
 	*x = NearestEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3298,7 +3961,7 @@ func (x *NearestEntry) String() string {
 func (*NearestEntry) ProtoMessage() {}
 
 func (x *NearestEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3311,7 +3974,7 @@ func (x *NearestEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NearestEntry.ProtoReflect.Descriptor instead.
 func (*NearestEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{48}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NearestEntry) GetMap() string {
@@ -3345,7 +4008,7 @@ type KeyBound struct {
 
 func (x *KeyBound) Reset() {
 	*x = KeyBound{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +4020,7 @@ func (x *KeyBound) String() string {
 func (*KeyBound) ProtoMessage() {}
 
 func (x *KeyBound) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +4033,7 @@ func (x *KeyBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyBound.ProtoReflect.Descriptor instead.
 func (*KeyBound) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{49}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *KeyBound) GetKey() []byte {
@@ -3402,7 +4065,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +4077,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +4090,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{50}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Range) GetMap() string {
@@ -3477,7 +4140,7 @@ type OpenSnapshot struct {
 
 func (x *OpenSnapshot) Reset() {
 	*x = OpenSnapshot{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +4152,7 @@ func (x *OpenSnapshot) String() string {
 func (*OpenSnapshot) ProtoMessage() {}
 
 func (x *OpenSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +4165,7 @@ func (x *OpenSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSnapshot.ProtoReflect.Descriptor instead.
 func (*OpenSnapshot) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{51}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *OpenSnapshot) GetMap() string {
@@ -3529,7 +4192,7 @@ type ReleaseSnapshot struct {
 
 func (x *ReleaseSnapshot) Reset() {
 	*x = ReleaseSnapshot{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3541,7 +4204,7 @@ func (x *ReleaseSnapshot) String() string {
 func (*ReleaseSnapshot) ProtoMessage() {}
 
 func (x *ReleaseSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3554,7 +4217,7 @@ func (x *ReleaseSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseSnapshot.ProtoReflect.Descriptor instead.
 func (*ReleaseSnapshot) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{52}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReleaseSnapshot) GetSnapshot() uint64 {
@@ -3574,7 +4237,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3586,7 +4249,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3599,7 +4262,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{53}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Entry) GetKey() []byte {
@@ -3625,7 +4288,7 @@ type OptionalValue struct {
 
 func (x *OptionalValue) Reset() {
 	*x = OptionalValue{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3637,7 +4300,7 @@ func (x *OptionalValue) String() string {
 func (*OptionalValue) ProtoMessage() {}
 
 func (x *OptionalValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3650,7 +4313,7 @@ func (x *OptionalValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionalValue.ProtoReflect.Descriptor instead.
 func (*OptionalValue) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{54}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *OptionalValue) GetValue() []byte {
@@ -3669,7 +4332,7 @@ type OptionalEntry struct {
 
 func (x *OptionalEntry) Reset() {
 	*x = OptionalEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3681,7 +4344,7 @@ func (x *OptionalEntry) String() string {
 func (*OptionalEntry) ProtoMessage() {}
 
 func (x *OptionalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3694,7 +4357,7 @@ func (x *OptionalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionalEntry.ProtoReflect.Descriptor instead.
 func (*OptionalEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{55}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *OptionalEntry) GetEntry() *Entry {
@@ -3715,7 +4378,7 @@ type Entries struct {
 
 func (x *Entries) Reset() {
 	*x = Entries{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +4390,7 @@ func (x *Entries) String() string {
 func (*Entries) ProtoMessage() {}
 
 func (x *Entries) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +4403,7 @@ func (x *Entries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entries.ProtoReflect.Descriptor instead.
 func (*Entries) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{56}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Entries) GetEntries() []*Entry {
@@ -3765,7 +4428,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3777,7 +4440,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3790,7 +4453,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{57}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{67}
 }
 
 type MapResponse struct {
@@ -3805,6 +4468,10 @@ type MapResponse struct {
 	//	*MapResponse_Snapshot
 	//	*MapResponse_Done
 	//	*MapResponse_ReadVersion
+	//	*MapResponse_Position
+	//	*MapResponse_Positions
+	//	*MapResponse_LogEntries
+	//	*MapResponse_LogBounds
 	Result        isMapResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3812,7 +4479,7 @@ type MapResponse struct {
 
 func (x *MapResponse) Reset() {
 	*x = MapResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3824,7 +4491,7 @@ func (x *MapResponse) String() string {
 func (*MapResponse) ProtoMessage() {}
 
 func (x *MapResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3837,7 +4504,7 @@ func (x *MapResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponse.ProtoReflect.Descriptor instead.
 func (*MapResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{58}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *MapResponse) GetResult() isMapResponse_Result {
@@ -3919,6 +4586,42 @@ func (x *MapResponse) GetReadVersion() uint64 {
 	return 0
 }
 
+func (x *MapResponse) GetPosition() uint64 {
+	if x != nil {
+		if x, ok := x.Result.(*MapResponse_Position); ok {
+			return x.Position
+		}
+	}
+	return 0
+}
+
+func (x *MapResponse) GetPositions() *Positions {
+	if x != nil {
+		if x, ok := x.Result.(*MapResponse_Positions); ok {
+			return x.Positions
+		}
+	}
+	return nil
+}
+
+func (x *MapResponse) GetLogEntries() *LogEntries {
+	if x != nil {
+		if x, ok := x.Result.(*MapResponse_LogEntries); ok {
+			return x.LogEntries
+		}
+	}
+	return nil
+}
+
+func (x *MapResponse) GetLogBounds() *LogBoundsReply {
+	if x != nil {
+		if x, ok := x.Result.(*MapResponse_LogBounds); ok {
+			return x.LogBounds
+		}
+	}
+	return nil
+}
+
 type isMapResponse_Result interface {
 	isMapResponse_Result()
 }
@@ -3955,6 +4658,22 @@ type MapResponse_ReadVersion struct {
 	ReadVersion uint64 `protobuf:"varint,8,opt,name=read_version,json=readVersion,proto3,oneof"`
 }
 
+type MapResponse_Position struct {
+	Position uint64 `protobuf:"varint,9,opt,name=position,proto3,oneof"`
+}
+
+type MapResponse_Positions struct {
+	Positions *Positions `protobuf:"bytes,10,opt,name=positions,proto3,oneof"`
+}
+
+type MapResponse_LogEntries struct {
+	LogEntries *LogEntries `protobuf:"bytes,11,opt,name=log_entries,json=logEntries,proto3,oneof"`
+}
+
+type MapResponse_LogBounds struct {
+	LogBounds *LogBoundsReply `protobuf:"bytes,12,opt,name=log_bounds,json=logBounds,proto3,oneof"`
+}
+
 func (*MapResponse_Value) isMapResponse_Result() {}
 
 func (*MapResponse_Flag) isMapResponse_Result() {}
@@ -3971,6 +4690,182 @@ func (*MapResponse_Done) isMapResponse_Result() {}
 
 func (*MapResponse_ReadVersion) isMapResponse_Result() {}
 
+func (*MapResponse_Position) isMapResponse_Result() {}
+
+func (*MapResponse_Positions) isMapResponse_Result() {}
+
+func (*MapResponse_LogEntries) isMapResponse_Result() {}
+
+func (*MapResponse_LogBounds) isMapResponse_Result() {}
+
+// A multi-append's positions, in the order of its entries.
+type Positions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Positions     []uint64               `protobuf:"varint,1,rep,packed,name=positions,proto3" json:"positions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Positions) Reset() {
+	*x = Positions{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Positions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Positions) ProtoMessage() {}
+
+func (x *Positions) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Positions.ProtoReflect.Descriptor instead.
+func (*Positions) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *Positions) GetPositions() []uint64 {
+	if x != nil {
+		return x.Positions
+	}
+	return nil
+}
+
+// Entries of a log read: at positions from, from + 1, ...; the log's
+// bounds when it was read.
+type LogEntries struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          uint64                 `protobuf:"varint,1,opt,name=from,proto3" json:"from,omitempty"`
+	Entries       [][]byte               `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	First         uint64                 `protobuf:"varint,3,opt,name=first,proto3" json:"first,omitempty"`
+	End           uint64                 `protobuf:"varint,4,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogEntries) Reset() {
+	*x = LogEntries{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogEntries) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogEntries) ProtoMessage() {}
+
+func (x *LogEntries) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogEntries.ProtoReflect.Descriptor instead.
+func (*LogEntries) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *LogEntries) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *LogEntries) GetEntries() [][]byte {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *LogEntries) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *LogEntries) GetEnd() uint64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
+// A log's first position still held, and the position of its next append.
+type LogBoundsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	First         uint64                 `protobuf:"varint,1,opt,name=first,proto3" json:"first,omitempty"`
+	End           uint64                 `protobuf:"varint,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogBoundsReply) Reset() {
+	*x = LogBoundsReply{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogBoundsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogBoundsReply) ProtoMessage() {}
+
+func (x *LogBoundsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogBoundsReply.ProtoReflect.Descriptor instead.
+func (*LogBoundsReply) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *LogBoundsReply) GetFirst() uint64 {
+	if x != nil {
+		return x.First
+	}
+	return 0
+}
+
+func (x *LogBoundsReply) GetEnd() uint64 {
+	if x != nil {
+		return x.End
+	}
+	return 0
+}
+
 type ReadSnapshotRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Partition uint32                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
@@ -3985,7 +4880,7 @@ type ReadSnapshotRequest struct {
 
 func (x *ReadSnapshotRequest) Reset() {
 	*x = ReadSnapshotRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3997,7 +4892,7 @@ func (x *ReadSnapshotRequest) String() string {
 func (*ReadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4010,7 +4905,7 @@ func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{59}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ReadSnapshotRequest) GetPartition() uint32 {
@@ -4052,7 +4947,7 @@ type SnapshotPage struct {
 
 func (x *SnapshotPage) Reset() {
 	*x = SnapshotPage{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4064,7 +4959,7 @@ func (x *SnapshotPage) String() string {
 func (*SnapshotPage) ProtoMessage() {}
 
 func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4077,7 +4972,7 @@ func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPage.ProtoReflect.Descriptor instead.
 func (*SnapshotPage) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{60}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SnapshotPage) GetEntries() []*Entry {
@@ -4102,7 +4997,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4114,7 +5009,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4127,7 +5022,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{61}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{74}
 }
 
 type StatusResponse struct {
@@ -4142,7 +5037,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4154,7 +5049,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4167,7 +5062,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{62}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *StatusResponse) GetNode() uint32 {
@@ -4219,7 +5114,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +5126,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +5139,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{63}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ReplicaStatus) GetPartition() uint32 {
@@ -4319,7 +5214,7 @@ type StreamStatus struct {
 
 func (x *StreamStatus) Reset() {
 	*x = StreamStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4331,7 +5226,7 @@ func (x *StreamStatus) String() string {
 func (*StreamStatus) ProtoMessage() {}
 
 func (x *StreamStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4344,7 +5239,7 @@ func (x *StreamStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStatus.ProtoReflect.Descriptor instead.
 func (*StreamStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{64}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *StreamStatus) GetStream() uint32 {
@@ -4398,7 +5293,7 @@ type MapRequestBatch struct {
 
 func (x *MapRequestBatch) Reset() {
 	*x = MapRequestBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4410,7 +5305,7 @@ func (x *MapRequestBatch) String() string {
 func (*MapRequestBatch) ProtoMessage() {}
 
 func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4423,7 +5318,7 @@ func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRequestBatch.ProtoReflect.Descriptor instead.
 func (*MapRequestBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{65}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *MapRequestBatch) GetRequests() []*MapRequest {
@@ -4442,7 +5337,7 @@ type MapResponseBatch struct {
 
 func (x *MapResponseBatch) Reset() {
 	*x = MapResponseBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4454,7 +5349,7 @@ func (x *MapResponseBatch) String() string {
 func (*MapResponseBatch) ProtoMessage() {}
 
 func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4467,7 +5362,7 @@ func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponseBatch.ProtoReflect.Descriptor instead.
 func (*MapResponseBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{66}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *MapResponseBatch) GetOutcomes() []*MapOutcome {
@@ -4491,7 +5386,7 @@ type MapOutcome struct {
 
 func (x *MapOutcome) Reset() {
 	*x = MapOutcome{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4503,7 +5398,7 @@ func (x *MapOutcome) String() string {
 func (*MapOutcome) ProtoMessage() {}
 
 func (x *MapOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4516,7 +5411,7 @@ func (x *MapOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOutcome.ProtoReflect.Descriptor instead.
 func (*MapOutcome) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{67}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *MapOutcome) GetOutcome() isMapOutcome_Outcome {
@@ -4579,7 +5474,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4591,7 +5486,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4604,7 +5499,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{68}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Failure) GetCode() uint32 {
@@ -4742,8 +5637,7 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"mapVersion\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\rR\tpartition\x12\x18\n" +
 	"\asession\x18\x03 \x01(\x04R\asession\x12\x1a\n" +
-	"\bsequence\x18\x04 \x01(\x04R\bsequence\"\xf3\n" +
-	"\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\"\x9b\x0e\n" +
 	"\n" +
 	"MapRequest\x120\n" +
 	"\x06header\x18\x01 \x01(\v2\x18.amulet.v1.RequestHeaderR\x06header\x125\n" +
@@ -4774,8 +5668,40 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\x10release_snapshot\x18\x1e \x01(\v2\x1a.amulet.v1.ReleaseSnapshotH\x00R\x0freleaseSnapshot\x12J\n" +
 	"\x11begin_transaction\x18\x1f \x01(\v2\x1b.amulet.v1.BeginTransactionH\x00R\x10beginTransaction\x12D\n" +
 	"\x0fend_transaction\x18  \x01(\v2\x19.amulet.v1.EndTransactionH\x00R\x0eendTransaction\x12+\n" +
-	"\x06commit\x18! \x01(\v2\x11.amulet.v1.CommitH\x00R\x06commitB\x04\n" +
-	"\x02op\"a\n" +
+	"\x06commit\x18! \x01(\v2\x11.amulet.v1.CommitH\x00R\x06commit\x12;\n" +
+	"\fmerge_fields\x18\" \x01(\v2\x16.amulet.v1.MergeFieldsH\x00R\vmergeFields\x125\n" +
+	"\n" +
+	"create_log\x18# \x01(\v2\x14.amulet.v1.CreateLogH\x00R\tcreateLog\x12/\n" +
+	"\bdrop_log\x18$ \x01(\v2\x12.amulet.v1.DropLogH\x00R\adropLog\x12+\n" +
+	"\x06append\x18% \x01(\v2\x11.amulet.v1.AppendH\x00R\x06append\x12;\n" +
+	"\fmulti_append\x18& \x01(\v2\x16.amulet.v1.MultiAppendH\x00R\vmultiAppend\x12/\n" +
+	"\bread_log\x18' \x01(\v2\x12.amulet.v1.ReadLogH\x00R\areadLog\x12/\n" +
+	"\btrim_log\x18( \x01(\v2\x12.amulet.v1.TrimLogH\x00R\atrimLog\x125\n" +
+	"\n" +
+	"log_bounds\x18) \x01(\v2\x14.amulet.v1.LogBoundsH\x00R\tlogBoundsB\x04\n" +
+	"\x02op\"\x1d\n" +
+	"\tCreateLog\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\"\x1b\n" +
+	"\aDropLog\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\"0\n" +
+	"\x06Append\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"<\n" +
+	"\vMultiAppend\x12-\n" +
+	"\aentries\x18\x01 \x03(\v2\x13.amulet.v1.LogEntryR\aentries\"2\n" +
+	"\bLogEntry\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"P\n" +
+	"\aReadLog\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x04R\x04from\x12\x1f\n" +
+	"\vmax_entries\x18\x03 \x01(\rR\n" +
+	"maxEntries\"1\n" +
+	"\aTrimLog\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\x12\x14\n" +
+	"\x05below\x18\x02 \x01(\x04R\x05below\"\x1d\n" +
+	"\tLogBounds\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\"a\n" +
 	"\x10BeginTransaction\x12!\n" +
 	"\flease_micros\x18\x01 \x01(\x04R\vleaseMicros\x12*\n" +
 	"\x11end_read_versions\x18\x02 \x03(\x04R\x0fendReadVersions\"3\n" +
@@ -4840,7 +5766,15 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\bexpected\x18\x03 \x01(\fR\bexpected\"F\n" +
 	"\x06PutAll\x12\x10\n" +
 	"\x03map\x18\x01 \x01(\tR\x03map\x12*\n" +
-	"\aentries\x18\x02 \x03(\v2\x10.amulet.v1.EntryR\aentries\"7\n" +
+	"\aentries\x18\x02 \x03(\v2\x10.amulet.v1.EntryR\aentries\"[\n" +
+	"\vMergeFields\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12(\n" +
+	"\x06fields\x18\x03 \x03(\v2\x10.amulet.v1.FieldR\x06fields\"@\n" +
+	"\x05Field\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x12\x19\n" +
+	"\x05value\x18\x02 \x01(\fH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"7\n" +
 	"\rContainsValue\x12\x10\n" +
 	"\x03map\x18\x01 \x01(\tR\x03map\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\x18\n" +
@@ -4884,7 +5818,7 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\aEntries\x12*\n" +
 	"\aentries\x18\x01 \x03(\v2\x10.amulet.v1.EntryR\aentries\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\"\x06\n" +
-	"\x04Done\"\xc3\x02\n" +
+	"\x04Done\"\x8d\x04\n" +
 	"\vMapResponse\x120\n" +
 	"\x05value\x18\x01 \x01(\v2\x18.amulet.v1.OptionalValueH\x00R\x05value\x12\x14\n" +
 	"\x04flag\x18\x02 \x01(\bH\x00R\x04flag\x12\x16\n" +
@@ -4893,8 +5827,26 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\aentries\x18\x05 \x01(\v2\x12.amulet.v1.EntriesH\x00R\aentries\x12\x1c\n" +
 	"\bsnapshot\x18\x06 \x01(\x04H\x00R\bsnapshot\x12%\n" +
 	"\x04done\x18\a \x01(\v2\x0f.amulet.v1.DoneH\x00R\x04done\x12#\n" +
-	"\fread_version\x18\b \x01(\x04H\x00R\vreadVersionB\b\n" +
-	"\x06result\"\x91\x01\n" +
+	"\fread_version\x18\b \x01(\x04H\x00R\vreadVersion\x12\x1c\n" +
+	"\bposition\x18\t \x01(\x04H\x00R\bposition\x124\n" +
+	"\tpositions\x18\n" +
+	" \x01(\v2\x14.amulet.v1.PositionsH\x00R\tpositions\x128\n" +
+	"\vlog_entries\x18\v \x01(\v2\x15.amulet.v1.LogEntriesH\x00R\n" +
+	"logEntries\x12:\n" +
+	"\n" +
+	"log_bounds\x18\f \x01(\v2\x19.amulet.v1.LogBoundsReplyH\x00R\tlogBoundsB\b\n" +
+	"\x06result\")\n" +
+	"\tPositions\x12\x1c\n" +
+	"\tpositions\x18\x01 \x03(\x04R\tpositions\"b\n" +
+	"\n" +
+	"LogEntries\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\x04R\x04from\x12\x18\n" +
+	"\aentries\x18\x02 \x03(\fR\aentries\x12\x14\n" +
+	"\x05first\x18\x03 \x01(\x04R\x05first\x12\x10\n" +
+	"\x03end\x18\x04 \x01(\x04R\x03end\"8\n" +
+	"\x0eLogBoundsReply\x12\x14\n" +
+	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"\x91\x01\n" +
 	"\x13ReadSnapshotRequest\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\x04R\bsnapshot\x12\x19\n" +
@@ -4975,7 +5927,7 @@ func file_amulet_v1_amulet_proto_rawDescGZIP() []byte {
 }
 
 var file_amulet_v1_amulet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_amulet_v1_amulet_proto_goTypes = []any{
 	(Nearest)(0),                   // 0: amulet.v1.Nearest
 	(*ReconfigureRequest)(nil),     // 1: amulet.v1.ReconfigureRequest
@@ -5001,52 +5953,65 @@ var file_amulet_v1_amulet_proto_goTypes = []any{
 	(*SessionResponse)(nil),        // 21: amulet.v1.SessionResponse
 	(*RequestHeader)(nil),          // 22: amulet.v1.RequestHeader
 	(*MapRequest)(nil),             // 23: amulet.v1.MapRequest
-	(*BeginTransaction)(nil),       // 24: amulet.v1.BeginTransaction
-	(*EndTransaction)(nil),         // 25: amulet.v1.EndTransaction
-	(*KeyRange)(nil),               // 26: amulet.v1.KeyRange
-	(*ReadConflict)(nil),           // 27: amulet.v1.ReadConflict
-	(*TxnWrite)(nil),               // 28: amulet.v1.TxnWrite
-	(*Commit)(nil),                 // 29: amulet.v1.Commit
-	(*ReadAtRequest)(nil),          // 30: amulet.v1.ReadAtRequest
-	(*ReadAtResponse)(nil),         // 31: amulet.v1.ReadAtResponse
-	(*CreateMap)(nil),              // 32: amulet.v1.CreateMap
-	(*DropMap)(nil),                // 33: amulet.v1.DropMap
-	(*Get)(nil),                    // 34: amulet.v1.Get
-	(*ContainsKey)(nil),            // 35: amulet.v1.ContainsKey
-	(*Put)(nil),                    // 36: amulet.v1.Put
-	(*Remove)(nil),                 // 37: amulet.v1.Remove
-	(*PutIfAbsent)(nil),            // 38: amulet.v1.PutIfAbsent
-	(*Replace)(nil),                // 39: amulet.v1.Replace
-	(*ReplaceIfEquals)(nil),        // 40: amulet.v1.ReplaceIfEquals
-	(*RemoveIfEquals)(nil),         // 41: amulet.v1.RemoveIfEquals
-	(*PutAll)(nil),                 // 42: amulet.v1.PutAll
-	(*ContainsValue)(nil),          // 43: amulet.v1.ContainsValue
-	(*Size)(nil),                   // 44: amulet.v1.Size
-	(*IsEmpty)(nil),                // 45: amulet.v1.IsEmpty
-	(*Clear)(nil),                  // 46: amulet.v1.Clear
-	(*FirstEntry)(nil),             // 47: amulet.v1.FirstEntry
-	(*LastEntry)(nil),              // 48: amulet.v1.LastEntry
-	(*NearestEntry)(nil),           // 49: amulet.v1.NearestEntry
-	(*KeyBound)(nil),               // 50: amulet.v1.KeyBound
-	(*Range)(nil),                  // 51: amulet.v1.Range
-	(*OpenSnapshot)(nil),           // 52: amulet.v1.OpenSnapshot
-	(*ReleaseSnapshot)(nil),        // 53: amulet.v1.ReleaseSnapshot
-	(*Entry)(nil),                  // 54: amulet.v1.Entry
-	(*OptionalValue)(nil),          // 55: amulet.v1.OptionalValue
-	(*OptionalEntry)(nil),          // 56: amulet.v1.OptionalEntry
-	(*Entries)(nil),                // 57: amulet.v1.Entries
-	(*Done)(nil),                   // 58: amulet.v1.Done
-	(*MapResponse)(nil),            // 59: amulet.v1.MapResponse
-	(*ReadSnapshotRequest)(nil),    // 60: amulet.v1.ReadSnapshotRequest
-	(*SnapshotPage)(nil),           // 61: amulet.v1.SnapshotPage
-	(*StatusRequest)(nil),          // 62: amulet.v1.StatusRequest
-	(*StatusResponse)(nil),         // 63: amulet.v1.StatusResponse
-	(*ReplicaStatus)(nil),          // 64: amulet.v1.ReplicaStatus
-	(*StreamStatus)(nil),           // 65: amulet.v1.StreamStatus
-	(*MapRequestBatch)(nil),        // 66: amulet.v1.MapRequestBatch
-	(*MapResponseBatch)(nil),       // 67: amulet.v1.MapResponseBatch
-	(*MapOutcome)(nil),             // 68: amulet.v1.MapOutcome
-	(*Failure)(nil),                // 69: amulet.v1.Failure
+	(*CreateLog)(nil),              // 24: amulet.v1.CreateLog
+	(*DropLog)(nil),                // 25: amulet.v1.DropLog
+	(*Append)(nil),                 // 26: amulet.v1.Append
+	(*MultiAppend)(nil),            // 27: amulet.v1.MultiAppend
+	(*LogEntry)(nil),               // 28: amulet.v1.LogEntry
+	(*ReadLog)(nil),                // 29: amulet.v1.ReadLog
+	(*TrimLog)(nil),                // 30: amulet.v1.TrimLog
+	(*LogBounds)(nil),              // 31: amulet.v1.LogBounds
+	(*BeginTransaction)(nil),       // 32: amulet.v1.BeginTransaction
+	(*EndTransaction)(nil),         // 33: amulet.v1.EndTransaction
+	(*KeyRange)(nil),               // 34: amulet.v1.KeyRange
+	(*ReadConflict)(nil),           // 35: amulet.v1.ReadConflict
+	(*TxnWrite)(nil),               // 36: amulet.v1.TxnWrite
+	(*Commit)(nil),                 // 37: amulet.v1.Commit
+	(*ReadAtRequest)(nil),          // 38: amulet.v1.ReadAtRequest
+	(*ReadAtResponse)(nil),         // 39: amulet.v1.ReadAtResponse
+	(*CreateMap)(nil),              // 40: amulet.v1.CreateMap
+	(*DropMap)(nil),                // 41: amulet.v1.DropMap
+	(*Get)(nil),                    // 42: amulet.v1.Get
+	(*ContainsKey)(nil),            // 43: amulet.v1.ContainsKey
+	(*Put)(nil),                    // 44: amulet.v1.Put
+	(*Remove)(nil),                 // 45: amulet.v1.Remove
+	(*PutIfAbsent)(nil),            // 46: amulet.v1.PutIfAbsent
+	(*Replace)(nil),                // 47: amulet.v1.Replace
+	(*ReplaceIfEquals)(nil),        // 48: amulet.v1.ReplaceIfEquals
+	(*RemoveIfEquals)(nil),         // 49: amulet.v1.RemoveIfEquals
+	(*PutAll)(nil),                 // 50: amulet.v1.PutAll
+	(*MergeFields)(nil),            // 51: amulet.v1.MergeFields
+	(*Field)(nil),                  // 52: amulet.v1.Field
+	(*ContainsValue)(nil),          // 53: amulet.v1.ContainsValue
+	(*Size)(nil),                   // 54: amulet.v1.Size
+	(*IsEmpty)(nil),                // 55: amulet.v1.IsEmpty
+	(*Clear)(nil),                  // 56: amulet.v1.Clear
+	(*FirstEntry)(nil),             // 57: amulet.v1.FirstEntry
+	(*LastEntry)(nil),              // 58: amulet.v1.LastEntry
+	(*NearestEntry)(nil),           // 59: amulet.v1.NearestEntry
+	(*KeyBound)(nil),               // 60: amulet.v1.KeyBound
+	(*Range)(nil),                  // 61: amulet.v1.Range
+	(*OpenSnapshot)(nil),           // 62: amulet.v1.OpenSnapshot
+	(*ReleaseSnapshot)(nil),        // 63: amulet.v1.ReleaseSnapshot
+	(*Entry)(nil),                  // 64: amulet.v1.Entry
+	(*OptionalValue)(nil),          // 65: amulet.v1.OptionalValue
+	(*OptionalEntry)(nil),          // 66: amulet.v1.OptionalEntry
+	(*Entries)(nil),                // 67: amulet.v1.Entries
+	(*Done)(nil),                   // 68: amulet.v1.Done
+	(*MapResponse)(nil),            // 69: amulet.v1.MapResponse
+	(*Positions)(nil),              // 70: amulet.v1.Positions
+	(*LogEntries)(nil),             // 71: amulet.v1.LogEntries
+	(*LogBoundsReply)(nil),         // 72: amulet.v1.LogBoundsReply
+	(*ReadSnapshotRequest)(nil),    // 73: amulet.v1.ReadSnapshotRequest
+	(*SnapshotPage)(nil),           // 74: amulet.v1.SnapshotPage
+	(*StatusRequest)(nil),          // 75: amulet.v1.StatusRequest
+	(*StatusResponse)(nil),         // 76: amulet.v1.StatusResponse
+	(*ReplicaStatus)(nil),          // 77: amulet.v1.ReplicaStatus
+	(*StreamStatus)(nil),           // 78: amulet.v1.StreamStatus
+	(*MapRequestBatch)(nil),        // 79: amulet.v1.MapRequestBatch
+	(*MapResponseBatch)(nil),       // 80: amulet.v1.MapResponseBatch
+	(*MapOutcome)(nil),             // 81: amulet.v1.MapOutcome
+	(*Failure)(nil),                // 82: amulet.v1.Failure
 }
 var file_amulet_v1_amulet_proto_depIdxs = []int32{
 	3,  // 0: amulet.v1.ReconfigureRequest.split:type_name -> amulet.v1.SplitPartition
@@ -5066,80 +6031,93 @@ var file_amulet_v1_amulet_proto_depIdxs = []int32{
 	16, // 14: amulet.v1.Layout.range:type_name -> amulet.v1.RangeLayout
 	17, // 15: amulet.v1.RangeLayout.splits:type_name -> amulet.v1.RangeSplit
 	22, // 16: amulet.v1.MapRequest.header:type_name -> amulet.v1.RequestHeader
-	32, // 17: amulet.v1.MapRequest.create_map:type_name -> amulet.v1.CreateMap
-	33, // 18: amulet.v1.MapRequest.drop_map:type_name -> amulet.v1.DropMap
-	34, // 19: amulet.v1.MapRequest.get:type_name -> amulet.v1.Get
-	35, // 20: amulet.v1.MapRequest.contains_key:type_name -> amulet.v1.ContainsKey
-	36, // 21: amulet.v1.MapRequest.put:type_name -> amulet.v1.Put
-	37, // 22: amulet.v1.MapRequest.remove:type_name -> amulet.v1.Remove
-	38, // 23: amulet.v1.MapRequest.put_if_absent:type_name -> amulet.v1.PutIfAbsent
-	39, // 24: amulet.v1.MapRequest.replace:type_name -> amulet.v1.Replace
-	40, // 25: amulet.v1.MapRequest.replace_if_equals:type_name -> amulet.v1.ReplaceIfEquals
-	41, // 26: amulet.v1.MapRequest.remove_if_equals:type_name -> amulet.v1.RemoveIfEquals
-	42, // 27: amulet.v1.MapRequest.put_all:type_name -> amulet.v1.PutAll
-	43, // 28: amulet.v1.MapRequest.contains_value:type_name -> amulet.v1.ContainsValue
-	44, // 29: amulet.v1.MapRequest.size:type_name -> amulet.v1.Size
-	45, // 30: amulet.v1.MapRequest.is_empty:type_name -> amulet.v1.IsEmpty
-	46, // 31: amulet.v1.MapRequest.clear:type_name -> amulet.v1.Clear
-	47, // 32: amulet.v1.MapRequest.first_entry:type_name -> amulet.v1.FirstEntry
-	48, // 33: amulet.v1.MapRequest.last_entry:type_name -> amulet.v1.LastEntry
-	49, // 34: amulet.v1.MapRequest.nearest_entry:type_name -> amulet.v1.NearestEntry
-	51, // 35: amulet.v1.MapRequest.range:type_name -> amulet.v1.Range
-	52, // 36: amulet.v1.MapRequest.open_snapshot:type_name -> amulet.v1.OpenSnapshot
-	53, // 37: amulet.v1.MapRequest.release_snapshot:type_name -> amulet.v1.ReleaseSnapshot
-	24, // 38: amulet.v1.MapRequest.begin_transaction:type_name -> amulet.v1.BeginTransaction
-	25, // 39: amulet.v1.MapRequest.end_transaction:type_name -> amulet.v1.EndTransaction
-	29, // 40: amulet.v1.MapRequest.commit:type_name -> amulet.v1.Commit
-	50, // 41: amulet.v1.KeyRange.from:type_name -> amulet.v1.KeyBound
-	50, // 42: amulet.v1.KeyRange.to:type_name -> amulet.v1.KeyBound
-	26, // 43: amulet.v1.ReadConflict.range:type_name -> amulet.v1.KeyRange
-	27, // 44: amulet.v1.Commit.reads:type_name -> amulet.v1.ReadConflict
-	28, // 45: amulet.v1.Commit.writes:type_name -> amulet.v1.TxnWrite
-	23, // 46: amulet.v1.ReadAtRequest.request:type_name -> amulet.v1.MapRequest
-	59, // 47: amulet.v1.ReadAtResponse.response:type_name -> amulet.v1.MapResponse
-	14, // 48: amulet.v1.CreateMap.layout:type_name -> amulet.v1.Layout
-	54, // 49: amulet.v1.PutAll.entries:type_name -> amulet.v1.Entry
-	0,  // 50: amulet.v1.NearestEntry.nearest:type_name -> amulet.v1.Nearest
-	50, // 51: amulet.v1.Range.from:type_name -> amulet.v1.KeyBound
-	50, // 52: amulet.v1.Range.to:type_name -> amulet.v1.KeyBound
-	54, // 53: amulet.v1.OptionalEntry.entry:type_name -> amulet.v1.Entry
-	54, // 54: amulet.v1.Entries.entries:type_name -> amulet.v1.Entry
-	55, // 55: amulet.v1.MapResponse.value:type_name -> amulet.v1.OptionalValue
-	56, // 56: amulet.v1.MapResponse.entry:type_name -> amulet.v1.OptionalEntry
-	57, // 57: amulet.v1.MapResponse.entries:type_name -> amulet.v1.Entries
-	58, // 58: amulet.v1.MapResponse.done:type_name -> amulet.v1.Done
-	54, // 59: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
-	64, // 60: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
-	65, // 61: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
-	23, // 62: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
-	68, // 63: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
-	59, // 64: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
-	69, // 65: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
-	9,  // 66: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
-	19, // 67: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
-	19, // 68: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
-	20, // 69: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
-	23, // 70: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
-	66, // 71: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
-	60, // 72: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
-	30, // 73: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
-	62, // 74: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
-	1,  // 75: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
-	10, // 76: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
-	21, // 77: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
-	21, // 78: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
-	21, // 79: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
-	59, // 80: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
-	67, // 81: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
-	61, // 82: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
-	31, // 83: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
-	63, // 84: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
-	8,  // 85: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
-	76, // [76:86] is the sub-list for method output_type
-	66, // [66:76] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	40, // 17: amulet.v1.MapRequest.create_map:type_name -> amulet.v1.CreateMap
+	41, // 18: amulet.v1.MapRequest.drop_map:type_name -> amulet.v1.DropMap
+	42, // 19: amulet.v1.MapRequest.get:type_name -> amulet.v1.Get
+	43, // 20: amulet.v1.MapRequest.contains_key:type_name -> amulet.v1.ContainsKey
+	44, // 21: amulet.v1.MapRequest.put:type_name -> amulet.v1.Put
+	45, // 22: amulet.v1.MapRequest.remove:type_name -> amulet.v1.Remove
+	46, // 23: amulet.v1.MapRequest.put_if_absent:type_name -> amulet.v1.PutIfAbsent
+	47, // 24: amulet.v1.MapRequest.replace:type_name -> amulet.v1.Replace
+	48, // 25: amulet.v1.MapRequest.replace_if_equals:type_name -> amulet.v1.ReplaceIfEquals
+	49, // 26: amulet.v1.MapRequest.remove_if_equals:type_name -> amulet.v1.RemoveIfEquals
+	50, // 27: amulet.v1.MapRequest.put_all:type_name -> amulet.v1.PutAll
+	53, // 28: amulet.v1.MapRequest.contains_value:type_name -> amulet.v1.ContainsValue
+	54, // 29: amulet.v1.MapRequest.size:type_name -> amulet.v1.Size
+	55, // 30: amulet.v1.MapRequest.is_empty:type_name -> amulet.v1.IsEmpty
+	56, // 31: amulet.v1.MapRequest.clear:type_name -> amulet.v1.Clear
+	57, // 32: amulet.v1.MapRequest.first_entry:type_name -> amulet.v1.FirstEntry
+	58, // 33: amulet.v1.MapRequest.last_entry:type_name -> amulet.v1.LastEntry
+	59, // 34: amulet.v1.MapRequest.nearest_entry:type_name -> amulet.v1.NearestEntry
+	61, // 35: amulet.v1.MapRequest.range:type_name -> amulet.v1.Range
+	62, // 36: amulet.v1.MapRequest.open_snapshot:type_name -> amulet.v1.OpenSnapshot
+	63, // 37: amulet.v1.MapRequest.release_snapshot:type_name -> amulet.v1.ReleaseSnapshot
+	32, // 38: amulet.v1.MapRequest.begin_transaction:type_name -> amulet.v1.BeginTransaction
+	33, // 39: amulet.v1.MapRequest.end_transaction:type_name -> amulet.v1.EndTransaction
+	37, // 40: amulet.v1.MapRequest.commit:type_name -> amulet.v1.Commit
+	51, // 41: amulet.v1.MapRequest.merge_fields:type_name -> amulet.v1.MergeFields
+	24, // 42: amulet.v1.MapRequest.create_log:type_name -> amulet.v1.CreateLog
+	25, // 43: amulet.v1.MapRequest.drop_log:type_name -> amulet.v1.DropLog
+	26, // 44: amulet.v1.MapRequest.append:type_name -> amulet.v1.Append
+	27, // 45: amulet.v1.MapRequest.multi_append:type_name -> amulet.v1.MultiAppend
+	29, // 46: amulet.v1.MapRequest.read_log:type_name -> amulet.v1.ReadLog
+	30, // 47: amulet.v1.MapRequest.trim_log:type_name -> amulet.v1.TrimLog
+	31, // 48: amulet.v1.MapRequest.log_bounds:type_name -> amulet.v1.LogBounds
+	28, // 49: amulet.v1.MultiAppend.entries:type_name -> amulet.v1.LogEntry
+	60, // 50: amulet.v1.KeyRange.from:type_name -> amulet.v1.KeyBound
+	60, // 51: amulet.v1.KeyRange.to:type_name -> amulet.v1.KeyBound
+	34, // 52: amulet.v1.ReadConflict.range:type_name -> amulet.v1.KeyRange
+	35, // 53: amulet.v1.Commit.reads:type_name -> amulet.v1.ReadConflict
+	36, // 54: amulet.v1.Commit.writes:type_name -> amulet.v1.TxnWrite
+	23, // 55: amulet.v1.ReadAtRequest.request:type_name -> amulet.v1.MapRequest
+	69, // 56: amulet.v1.ReadAtResponse.response:type_name -> amulet.v1.MapResponse
+	14, // 57: amulet.v1.CreateMap.layout:type_name -> amulet.v1.Layout
+	64, // 58: amulet.v1.PutAll.entries:type_name -> amulet.v1.Entry
+	52, // 59: amulet.v1.MergeFields.fields:type_name -> amulet.v1.Field
+	0,  // 60: amulet.v1.NearestEntry.nearest:type_name -> amulet.v1.Nearest
+	60, // 61: amulet.v1.Range.from:type_name -> amulet.v1.KeyBound
+	60, // 62: amulet.v1.Range.to:type_name -> amulet.v1.KeyBound
+	64, // 63: amulet.v1.OptionalEntry.entry:type_name -> amulet.v1.Entry
+	64, // 64: amulet.v1.Entries.entries:type_name -> amulet.v1.Entry
+	65, // 65: amulet.v1.MapResponse.value:type_name -> amulet.v1.OptionalValue
+	66, // 66: amulet.v1.MapResponse.entry:type_name -> amulet.v1.OptionalEntry
+	67, // 67: amulet.v1.MapResponse.entries:type_name -> amulet.v1.Entries
+	68, // 68: amulet.v1.MapResponse.done:type_name -> amulet.v1.Done
+	70, // 69: amulet.v1.MapResponse.positions:type_name -> amulet.v1.Positions
+	71, // 70: amulet.v1.MapResponse.log_entries:type_name -> amulet.v1.LogEntries
+	72, // 71: amulet.v1.MapResponse.log_bounds:type_name -> amulet.v1.LogBoundsReply
+	64, // 72: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
+	77, // 73: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
+	78, // 74: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
+	23, // 75: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
+	81, // 76: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
+	69, // 77: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
+	82, // 78: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
+	9,  // 79: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
+	19, // 80: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
+	19, // 81: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
+	20, // 82: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
+	23, // 83: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
+	79, // 84: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
+	73, // 85: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
+	38, // 86: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
+	75, // 87: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
+	1,  // 88: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
+	10, // 89: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
+	21, // 90: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
+	21, // 91: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
+	21, // 92: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
+	69, // 93: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
+	80, // 94: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
+	74, // 95: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
+	39, // 96: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
+	76, // 97: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
+	8,  // 98: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
+	89, // [89:99] is the sub-list for method output_type
+	79, // [79:89] is the sub-list for method input_type
+	79, // [79:79] is the sub-list for extension type_name
+	79, // [79:79] is the sub-list for extension extendee
+	0,  // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_amulet_v1_amulet_proto_init() }
@@ -5183,11 +6161,20 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapRequest_BeginTransaction)(nil),
 		(*MapRequest_EndTransaction)(nil),
 		(*MapRequest_Commit)(nil),
+		(*MapRequest_MergeFields)(nil),
+		(*MapRequest_CreateLog)(nil),
+		(*MapRequest_DropLog)(nil),
+		(*MapRequest_Append)(nil),
+		(*MapRequest_MultiAppend)(nil),
+		(*MapRequest_ReadLog)(nil),
+		(*MapRequest_TrimLog)(nil),
+		(*MapRequest_LogBounds)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[27].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[28].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[54].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[58].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[35].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[36].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[51].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[64].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[68].OneofWrappers = []any{
 		(*MapResponse_Value)(nil),
 		(*MapResponse_Flag)(nil),
 		(*MapResponse_Count)(nil),
@@ -5196,20 +6183,24 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapResponse_Snapshot)(nil),
 		(*MapResponse_Done)(nil),
 		(*MapResponse_ReadVersion)(nil),
+		(*MapResponse_Position)(nil),
+		(*MapResponse_Positions)(nil),
+		(*MapResponse_LogEntries)(nil),
+		(*MapResponse_LogBounds)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[59].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[67].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[72].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[80].OneofWrappers = []any{
 		(*MapOutcome_Response)(nil),
 		(*MapOutcome_Failure)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[68].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[81].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amulet_v1_amulet_proto_rawDesc), len(file_amulet_v1_amulet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   69,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

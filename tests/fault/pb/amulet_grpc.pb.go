@@ -18,8 +18,10 @@
 // |                     |                  | or partition change breaking a rule, a commit too      |
 // |                     |                  | large or of a bad shape, a read version the cluster    |
 // |                     |                  | never gave: fix the request                            |
-// | NOT_FOUND           |                  | unknown map, unknown snapshot                          |
-// | ALREADY_EXISTS      |                  | CreateMap of a map that exists                         |
+// | NOT_FOUND           |                  | unknown map, unknown snapshot, unknown log             |
+// | ALREADY_EXISTS      |                  | CreateMap or CreateLog of a name a map or log has      |
+// | OUT_OF_RANGE        |                  | a log read below the log's first position (trimmed),   |
+// |                     |                  | or a read or trim past its end                         |
 // | FAILED_PRECONDITION | stale-map        | the client's map is old: GetPartitionMap, resend       |
 // | FAILED_PRECONDITION | not-a-replica    | this node does not replicate the partition: same       |
 // | FAILED_PRECONDITION | session-expired  | open a new session, resend                             |

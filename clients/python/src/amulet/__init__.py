@@ -1,5 +1,5 @@
 """Python client of Amulet, a distributed, strongly consistent,
-partitioned ordered map.
+partitioned ordered map, with named shared logs.
 
     import amulet
     with amulet.Client("127.0.0.1:7101") as client:
@@ -15,6 +15,9 @@ partitioned ordered map.
 
         transfer(client, "alice", "bob", 10)  # committed; run again on conflicts
 
+        events = client.create_log_if_absent("events")  # a named shared log
+        position = events.append(b"hello")
+
 See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 """
 
@@ -29,12 +32,14 @@ from amulet.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    OutOfRange,
     OutcomeUnknown,
     ProtocolError,
     ReadVersionTooOldError,
     ResourceExhausted,
     Unavailable,
 )
+from amulet.log import DLog, LogBounds, LogEntries, Tail
 from amulet.map import AmuletMap
 from amulet.snapshot import Snapshot
 from amulet.transaction import Transaction, TransactionMap, transactional
@@ -47,15 +52,20 @@ __all__ = [
     "ByteMap",
     "Client",
     "ConflictError",
+    "DLog",
     "FailedPrecondition",
     "InvalidArgument",
+    "LogBounds",
+    "LogEntries",
     "NotFound",
+    "OutOfRange",
     "OutcomeUnknown",
     "ProtocolError",
     "ReadVersionTooOldError",
     "ResourceExhausted",
     "SingleFloat",
     "Snapshot",
+    "Tail",
     "Transaction",
     "TransactionMap",
     "Unavailable",

@@ -5,7 +5,8 @@ reference implementation of the client protocol of
 ``proto/amulet/v1/amulet.proto``:
 
 - the partition map is cached and fetched again when a node answers
-  ``stale-map`` or ``not-a-replica``, or after a map is created or dropped;
+  ``stale-map`` or ``not-a-replica``, or after a map or log is created or
+  dropped;
 - each operation goes to a random replica of the first partition it
   involves, stamped with the cached map version;
 - each operation runs in a session (random id) at the session's next
@@ -57,8 +58,14 @@ READ_ONLY_OPS = frozenset(
         "last_entry",
         "nearest_entry",
         "range",
+        "read_log",
+        "log_bounds",
     }
 )
+
+# Ops that change the partition map's keyspaces: the map is fetched again
+# after them.
+KEYSPACE_OPS = frozenset({"create_map", "drop_map", "create_log", "drop_log"})
 
 # Ops that only take or end a read version: giving up on one leaves nothing
 # a caller must find out about (an unused read version ends by its lease),
@@ -231,6 +238,57 @@ class Client:
         """Drops the map ``name`` and its entries. Raises ``NotFound``."""
         self.execute("drop_map", pb.DropMap(map=check_map_name(name)), Placement(None, "all"))
 
+    # ---- logs ------------------------------------------------------------
+
+    def log(self, name: str):
+        """A handle on the log ``name`` (which need not exist yet): an
+        ``amulet.DLog``."""
+        from amulet.log import DLog
+
+        return DLog(self, check_map_name(name))
+
+    def create_log(self, name: str):
+        """Creates the empty log ``name`` and returns ``log(name)``. Maps
+        and logs share one namespace: a name a map or log has raises
+        ``AlreadyExists``."""
+        self.execute("create_log", pb.CreateLog(log=check_map_name(name)), Placement(None, "all"))
+        return self.log(name)
+
+    def create_log_if_absent(self, name: str):
+        """The log ``name``, created if it does not exist."""
+        try:
+            return self.create_log(name)
+        except errors.AlreadyExists:
+            return self.log(name)
+
+    def drop_log(self, name: str) -> None:
+        """Drops the log ``name`` and its entries. Raises ``NotFound``."""
+        self.execute("drop_log", pb.DropLog(log=check_map_name(name)), Placement(None, "all"))
+
+    def multi_append(self, entries: Iterable[tuple[str, bytes]]) -> list[int]:
+        """Appends each ``(log_name, value)`` to its log, all or none, in one
+        step of the order: every reader of these logs sees the entries of
+        one multi-append in the same order relative to every other append.
+        Returns the positions, in the order given; a log named twice gets
+        consecutive positions. At least one entry (else
+        ``InvalidArgument``), at most the cluster's ``put_all_entries_max``
+        entries and ``put_all_bytes_max`` bytes; an unknown log raises
+        ``NotFound`` and appends nothing. Resent, it lands once."""
+        from amulet.log import _bytes, log_placement
+
+        items = [pb.LogEntry(log=check_map_name(log), value=_bytes(value, "value")) for log, value in entries]
+        message = pb.MultiAppend(entries=items)
+        # The partitions of every log named; the request goes to the first.
+        placement = Placement(None, "across", parts=tuple(log_placement(e.log) for e in items))
+        response = self.execute("multi_append", message, placement)
+        got = response.WhichOneof("result")
+        if got != "positions":
+            raise errors.ProtocolError(f"expected a positions reply, got {got}")
+        positions = list(response.positions.positions)
+        if len(positions) != len(items):
+            raise errors.ProtocolError(f"{len(items)} entries appended, {len(positions)} positions returned")
+        return positions
+
     # ---- transactions ----------------------------------------------------
 
     def transaction(self):
@@ -374,7 +432,7 @@ class Client:
             # must not be mistaken for a resend of this one.
             slot.next_sequence += 1
             self._sessions.give_back(slot)
-            if op in ("create_map", "drop_map"):
+            if op in KEYSPACE_OPS:
                 # The map version moved; the node that answered has the new
                 # map, so later requests carry its version and replicas not
                 # there yet answer "behind" rather than "no such map".

@@ -6,9 +6,12 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
 ``amulet_client::Error``::
 
     AmuletError
-    ├── InvalidArgument     INVALID_ARGUMENT, OUT_OF_RANGE; also a ValueError
-    ├── NotFound            NOT_FOUND (unknown map or snapshot)
-    ├── AlreadyExists       ALREADY_EXISTS (create_map of an existing map)
+    ├── InvalidArgument     INVALID_ARGUMENT; also a ValueError
+    ├── NotFound            NOT_FOUND (unknown map, log or snapshot)
+    ├── OutOfRange          OUT_OF_RANGE (a log position below the log's
+    │                       first position, i.e. trimmed, or past its end)
+    ├── AlreadyExists       ALREADY_EXISTS (create_map or create_log of a
+    │                       name a map or log has)
     ├── ResourceExhausted   RESOURCE_EXHAUSTED (too many open snapshots)
     ├── FailedPrecondition  FAILED_PRECONDITION (merge_fields on a value that
     │                       is not a field record)
@@ -37,6 +40,7 @@ __all__ = [
     "AmuletError",
     "InvalidArgument",
     "NotFound",
+    "OutOfRange",
     "AlreadyExists",
     "ResourceExhausted",
     "FailedPrecondition",
@@ -68,11 +72,16 @@ class InvalidArgument(AmuletError, ValueError):
 
 
 class NotFound(AmuletError):
-    """No such map or snapshot; nothing changed."""
+    """No such map, log or snapshot; nothing changed."""
+
+
+class OutOfRange(AmuletError):
+    """A log position outside the log: below its first position (those
+    entries were trimmed) or past its end; nothing changed."""
 
 
 class AlreadyExists(AmuletError):
-    """The map exists already; nothing changed."""
+    """A map or log has the name already; nothing changed."""
 
 
 class ResourceExhausted(AmuletError):
@@ -138,7 +147,7 @@ TRANSACTION_RETRYABLE = (ConflictError, ReadVersionTooOldError)
 
 _BY_CODE = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
-    grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
+    grpc.StatusCode.OUT_OF_RANGE: OutOfRange,
     grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,

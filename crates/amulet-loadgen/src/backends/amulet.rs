@@ -1,16 +1,27 @@
 //! Amulet through its Rust client (`amulet-client`): get and put on one
 //! map, each a linearizable command in a session (puts apply exactly once
-//! even when resent).
+//! even when resent); the `append` workload appends to DLog logs.
 
 use super::connection_for;
 use crate::KvBackend;
-use amulet_client::{Client, ClientConfig, DMap};
+use amulet_client::{Client, ClientConfig, DLog, DMap};
 use std::time::Duration;
 
 /// One client's handle: the map through one of the shared clients.
 #[derive(Clone)]
 pub struct AmuletBackend {
     map: DMap,
+    /// The logs of the `append` workload (`{map}-log-{i}`), none without.
+    logs: Vec<DLog>,
+}
+
+/// The log (or stream) index `key` picks among `count`: FNV-1a, so every
+/// backend spreads the same keys the same way.
+pub fn log_index(key: &[u8], count: usize) -> usize {
+    let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    (hash % count.max(1) as u64) as usize
 }
 
 impl AmuletBackend {
@@ -18,7 +29,8 @@ impl AmuletBackend {
     /// addresses), creates `map` if needed, and returns `clients` handles
     /// spread over the clients round-robin. `op_timeout` bounds one
     /// operation, retries included; `batches_in_flight` is
-    /// [`ClientConfig::batches_in_flight`].
+    /// [`ClientConfig::batches_in_flight`]. With `logs` > 0 it also
+    /// creates the logs `{map}-log-0` .. (if absent) for `append`.
     pub async fn connect(
         seeds: &[String],
         map: &str,
@@ -26,6 +38,7 @@ impl AmuletBackend {
         connections: usize,
         op_timeout: Duration,
         batches_in_flight: usize,
+        logs: usize,
     ) -> anyhow::Result<Vec<AmuletBackend>> {
         let config = ClientConfig {
             operation_timeout: op_timeout,
@@ -36,11 +49,20 @@ impl AmuletBackend {
         let mut maps = Vec::new();
         for _ in 0..connections.max(1) {
             let client = Client::connect_with(seeds.to_vec(), config.clone()).await?;
-            maps.push(client.create_map_if_absent(map).await?);
+            let mut handles = Vec::new();
+            for i in 0..logs {
+                handles.push(
+                    client
+                        .create_log_if_absent(&format!("{map}-log-{i}"))
+                        .await?,
+                );
+            }
+            maps.push((client.create_map_if_absent(map).await?, handles));
         }
         Ok((0..clients)
-            .map(|i| AmuletBackend {
-                map: maps[connection_for(i, maps.len())].clone(),
+            .map(|i| {
+                let (map, logs) = maps[connection_for(i, maps.len())].clone();
+                AmuletBackend { map, logs }
             })
             .collect())
     }
@@ -57,6 +79,13 @@ impl KvBackend for AmuletBackend {
 
     async fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
         self.map.put(key.to_vec(), value.to_vec()).await?;
+        Ok(())
+    }
+
+    async fn append(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        anyhow::ensure!(!self.logs.is_empty(), "no logs: connect with logs > 0");
+        let log = &self.logs[log_index(key, self.logs.len())];
+        log.append(value.to_vec()).await?;
         Ok(())
     }
 }

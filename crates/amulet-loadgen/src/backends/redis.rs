@@ -1,5 +1,5 @@
 //! Redis through the `redis` crate (tokio, multiplexed connections): GET and
-//! SET.
+//! SET, and XADD for the `append` workload (Redis Streams).
 
 use super::connection_for;
 use crate::KvBackend;
@@ -12,6 +12,8 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct RedisBackend {
     conn: MultiplexedConnection,
+    /// Streams of the `append` workload.
+    streams: usize,
 }
 
 impl RedisBackend {
@@ -21,11 +23,13 @@ impl RedisBackend {
     /// own connection (as YCSB's redis binding, one connection per thread).
     /// `op_timeout` is the redis crate's response timeout (its default of
     /// 500 ms would fail slow fsyncs before the load generator's own bound).
+    /// `streams`: how many streams `append` spreads over.
     pub async fn connect(
         url: &str,
         clients: usize,
         connections: usize,
         op_timeout: Duration,
+        streams: usize,
     ) -> anyhow::Result<Vec<RedisBackend>> {
         let client = redis::Client::open(url).with_context(|| format!("redis url {url}"))?;
         let config = AsyncConnectionConfig::new()
@@ -42,6 +46,7 @@ impl RedisBackend {
         Ok((0..clients)
             .map(|i| RedisBackend {
                 conn: conns[connection_for(i, conns.len())].clone(),
+                streams: streams.max(1),
             })
             .collect())
     }
@@ -62,6 +67,22 @@ impl KvBackend for RedisBackend {
         let mut conn = self.conn.clone();
         let () = redis::cmd("SET")
             .arg(key)
+            .arg(value)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Redis Streams: `XADD bench-log-<i> * v <value>` (the stream picked
+    /// by the key as the Amulet backend picks its log), durable under
+    /// `appendfsync always` like a SET.
+    async fn append(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        let mut conn = self.conn.clone();
+        let stream = format!("bench-log-{}", super::amulet::log_index(key, self.streams));
+        let _id: String = redis::cmd("XADD")
+            .arg(stream)
+            .arg("*")
+            .arg("v")
             .arg(value)
             .query_async(&mut conn)
             .await?;

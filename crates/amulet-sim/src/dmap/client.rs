@@ -158,6 +158,8 @@ pub struct SimClient {
     pub churns_maps: bool,
     /// Draws field-record operations too (`ClientKind::Fields`).
     pub merges_fields: bool,
+    /// Draws log commands too (`ClientKind::Logs`).
+    pub appends_logs: bool,
     /// The attempts of the current operation (or of the first opening).
     attempts: Option<Resend>,
     /// The map each command attempt of the current operation was routed
@@ -181,6 +183,7 @@ impl SimClient {
             completed_after_heal: 0,
             churns_maps: false,
             merges_fields: false,
+            appends_logs: false,
             attempts: None,
             routed_by: Vec::new(),
             resume_at: None,
@@ -257,6 +260,8 @@ impl SimClient {
                 } else {
                     let op = if self.merges_fields {
                         workload::draw_with_fields(rng)
+                    } else if self.appends_logs {
+                        workload::draw_with_logs(rng)
                     } else {
                         workload::draw(rng)
                     };
@@ -376,16 +381,15 @@ impl SimClient {
                 self.pause(now, rng);
                 Ok(None)
             }
-            Next::Done(reply) => self.done(now, tag, reply, healed, rng, calls),
+            Next::Done(reply) => self.done(now, reply, healed, rng, calls),
             Next::Fail(error) => self.failed(now, error, rng),
         }
     }
 
-    /// The operation's reply came (to the attempt tagged `tag`).
+    /// The operation's reply came.
     fn done(
         &mut self,
         now: u64,
-        tag: u64,
         reply: MapReply,
         healed: bool,
         rng: &mut Rng,
@@ -394,10 +398,20 @@ impl SimClient {
         let Phase::Waiting { call, command, .. } = self.phase.clone() else {
             return Err(format!("a reply {reply:?} to no command"));
         };
+        // The newest map any attempt of this operation was routed by, not
+        // the answered attempt's: a retry carrying an older map version is
+        // answered from the session table with the reply of the attempt
+        // that executed (under a newer map), so the answered tag's map can
+        // be older than the one the command ran under (seed 4002138 of
+        // `--logs`: an opening resent under the split map ran in two
+        // partitions, its reply came back to the first attempt, routed
+        // before the split, and the scan read one of them). The newest is
+        // at least the executing one; a partition it adds since holds no
+        // pages and fails the read, which leaves the call pending.
         let routed_by = self
             .routed_by
             .iter()
-            .find(|(t, _)| *t == tag)
+            .max_by_key(|(_, map)| map.version)
             .map(|(_, map)| map.clone());
         self.end(now, rng);
         let Some(call) = call else {
@@ -420,11 +434,10 @@ impl SimClient {
             let MapReply::Snapshot(snapshot) = reply else {
                 return Err(format!("opening a snapshot failed: {reply:?}"));
             };
-            // The partitions the opening involved by the map it was
-            // routed by (a replica executes a command only under the map
-            // version it carries): a partition holding none of the map's
-            // keys (a range map whose split moved no range) took no
-            // snapshot.
+            // The partitions the opening involved by the newest map its
+            // attempts were routed by (above): a partition holding none of
+            // the map's keys (a range map whose split moved no range) took
+            // no snapshot.
             let map = routed_by.ok_or("a snapshot opened by no attempt")?;
             let partitions = map
                 .partitions_for(&PartitionState::placement(&command))

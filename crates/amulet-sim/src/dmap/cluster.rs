@@ -16,7 +16,7 @@ use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
 use crate::swarm::SwarmOptions;
 use crate::violation::{Property, Violation};
-use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapReply, PartitionState, TxnBugs};
+use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapName, MapReply, PartitionState, TxnBugs};
 use amulet_host::{Host, HostBugs, PageAnswer, ReplicaBugs};
 use amulet_smr::{
     group_of, ClientReply, ClientRequest, Layout, PartitionInfo, PartitionMap, TrimQuorum,
@@ -86,6 +86,10 @@ pub enum DmapBug {
     ReuseReadVersions,
     /// Field records: `MergeFields` drops the fields it does not name.
     MergeReplacesRecord,
+    /// Logs: a trim answers as if it dropped the entries but keeps them.
+    TrimKeepsEntries,
+    /// Logs: checkpoints restart every log's positions at 0.
+    LogPositionsNotCheckpointed,
 }
 
 /// What the swarm's clients run.
@@ -96,6 +100,10 @@ pub enum ClientKind {
     /// Map operations with field records among them (puts of records,
     /// `MergeFields`), checked for linearizability (`amulet-sim --fields`).
     Fields,
+    /// Map operations with DLog's log commands among them (appends,
+    /// multi-appends, reads, trims, bounds), checked for linearizability
+    /// (`amulet-sim --logs`).
+    Logs,
     /// List-append transactions, checked for strict serializability.
     Transactions,
 }
@@ -115,6 +123,8 @@ impl DmapBug {
             recent_writes_not_checkpointed: self == DmapBug::RecentWritesNotCheckpointed,
             ranges_not_validated: self == DmapBug::RangesNotValidated,
             merge_replaces_record: self == DmapBug::MergeReplacesRecord,
+            trim_keeps_entries: self == DmapBug::TrimKeepsEntries,
+            log_positions_not_checkpointed: self == DmapBug::LogPositionsNotCheckpointed,
         }
     }
 
@@ -177,6 +187,8 @@ struct DmapCluster {
     /// The run stops starting operations at this time.
     issue_until: TimeMicros,
     calls: Vec<Call<MapOp, Observed>>,
+    /// The logs the run created (`--logs`), empty in the model at start.
+    logs: Vec<MapName>,
     violations: Vec<Violation>,
     healed: bool,
     /// With a verbose seed and `AMULET_SIM_DUMP_MS`: every node's
@@ -214,6 +226,16 @@ pub fn run_fields_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
     options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
     options.liveness_phase_micros = 6_000_000;
     run_dmap_with(seed, options, bug, verbose, ClientKind::Fields)
+}
+
+/// Runs one DMap seed whose clients also use two logs (`amulet-sim
+/// --logs`, docs/logs.md), with the fault mix it draws.
+pub fn run_logs_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    let mut rng = Rng::new(seed ^ 0x646D_6170);
+    let mut options = SwarmOptions::draw(&mut rng);
+    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
+    options.liveness_phase_micros = 6_000_000;
+    run_dmap_with(seed, options, bug, verbose, ClientKind::Logs)
 }
 
 /// Runs one DMap seed with the given fault mix and clients.
@@ -288,7 +310,17 @@ impl DmapCluster {
             _ => StorageMode::SyncDurable,
         };
         let partitions = rng.range(1, 3) as u32;
-        let (initial_map, layout) = initial_map(&mut rng, partitions);
+        let (mut initial_map, layout) = initial_map(&mut rng, partitions);
+        let logs = if kind == ClientKind::Logs {
+            workload::log_names()
+        } else {
+            Vec::new()
+        };
+        for log in &logs {
+            initial_map
+                .create_keyspace(log.as_str(), Layout::Hash)
+                .expect("the logs' names are free");
+        }
         let mut initial_state = PartitionState::new(MapLimits::default());
         initial_state.set_bugs(bug.txn_bugs());
         let everything = |_: &[u8]| true;
@@ -306,6 +338,19 @@ impl DmapCluster {
             },
         );
         assert_eq!(created, MapReply::Done);
+        for log in &logs {
+            let created = initial_state.execute(
+                &MapCommand::CreateLog { log: log.clone() },
+                &ExecContext {
+                    now_micros: 0,
+                    snapshot_id: 0,
+                    global_position: 0,
+                    owns_key: &everything,
+                    owns: &|_, _| true,
+                },
+            );
+            assert_eq!(created, MapReply::Done);
+        }
         let nodes: Vec<NodeId> = initial_map
             .partitions
             .values()
@@ -346,7 +391,7 @@ impl DmapCluster {
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
         let txn_clients: Vec<TxnClient> = match kind {
-            ClientKind::Map | ClientKind::Fields => Vec::new(),
+            ClientKind::Map | ClientKind::Fields | ClientKind::Logs => Vec::new(),
             // More clients than the map mode: real-time order between
             // transactions of different clients is what strictness is
             // about.
@@ -377,6 +422,7 @@ impl DmapCluster {
                 );
                 client.churns_maps = churn && c == 0;
                 client.merges_fields = kind == ClientKind::Fields;
+                client.appends_logs = kind == ClientKind::Logs;
                 client
             })
             .collect();
@@ -435,6 +481,7 @@ impl DmapCluster {
             operator,
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
             calls: Vec::new(),
+            logs,
             violations: Vec::new(),
             healed: false,
             dump_every_micros: verbose
@@ -585,8 +632,15 @@ impl DmapCluster {
         if !self.txn_clients.is_empty() {
             self.check_transactions();
         }
-        let verdict =
-            linearizability::check(SortedMapModel::default(), &self.calls, CHECK_STEP_BUDGET);
+        if std::env::var_os("AMULET_SIM_DUMP_CALLS").is_some() {
+            let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
+            sorted.sort_by_key(|c| c.invoke);
+            for call in sorted {
+                println!("call {call:?}");
+            }
+        }
+        let initial = SortedMapModel::with_logs(&self.logs);
+        let verdict = linearizability::check(initial, &self.calls, CHECK_STEP_BUDGET);
         match verdict {
             Verdict::Linearizable => {}
             Verdict::NotLinearizable { deepest, stuck_at } => {

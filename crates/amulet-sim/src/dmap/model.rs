@@ -3,7 +3,7 @@
 //! `amulet-dmap` so a bug there cannot hide in its own model.
 
 use crate::checker::linearizability::Model;
-use amulet_dmap::{Entry, MapCommand, MapLimits, MapReply, Nearest};
+use amulet_dmap::{Entry, LogRead, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest};
 use bytes::Bytes;
 use std::collections::BTreeMap;
 
@@ -25,9 +25,30 @@ pub enum Observed {
     Entries(Vec<Entry>),
 }
 
-/// A sorted map of bytes.
+/// A sorted map of bytes, and the logs of `amulet-sim --logs` (thesis
+/// §3.5.2: each a first position and the entries from it; created before
+/// the run, so a log command on a name not here is a bug of the workload).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SortedMapModel(BTreeMap<Bytes, Bytes>);
+pub struct SortedMapModel(BTreeMap<Bytes, Bytes>, BTreeMap<MapName, LogModel>);
+
+/// One log: entries at `first..first + entries.len()`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogModel {
+    first: u64,
+    entries: Vec<Bytes>,
+}
+
+impl SortedMapModel {
+    /// An empty map and the empty logs `logs`.
+    pub fn with_logs(logs: &[MapName]) -> SortedMapModel {
+        SortedMapModel(
+            BTreeMap::new(),
+            logs.iter()
+                .map(|l| (l.clone(), LogModel::default()))
+                .collect(),
+        )
+    }
+}
 
 impl Model for SortedMapModel {
     type Op = MapOp;
@@ -37,6 +58,9 @@ impl Model for SortedMapModel {
         let mut next = self.clone();
         let result = match op {
             MapOp::Scan => Observed::Entries(entries(self.0.iter())),
+            MapOp::Command(command) if command.is_log_command() => {
+                Observed::Reply(apply_log(&mut next.1, command))
+            }
             MapOp::Command(command) => Observed::Reply(apply(&mut next.0, command)),
         };
         (next, result)
@@ -50,12 +74,107 @@ impl Model for SortedMapModel {
                 key.extend_from_slice(part);
             }
         }
+        for (name, log) in &self.1 {
+            key.extend_from_slice(name.as_str().as_bytes());
+            key.extend_from_slice(&log.first.to_le_bytes());
+            key.extend_from_slice(&(log.entries.len() as u32).to_le_bytes());
+            for entry in &log.entries {
+                key.extend_from_slice(&(entry.len() as u32).to_le_bytes());
+                key.extend_from_slice(entry);
+            }
+        }
         key
     }
 }
 
 fn entries<'a>(iter: impl Iterator<Item = (&'a Bytes, &'a Bytes)>) -> Vec<Entry> {
     iter.map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// What a single log store answers (docs/logs.md), written from the
+/// documentation, not from `amulet_dmap::Log`.
+fn apply_log(logs: &mut BTreeMap<MapName, LogModel>, command: &MapCommand) -> MapReply {
+    use MapCommand::*;
+    if let Err(refused) = command.validate(&MapLimits::default()) {
+        return MapReply::Failed(refused);
+    }
+    let end = |log: &LogModel| log.first + log.entries.len() as u64;
+    match command {
+        Append { log, value } => {
+            let log = logs.get_mut(log).expect("the run's logs exist");
+            log.entries.push(value.clone());
+            MapReply::Position(end(log) - 1)
+        }
+        MultiAppend { appends } => MapReply::Positions(
+            appends
+                .iter()
+                .map(|(name, value)| {
+                    let log = logs.get_mut(name).expect("the run's logs exist");
+                    log.entries.push(value.clone());
+                    Some(end(log) - 1)
+                })
+                .collect(),
+        ),
+        ReadLog {
+            log: name,
+            from,
+            max_entries,
+        } => {
+            let log = &logs[name];
+            if *from < log.first {
+                return MapReply::Failed(MapError::LogTrimmed {
+                    log: name.to_string(),
+                    first: log.first,
+                });
+            }
+            if *from > end(log) {
+                return MapReply::Failed(MapError::PastLogEnd {
+                    log: name.to_string(),
+                    position: *from,
+                    end: end(log),
+                });
+            }
+            let entries = log
+                .entries
+                .iter()
+                .skip((*from - log.first) as usize)
+                .take(*max_entries as usize)
+                .cloned()
+                .collect();
+            MapReply::LogEntries(LogRead {
+                from: *from,
+                entries,
+                first: log.first,
+                end: end(log),
+            })
+        }
+        TrimLog { log: name, below } => {
+            let log = logs.get_mut(name).expect("the run's logs exist");
+            if *below > end(log) {
+                return MapReply::Failed(MapError::PastLogEnd {
+                    log: name.to_string(),
+                    position: *below,
+                    end: end(log),
+                });
+            }
+            if *below > log.first {
+                log.entries.drain(..(*below - log.first) as usize);
+                log.first = *below;
+            }
+            MapReply::LogBounds {
+                first: log.first,
+                end: end(log),
+            }
+        }
+        LogBounds { log } => {
+            let log = &logs[log];
+            MapReply::LogBounds {
+                first: log.first,
+                end: end(log),
+            }
+        }
+        other => panic!("{other:?} is not an operation on the modelled logs"),
+    }
 }
 
 fn apply(map: &mut BTreeMap<Bytes, Bytes>, command: &MapCommand) -> MapReply {
@@ -153,7 +272,14 @@ fn apply(map: &mut BTreeMap<Bytes, Bytes>, command: &MapCommand) -> MapReply {
         | ReleaseSnapshot { .. }
         | BeginTransaction { .. }
         | EndTransaction { .. }
-        | Commit { .. } => {
+        | Commit { .. }
+        | CreateLog { .. }
+        | DropLog { .. }
+        | Append { .. }
+        | MultiAppend { .. }
+        | ReadLog { .. }
+        | TrimLog { .. }
+        | LogBounds { .. } => {
             panic!("{command:?} is not an operation on the modelled map")
         }
     }

@@ -156,6 +156,55 @@ pub fn draw_with_fields(rng: &mut Rng) -> MapOp {
     MapOp::Command(command)
 }
 
+/// The logs of `amulet-sim --logs`, created before the run.
+pub fn log_names() -> Vec<MapName> {
+    ["la", "lb"]
+        .iter()
+        .map(|n| MapName::new(*n).expect("valid name"))
+        .collect()
+}
+
+fn log_name(rng: &mut Rng) -> MapName {
+    log_names()[rng.below(2) as usize].clone()
+}
+
+/// Draws the next operation of a client that also uses logs (DLog,
+/// docs/logs.md): half are log commands (appends, multi-appends over one
+/// or both logs, reads and trims at positions near the logs' small
+/// ends, so some are trimmed or past the end, and bounds), the rest as
+/// [`draw`].
+pub fn draw_with_logs(rng: &mut Rng) -> MapOp {
+    let log = log_name(rng);
+    let command = match rng.below(12) {
+        0..=2 => MapCommand::Append {
+            log,
+            value: value(rng),
+        },
+        3 => MapCommand::MultiAppend {
+            appends: (0..rng.range(1, 4))
+                .map(|_| (log_name(rng), value(rng)))
+                .collect(),
+        },
+        4 => MapCommand::ReadLog {
+            log,
+            from: rng.below(12),
+            max_entries: rng.range(1, 5) as u32,
+        },
+        5 => {
+            if rng.chance(0.3) {
+                MapCommand::TrimLog {
+                    log,
+                    below: rng.below(10),
+                }
+            } else {
+                MapCommand::LogBounds { log }
+            }
+        }
+        _ => return draw(rng),
+    };
+    MapOp::Command(command)
+}
+
 /// Creates or drops one of two other maps: each changes the partition
 /// map's version, so every client's in-flight command meets a stale map.
 pub fn draw_map_churn(rng: &mut Rng) -> MapCommand {

@@ -1,14 +1,18 @@
 package io.amulet.client;
 
 import amulet.v1.AmuletGrpc;
+import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.CloseSessionRequest;
+import amulet.v1.AmuletOuterClass.CreateLog;
 import amulet.v1.AmuletOuterClass.CreateMap;
+import amulet.v1.AmuletOuterClass.DropLog;
 import amulet.v1.AmuletOuterClass.DropMap;
 import amulet.v1.AmuletOuterClass.GetPartitionMapRequest;
 import amulet.v1.AmuletOuterClass.HashLayout;
 import amulet.v1.AmuletOuterClass.Layout;
 import amulet.v1.AmuletOuterClass.MapRequest;
 import amulet.v1.AmuletOuterClass.MapResponse;
+import amulet.v1.AmuletOuterClass.MultiAppend;
 import amulet.v1.AmuletOuterClass.OpenSessionRequest;
 import amulet.v1.AmuletOuterClass.RangeLayout;
 import amulet.v1.AmuletOuterClass.RangeSplit;
@@ -31,6 +35,7 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -43,8 +48,8 @@ import java.util.regex.Pattern;
  *
  * <ul>
  *   <li>the partition map is cached and fetched again when a node answers
- *       {@code stale-map} or {@code not-a-replica}, and after a map is
- *       created or dropped;
+ *       {@code stale-map} or {@code not-a-replica}, and after a map or log
+ *       is created or dropped;
  *   <li>each operation goes to a random replica of the first partition it
  *       involves, stamped with the cached map version;
  *   <li>each operation runs in a session (random id) at the session's next
@@ -273,6 +278,89 @@ public final class AmuletClient implements AutoCloseable {
         Placement.cluster());
   }
 
+  /**
+   * A handle on the log {@code name} (which need not exist yet): DLog's
+   * append, read, trim, bounds and tail. Maps and logs share one namespace.
+   *
+   * @throws IllegalArgumentException for a bad name (as a map's)
+   */
+  public AmuletLog log(String name) {
+    return new AmuletLog(this, checkName(name, "log"));
+  }
+
+  /**
+   * Creates an empty log (on every partition; it lives whole in the
+   * partition that owns its name). Maps and logs share one namespace: a
+   * name a map or a log has is {@code ALREADY_EXISTS}.
+   */
+  public AmuletLog createLog(String name) {
+    checkName(name, "log");
+    execute(
+        MapRequest.newBuilder().setCreateLog(CreateLog.newBuilder().setLog(name)).build(),
+        Placement.cluster());
+    return new AmuletLog(this, name);
+  }
+
+  /** The log {@code name}, created if it does not exist. */
+  public AmuletLog createLogIfAbsent(String name) {
+    try {
+      return createLog(name);
+    } catch (AmuletException e) {
+      if (e.kind() == AmuletException.Kind.ALREADY_EXISTS) {
+        return log(name);
+      }
+      throw e;
+    }
+  }
+
+  /** Drops the log {@code name} and its entries; throws NOT_FOUND if absent. */
+  public void dropLog(String name) {
+    checkName(name, "log");
+    execute(
+        MapRequest.newBuilder().setDropLog(DropLog.newBuilder().setLog(name)).build(),
+        Placement.cluster());
+  }
+
+  /**
+   * Appends each value to its log, all or none, in one step of the order
+   * (DLog's multi-append): every reader of these logs sees the entries of
+   * one multi-append in the same order relative to every other append. One
+   * request to the partitions owning the logs; like every write it is
+   * applied at most once, however often it is resent.
+   *
+   * @param entries (log name, value) pairs; a log may appear several times
+   *     and gets consecutive positions
+   * @return the positions, in the order given
+   * @throws IllegalArgumentException for a bad log name, no entries, or
+   *     entries above the cluster's limits (nothing is appended)
+   * @throws AmuletException {@code NOT_FOUND} if a log does not exist
+   *     (nothing is appended)
+   */
+  public long[] multiAppend(List<? extends Map.Entry<String, byte[]>> entries) {
+    MultiAppend.Builder b = MultiAppend.newBuilder();
+    List<Placement> parts = new ArrayList<>(entries.size());
+    for (Map.Entry<String, byte[]> e : entries) {
+      String log = checkName(e.getKey(), "log");
+      byte[] value = Objects.requireNonNull(e.getValue(), "value");
+      b.addEntries(
+          AmuletOuterClass.LogEntry.newBuilder().setLog(log).setValue(ByteString.copyFrom(value)));
+      parts.add(AmuletLog.placement(log));
+    }
+    MapResponse r =
+        execute(MapRequest.newBuilder().setMultiAppend(b).build(), Placement.across(parts));
+    if (r.getResultCase() != MapResponse.ResultCase.POSITIONS
+        || r.getPositions().getPositionsCount() != entries.size()) {
+      throw new AmuletException(
+          AmuletException.Kind.PROTOCOL,
+          "expected " + entries.size() + " positions, got " + r.getResultCase());
+    }
+    long[] out = new long[entries.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = r.getPositions().getPositions(i);
+    }
+    return out;
+  }
+
   /** The Status of the node at {@code address}. */
   public StatusResponse status(String address) {
     try {
@@ -324,9 +412,14 @@ public final class AmuletClient implements AutoCloseable {
   }
 
   static String checkMapName(String name) {
+    return checkName(name, "map");
+  }
+
+  /** Maps and logs name alike. */
+  static String checkName(String name, String what) {
     if (name == null || !MAP_NAME.matcher(name).matches()) {
       throw new IllegalArgumentException(
-          "bad map name " + name + ": use 1 to 128 ASCII letters, digits, '_', '-' or '.'");
+          "bad " + what + " name " + name + ": use 1 to 128 ASCII letters, digits, '_', '-' or '.'");
     }
     return name;
   }
@@ -344,6 +437,8 @@ public final class AmuletClient implements AutoCloseable {
       case LAST_ENTRY:
       case NEAREST_ENTRY:
       case RANGE:
+      case READ_LOG:
+      case LOG_BOUNDS:
       // A begin changes nothing but a read version that ends by its lease.
       case BEGIN_TRANSACTION:
         return true;
@@ -362,8 +457,12 @@ public final class AmuletClient implements AutoCloseable {
     }
     Session session = takeSession();
     String[] answeredBy = new String[1];
+    // Creating or dropping a map or a log changes the partition map's keyspaces.
     boolean admin =
-        op.getOpCase() == MapRequest.OpCase.CREATE_MAP || op.getOpCase() == MapRequest.OpCase.DROP_MAP;
+        op.getOpCase() == MapRequest.OpCase.CREATE_MAP
+            || op.getOpCase() == MapRequest.OpCase.DROP_MAP
+            || op.getOpCase() == MapRequest.OpCase.CREATE_LOG
+            || op.getOpCase() == MapRequest.OpCase.DROP_LOG;
     try {
       return executeIn(session, op, placement, answeredBy);
     } finally {

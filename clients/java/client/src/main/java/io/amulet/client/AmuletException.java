@@ -6,17 +6,24 @@ import io.grpc.Status;
 /**
  * An operation failed after the client's own retries. Invalid requests (key
  * or value too large, bad range) are thrown as {@link
- * IllegalArgumentException} instead, as the collections contract expects.
+ * IllegalArgumentException} instead, as the collections contract expects;
+ * a log position outside the log is {@link Kind#OUT_OF_RANGE}.
  */
 public class AmuletException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
   /** Why, as in crates/amulet-client/src/error.rs. */
   public enum Kind {
-    /** No such map or snapshot; nothing changed. */
+    /** No such map, log or snapshot; nothing changed. */
     NOT_FOUND,
-    /** The map exists already; nothing changed. */
+    /** A map or log of that name exists already; nothing changed. */
     ALREADY_EXISTS,
+    /**
+     * A log position outside the log: a read below its first position
+     * (those entries were trimmed) or past its end, or a trim past its end;
+     * nothing changed.
+     */
+    OUT_OF_RANGE,
     /** A cluster limit was reached (open snapshots); nothing changed. */
     RESOURCE_EXHAUSTED,
     /**
@@ -124,8 +131,9 @@ public class AmuletException extends RuntimeException {
     String message = status.getDescription() == null ? "" : status.getDescription();
     switch (status.getCode()) {
       case INVALID_ARGUMENT:
-      case OUT_OF_RANGE:
         return new IllegalArgumentException(message);
+      case OUT_OF_RANGE:
+        return new AmuletException(Kind.OUT_OF_RANGE, message);
       case NOT_FOUND:
         return new AmuletException(Kind.NOT_FOUND, message);
       case ALREADY_EXISTS:

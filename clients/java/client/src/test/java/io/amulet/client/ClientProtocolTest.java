@@ -428,6 +428,72 @@ public class ClientProtocolTest {
     }
   }
 
+  @Test
+  public void aResentAppendLandsOnce() {
+    resentAppend(ClientConfig.defaults().withBatchesInFlight(0));
+  }
+
+  @Test
+  public void aResentBatchedAppendLandsOnce() {
+    resentAppend(ClientConfig.defaults());
+  }
+
+  /**
+   * A log append goes the way of every write: its resend after a lost
+   * reply keeps the session and sequence and gets the stored reply (the
+   * position it got). Another writer appends between the first send's
+   * execution and the resend, so an append executed twice would show (a
+   * third entry, and the position 2).
+   */
+  private void resentAppend(ClientConfig config) {
+    String name = ByteMapTest.fresh();
+    DropReplies dropper = new DropReplies(MapRequest.OpCase.APPEND, 1);
+    dropper.onlyResponses = true;
+    try (AmuletClient c = AmuletClient.connect(DevCluster.get().addresses(), config, dropper)) {
+      AmuletLog log = c.createLog(name);
+      try (AmuletClient other = DevCluster.get().client()) {
+        dropper.afterDrop = () -> other.log(name).append(b("other"));
+        assertEquals(0, log.append(b("mine")));
+      }
+      assertTrue("sends " + dropper.sent.size(), dropper.sent.size() >= 2);
+      for (RequestHeader h : dropper.sent) {
+        assertEquals(dropper.sent.get(0).getSession(), h.getSession());
+        assertEquals(dropper.sent.get(0).getSequence(), h.getSequence());
+      }
+      assertEquals(
+          List.of("mine", "other"), LogTest.strings(log.read(0, 10).entries()));
+    }
+  }
+
+  /** The same for a multi-append across two logs: each of its entries lands once. */
+  @Test
+  public void aResentMultiAppendLandsOnce() {
+    String a = ByteMapTest.fresh();
+    String bLog = ByteMapTest.fresh();
+    DropReplies dropper = new DropReplies(MapRequest.OpCase.MULTI_APPEND, 1);
+    dropper.onlyResponses = true;
+    try (AmuletClient c =
+        AmuletClient.connect(
+            DevCluster.get().addresses(), ClientConfig.defaults().withBatchesInFlight(0), dropper)) {
+      c.createLog(a);
+      c.createLog(bLog);
+      try (AmuletClient other = DevCluster.get().client()) {
+        dropper.afterDrop = () -> other.log(a).append(b("other"));
+        assertArrayEquals(
+            new long[] {0, 0, 1},
+            c.multiAppend(
+                List.of(Map.entry(a, b("a0")), Map.entry(bLog, b("b0")), Map.entry(bLog, b("b1")))));
+      }
+      assertTrue("sends " + dropper.sent.size(), dropper.sent.size() >= 2);
+      for (RequestHeader h : dropper.sent) {
+        assertEquals(dropper.sent.get(0).getSession(), h.getSession());
+        assertEquals(dropper.sent.get(0).getSequence(), h.getSequence());
+      }
+      assertEquals(List.of("a0", "other"), LogTest.strings(c.log(a).read(0, 10).entries()));
+      assertEquals(List.of("b0", "b1"), LogTest.strings(c.log(bLog).read(0, 10).entries()));
+    }
+  }
+
   /**
    * DMap §III-C with repartitioning: a resend of one sequence goes by the
    * map its first attempt was routed by, even when another thread refreshed

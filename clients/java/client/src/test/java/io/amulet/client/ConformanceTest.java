@@ -31,19 +31,21 @@ import org.junit.runner.RunWith;
 import org.junit.runners.Parameterized;
 
 /**
- * Runs spec/conformance/scenarios.json and then transactions.json (format:
- * spec/conformance/README.md) on the byte-level API ({@link ByteMap}, and
- * {@link Transaction} for the txn_* ops: one transaction per name, begun at
- * its first op) against a live local cluster, one JUnit test per scenario,
- * in file order.
+ * Runs spec/conformance/scenarios.json, then transactions.json, then
+ * logs.json (format: spec/conformance/README.md) on the byte-level API
+ * ({@link ByteMap}, {@link Transaction} for the txn_* ops: one transaction
+ * per name, begun at its first op, and {@link AmuletLog} with {@link
+ * AmuletClient#multiAppend} for the log ops) against a live local cluster,
+ * one JUnit test per scenario, in file order.
  *
  * <p>Error classes: {@link IllegalArgumentException} (from the server's
- * INVALID_ARGUMENT, or the client's own refusal of a bad map name) is
- * {@code invalid_argument}; {@link AmuletException} of kind NOT_FOUND,
- * ALREADY_EXISTS, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, CONFLICT,
- * READ_VERSION_TOO_OLD is {@code not_found}, {@code already_exists}, {@code
- * resource_exhausted}, {@code failed_precondition}, {@code conflict}, {@code
- * read_version_too_old}; anything else fails the step.
+ * INVALID_ARGUMENT, or the client's own refusal of a bad map or log name)
+ * is {@code invalid_argument}; {@link AmuletException} of kind NOT_FOUND,
+ * ALREADY_EXISTS, RESOURCE_EXHAUSTED, FAILED_PRECONDITION, OUT_OF_RANGE,
+ * CONFLICT, READ_VERSION_TOO_OLD is {@code not_found}, {@code
+ * already_exists}, {@code resource_exhausted}, {@code failed_precondition},
+ * {@code out_of_range}, {@code conflict}, {@code read_version_too_old};
+ * anything else fails the step.
  *
  * <p>{@code merge_fields} sends the step's fields in file order (a {@link
  * LinkedHashMap}, which keeps a name given twice as two keys: byte arrays
@@ -54,9 +56,10 @@ public class ConformanceTest {
   private static final Set<String> STEP_KEYS =
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
-          "reverse", "nearest", "name", "txn", "fields", "expect", "error");
+          "reverse", "nearest", "name", "txn", "fields", "log", "below", "max_entries", "expect",
+          "error");
   /** The scenario files, run in this order. */
-  static final List<String> FILES = List.of("scenarios.json", "transactions.json");
+  static final List<String> FILES = List.of("scenarios.json", "transactions.json", "logs.json");
   private static final String RUN =
       String.format("%08x", ThreadLocalRandom.current().nextInt());
   private static AmuletClient client;
@@ -175,6 +178,9 @@ public class ConformanceTest {
           case FAILED_PRECONDITION:
             error = "failed_precondition";
             break;
+          case OUT_OF_RANGE:
+            error = "out_of_range";
+            break;
           case CONFLICT:
             error = "conflict";
             break;
@@ -281,6 +287,18 @@ public class ConformanceTest {
     return out;
   }
 
+  /** The step's log (a bad name fails the step as invalid_argument). */
+  private static AmuletLog log(AmuletClient c, String prefix, JsonObject step) {
+    return c.log(prefix + step.get("log").getAsString());
+  }
+
+  private static JsonObject boundsJson(LogBounds b) {
+    JsonObject out = new JsonObject();
+    out.addProperty("first", b.first());
+    out.addProperty("end", b.end());
+    return out;
+  }
+
   private JsonElement run(
       JsonObject step,
       String prefix,
@@ -317,6 +335,51 @@ public class ConformanceTest {
       case "drop_map":
         c.dropMap(prefix + step.get("map").getAsString());
         return JsonNull.INSTANCE;
+      case "create_log":
+        c.createLog(prefix + step.get("log").getAsString());
+        return JsonNull.INSTANCE;
+      case "drop_log":
+        c.dropLog(prefix + step.get("log").getAsString());
+        return JsonNull.INSTANCE;
+      case "append":
+        return new JsonPrimitive(log(c, prefix, step).append(bytes(step.get("value"))));
+      case "multi_append":
+        {
+          List<Map.Entry<String, byte[]>> list = new ArrayList<>();
+          for (JsonElement e : step.getAsJsonArray("entries")) {
+            JsonArray pair = e.getAsJsonArray();
+            if (pair.size() != 2) {
+              throw new AssertionError(where + ": not a [LOG, BYTES]: " + pair);
+            }
+            list.add(new SimpleImmutableEntry<>(prefix + pair.get(0).getAsString(), bytes(pair.get(1))));
+          }
+          JsonArray out = new JsonArray();
+          for (long p : c.multiAppend(list)) {
+            out.add(p);
+          }
+          return out;
+        }
+      case "read_log":
+        {
+          // Sent as they are: 0 and too many entries are the server's to refuse.
+          LogEntries read =
+              log(c, prefix, step)
+                  .read(step.get("from").getAsLong(), step.get("max_entries").getAsInt());
+          JsonObject out = new JsonObject();
+          out.addProperty("from", read.from());
+          JsonArray entries = new JsonArray();
+          for (byte[] e : read.entries()) {
+            entries.add(hex(e));
+          }
+          out.add("entries", entries);
+          out.addProperty("first", read.first());
+          out.addProperty("end", read.end());
+          return out;
+        }
+      case "trim_log":
+        return boundsJson(log(c, prefix, step).trim(step.get("below").getAsLong()));
+      case "log_bounds":
+        return boundsJson(log(c, prefix, step).bounds());
       case "get":
         return hex(m.get(bytes(step.get("key"))));
       case "contains_key":

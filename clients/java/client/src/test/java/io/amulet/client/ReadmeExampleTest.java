@@ -1,5 +1,6 @@
 package io.amulet.client;
 
+import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
@@ -8,15 +9,17 @@ import io.amulet.codec.KeyCodecs;
 import io.amulet.codec.ValueCodecs;
 import io.amulet.map.AmuletMap;
 import io.amulet.testing.DevCluster;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.NavigableMap;
 import java.util.UUID;
 import org.junit.Test;
 
 /**
- * The transactions example of clients/java/README.md, verbatim but for the
- * addresses and the map's name, so that it compiles and does what the README
- * says.
+ * The transactions and logs examples of clients/java/README.md, verbatim but
+ * for the addresses and the names, so that they compile and do what the
+ * README says.
  */
 public class ReadmeExampleTest {
   /** The README's {@code transfer}. */
@@ -33,6 +36,38 @@ public class ReadmeExampleTest {
       accounts.merge(to, amount, Long::sum);
       return true;
     });
+  }
+
+  /** The README's {@code follow}. */
+  static List<String> follow(AmuletClient client, String events, String audit) {
+    AmuletLog log = client.createLogIfAbsent(events);
+    client.createLogIfAbsent(audit);
+    long first = log.append("signed up".getBytes(UTF_8));  // the entry's position
+    long[] paid = client.multiAppend(List.of(               // all or none, in one step
+        Map.entry(events, "paid".getBytes(UTF_8)),
+        Map.entry(audit, "paid".getBytes(UTF_8))));         // positions, in entry order
+    LogEntries page = log.read(first, 100);                 // page.entries(), .first(), .end()
+    List<String> seen = new ArrayList<>();
+    for (LogEntry e : log.tail(first)) {                    // blocks until entries come
+      seen.add(e.position() + ": " + new String(e.value(), UTF_8));
+      if (e.position() == paid[0]) {
+        break;
+      }
+    }
+    log.trim(paid[0]);                                      // drops the entries below
+    return seen;                                            // [0: signed up, 1: paid]
+  }
+
+  @Test
+  public void theReadmeLogExampleFollowsTheLog() {
+    String suffix = UUID.randomUUID().toString().substring(0, 8);
+    String events = "events-" + suffix;
+    String audit = "audit-" + suffix;
+    try (AmuletClient client = AmuletClient.connect(DevCluster.get().addresses())) {
+      assertEquals(List.of("0: signed up", "1: paid"), follow(client, events, audit));
+      assertEquals(new LogBounds(1, 2), client.log(events).bounds());
+      assertEquals(new LogBounds(0, 1), client.log(audit).bounds());
+    }
   }
 
   @Test

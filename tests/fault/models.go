@@ -74,7 +74,12 @@ func show(v string) string {
 	return v
 }
 
-func WriteHistory(path string, ops []*Op) error {
+func WriteHistory(path string, ops []*Op) error { return writeJSONL(path, ops) }
+
+func ReadHistory(path string) ([]*Op, error) { return readJSONL[Op](path) }
+
+// writeJSONL writes one JSON object a line (a history file).
+func writeJSONL[T any](path string, items []*T) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -82,29 +87,30 @@ func WriteHistory(path string, ops []*Op) error {
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
-	for _, o := range ops {
+	for _, o := range items {
 		enc.Encode(o)
 	}
 	return w.Flush()
 }
 
-func ReadHistory(path string) ([]*Op, error) {
+// readJSONL reads what writeJSONL wrote.
+func readJSONL[T any](path string) ([]*T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var ops []*Op
+	var items []*T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var o Op
+		var o T
 		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
 			return nil, err
 		}
-		ops = append(ops, &o)
+		items = append(items, &o)
 	}
-	return ops, sc.Err()
+	return items, sc.Err()
 }
 
 // ---- register model: one register per key --------------------------------

@@ -17,6 +17,7 @@
 
 mod combine;
 mod command;
+mod conflict_range;
 mod entries;
 mod error;
 pub mod field_record;
@@ -29,10 +30,8 @@ mod smr_machine;
 mod transaction;
 
 pub use combine::combine;
-pub use command::{
-    conflict_range, read_range, KeyBound, KeyRange, MapCommand, Nearest, RangeQuery, ReadConflict,
-    TxnWrite,
-};
+pub use command::{KeyBound, KeyRange, MapCommand, Nearest, RangeQuery, ReadConflict, TxnWrite};
+pub use conflict_range::{conflict_range, read_range};
 pub use entries::{Entries, Stored};
 pub use error::MapError;
 pub use limits::MapLimits;

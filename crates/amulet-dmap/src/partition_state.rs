@@ -3,7 +3,7 @@
 
 use crate::entries::Stored;
 use crate::field_record;
-use crate::log::{Log, Refused};
+use crate::log::Log;
 use crate::transaction::{owned_writes, ReadVersion, TransactionCheckpoint, Transactions};
 use crate::{Entry, MapCommand, MapError, MapLimits, MapName, MapReply, Nearest, RangeQuery};
 use bytes::Bytes;
@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 pub use crate::entries::Entries;
+
+mod log_commands;
 
 /// Identifies an open snapshot. The replication layer derives it from the
 /// command's place in the global order, so every partition gives the same
@@ -329,97 +331,6 @@ impl PartitionState {
         }
     }
 
-    /// DLog's commands (thesis §3.5.2, Table 3.2).
-    fn execute_on_log(
-        &mut self,
-        command: &MapCommand,
-        ctx: &ExecContext<'_>,
-    ) -> Result<MapReply, MapError> {
-        use MapCommand::*;
-        let unknown = |log: &MapName| MapError::UnknownLog(log.to_string());
-        let refused = |log: &MapName, why: Refused, position: u64| match why {
-            Refused::Trimmed { first } => MapError::LogTrimmed {
-                log: log.to_string(),
-                first,
-            },
-            Refused::PastEnd { end } => MapError::PastLogEnd {
-                log: log.to_string(),
-                position,
-                end,
-            },
-        };
-        match command {
-            CreateLog { log } => {
-                if self.logs.contains_key(log) || self.maps.contains_key(log) {
-                    return Err(MapError::LogExists(log.to_string()));
-                }
-                self.logs.insert(log.clone(), Log::default());
-                Ok(MapReply::Done)
-            }
-            DropLog { log } => {
-                self.logs.remove(log).ok_or_else(|| unknown(log))?;
-                Ok(MapReply::Done)
-            }
-            Append { log, value } => {
-                let entries = self.logs.get_mut(log).ok_or_else(|| unknown(log))?;
-                Ok(MapReply::Position(entries.append(value.clone())))
-            }
-            MultiAppend { appends } => {
-                // Every partition involved decides at the same point of
-                // the order on the same catalog: all refuse or none does.
-                if let Some((log, _)) = appends.iter().find(|(l, _)| !self.logs.contains_key(l)) {
-                    return Err(unknown(log));
-                }
-                let positions = appends
-                    .iter()
-                    .map(|(log, value)| {
-                        let owned = (ctx.owns)(log.as_str(), log.as_str().as_bytes());
-                        match self.logs.get_mut(log) {
-                            Some(entries) if owned => Some(entries.append(value.clone())),
-                            _ => None,
-                        }
-                    })
-                    .collect();
-                Ok(MapReply::Positions(positions))
-            }
-            ReadLog {
-                log,
-                from,
-                max_entries,
-            } => {
-                let entries = self.logs.get(log).ok_or_else(|| unknown(log))?;
-                let read = entries
-                    .read(*from, *max_entries as usize, self.limits.log_read_bytes_max)
-                    .map_err(|why| refused(log, why, *from))?;
-                Ok(MapReply::LogEntries(read))
-            }
-            TrimLog { log, below } => {
-                let entries = self.logs.get_mut(log).ok_or_else(|| unknown(log))?;
-                if self.bugs.trim_keeps_entries && *below <= entries.end() {
-                    return Ok(MapReply::LogBounds {
-                        first: entries.first().max(*below),
-                        end: entries.end(),
-                    });
-                }
-                entries
-                    .trim(*below)
-                    .map_err(|why| refused(log, why, *below))?;
-                Ok(MapReply::LogBounds {
-                    first: entries.first(),
-                    end: entries.end(),
-                })
-            }
-            LogBounds { log } => {
-                let entries = self.logs.get(log).ok_or_else(|| unknown(log))?;
-                Ok(MapReply::LogBounds {
-                    first: entries.first(),
-                    end: entries.end(),
-                })
-            }
-            other => unreachable!("not a log command: {other:?}"),
-        }
-    }
-
     fn execute_on_map(
         &mut self,
         command: &MapCommand,
@@ -591,7 +502,7 @@ impl PartitionState {
             .get(name)
             .ok_or_else(|| MapError::UnknownMap(name.to_string()))?;
         let reply = read_map(entries, command);
-        let range = crate::command::conflict_range(command, &reply);
+        let range = crate::conflict_range(command, &reply);
         let doomed = self.txns.written_since(name, &range, version).is_some();
         Ok((reply, doomed))
     }

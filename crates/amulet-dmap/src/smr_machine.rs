@@ -155,12 +155,13 @@ impl StateMachine for PartitionState {
     }
 
     fn gauges(&self) -> Vec<(&'static str, u64)> {
+        let (log_entries, log_bytes) = self.log_totals();
         vec![
             ("snapshots", self.snapshot_count() as u64),
             ("read_versions", self.read_version_count() as u64),
             ("recent_writes", self.recent_write_count() as u64),
-            ("log_entries", self.log_totals().0),
-            ("log_bytes", self.log_totals().1),
+            ("log_entries", log_entries),
+            ("log_bytes", log_bytes),
         ]
     }
 

@@ -3,24 +3,22 @@
 //! map operation, an operator reconfiguring the partitions, and the
 //! linearizability and progress checkers.
 
-use crate::checker::linearizability::{self, Call, Verdict};
+use crate::checker::linearizability::Call;
 use crate::checker::transactions::TxnHistory;
 use crate::dmap::client::{Phase, Send, SimClient};
 use crate::dmap::txn_client::TxnClient;
 use crate::dmap::workload;
-use crate::dmap::{MapOp, Observed, SortedMapModel};
-use crate::harness::{self, Harness, NodeSlot, SimMessage, Workload};
+use crate::dmap::{MapOp, Observed};
+use crate::harness::{self, Harness, SimMessage, Workload};
 use crate::nemesis::{CrashGroup, FaultEvent, Nemesis};
 use crate::network::Network;
 use crate::rng::Rng;
-use crate::runner::{SeedOutcome, SeedStats};
+use crate::runner::SeedOutcome;
 use crate::swarm::SwarmOptions;
 use crate::violation::{Property, Violation};
 use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapName, MapReply, PartitionState, TxnBugs};
 use amulet_host::{Host, HostBugs, PageAnswer, ReplicaBugs};
-use amulet_smr::{
-    group_of, ClientReply, ClientRequest, Layout, PartitionInfo, PartitionMap, TrimQuorum,
-};
+use amulet_smr::{ClientReply, ClientRequest, Layout, PartitionInfo, PartitionMap, TrimQuorum};
 use amulet_types::{
     NodeId, PartitionId, SessionId, StorageMode, StreamConfig, StreamId, TimeMicros,
 };
@@ -30,6 +28,7 @@ use std::sync::Arc;
 mod operator;
 mod report;
 mod transactions;
+mod verdict;
 
 /// Replicas per partition.
 const REPLICAS: u32 = 3;
@@ -199,43 +198,36 @@ struct DmapCluster {
 
 /// Runs one DMap seed with the fault mix it draws.
 pub fn run_dmap_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
-    let mut rng = Rng::new(seed ^ 0x646D_6170);
-    let mut options = SwarmOptions::draw(&mut rng);
-    // Shorter phases than the multicast swarm: every client operation is
-    // checked, and the search grows with the history.
-    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
-    options.liveness_phase_micros = 6_000_000;
-    run_dmap_with(seed, options, bug, verbose, ClientKind::Map)
+    run_kind_seed(seed, verbose, bug, ClientKind::Map)
 }
 
 /// Runs one seed of transactions (`amulet-sim --txn`) with the fault mix
 /// it draws.
 pub fn run_txn_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
-    let mut rng = Rng::new(seed ^ 0x646D_6170);
-    let mut options = SwarmOptions::draw(&mut rng);
-    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
-    options.liveness_phase_micros = 6_000_000;
-    run_dmap_with(seed, options, bug, verbose, ClientKind::Transactions)
+    run_kind_seed(seed, verbose, bug, ClientKind::Transactions)
 }
 
 /// Runs one DMap seed whose clients also put field records and merge
 /// fields (`amulet-sim --fields`), with the fault mix it draws.
 pub fn run_fields_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
-    let mut rng = Rng::new(seed ^ 0x646D_6170);
-    let mut options = SwarmOptions::draw(&mut rng);
-    options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
-    options.liveness_phase_micros = 6_000_000;
-    run_dmap_with(seed, options, bug, verbose, ClientKind::Fields)
+    run_kind_seed(seed, verbose, bug, ClientKind::Fields)
 }
 
 /// Runs one DMap seed whose clients also use two logs (`amulet-sim
 /// --logs`, docs/logs.md), with the fault mix it draws.
 pub fn run_logs_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    run_kind_seed(seed, verbose, bug, ClientKind::Logs)
+}
+
+/// The fault mix a seed draws, with shorter phases than the multicast
+/// swarm (every client operation is checked, and the search grows with
+/// the history), run with `kind`'s clients.
+fn run_kind_seed(seed: u64, verbose: bool, bug: DmapBug, kind: ClientKind) -> SeedOutcome {
     let mut rng = Rng::new(seed ^ 0x646D_6170);
     let mut options = SwarmOptions::draw(&mut rng);
     options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
     options.liveness_phase_micros = 6_000_000;
-    run_dmap_with(seed, options, bug, verbose, ClientKind::Logs)
+    run_dmap_with(seed, options, bug, verbose, kind)
 }
 
 /// Runs one DMap seed with the given fault mix and clients.
@@ -323,33 +315,28 @@ impl DmapCluster {
         }
         let mut initial_state = PartitionState::new(MapLimits::default());
         initial_state.set_bugs(bug.txn_bugs());
-        let everything = |_: &[u8]| true;
-        let created = initial_state.execute(
-            &MapCommand::CreateMap {
-                map: workload::map_name(),
-                layout,
-            },
-            &ExecContext {
-                now_micros: 0,
-                snapshot_id: 0,
-                global_position: 0,
-                owns_key: &everything,
-                owns: &|_, _| true,
-            },
+        // Every replica starts from this state: the map and the logs
+        // already created.
+        let creates = std::iter::once(MapCommand::CreateMap {
+            map: workload::map_name(),
+            layout,
+        })
+        .chain(
+            logs.iter()
+                .map(|log| MapCommand::CreateLog { log: log.clone() }),
         );
-        assert_eq!(created, MapReply::Done);
-        for log in &logs {
+        for create in creates {
             let created = initial_state.execute(
-                &MapCommand::CreateLog { log: log.clone() },
+                &create,
                 &ExecContext {
                     now_micros: 0,
                     snapshot_id: 0,
                     global_position: 0,
-                    owns_key: &everything,
+                    owns_key: &|_| true,
                     owns: &|_, _| true,
                 },
             );
-            assert_eq!(created, MapReply::Done);
+            assert_eq!(created, MapReply::Done, "{create:?}");
         }
         let nodes: Vec<NodeId> = initial_map
             .partitions
@@ -625,125 +612,6 @@ impl DmapCluster {
         };
         let from = self.clients[client].endpoint;
         harness.request(from, to, 0, None, request);
-    }
-
-    fn outcome(mut self, harness: &Harness) -> SeedOutcome {
-        self.check_progress(harness);
-        if !self.txn_clients.is_empty() {
-            self.check_transactions();
-        }
-        if std::env::var_os("AMULET_SIM_DUMP_CALLS").is_some() {
-            let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
-            sorted.sort_by_key(|c| c.invoke);
-            for call in sorted {
-                println!("call {call:?}");
-            }
-        }
-        let initial = SortedMapModel::with_logs(&self.logs);
-        let verdict = linearizability::check(initial, &self.calls, CHECK_STEP_BUDGET);
-        match verdict {
-            Verdict::Linearizable => {}
-            Verdict::NotLinearizable { deepest, stuck_at } => {
-                let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
-                sorted.sort_by_key(|c| c.invoke);
-                let call = sorted.get(stuck_at);
-                self.violations.push(Violation::new(
-                    Property::Linearizability,
-                    format!(
-                        "no linearization of {} calls; the deepest order placed {deepest} completed calls, then could not place {call:?}",
-                        self.calls.len()
-                    ),
-                ));
-            }
-            Verdict::Unknown => self.violations.push(Violation::new(
-                Property::Linearizability,
-                format!(
-                    "checker gave up after {CHECK_STEP_BUDGET} steps on {} calls",
-                    self.calls.len()
-                ),
-            )),
-        }
-        if self.verbose {
-            self.print_end(harness);
-        }
-        let counters: Vec<_> = harness
-            .slots
-            .values()
-            .map(NodeSlot::total_counters)
-            .collect();
-        SeedOutcome {
-            violations: self.violations,
-            trace_hash: harness.trace.value(),
-            stats: SeedStats {
-                values_proposed: self.calls.len() as u64,
-                deliveries: self.calls.iter().filter(|c| c.complete.is_some()).count() as u64,
-                learner_incarnations: harness
-                    .slots
-                    .values()
-                    .map(|s| u64::from(s.incarnation))
-                    .sum(),
-                checkpoint_restores: counters.iter().map(|c| c.restores).sum(),
-                state_transfers: counters.iter().map(|c| c.transfers).sum(),
-                state_transfer_chunks: counters.iter().map(|c| c.transfer_chunks).sum(),
-                hand_offs: counters.iter().map(|c| c.hand_offs).sum(),
-                trimmed_instances: harness
-                    .hosts()
-                    .flat_map(|(_, h)| h.multicast_node().streams().values())
-                    .map(|s| s.trimmed_below().0)
-                    .sum(),
-                subscription_changes: counters.iter().map(|c| c.reconfigured).sum(),
-                virtual_micros: harness.now.0,
-                trace_events: harness.trace.events(),
-                network: harness.network.stats(),
-                nemesis: harness.nemesis.stats(),
-            },
-        }
-    }
-
-    /// After healing every client completes operations, the last one each
-    /// started has completed by the end, and no live replica is left
-    /// behind a trim point.
-    fn check_progress(&mut self, harness: &Harness) {
-        for (node, host) in harness.hosts() {
-            // A stream retired by a reconfiguration is merged by no group:
-            // its learner may stay behind for good.
-            let retired = host
-                .current_map()
-                .map(|m| m.retired_streams.clone())
-                .unwrap_or_default();
-            for (stream, s) in host.multicast_node().streams() {
-                // Nor does a stream no replica here merges any more (the
-                // node's replicas of it moved away).
-                let merged = host.replicas().keys().any(|p| {
-                    host.multicast_node()
-                        .merger(group_of(*p))
-                        .is_some_and(|m| m.feeds_on(*stream))
-                });
-                if retired.contains(stream) || !merged {
-                    continue;
-                }
-                if let Some(below) = s.learner_trimmed() {
-                    self.violations.push(Violation::new(
-                        Property::Progress,
-                        format!(
-                            "node {node}: stream {stream:?} was trimmed below {below} past its learner; it cannot catch up"
-                        ),
-                    ));
-                }
-            }
-        }
-        for (c, client) in self.clients.iter().enumerate() {
-            let idle = matches!(client.phase, Phase::Thinking { .. });
-            if client.completed_after_heal == 0 || !idle {
-                self.violations.push(Violation::new(
-                    Property::Progress,
-                    format!(
-                        "client {c} completed {} operations after healing and ends in {:?}",
-                        client.completed_after_heal, client.phase
-                    ),
-                ));
-            }
-        }
     }
 }
 

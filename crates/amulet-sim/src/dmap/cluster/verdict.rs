@@ -1,0 +1,133 @@
+//! How a DMap seed is judged: progress after healing, strict
+//! serializability of the transactions, linearizability of the map and
+//! log operations.
+
+use super::{DmapCluster, CHECK_STEP_BUDGET};
+use crate::checker::linearizability::{self, Call, Verdict};
+use crate::dmap::client::Phase;
+use crate::dmap::{MapOp, Observed, SortedMapModel};
+use crate::harness::{Harness, NodeSlot};
+use crate::runner::{SeedOutcome, SeedStats};
+use crate::violation::{Property, Violation};
+use amulet_smr::group_of;
+
+impl DmapCluster {
+    pub(super) fn outcome(mut self, harness: &Harness) -> SeedOutcome {
+        self.check_progress(harness);
+        if !self.txn_clients.is_empty() {
+            self.check_transactions();
+        }
+        if std::env::var_os("AMULET_SIM_DUMP_CALLS").is_some() {
+            let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
+            sorted.sort_by_key(|c| c.invoke);
+            for call in sorted {
+                println!("call {call:?}");
+            }
+        }
+        let initial = SortedMapModel::with_logs(&self.logs);
+        let verdict = linearizability::check(initial, &self.calls, CHECK_STEP_BUDGET);
+        match verdict {
+            Verdict::Linearizable => {}
+            Verdict::NotLinearizable { deepest, stuck_at } => {
+                let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
+                sorted.sort_by_key(|c| c.invoke);
+                let call = sorted.get(stuck_at);
+                self.violations.push(Violation::new(
+                    Property::Linearizability,
+                    format!(
+                        "no linearization of {} calls; the deepest order placed {deepest} completed calls, then could not place {call:?}",
+                        self.calls.len()
+                    ),
+                ));
+            }
+            Verdict::Unknown => self.violations.push(Violation::new(
+                Property::Linearizability,
+                format!(
+                    "checker gave up after {CHECK_STEP_BUDGET} steps on {} calls",
+                    self.calls.len()
+                ),
+            )),
+        }
+        if self.verbose {
+            self.print_end(harness);
+        }
+        let counters: Vec<_> = harness
+            .slots
+            .values()
+            .map(NodeSlot::total_counters)
+            .collect();
+        SeedOutcome {
+            violations: self.violations,
+            trace_hash: harness.trace.value(),
+            stats: SeedStats {
+                values_proposed: self.calls.len() as u64,
+                deliveries: self.calls.iter().filter(|c| c.complete.is_some()).count() as u64,
+                learner_incarnations: harness
+                    .slots
+                    .values()
+                    .map(|s| u64::from(s.incarnation))
+                    .sum(),
+                checkpoint_restores: counters.iter().map(|c| c.restores).sum(),
+                state_transfers: counters.iter().map(|c| c.transfers).sum(),
+                state_transfer_chunks: counters.iter().map(|c| c.transfer_chunks).sum(),
+                hand_offs: counters.iter().map(|c| c.hand_offs).sum(),
+                trimmed_instances: harness
+                    .hosts()
+                    .flat_map(|(_, h)| h.multicast_node().streams().values())
+                    .map(|s| s.trimmed_below().0)
+                    .sum(),
+                subscription_changes: counters.iter().map(|c| c.reconfigured).sum(),
+                virtual_micros: harness.now.0,
+                trace_events: harness.trace.events(),
+                network: harness.network.stats(),
+                nemesis: harness.nemesis.stats(),
+            },
+        }
+    }
+
+    /// After healing every client completes operations, the last one each
+    /// started has completed by the end, and no live replica is left
+    /// behind a trim point.
+    fn check_progress(&mut self, harness: &Harness) {
+        for (node, host) in harness.hosts() {
+            // A stream retired by a reconfiguration is merged by no group:
+            // its learner may stay behind for good.
+            let retired = host
+                .current_map()
+                .map(|m| m.retired_streams.clone())
+                .unwrap_or_default();
+            for (stream, s) in host.multicast_node().streams() {
+                // Nor does a stream no replica here merges any more (the
+                // node's replicas of it moved away).
+                let merged = host.replicas().keys().any(|p| {
+                    host.multicast_node()
+                        .merger(group_of(*p))
+                        .is_some_and(|m| m.feeds_on(*stream))
+                });
+                if retired.contains(stream) || !merged {
+                    continue;
+                }
+                if let Some(below) = s.learner_trimmed() {
+                    self.violations.push(Violation::new(
+                        Property::Progress,
+                        format!(
+                            "node {node}: stream {stream:?} was trimmed below {below} past its learner; it cannot catch up"
+                        ),
+                    ));
+                }
+            }
+        }
+        for (c, client) in self.clients.iter().enumerate() {
+            let idle = matches!(client.phase, Phase::Thinking { .. });
+            if client.completed_after_heal == 0 || !idle {
+                self.violations.push(Violation::new(
+                    Property::Progress,
+                    format!(
+                        "client {c} completed {} operations after healing and ends in {:?}",
+                        client.completed_after_heal, client.phase
+                    ),
+                ));
+            }
+        }
+    }
+}

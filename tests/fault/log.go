@@ -11,6 +11,9 @@ package main
 // held), and after the last heal a fresh client reads both logs whole from
 // their first position: every acknowledged append that was not trimmed must
 // be at the position it was given, positions dense, no value twice.
+// Meanwhile two tailers per log follow it with TailLog, reconnecting at
+// other replicas as streams break (log_tail.go; log.tails.jsonl, checked
+// by log_tail_check.go).
 //
 // Routing: a log L lives in the partition owning the key "L" of the hash
 // keyspace L, so Append, ReadLog, TrimLog and LogBounds go where a
@@ -164,6 +167,14 @@ type logRun struct {
 	ops      []*LogOp
 	clients  int
 	problems []string
+
+	// The tailers (log_tail.go): their events, and the ends acknowledged
+	// operations proved (a tailer behind them for long leaves its replica).
+	tailMu sync.Mutex
+	tails  []*TailEvent
+	acked  ackedEnds
+	// The tailers' check, for the scenario's checks and details.
+	tailVerdict, tailDetails string
 }
 
 // newLogRun picks two log names in different partitions and creates the
@@ -452,10 +463,12 @@ func (l *logRun) Worker(stop <-chan struct{}, conn *Conn, seed int64) {
 			case "append":
 				if o.Position != nil {
 					v.saw(nil, ptr(*o.Position+1))
+					l.acked.note(o.Log, *o.Position+1)
 				}
 			case "multi":
 				for i, e := range o.Entries {
 					views[e.Log].saw(nil, ptr(o.Positions[i]+1))
+					l.acked.note(e.Log, o.Positions[i]+1)
 				}
 			default:
 				v.saw(o.First, o.End)
@@ -570,7 +583,24 @@ func (l *logRun) Check(dir string, timeout time.Duration) (string, []string, str
 		problems = append(problems, err.Error())
 	}
 	verdict, more := CheckLogHistory(ops, timeout, filepath.Join(dir, "log.porcupine.html"))
-	return verdict, append(problems, more...), logDetails(ops)
+	problems = append(problems, more...)
+	// The tailers (log_tail.go, log_tail_check.go).
+	tails := l.tailHistory()
+	if err := writeJSONL(filepath.Join(dir, "log.tails.jsonl"), tails); err != nil {
+		problems = append(problems, err.Error())
+	}
+	tailProblems, sum := CheckTails(ops, tails)
+	for _, p := range tailProblems {
+		problems = append(problems, "tail: "+p)
+	}
+	l.tailVerdict, l.tailDetails = sum.Verdict(len(tailProblems)), sum.String()
+	return verdict, problems, logDetails(ops)
+}
+
+// Extra is the tailers' verdict and details (main.go adds them to the
+// scenario's checks and details as "log-tail").
+func (l *logRun) Extra() (map[string]string, map[string]string) {
+	return map[string]string{"log-tail": l.tailVerdict}, map[string]string{"log-tail": l.tailDetails}
 }
 
 // logDetails counts a log history's operations by kind and outcome, and

@@ -231,19 +231,27 @@ func LogToPorcupine(ops []*LogOp) []porcupine.Operation {
 
 // ---- the final check -----------------------------------------------------------
 
-// LogFinalCheck checks the final reads (the history's Final reads: each
-// log read whole from its first position after the last heal): the pages
-// are contiguous and cover [first, end); every acknowledged append (or
-// multi-append entry) at a position not trimmed is there, with its value;
-// no acknowledged position is past the end; no value appears twice; every
-// value held was appended (acknowledged or unknown) to that log.
-func LogFinalCheck(ops []*LogOp) []string {
-	type final struct {
-		first, end uint64
-		entries    []string
-		ok         bool
+// logFinal is one log as the final read found it: entries at first,
+// first+1, ..., up to end.
+type logFinal struct {
+	first, end uint64
+	entries    []string
+	ok         bool
+}
+
+// at is the value the final read found at position p, if it holds p.
+func (f *logFinal) at(p uint64) (string, bool) {
+	if p < f.first || p >= f.first+uint64(len(f.entries)) {
+		return "", false
 	}
-	finals := map[string]*final{}
+	return f.entries[p-f.first], true
+}
+
+// logFinals joins each log's final read pages (the history's Final reads,
+// in call order): the logs whose pages join and cover [first, end), and
+// the problems with the others.
+func logFinals(ops []*LogOp) (map[string]*logFinal, []string) {
+	finals := map[string]*logFinal{}
 	var problems []string
 	for _, o := range ops {
 		if !o.Final || o.Kind != "read" || o.Status != "ok" {
@@ -260,7 +268,7 @@ func LogFinalCheck(ops []*LogOp) []string {
 			continue
 		}
 		if f == nil {
-			f = &final{first: *o.First, end: *o.End, ok: true}
+			f = &logFinal{first: *o.First, end: *o.End, ok: true}
 			finals[o.Log] = f
 		}
 		if !f.ok {
@@ -274,29 +282,40 @@ func LogFinalCheck(ops []*LogOp) []string {
 		}
 		f.entries = append(f.entries, o.Read...)
 	}
+	good := map[string]*logFinal{}
 	var names []string
-	for k, f := range finals {
-		if f.ok {
-			names = append(names, k)
-			if got := f.first + uint64(len(f.entries)); got != f.end {
-				problems = append(problems, fmt.Sprintf("log %s: final read stops at %d, end %d", k, got, f.end))
-			}
-		}
+	for k := range finals {
+		names = append(names, k)
 	}
 	sort.Strings(names)
-	if len(names) == 0 {
-		return problems
+	for _, k := range names {
+		f := finals[k]
+		if !f.ok {
+			continue
+		}
+		good[k] = f
+		if got := f.first + uint64(len(f.entries)); got != f.end {
+			problems = append(problems, fmt.Sprintf("log %s: final read stops at %d, end %d", k, got, f.end))
+		}
 	}
-	// Values appended, by log: acknowledged at a position, or unknown.
-	type appended struct {
-		pos   *uint64
-		op    *LogOp
-		acked bool
-	}
-	writes := map[string]map[string]appended{} // log -> value -> append
-	put := func(log, value string, a appended) {
+	return good, problems
+}
+
+// logAppended is one value appended to a log: by an acknowledged append
+// or multi-append (at its position), or by one of unknown outcome.
+type logAppended struct {
+	pos   *uint64
+	op    *LogOp
+	acked bool
+}
+
+// logWrites is every value appended by an operation that did not fail,
+// by log and value (values are unique).
+func logWrites(ops []*LogOp) map[string]map[string]logAppended {
+	writes := map[string]map[string]logAppended{}
+	put := func(log, value string, a logAppended) {
 		if writes[log] == nil {
-			writes[log] = map[string]appended{}
+			writes[log] = map[string]logAppended{}
 		}
 		writes[log][value] = a
 	}
@@ -307,14 +326,14 @@ func LogFinalCheck(ops []*LogOp) []string {
 		acked := o.Status == "ok" && o.OutOfRange == ""
 		switch o.Kind {
 		case "append":
-			a := appended{op: o, acked: acked}
+			a := logAppended{op: o, acked: acked}
 			if acked {
 				a.pos = o.Position
 			}
 			put(o.Log, o.Value, a)
 		case "multi":
 			for i, e := range o.Entries {
-				a := appended{op: o, acked: acked}
+				a := logAppended{op: o, acked: acked}
 				if acked && i < len(o.Positions) {
 					a.pos = ptr(o.Positions[i])
 				}
@@ -322,6 +341,26 @@ func LogFinalCheck(ops []*LogOp) []string {
 			}
 		}
 	}
+	return writes
+}
+
+// LogFinalCheck checks the final reads (the history's Final reads: each
+// log read whole from its first position after the last heal): the pages
+// are contiguous and cover [first, end); every acknowledged append (or
+// multi-append entry) at a position not trimmed is there, with its value;
+// no acknowledged position is past the end; no value appears twice; every
+// value held was appended (acknowledged or unknown) to that log.
+func LogFinalCheck(ops []*LogOp) []string {
+	finals, problems := logFinals(ops)
+	var names []string
+	for k := range finals {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return problems
+	}
+	writes := logWrites(ops)
 	// Acknowledged positions: present (or trimmed), unique, below the end.
 	for _, name := range names {
 		f := finals[name]
@@ -345,11 +384,15 @@ func LogFinalCheck(ops []*LogOp) []string {
 			switch {
 			case p >= f.end:
 				problems = append(problems, fmt.Sprintf("log %s: %s acknowledged at %d, but the log ends at %d", name, a.op.String(), p, f.end))
-			case p >= f.first && f.entries[p-f.first] != v:
+			case p >= f.first:
+				held, ok := f.at(p)
+				if ok && held == v {
+					break
+				}
 				lost++
 				if lost <= 10 {
 					problems = append(problems, fmt.Sprintf("log %s: acknowledged append %s (client %d, returned at %.3fs) but position %d holds %s",
-						name, a.op.String(), a.op.Client, float64(a.op.Return)/1e9, p, f.entries[p-f.first]))
+						name, a.op.String(), a.op.Client, float64(a.op.Return)/1e9, p, held))
 				}
 			}
 		}
@@ -534,6 +577,14 @@ func checkLogFile(path string) int {
 	}
 	verdict, problems := CheckLogHistory(ops, 5*time.Minute, strings.TrimSuffix(path, ".jsonl")+".porcupine.html")
 	fmt.Printf("%s: %d ops, %s\n", path, len(ops), verdict)
+	// The tailers' events, when they were recorded next to it.
+	if tails, err := ReadTailHistory(tailsPathFor(path)); err == nil {
+		tp, sum := CheckTails(ops, tails)
+		fmt.Printf("%s: %s; %s\n", tailsPathFor(path), sum.Verdict(len(tp)), sum.String())
+		for _, p := range tp {
+			problems = append(problems, "tail: "+p)
+		}
+	}
 	for _, p := range problems {
 		fmt.Println("  " + p)
 	}

@@ -64,7 +64,7 @@ func main() {
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
 	model := flag.String("model", "register", "model for -check: register, map, log (a log.history.jsonl), or append (an Elle history, judged by amulet-sim)")
 	flag.StringVar(&SimBin, "sim", defaultSim(), "amulet-sim, whose --check-history judges the append workload's histories")
-	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view)")
+	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads or tail-skips (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view)")
 	flag.Parse()
 
 	if *check != "" {
@@ -325,6 +325,14 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 					tw.Worker(stop, conn, s)
 				}(seed*1000 + int64(wi*100+i))
 			}
+			if bg, ok := tw.(backgroundWorkload); ok {
+				// The log workload's tailers: they run while the workers do.
+				wg.Add(1)
+				go func(s int64) {
+					defer wg.Done()
+					bg.Background(stop, conn, s)
+				}(seed*1000 + int64(wi*100+99))
+			}
 			continue
 		}
 		rec := NewRecorder()
@@ -373,6 +381,15 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 			verdict, problems, details := tw.Check(dir, checkTimeout)
 			r.Checks[w.Name] = verdict
 			r.Details[w.Name] = details
+			if ex, ok := tw.(extraChecks); ok {
+				checks, more := ex.Extra()
+				for k, v := range checks {
+					r.Checks[k] = v
+				}
+				for k, v := range more {
+					r.Details[k] = v
+				}
+			}
 			logf("%s: %s; %s", w.Name, verdict, details)
 			for _, p := range problems {
 				anomaly("%s: %s", w.Name, p)
@@ -395,6 +412,19 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 	if left := c.Crashed(); len(left) > 0 {
 		logf("nodes not running at the end: %v", left)
 	}
+}
+
+// backgroundWorkload is a workload with goroutines of its own besides its
+// workers (the log workload's tailers): Background runs them until stop
+// closes and returns when they have stopped.
+type backgroundWorkload interface {
+	Background(stop <-chan struct{}, conn *Conn, seed int64)
+}
+
+// extraChecks is a workload with more verdicts and details than Check's
+// (the log workload's tailers: "log-tail").
+type extraChecks interface {
+	Extra() (checks map[string]string, details map[string]string)
 }
 
 // countOps adds a workload's operations to the scenario's counts and stall.

@@ -63,9 +63,10 @@ var Workloads = map[string]*Workload{
 // answers a quarter of the gets and scans (and of the log workload's reads
 // and bounds) from the client's earlier view instead of asking the
 // cluster, to show that the checkers catch it;
-// "local-reads" is in the nodes (every replica answers single-partition
-// reads from its own state without ordering them), and the client does
-// nothing different.
+// "local-reads" and "tail-skips" are in the nodes (every replica answers
+// single-partition reads from its own state without ordering them; a
+// TailLog read from inside a log starts one entry late), and the client
+// does nothing different.
 var InjectBug string
 
 type Recorder struct {

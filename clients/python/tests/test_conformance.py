@@ -14,7 +14,9 @@ inclusiveness), ``txn_commit`` -> ``commit``, ``txn_abandon`` ->
 ``amulet.DLog`` (``client.log(name)``: ``append``, ``read_log`` -> ``read``,
 ``trim_log`` -> ``trim``, ``log_bounds`` -> ``bounds``) or of the client
 (``create_log``, ``drop_log``, ``multi_append``), log names prefixed as map
-names are. Error classes map from the client's
+names are; ``tail_log`` opens ``DLog.tail(from)`` (the ``TailLog``
+stream), takes ``count`` entries with ``next(timeout=10)`` each and closes
+the tail (a timeout fails the step). Error classes map from the client's
 exceptions: ``amulet.InvalidArgument`` -> ``invalid_argument``,
 ``NotFound`` -> ``not_found``, ``AlreadyExists`` -> ``already_exists``,
 ``ResourceExhausted`` -> ``resource_exhausted``, ``FailedPrecondition`` ->
@@ -93,10 +95,15 @@ ARGS = {
     "read_log": ({"log", "from", "max_entries"}, set()),
     "trim_log": ({"log", "below"}, set()),
     "log_bounds": ({"log"}, set()),
+    "tail_log": ({"log", "from", "count"}, set()),
 }
 
 
-LOG_OPS = frozenset({"create_log", "drop_log", "append", "multi_append", "read_log", "trim_log", "log_bounds"})
+LOG_OPS = frozenset(
+    {"create_log", "drop_log", "append", "multi_append", "read_log", "trim_log", "log_bounds", "tail_log"}
+)
+# How long a tail_log step waits for each entry (spec/conformance/README.md).
+TAIL_ENTRY_WAIT = 10.0
 
 
 class RunnerError(Exception):
@@ -321,6 +328,10 @@ class Runner:
         if op == "log_bounds":
             bounds = log.bounds()
             return {"first": bounds.first, "end": bounds.end}
+        if op == "tail_log":
+            from_, count = integer(step["from"], "from"), integer(step["count"], "count")
+            with log.tail(from_) as tail:
+                return [[p, v.hex()] for p, v in (tail.next(timeout=TAIL_ENTRY_WAIT) for _ in range(count))]
         raise RunnerError(f"unhandled op {op!r}")
 
     def create_map(self, name: str, layout):
@@ -413,6 +424,8 @@ def test_scenario_file_shape(spec):
         {"op": "read_log", "log": "l", "from": "0", "max_entries": 1, "expect": {}},
         {"op": "multi_append", "entries": [["l"]], "expect": [0]},
         {"op": "trim_log", "log": "l", "expect": {}},
+        {"op": "tail_log", "log": "l", "from": 0, "expect": []},
+        {"op": "tail_log", "log": "l", "from": 0, "count": "1", "expect": []},
     ],
 )
 def test_the_runner_refuses_what_it_does_not_know(step):

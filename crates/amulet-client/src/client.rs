@@ -697,6 +697,38 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Opens a tail of `log` from position `from` at a random replica of
+    /// the partition holding it (by the cached map).
+    pub(crate) async fn tail_log(
+        &self,
+        log: &amulet_dmap::MapName,
+        from: u64,
+    ) -> Result<tonic::Streaming<pb::LogEntries>, Status> {
+        let command = MapCommand::LogBounds { log: log.clone() };
+        let address = match self.partitions_for(&command).first() {
+            Some(partition) => self.replica_of(*partition),
+            // A log the cached map does not know (yet): any node can say
+            // whether it exists, and sends its newer map if it does.
+            None => self.any_node().map(|(_, address)| address),
+        }
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut channel = self
+            .channel(&address)
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let request = pb::TailLogRequest {
+            log: log.to_string(),
+            from,
+            max_bytes: 0,
+            map_version: self.map_version(),
+        };
+        tokio::time::timeout(self.inner.config.attempt_timeout, channel.tail_log(request))
+            .await
+            .map_err(|_| Status::deadline_exceeded(format!("{address} did not answer in time")))?
+            .map(|r| r.into_inner())
+    }
+}
+
 /// How an attempt reaches its node.
 enum Sender {
     /// One Execute call.
@@ -713,11 +745,20 @@ async fn sleep_until(clock: &dyn Clock, until: TimeMicros) {
     }
 }
 
+/// HTTP/2 flow-control windows of a connection to a node: room for a whole
+/// largest reply (a 4 MiB log read or tail message) in flight.
+const STREAM_WINDOW_BYTES: u32 = 8 << 20;
+const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
+
 fn new_client(config: &ClientConfig, address: &str) -> Result<AmuletClient<Channel>, Error> {
     let endpoint = Endpoint::from_shared(format!("http://{address}"))
         .map_err(|e| Error::InvalidArgument(format!("bad address {address:?}: {e}")))?
         .connect_timeout(config.attempt_timeout)
-        .tcp_nodelay(true);
+        .tcp_nodelay(true)
+        // HTTP/2's default window is 64 KiB: a large reply or a tail's
+        // 4 MiB messages would stop every 64 KiB for a window update.
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
     Ok(AmuletClient::new(endpoint.connect_lazy()).max_decoding_message_size(REPLY_BYTES_MAX))
 }
 

@@ -2,10 +2,13 @@
 //! position, trim, bounds, and a tail that follows new entries.
 
 use crate::{Client, Error};
+use amulet_api::pb;
+use amulet_api::{error_kind, ErrorKind};
 use amulet_dmap::{LogRead, MapCommand, MapName, MapReply};
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::time::Duration;
+use tonic::{Code, Status};
 
 /// Entries of one read: at positions `from`, `from + 1`, ...
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,18 +118,29 @@ impl DLog {
     }
 
     /// Follows the log from position `from`: [`Tail::next`] returns every
-    /// entry from there in order, waiting for new ones. Each read is a
-    /// linearizable read of the log; when it is caught up it polls, the
-    /// pause growing from 1 ms to `max_poll`. Resume after a disconnect
-    /// with the position after the last entry seen: no gap, no
-    /// duplicate. A tail that falls below a trim gets
-    /// [`Error::OutOfRange`].
+    /// entry from there in order, waiting for new ones. The entries come
+    /// on a server stream (`TailLog`) from one replica of the log's
+    /// partition as it executes them; when the stream breaks (the node
+    /// stopped, the log moved, no heartbeat for [`TAIL_IDLE`]) the tail
+    /// reopens it at another replica from the position after the last
+    /// entry it got: no gap, no duplicate. The first `next` checks `from`
+    /// against the log's bounds with an ordered read, so a tail below a
+    /// trim or past the end fails at once even if the replica it reads is
+    /// behind (later, a replica behind may serve entries a trim dropped
+    /// elsewhere: a tail is a late reader). Against a node without
+    /// `TailLog` it polls with linearizable reads instead, the pause
+    /// growing from 1 ms to `max_poll`. A tail that falls below a trim
+    /// gets [`Error::OutOfRange`]; a dropped log [`Error::NotFound`].
     pub fn tail(&self, from: u64, max_poll: Duration) -> Tail {
         Tail {
             log: self.clone(),
             next: from,
             buffered: VecDeque::new(),
             max_poll: max_poll.max(Duration::from_millis(1)),
+            stream: None,
+            polling: false,
+            reconnects: 0,
+            checked: false,
         }
     }
 }
@@ -135,24 +149,111 @@ impl DLog {
 #[derive(Debug)]
 pub struct Tail {
     log: DLog,
-    /// Position of the next entry `next` returns.
+    /// Position of the entry after the buffered ones.
     next: u64,
     buffered: VecDeque<Bytes>,
     max_poll: Duration,
+    /// The open `TailLog` stream, if any.
+    stream: Option<tonic::Streaming<pb::LogEntries>>,
+    /// The node has no `TailLog`: poll with reads.
+    polling: bool,
+    /// Streams reopened after breaking.
+    reconnects: u64,
+    /// The start was checked against the log's bounds.
+    checked: bool,
 }
 
-/// Entries one tail read asks for.
+/// Entries one polling read asks for.
 const TAIL_READ_ENTRIES: u32 = 1024;
+
+/// A stream silent this long (the node sends a heartbeat about every
+/// second) is taken as broken and reopened elsewhere.
+pub const TAIL_IDLE: Duration = Duration::from_secs(5);
 
 impl Tail {
     /// The next entry and its position, waiting until one is appended.
     pub async fn next(&mut self) -> Result<(u64, Bytes), Error> {
-        let mut pause = Duration::from_millis(1);
+        if !self.checked {
+            let bounds = self.log.bounds().await?;
+            if self.next < bounds.first || self.next > bounds.end {
+                return Err(Error::OutOfRange(format!(
+                    "a tail of {} from {} outside its positions {}..{}",
+                    self.log.name, self.next, bounds.first, bounds.end
+                )));
+            }
+            self.checked = true;
+        }
+        let mut backoff = None;
         loop {
             let buffered_from = self.next - self.buffered.len() as u64;
             if let Some(entry) = self.buffered.pop_front() {
                 return Ok((buffered_from, entry));
             }
+            if self.polling {
+                return self.poll().await;
+            }
+            let failure = match self.stream.as_mut() {
+                None => match self.log.client.tail_log(&self.log.name, self.next).await {
+                    Ok(stream) => {
+                        self.stream = Some(stream);
+                        continue;
+                    }
+                    Err(status) if status.code() == Code::Unimplemented => {
+                        self.polling = true;
+                        continue;
+                    }
+                    Err(status) => status,
+                },
+                Some(stream) => match tokio::time::timeout(TAIL_IDLE, stream.message()).await {
+                    Ok(Ok(Some(message))) => {
+                        if message.from != self.next {
+                            return Err(Error::Protocol(format!(
+                                "a tail at position {} got entries from {}",
+                                self.next, message.from
+                            )));
+                        }
+                        backoff = None;
+                        self.next += message.entries.len() as u64;
+                        self.buffered.extend(message.entries);
+                        continue;
+                    }
+                    Ok(Ok(None)) => Status::unavailable("the tail stream ended"),
+                    Ok(Err(status)) => status,
+                    Err(_) => Status::unavailable(format!("no message in {TAIL_IDLE:?}")),
+                },
+            };
+            self.stream = None;
+            // A replica behind the client (it has not executed the log's
+            // creation) says "no such log": an ordered read tells.
+            let vanished = failure.code() == Code::NotFound
+                && matches!(self.log.bounds().await, Err(Error::NotFound(_)));
+            if vanished || (failure.code() != Code::NotFound && is_final(&failure)) {
+                return Err(Error::from_status(&failure));
+            }
+            // Somewhere else, after a pause: the replica stopped, is
+            // catching up, or no longer holds the log (a newer map says
+            // who does).
+            self.reconnects += 1;
+            if error_kind(&failure) == Some(ErrorKind::NotAReplica) {
+                self.log.client.refresh_map().await;
+            }
+            let backoff = backoff.get_or_insert_with(|| self.log.client.backoff());
+            let Some(until) = backoff.pause(self.log.client.now()) else {
+                return Err(Error::Unavailable(format!(
+                    "tail of {} at position {}: {}",
+                    self.log.name,
+                    self.next,
+                    failure.message()
+                )));
+            };
+            self.log.client.sleep_until(until).await;
+        }
+    }
+
+    /// One entry by polling reads (a node without `TailLog`).
+    async fn poll(&mut self) -> Result<(u64, Bytes), Error> {
+        let mut pause = Duration::from_millis(1);
+        loop {
             let read = self.log.read(self.next, TAIL_READ_ENTRIES).await?;
             if read.from != self.next {
                 return Err(Error::Protocol(format!(
@@ -160,13 +261,14 @@ impl Tail {
                     self.next, read.from
                 )));
             }
-            if read.entries.is_empty() {
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(self.max_poll);
-                continue;
+            if let Some((first, rest)) = read.entries.split_first() {
+                let position = self.next;
+                self.next += read.entries.len() as u64;
+                self.buffered.extend(rest.iter().cloned());
+                return Ok((position, first.clone()));
             }
-            self.next += read.entries.len() as u64;
-            self.buffered.extend(read.entries);
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(self.max_poll);
         }
     }
 
@@ -174,4 +276,19 @@ impl Tail {
     pub fn position(&self) -> u64 {
         self.next - self.buffered.len() as u64
     }
+
+    /// How many times the tail's stream broke and was reopened.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects
+    }
+}
+
+/// Whether a tail's failure is the tail's own (trimmed past, unknown or
+/// dropped log, bad request) rather than the replica's.
+fn is_final(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::NotFound | Code::OutOfRange | Code::InvalidArgument
+    ) || (status.code() == Code::FailedPrecondition
+        && error_kind(status) != Some(ErrorKind::NotAReplica))
 }

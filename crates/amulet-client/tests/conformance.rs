@@ -346,6 +346,7 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "multi_append" => (&["entries"], &[]),
         "read_log" => (&["log", "from", "max_entries"], &[]),
         "trim_log" => (&["log", "below"], &[]),
+        "tail_log" => (&["log", "from", "count"], &[]),
         _ => return None,
     })
 }
@@ -569,6 +570,20 @@ impl Runner {
                     "first": read.first,
                     "end": read.end,
                 }))
+            }
+            "tail_log" => {
+                let mut tail = self
+                    .log(step)?
+                    .tail(arg("from").int() as u64, Duration::from_millis(50));
+                let mut got = Vec::new();
+                for _ in 0..arg("count").int() {
+                    let (position, entry) =
+                        tokio::time::timeout(Duration::from_secs(10), tail.next())
+                            .await
+                            .expect("a tail entry within 10 s")?;
+                    got.push(serde_json::json!([position, hex(&entry)]));
+                }
+                ok(Json::Array(got))
             }
             "trim_log" => {
                 let b = self.log(step)?.trim(arg("below").int() as u64).await?;

@@ -673,3 +673,121 @@ async fn http_get(address: &str, path: &str) -> String {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     text
 }
+
+/// `TailLog` (docs/logs.md, the status table on the rpc): a bad name, an
+/// unknown log, a map's name and a trimmed start end the call with their
+/// documented status; a good tail streams entries from its position, then
+/// heartbeats; nothing changes the log; `/metrics` shows the log's bounds
+/// and the open tail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thesis_3_5_2_tail_requests_get_their_documented_status() {
+    let dir = std::env::temp_dir().join(format!("amulet-grpc-tail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ports = free_local_ports(6).unwrap();
+    let (peers, clients) = ports.split_at(3);
+    let mut nodes = Vec::new();
+    for node in 1..=3u32 {
+        let text = local_dmap_cluster_toml(
+            5,
+            peers,
+            clients,
+            node,
+            &dir.join(format!("node-{node}")),
+            2,
+            "memory",
+        );
+        let config = NodeConfig::parse(&text).unwrap();
+        nodes.push(Node::start(config, None, None).await.unwrap());
+    }
+    let addresses: Vec<String> = clients.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let client = Client::connect(addresses.clone()).await.unwrap();
+    client.create_map("m").await.unwrap();
+    let log = client.create_log("l").await.unwrap();
+    for value in ["a", "b", "c", "d"] {
+        log.append(value).await.unwrap();
+    }
+    log.trim(1).await.unwrap();
+    let version = client.partition_map().version.0;
+    let tail = |log: &str, from: u64| pb::TailLogRequest {
+        log: log.to_string(),
+        from,
+        max_bytes: 0,
+        map_version: version,
+    };
+    // Every node: each serves what its replicas hold (here every node
+    // replicates both partitions). Each round appends one entry.
+    let mut held: Vec<Bytes> = ["a", "b", "c", "d"].into_iter().map(Bytes::from).collect();
+    for address in &addresses {
+        let end = held.len() as u64;
+        let mut raw = AmuletClient::connect(format!("http://{address}"))
+            .await
+            .unwrap();
+        let refused: [(&str, pb::TailLogRequest, Code); 4] = [
+            ("a bad log name", tail("bad name", 0), Code::InvalidArgument),
+            ("an unknown log", tail("nope", 0), Code::NotFound),
+            ("a map's name", tail("m", 0), Code::NotFound),
+            (
+                "a start below the first position",
+                tail("l", 0),
+                Code::OutOfRange,
+            ),
+        ];
+        for (what, request, code) in refused {
+            let status = tokio::time::timeout(Duration::from_secs(10), raw.tail_log(request))
+                .await
+                .unwrap_or_else(|_| panic!("{what}: no answer in 10 s"))
+                .err()
+                .unwrap_or_else(|| panic!("{what}: a stream opened"));
+            assert_eq!(status.code(), code, "{what} at {address}: {status:?}");
+        }
+        let mut stream = raw.tail_log(tail("l", 2)).await.unwrap().into_inner();
+        let first = tokio::time::timeout(Duration::from_secs(5), stream.message())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!((first.from, first.first, first.end), (2, 1, end));
+        assert_eq!(first.entries, held[2..].to_vec());
+        // Nothing new: a heartbeat at the next position within about 1 s.
+        let heartbeat = tokio::time::timeout(Duration::from_secs(5), stream.message())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert!(heartbeat.entries.is_empty(), "{heartbeat:?}");
+        assert_eq!((heartbeat.from, heartbeat.end), (end, end));
+        // A new entry comes on the open stream.
+        log.append("e").await.unwrap();
+        held.push(Bytes::from("e"));
+        let next = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let m = stream.message().await.unwrap().unwrap();
+                if !m.entries.is_empty() {
+                    return m;
+                }
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!((next.from, next.entries.len()), (end, 1));
+        let metrics = http_get(address, "/metrics").await;
+        for expected in [
+            "amulet_log_end_position{log=\"l\"}",
+            "amulet_log_first_position{log=\"l\"} 1",
+            "amulet_log_tails_open 1",
+            "amulet_log_tail_entries_sent_total{log=\"l\"}",
+        ] {
+            assert!(
+                metrics.contains(expected),
+                "/metrics lacks {expected}:\n{metrics}"
+            );
+        }
+        drop(stream);
+    }
+    let bounds = log.bounds().await.unwrap();
+    assert_eq!((bounds.first, bounds.end), (1, 4 + addresses.len() as u64));
+    for node in nodes {
+        node.stop().await.unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

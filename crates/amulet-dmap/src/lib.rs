@@ -35,7 +35,7 @@ pub use conflict_range::{conflict_range, read_range};
 pub use entries::{Entries, Stored};
 pub use error::MapError;
 pub use limits::MapLimits;
-pub use log::{Log, LogRead};
+pub use log::{Log, LogRead, Refused};
 pub use map_name::MapName;
 pub use partition_state::{
     ExecContext, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage, TxnBugs,

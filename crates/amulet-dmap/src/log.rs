@@ -87,7 +87,13 @@ impl Log {
         let start = (from - self.first) as usize;
         let mut entries = Vec::new();
         let mut bytes = 0usize;
-        for entry in self.entries.iter().skip(start).take(max_entries) {
+        // A focus narrowed to the range starts at `start` in O(log n);
+        // `iter().skip(start)` would walk every entry before it, so
+        // reading a long log page by page (a tail from 0) would be
+        // quadratic.
+        let held = self.entries.len();
+        let pages = self.entries.focus().narrow(start.min(held)..held);
+        for entry in pages.into_iter().take(max_entries) {
             if !entries.is_empty() && bytes + entry.len() > max_bytes {
                 break;
             }

@@ -122,6 +122,10 @@ pub struct PartitionState {
     snapshots: BTreeMap<SnapshotId, Snapshot>,
     txns: Transactions,
     bugs: TxnBugs,
+    /// Log commands executed by this copy of the state that changed a log
+    /// (appends, trims, creates, drops). Not replicated and not in
+    /// checkpoints: it only tells tailers in this process to look again.
+    log_changes: u64,
 }
 
 /// Deliberately broken variants of transactions and field merges, for
@@ -157,6 +161,7 @@ impl PartitionState {
             snapshots: BTreeMap::new(),
             txns: Transactions::default(),
             bugs: TxnBugs::default(),
+            log_changes: 0,
         }
     }
 
@@ -188,6 +193,12 @@ impl PartitionState {
     /// The logs this partition knows.
     pub fn log_names(&self) -> impl Iterator<Item = &MapName> {
         self.logs.keys()
+    }
+
+    /// Log commands this copy of the state executed that changed a log
+    /// (a local count, not replicated: tailers look again when it moves).
+    pub fn log_changes(&self) -> u64 {
+        self.log_changes
     }
 
     /// Entries held in this partition's logs, and their bytes.

@@ -73,6 +73,9 @@ pub struct HostBugs {
     /// State transfer assembles a peer's checkpoint without its last
     /// chunk.
     pub transfer_drops_last_chunk: bool,
+    /// A tail read from inside a log (past its first position) starts one
+    /// entry late and labels what it read with the position asked for.
+    pub tail_skips_an_entry: bool,
 }
 
 /// A host's identity and settings.

@@ -28,6 +28,7 @@
 //! | state transfer, both sides, chunked | `state_transfer.rs`, `recovery.rs` | thesis §3.4.2, §3.4.4 |
 //! | fences: splits, merges, stream replacements | `fences.rs` | DMap §III-C, thesis §4.7 |
 //! | moves: adoption and hand-off | `hand_off.rs` | DMap §III-C |
+//! | tailing logs from a local replica, per-log status | `log_tail.rs` | thesis §3.5.2 |
 //! | invariants checked after every step | `invariants.rs` | |
 #![deny(missing_docs)]
 
@@ -42,6 +43,7 @@ mod flush;
 mod hand_off;
 mod host;
 mod invariants;
+mod log_tail;
 mod recovery;
 mod start;
 mod state_transfer;
@@ -61,5 +63,6 @@ pub use config::{
 pub use edge::{PageAnswer, ReadAtAnswer};
 pub use flush::Flushed;
 pub use host::{Host, HostCounters, HostError, StartError};
+pub use log_tail::{LogStatus, TailAnswer};
 pub use status::{CheckpointStatus, ReplicaStatus, StreamStatus};
 pub use storage::{runtime_stream_config, LogOpener};

@@ -3,12 +3,12 @@
 //! replica that received it is the one that answers (DMap §III-B).
 
 use crate::metrics::Metrics;
-use crate::node_handle::{HandleError, NodeHandle, PageAnswer, ReadAtAnswer};
+use crate::node_handle::{HandleError, NodeHandle, PageAnswer, ReadAtAnswer, TailAnswer};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
 use amulet_api::{
     client_reply_to_response, command_from_op, map_to_pb, outcome_from_result, BATCH_REQUESTS_MAX,
 };
-use amulet_dmap::{MapError, MapReply};
+use amulet_dmap::{MapError, MapName, MapReply};
 use amulet_smr::{Body, ClientReply, ClientRequest};
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use std::collections::BTreeMap;
@@ -34,6 +34,13 @@ const PAGE_ENTRIES_DEFAULT: u32 = 1_000;
 /// snapshot's opening.
 const PAGE_BEHIND_WAIT: Duration = Duration::from_secs(10);
 const PAGE_BEHIND_POLL: Duration = Duration::from_millis(2);
+/// How long a tail waits, without anything new, before it sends a
+/// heartbeat (an empty message with the log's bounds): the client learns
+/// the stream is alive, and a tail whose client left is noticed.
+const TAIL_HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long a tail at a position past the log's end here waits for this
+/// replica to get there before it ends with OUT_OF_RANGE.
+const TAIL_PAST_END_WAIT: Duration = Duration::from_secs(10);
 
 /// The running server.
 pub(crate) struct ClientApi {
@@ -339,6 +346,7 @@ impl Service {
 }
 
 type PageStream = Pin<Box<dyn Stream<Item = Result<pb::SnapshotPage, Status>> + Send>>;
+type TailStream = Pin<Box<dyn Stream<Item = Result<pb::LogEntries, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::amulet_server::Amulet for Service {
@@ -476,6 +484,41 @@ impl pb::amulet_server::Amulet for Service {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
+    type TailLogStream = TailStream;
+
+    async fn tail_log(
+        &self,
+        request: Request<pb::TailLogRequest>,
+    ) -> Result<Response<TailStream>, Status> {
+        let started = tokio::time::Instant::now();
+        let r = request.into_inner();
+        let log = MapName::new(r.log).map_err(|e| Status::invalid_argument(e.to_string()));
+        let result = match log {
+            Ok(log) => {
+                let max_bytes = match r.max_bytes {
+                    0 => usize::MAX,
+                    n => n as usize,
+                };
+                let mut tail = Tail {
+                    handle: self.handle.clone(),
+                    metrics: self.metrics.clone(),
+                    changes: self.handle.log_changes(),
+                    log,
+                    next: r.from,
+                    max_bytes,
+                    map_version: MapVersion(r.map_version),
+                    waiting_since: None,
+                };
+                // The first read is made here, so a bad request fails the
+                // call itself rather than its stream.
+                tail.next_message().await.map(|first| tail.serve(first))
+            }
+            Err(status) => Err(status),
+        };
+        self.record("tail_log", started, &result);
+        result.map(Response::new)
+    }
+
     async fn reconfigure(
         &self,
         request: Request<pb::ReconfigureRequest>,
@@ -594,5 +637,141 @@ async fn read_page(
                 ))
             }
         }
+    }
+}
+
+/// One open tail: reads the log from the local replica, sends what is
+/// there, and waits for the next change (or a heartbeat's time).
+struct Tail {
+    handle: NodeHandle,
+    metrics: Arc<Metrics>,
+    changes: tokio::sync::watch::Receiver<u64>,
+    log: MapName,
+    /// The position of the next entry to deliver.
+    next: u64,
+    max_bytes: usize,
+    /// The client's map version (replicas with older maps wait).
+    map_version: MapVersion,
+    /// Since when the tail waits for this replica to reach its position
+    /// or the client's map (kept across heartbeats).
+    waiting_since: Option<tokio::time::Instant>,
+}
+
+impl Tail {
+    /// Streams `first` and everything after it from a task of its own.
+    fn serve(mut self, first: pb::LogEntries) -> TailStream {
+        // One message in flight: the client's reading paces the server,
+        // and a tail holds at most a message or two of memory.
+        let (messages, rx) = mpsc::channel(1);
+        tokio::spawn(async move {
+            self.metrics.tail_opened(1);
+            let mut message = Ok(first);
+            loop {
+                let failed = message.is_err();
+                if let Ok(m) = &message {
+                    self.metrics.tail_sent(self.log.as_str(), m.entries.len());
+                }
+                if messages.send(message).await.is_err() || failed {
+                    break;
+                }
+                message = self.next_message().await;
+            }
+            self.metrics.tail_opened(-1);
+        });
+        Box::pin(ReceiverStream::new(rx))
+    }
+
+    /// The next message: entries from `next` as soon as this replica has
+    /// any, or a heartbeat after [`TAIL_HEARTBEAT`] without any.
+    async fn next_message(&mut self) -> Result<pb::LogEntries, Status> {
+        let heartbeat = tokio::time::Instant::now() + TAIL_HEARTBEAT;
+        loop {
+            // Marked seen before the read: a change after it wakes the
+            // wait below, so no append slips between read and wait.
+            self.changes.borrow_and_update();
+            let answer = self
+                .handle
+                .tail_read(
+                    self.log.clone(),
+                    self.next,
+                    self.max_bytes,
+                    self.map_version,
+                )
+                .await
+                .map_err(stopped)?;
+            let now = tokio::time::Instant::now();
+            let (first, end) = match answer {
+                TailAnswer::Read(read) if !read.entries.is_empty() => {
+                    debug_assert_eq!(read.from, self.next);
+                    self.waiting_since = None;
+                    self.next += read.entries.len() as u64;
+                    return Ok(pb::LogEntries {
+                        from: read.from,
+                        entries: read.entries,
+                        first: read.first,
+                        end: read.end,
+                    });
+                }
+                TailAnswer::Read(read) => {
+                    self.waiting_since = None;
+                    (read.first, read.end)
+                }
+                TailAnswer::Behind { first, end } => {
+                    let since = *self.waiting_since.get_or_insert(now);
+                    if now.duration_since(since) >= TAIL_PAST_END_WAIT {
+                        return Err(refusal(ClientReply::Done(MapReply::Failed(
+                            MapError::PastLogEnd {
+                                log: self.log.to_string(),
+                                position: self.next,
+                                end,
+                            },
+                        ))));
+                    }
+                    (first, end)
+                }
+                TailAnswer::MapBehind => {
+                    let since = *self.waiting_since.get_or_insert(now);
+                    if now.duration_since(since) >= PAGE_BEHIND_WAIT {
+                        return Err(refusal(ClientReply::Behind));
+                    }
+                    // The map moves with the global stream, not with a
+                    // log change: look again soon.
+                    tokio::time::sleep(PAGE_BEHIND_POLL).await;
+                    continue;
+                }
+                TailAnswer::CatchingUp => return Err(refusal(ClientReply::Behind)),
+                TailAnswer::NotHeld(Some(map)) => {
+                    return Err(refusal(ClientReply::NotAReplica(map)))
+                }
+                TailAnswer::NotHeld(None) => {
+                    return Err(Status::failed_precondition("this cluster serves no DMap"))
+                }
+                TailAnswer::Failed(error) => {
+                    return Err(refusal(ClientReply::Done(MapReply::Failed(error))))
+                }
+            };
+            let woken = tokio::time::timeout_at(heartbeat, self.changes.changed()).await;
+            match woken {
+                Ok(Ok(())) => continue,
+                // The node is stopping.
+                Ok(Err(_)) => return Err(Status::unavailable("the node is stopping")),
+                Err(_) => {
+                    return Ok(pb::LogEntries {
+                        from: self.next,
+                        entries: Vec::new(),
+                        first,
+                        end,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// The status of a refusal, as Execute answers it.
+fn refusal(reply: ClientReply<MapReply>) -> Status {
+    match client_reply_to_response(reply) {
+        Err(status) => status,
+        Ok(_) => Status::internal("a refusal answered as a success"),
     }
 }

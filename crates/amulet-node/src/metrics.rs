@@ -39,6 +39,11 @@ struct PartitionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LogLabels {
+    log: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     partition: u32,
     name: &'static str,
@@ -67,6 +72,11 @@ pub(crate) struct Metrics {
     state: Family<StateLabels, G>,
     delivered: G,
     map_version: G,
+    log_first: Family<LogLabels, G>,
+    log_end: Family<LogLabels, G>,
+    log_bytes: Family<LogLabels, G>,
+    tails_open: Gauge,
+    tail_entries: Family<LogLabels, Counter>,
 }
 
 impl Metrics {
@@ -172,6 +182,38 @@ impl Metrics {
             "Version of the partition map",
             map_version.clone(),
         );
+        let log_gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let family = Family::<LogLabels, G>::default();
+            registry.register(name, help, family.clone());
+            family
+        };
+        let log_first = log_gauge(
+            &mut registry,
+            "log_first_position",
+            "A log's first position held (entries below were trimmed), by log, at the replica of its partition on this node",
+        );
+        let log_end = log_gauge(
+            &mut registry,
+            "log_end_position",
+            "A log's end (the position of its next append; its rate is appends per second), by log",
+        );
+        let log_bytes = log_gauge(
+            &mut registry,
+            "log_bytes",
+            "Bytes of a log's entries held, by log",
+        );
+        let tails_open = Gauge::default();
+        registry.register(
+            "log_tails_open",
+            "TailLog streams this node is serving",
+            tails_open.clone(),
+        );
+        let tail_entries = Family::<LogLabels, Counter>::default();
+        registry.register(
+            "log_tail_entries_sent",
+            "Entries this node's TailLog streams delivered, by log",
+            tail_entries.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
@@ -194,6 +236,27 @@ impl Metrics {
             state,
             delivered,
             map_version,
+            log_first,
+            log_end,
+            log_bytes,
+            tails_open,
+            tail_entries,
+        }
+    }
+
+    /// A tail stream opened (+1) or ended (-1).
+    pub(crate) fn tail_opened(&self, delta: i64) {
+        self.tails_open.inc_by(delta);
+    }
+
+    /// A tail delivered `entries` entries of `log`.
+    pub(crate) fn tail_sent(&self, log: &str, entries: usize) {
+        if entries > 0 {
+            self.tail_entries
+                .get_or_create(&LogLabels {
+                    log: log.to_string(),
+                })
+                .inc_by(entries as u64);
         }
     }
 
@@ -261,6 +324,18 @@ impl Metrics {
                     };
                     self.state.get_or_create(&labels).set(*value);
                 }
+            }
+            // Dropped and moved-away logs leave the gauges.
+            self.log_first.clear();
+            self.log_end.clear();
+            self.log_bytes.clear();
+            for log in &stats.logs {
+                let l = LogLabels {
+                    log: log.log.clone(),
+                };
+                self.log_first.get_or_create(&l).set(log.first);
+                self.log_end.get_or_create(&l).set(log.end);
+                self.log_bytes.get_or_create(&l).set(log.bytes);
             }
         }
         let mut out = String::new();

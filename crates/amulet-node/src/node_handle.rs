@@ -1,13 +1,13 @@
 //! The handle other tasks use to talk to a running node's event loop.
 
 use crate::digest::DigestPoint;
-use amulet_dmap::{MapCommand, MapReply};
+use amulet_dmap::{MapCommand, MapName, MapReply};
 use amulet_multicast::MulticastError;
 use amulet_smr::{ClientReply, ClientRequest, PartitionMap};
 use amulet_types::{MapVersion, PartitionId, StreamId, ValueId};
 use bytes::Bytes;
 use serde::Serialize;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// A request to the event loop.
 pub(crate) enum Command {
@@ -36,6 +36,14 @@ pub(crate) enum Command {
         limit: u32,
         reply: oneshot::Sender<PageAnswer>,
     },
+    /// A tail's read of a log, from the local replica holding it.
+    TailRead {
+        log: MapName,
+        from: u64,
+        max_bytes: usize,
+        map_version: MapVersion,
+        reply: oneshot::Sender<TailAnswer>,
+    },
     /// A transaction's read at a read version, from the local replica.
     ReadAt {
         partition: PartitionId,
@@ -48,7 +56,9 @@ pub(crate) enum Command {
     Shutdown,
 }
 
-pub use amulet_host::{CheckpointStatus, PageAnswer, ReadAtAnswer, ReplicaStatus, StreamStatus};
+pub use amulet_host::{
+    CheckpointStatus, LogStatus, PageAnswer, ReadAtAnswer, ReplicaStatus, StreamStatus, TailAnswer,
+};
 
 /// Counters of a running node.
 #[derive(Clone, Debug, Serialize)]
@@ -61,6 +71,9 @@ pub struct NodeStats {
     pub map_version: u64,
     /// Per local DMap replica.
     pub replicas: Vec<ReplicaStatus>,
+    /// The logs the local replicas hold.
+    #[serde(skip)]
+    pub logs: Vec<LogStatus>,
 }
 
 /// Why a request to a node failed.
@@ -83,11 +96,47 @@ pub enum HandleError {
 #[derive(Clone)]
 pub struct NodeHandle {
     commands: mpsc::UnboundedSender<Command>,
+    /// Moves when a local replica executed a command that changed a log.
+    log_changes: watch::Receiver<u64>,
 }
 
 impl NodeHandle {
-    pub(crate) fn new(commands: mpsc::UnboundedSender<Command>) -> NodeHandle {
-        NodeHandle { commands }
+    pub(crate) fn new(
+        commands: mpsc::UnboundedSender<Command>,
+        log_changes: watch::Receiver<u64>,
+    ) -> NodeHandle {
+        NodeHandle {
+            commands,
+            log_changes,
+        }
+    }
+
+    /// A receiver that sees a new value whenever a local replica has
+    /// executed a command that changed a log (tailers read again then).
+    pub fn log_changes(&self) -> watch::Receiver<u64> {
+        self.log_changes.clone()
+    }
+
+    /// Up to `max_bytes` of `log`'s entries from `from`, from this node's
+    /// replica of the partition holding it.
+    pub async fn tail_read(
+        &self,
+        log: MapName,
+        from: u64,
+        max_bytes: usize,
+        map_version: MapVersion,
+    ) -> Result<TailAnswer, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::TailRead {
+                log,
+                from,
+                max_bytes,
+                map_version,
+                reply,
+            })
+            .map_err(|_| HandleError::Stopped)?;
+        answer.await.map_err(|_| HandleError::Stopped)
     }
 
     /// Multicasts `bytes` to `stream`; returns the value's id once the

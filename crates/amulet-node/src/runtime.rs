@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::sync::oneshot;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// Inputs handled before the host is flushed, so one busy link cannot
@@ -119,6 +120,7 @@ impl Node {
         host_config.transfer_chunk_bytes =
             (config.frame_bytes_max() / 2).clamp(32 * 1024, 4 * 1024 * 1024);
         host_config.replica_bugs = crate::injected_bug::replica_bugs();
+        host_config.bugs = crate::injected_bug::host_bugs();
         let host = Host::start(
             host_config,
             logs,
@@ -145,6 +147,7 @@ impl Node {
         let (commands, command_rx) = mpsc::unbounded_channel();
         let (written_tx, written) = mpsc::unbounded_channel();
         let (read_tx, read) = mpsc::unbounded_channel();
+        let (log_changes, log_changes_rx) = watch::channel(0u64);
         let event_loop = EventLoop {
             me,
             incarnation,
@@ -165,10 +168,11 @@ impl Node {
             read_tx,
             read,
             drained: Vec::new(),
+            log_changes,
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
-        let handle = NodeHandle::new(commands);
+        let handle = NodeHandle::new(commands, log_changes_rx);
         let api = match config.client_listen()? {
             Some(listen) => {
                 let api =
@@ -275,6 +279,9 @@ pub(crate) struct EventLoop {
     read: mpsc::UnboundedReceiver<Read>,
     /// The host's commands being carried out (kept to reuse its buffer).
     drained: Vec<amulet_host::Command<PartitionState>>,
+    /// The host's count of log changes, published after each flush for
+    /// the tails this node serves.
+    log_changes: watch::Sender<u64>,
 }
 
 impl EventLoop {
@@ -439,6 +446,7 @@ impl EventLoop {
                     streams: self.host.stream_status(),
                     map_version: self.host.current_map().map_or(0, |m| m.version.0),
                     replicas: self.host.replica_status(),
+                    logs: self.host.log_status(),
                 });
             }
             Command::Submit {
@@ -464,6 +472,16 @@ impl EventLoop {
                 let answer = self
                     .host
                     .snapshot_page(partition, snapshot, after.as_deref(), limit);
+                let _ = reply.send(answer);
+            }
+            Command::TailRead {
+                log,
+                from,
+                max_bytes,
+                map_version,
+                reply,
+            } => {
+                let answer = self.host.tail_read(&log, from, max_bytes, map_version);
                 let _ = reply.send(answer);
             }
             Command::ReadAt {
@@ -500,6 +518,14 @@ impl EventLoop {
         let now = self.now();
         let flushed = self.host.flush(now, &mut self.opener)?;
         self.carry_out()?;
+        // Tails wake only when a log changed (the count walks the local
+        // replicas, a handful; a watch with nothing new wakes nobody).
+        let changes = self.host.log_changes();
+        self.log_changes.send_if_modified(|seen| {
+            let moved = *seen != changes;
+            *seen = changes;
+            moved
+        });
         Ok(flushed)
     }
 }

@@ -9,6 +9,7 @@
 
 use crate::acceptor::Phase1Tally;
 use crate::output::Output;
+use crate::proposer::PROPOSE_BYTES_MAX;
 use crate::stream_node::StreamNode;
 use amulet_types::{Ballot, Instance, NodeId, TimeMicros};
 use amulet_wire::{Accepted, Batch, Message, Value};
@@ -121,10 +122,25 @@ impl StreamNode {
                 let old = self.coordinator.take().expect("checked above");
                 // Hand queued values to the new coordinator; proposers retry
                 // anything lost on the way.
+                // In messages of at most PROPOSE_BYTES_MAX (plus one
+                // value), as proposers send them: a queue that grew while
+                // no instance could be decided may hold far more than a
+                // frame, and a frame over the limit is refused by the
+                // peer, every time it is sent again.
                 if let Some(next) = candidate {
-                    let values: Vec<Value> = old.queue.into_iter().collect();
+                    let hop = self.ring.route(next);
+                    let mut values = Vec::new();
+                    let mut bytes = 0;
+                    for value in old.queue {
+                        bytes += value.bytes.len();
+                        values.push(value);
+                        if bytes >= PROPOSE_BYTES_MAX {
+                            let values = std::mem::take(&mut values);
+                            self.send(hop, Message::Propose { values, hops: 1 }, out);
+                            bytes = 0;
+                        }
+                    }
                     if !values.is_empty() {
-                        let hop = self.ring.route(next);
                         self.send(hop, Message::Propose { values, hops: 1 }, out);
                     }
                 }

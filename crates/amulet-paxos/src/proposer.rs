@@ -16,7 +16,7 @@ const PENDING_VALUES_MAX: usize = 1 << 20;
 /// Most values re-sent per tick, so a long outage does not burst.
 const RESEND_PER_TICK_MAX: usize = 8192;
 /// Largest `Propose` message, in payload bytes.
-const PROPOSE_BYTES_MAX: usize = 1024 * 1024;
+pub(crate) const PROPOSE_BYTES_MAX: usize = 1024 * 1024;
 
 #[derive(Debug)]
 struct Pending {

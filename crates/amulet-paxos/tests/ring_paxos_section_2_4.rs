@@ -2,6 +2,7 @@
 mod common;
 
 use amulet_types::NodeId;
+use amulet_wire::Message;
 use common::{config, Cluster};
 
 #[test]
@@ -69,4 +70,57 @@ fn lossy_network_still_delivers_everything_once_section_2_4() {
             );
         }
     }
+}
+
+/// A coordinator that steps down hands its queue to the new one in
+/// `Propose` messages of bounded size. Its queue grows while no instance
+/// can be decided (here: one acceptor of three alive); handed over whole,
+/// 16 MiB of values made one frame over the transport's limit, which the
+/// peer refused every time it was sent again, and the stream stopped
+/// (found by `scripts/bench-dlog-tail` filling a log with 1 MiB
+/// multi-appends).
+#[test]
+fn a_coordinator_stepping_down_hands_its_queue_over_in_bounded_messages_appendix_a2() {
+    let mut cluster = Cluster::new(config(&[1, 2, 3], &[4]), 3);
+    cluster.run(50_000);
+    // Node 2 coordinates once node 1 is gone; with node 3 gone as well no
+    // instance is decided and proposals pile up in node 2's queue.
+    cluster.down.push(NodeId(1));
+    cluster.run(1_000_000);
+    assert!(cluster.nodes[&NodeId(2)].is_coordinator());
+    cluster.down.push(NodeId(3));
+    let value: &'static [u8] = Box::leak(vec![b'v'; 256 * 1024].into_boxed_slice());
+    // 64 fill the pipeline's instances, 64 more (16 MiB) wait in the queue.
+    for _ in 0..128 {
+        cluster.propose(NodeId(4), value);
+        cluster.run(1_000);
+    }
+    // Node 1 returns: node 2 steps down and forwards its queue.
+    cluster.down.retain(|n| *n != NodeId(1));
+    let mut largest = 0;
+    for _ in 0..2_000 {
+        cluster.run(1_000);
+        for (from, _, envelope) in &cluster.network {
+            if let Message::Propose { values, .. } = &envelope.message {
+                if *from == NodeId(2) {
+                    let bytes: usize = values.iter().map(|v| v.bytes.len()).sum();
+                    largest = largest.max(bytes);
+                }
+            }
+        }
+        if !cluster.nodes[&NodeId(2)].is_coordinator() && largest > 0 {
+            break;
+        }
+    }
+    assert!(!cluster.nodes[&NodeId(2)].is_coordinator());
+    assert!(largest > 0, "node 2 handed nothing over");
+    assert!(
+        largest <= 1024 * 1024 + 256 * 1024,
+        "a Propose of {largest} bytes"
+    );
+    // Everything is delivered once node 3 is back.
+    cluster.down.clear();
+    cluster.run(3_000_000);
+    assert_eq!(cluster.values_delivered(NodeId(4)).len(), 128);
+    assert!(cluster.violations.is_empty(), "{:?}", cluster.violations);
 }

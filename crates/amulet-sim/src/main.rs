@@ -106,6 +106,8 @@ enum BugArg {
     TrimKeepsEntries,
     /// Logs (`--logs`): checkpoints restart every log's positions at 0.
     LogPositionsNotCheckpointed,
+    /// Logs (`--logs`): tail reads from inside a log start one entry late.
+    TailSkipsAnEntry,
 }
 
 impl BugArg {
@@ -126,6 +128,7 @@ impl BugArg {
             BugArg::MergeReplacesRecord => DmapBug::MergeReplacesRecord,
             BugArg::TrimKeepsEntries => DmapBug::TrimKeepsEntries,
             BugArg::LogPositionsNotCheckpointed => DmapBug::LogPositionsNotCheckpointed,
+            BugArg::TailSkipsAnEntry => DmapBug::TailSkipsAnEntry,
             _ => DmapBug::None,
         }
     }
@@ -154,7 +157,8 @@ impl BugArg {
             | BugArg::ReuseReadVersions
             | BugArg::MergeReplacesRecord
             | BugArg::TrimKeepsEntries
-            | BugArg::LogPositionsNotCheckpointed => Bug::None,
+            | BugArg::LogPositionsNotCheckpointed
+            | BugArg::TailSkipsAnEntry => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,

@@ -41,7 +41,9 @@ pub enum LogOp {
         limit: u64,
     },
     /// Print entries of NAME from --from (default: its end) and follow
-    /// new ones until Ctrl-C (or --count entries).
+    /// new ones until Ctrl-C (or --count entries): a server stream from a
+    /// replica of the log, reopened at another from the next position if
+    /// it breaks.
     Tail {
         name: String,
         #[arg(long)]
@@ -49,7 +51,8 @@ pub enum LogOp {
         /// Stop after this many entries.
         #[arg(long)]
         count: Option<u64>,
-        /// Longest pause between polls when caught up, ms.
+        /// Longest pause between polls when caught up, ms (only against a
+        /// node without the TailLog stream).
         #[arg(long, default_value_t = 100)]
         poll_ms: u64,
     },

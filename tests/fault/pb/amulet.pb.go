@@ -4866,6 +4866,80 @@ func (x *LogBoundsReply) GetEnd() uint64 {
 	return 0
 }
 
+type TailLogRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Log   string                 `protobuf:"bytes,1,opt,name=log,proto3" json:"log,omitempty"`
+	// The first position to deliver.
+	From uint64 `protobuf:"varint,2,opt,name=from,proto3" json:"from,omitempty"`
+	// Bytes of entries per message at most (0 or more than
+	// log_read_bytes_max: log_read_bytes_max); a larger entry comes alone.
+	MaxBytes uint32 `protobuf:"varint,3,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// The client's partition map version: a replica whose map is older
+	// (it has not executed the log's creation yet, say) waits for it, then
+	// answers UNAVAILABLE behind, rather than NOT_FOUND.
+	MapVersion    uint64 `protobuf:"varint,4,opt,name=map_version,json=mapVersion,proto3" json:"map_version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TailLogRequest) Reset() {
+	*x = TailLogRequest{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TailLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TailLogRequest) ProtoMessage() {}
+
+func (x *TailLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TailLogRequest.ProtoReflect.Descriptor instead.
+func (*TailLogRequest) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *TailLogRequest) GetLog() string {
+	if x != nil {
+		return x.Log
+	}
+	return ""
+}
+
+func (x *TailLogRequest) GetFrom() uint64 {
+	if x != nil {
+		return x.From
+	}
+	return 0
+}
+
+func (x *TailLogRequest) GetMaxBytes() uint32 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *TailLogRequest) GetMapVersion() uint64 {
+	if x != nil {
+		return x.MapVersion
+	}
+	return 0
+}
+
 type ReadSnapshotRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Partition uint32                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
@@ -4880,7 +4954,7 @@ type ReadSnapshotRequest struct {
 
 func (x *ReadSnapshotRequest) Reset() {
 	*x = ReadSnapshotRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4892,7 +4966,7 @@ func (x *ReadSnapshotRequest) String() string {
 func (*ReadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4905,7 +4979,7 @@ func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{72}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ReadSnapshotRequest) GetPartition() uint32 {
@@ -4947,7 +5021,7 @@ type SnapshotPage struct {
 
 func (x *SnapshotPage) Reset() {
 	*x = SnapshotPage{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4959,7 +5033,7 @@ func (x *SnapshotPage) String() string {
 func (*SnapshotPage) ProtoMessage() {}
 
 func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4972,7 +5046,7 @@ func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPage.ProtoReflect.Descriptor instead.
 func (*SnapshotPage) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{73}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SnapshotPage) GetEntries() []*Entry {
@@ -4997,7 +5071,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5009,7 +5083,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5022,7 +5096,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{74}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{75}
 }
 
 type StatusResponse struct {
@@ -5037,7 +5111,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5049,7 +5123,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5062,7 +5136,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{75}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *StatusResponse) GetNode() uint32 {
@@ -5114,7 +5188,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5126,7 +5200,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5139,7 +5213,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{76}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ReplicaStatus) GetPartition() uint32 {
@@ -5214,7 +5288,7 @@ type StreamStatus struct {
 
 func (x *StreamStatus) Reset() {
 	*x = StreamStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5226,7 +5300,7 @@ func (x *StreamStatus) String() string {
 func (*StreamStatus) ProtoMessage() {}
 
 func (x *StreamStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5239,7 +5313,7 @@ func (x *StreamStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStatus.ProtoReflect.Descriptor instead.
 func (*StreamStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{77}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *StreamStatus) GetStream() uint32 {
@@ -5293,7 +5367,7 @@ type MapRequestBatch struct {
 
 func (x *MapRequestBatch) Reset() {
 	*x = MapRequestBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5305,7 +5379,7 @@ func (x *MapRequestBatch) String() string {
 func (*MapRequestBatch) ProtoMessage() {}
 
 func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5318,7 +5392,7 @@ func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRequestBatch.ProtoReflect.Descriptor instead.
 func (*MapRequestBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{78}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *MapRequestBatch) GetRequests() []*MapRequest {
@@ -5337,7 +5411,7 @@ type MapResponseBatch struct {
 
 func (x *MapResponseBatch) Reset() {
 	*x = MapResponseBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5349,7 +5423,7 @@ func (x *MapResponseBatch) String() string {
 func (*MapResponseBatch) ProtoMessage() {}
 
 func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5362,7 +5436,7 @@ func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponseBatch.ProtoReflect.Descriptor instead.
 func (*MapResponseBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{79}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *MapResponseBatch) GetOutcomes() []*MapOutcome {
@@ -5386,7 +5460,7 @@ type MapOutcome struct {
 
 func (x *MapOutcome) Reset() {
 	*x = MapOutcome{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5398,7 +5472,7 @@ func (x *MapOutcome) String() string {
 func (*MapOutcome) ProtoMessage() {}
 
 func (x *MapOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5411,7 +5485,7 @@ func (x *MapOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOutcome.ProtoReflect.Descriptor instead.
 func (*MapOutcome) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{80}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *MapOutcome) GetOutcome() isMapOutcome_Outcome {
@@ -5474,7 +5548,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5486,7 +5560,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5499,7 +5573,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{81}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *Failure) GetCode() uint32 {
@@ -5846,7 +5920,13 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\x03end\x18\x04 \x01(\x04R\x03end\"8\n" +
 	"\x0eLogBoundsReply\x12\x14\n" +
 	"\x05first\x18\x01 \x01(\x04R\x05first\x12\x10\n" +
-	"\x03end\x18\x02 \x01(\x04R\x03end\"\x91\x01\n" +
+	"\x03end\x18\x02 \x01(\x04R\x03end\"t\n" +
+	"\x0eTailLogRequest\x12\x10\n" +
+	"\x03log\x18\x01 \x01(\tR\x03log\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\x04R\x04from\x12\x1b\n" +
+	"\tmax_bytes\x18\x03 \x01(\rR\bmaxBytes\x12\x1f\n" +
+	"\vmap_version\x18\x04 \x01(\x04R\n" +
+	"mapVersion\"\x91\x01\n" +
 	"\x13ReadSnapshotRequest\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x1a\n" +
 	"\bsnapshot\x18\x02 \x01(\x04R\bsnapshot\x12\x19\n" +
@@ -5901,7 +5981,7 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\rNEAREST_FLOOR\x10\x01\x12\x13\n" +
 	"\x0fNEAREST_CEILING\x10\x02\x12\x12\n" +
 	"\x0eNEAREST_HIGHER\x10\x03\x12\x11\n" +
-	"\rNEAREST_LOWER\x10\x042\xcf\x05\n" +
+	"\rNEAREST_LOWER\x10\x042\x8e\x06\n" +
 	"\x06Amulet\x12M\n" +
 	"\x0fGetPartitionMap\x12!.amulet.v1.GetPartitionMapRequest\x1a\x17.amulet.v1.PartitionMap\x12H\n" +
 	"\vOpenSession\x12\x1d.amulet.v1.OpenSessionRequest\x1a\x1a.amulet.v1.SessionResponse\x12F\n" +
@@ -5910,6 +5990,7 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\aExecute\x12\x15.amulet.v1.MapRequest\x1a\x16.amulet.v1.MapResponse\x12G\n" +
 	"\fExecuteBatch\x12\x1a.amulet.v1.MapRequestBatch\x1a\x1b.amulet.v1.MapResponseBatch\x12I\n" +
 	"\fReadSnapshot\x12\x1e.amulet.v1.ReadSnapshotRequest\x1a\x17.amulet.v1.SnapshotPage0\x01\x12=\n" +
+	"\aTailLog\x12\x19.amulet.v1.TailLogRequest\x1a\x15.amulet.v1.LogEntries0\x01\x12=\n" +
 	"\x06ReadAt\x12\x18.amulet.v1.ReadAtRequest\x1a\x19.amulet.v1.ReadAtResponse\x12=\n" +
 	"\x06Status\x12\x18.amulet.v1.StatusRequest\x1a\x19.amulet.v1.StatusResponse\x12L\n" +
 	"\vReconfigure\x12\x1d.amulet.v1.ReconfigureRequest\x1a\x1e.amulet.v1.ReconfigureResponseb\x06proto3"
@@ -5927,7 +6008,7 @@ func file_amulet_v1_amulet_proto_rawDescGZIP() []byte {
 }
 
 var file_amulet_v1_amulet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
 var file_amulet_v1_amulet_proto_goTypes = []any{
 	(Nearest)(0),                   // 0: amulet.v1.Nearest
 	(*ReconfigureRequest)(nil),     // 1: amulet.v1.ReconfigureRequest
@@ -6002,16 +6083,17 @@ var file_amulet_v1_amulet_proto_goTypes = []any{
 	(*Positions)(nil),              // 70: amulet.v1.Positions
 	(*LogEntries)(nil),             // 71: amulet.v1.LogEntries
 	(*LogBoundsReply)(nil),         // 72: amulet.v1.LogBoundsReply
-	(*ReadSnapshotRequest)(nil),    // 73: amulet.v1.ReadSnapshotRequest
-	(*SnapshotPage)(nil),           // 74: amulet.v1.SnapshotPage
-	(*StatusRequest)(nil),          // 75: amulet.v1.StatusRequest
-	(*StatusResponse)(nil),         // 76: amulet.v1.StatusResponse
-	(*ReplicaStatus)(nil),          // 77: amulet.v1.ReplicaStatus
-	(*StreamStatus)(nil),           // 78: amulet.v1.StreamStatus
-	(*MapRequestBatch)(nil),        // 79: amulet.v1.MapRequestBatch
-	(*MapResponseBatch)(nil),       // 80: amulet.v1.MapResponseBatch
-	(*MapOutcome)(nil),             // 81: amulet.v1.MapOutcome
-	(*Failure)(nil),                // 82: amulet.v1.Failure
+	(*TailLogRequest)(nil),         // 73: amulet.v1.TailLogRequest
+	(*ReadSnapshotRequest)(nil),    // 74: amulet.v1.ReadSnapshotRequest
+	(*SnapshotPage)(nil),           // 75: amulet.v1.SnapshotPage
+	(*StatusRequest)(nil),          // 76: amulet.v1.StatusRequest
+	(*StatusResponse)(nil),         // 77: amulet.v1.StatusResponse
+	(*ReplicaStatus)(nil),          // 78: amulet.v1.ReplicaStatus
+	(*StreamStatus)(nil),           // 79: amulet.v1.StreamStatus
+	(*MapRequestBatch)(nil),        // 80: amulet.v1.MapRequestBatch
+	(*MapResponseBatch)(nil),       // 81: amulet.v1.MapResponseBatch
+	(*MapOutcome)(nil),             // 82: amulet.v1.MapOutcome
+	(*Failure)(nil),                // 83: amulet.v1.Failure
 }
 var file_amulet_v1_amulet_proto_depIdxs = []int32{
 	3,  // 0: amulet.v1.ReconfigureRequest.split:type_name -> amulet.v1.SplitPartition
@@ -6087,34 +6169,36 @@ var file_amulet_v1_amulet_proto_depIdxs = []int32{
 	71, // 70: amulet.v1.MapResponse.log_entries:type_name -> amulet.v1.LogEntries
 	72, // 71: amulet.v1.MapResponse.log_bounds:type_name -> amulet.v1.LogBoundsReply
 	64, // 72: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
-	77, // 73: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
-	78, // 74: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
+	78, // 73: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
+	79, // 74: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
 	23, // 75: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
-	81, // 76: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
+	82, // 76: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
 	69, // 77: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
-	82, // 78: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
+	83, // 78: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
 	9,  // 79: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
 	19, // 80: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
 	19, // 81: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
 	20, // 82: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
 	23, // 83: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
-	79, // 84: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
-	73, // 85: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
-	38, // 86: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
-	75, // 87: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
-	1,  // 88: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
-	10, // 89: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
-	21, // 90: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
-	21, // 91: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
-	21, // 92: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
-	69, // 93: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
-	80, // 94: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
-	74, // 95: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
-	39, // 96: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
-	76, // 97: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
-	8,  // 98: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
-	89, // [89:99] is the sub-list for method output_type
-	79, // [79:89] is the sub-list for method input_type
+	80, // 84: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
+	74, // 85: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
+	73, // 86: amulet.v1.Amulet.TailLog:input_type -> amulet.v1.TailLogRequest
+	38, // 87: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
+	76, // 88: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
+	1,  // 89: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
+	10, // 90: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
+	21, // 91: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
+	21, // 92: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
+	21, // 93: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
+	69, // 94: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
+	81, // 95: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
+	75, // 96: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
+	71, // 97: amulet.v1.Amulet.TailLog:output_type -> amulet.v1.LogEntries
+	39, // 98: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
+	77, // 99: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
+	8,  // 100: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
+	90, // [90:101] is the sub-list for method output_type
+	79, // [79:90] is the sub-list for method input_type
 	79, // [79:79] is the sub-list for extension type_name
 	79, // [79:79] is the sub-list for extension extendee
 	0,  // [0:79] is the sub-list for field type_name
@@ -6188,19 +6272,19 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapResponse_LogEntries)(nil),
 		(*MapResponse_LogBounds)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[72].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[80].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[73].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[81].OneofWrappers = []any{
 		(*MapOutcome_Response)(nil),
 		(*MapOutcome_Failure)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[81].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[82].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amulet_v1_amulet_proto_rawDesc), len(file_amulet_v1_amulet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   82,
+			NumMessages:   83,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

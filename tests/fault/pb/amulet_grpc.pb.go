@@ -120,6 +120,7 @@ const (
 	Amulet_Execute_FullMethodName         = "/amulet.v1.Amulet/Execute"
 	Amulet_ExecuteBatch_FullMethodName    = "/amulet.v1.Amulet/ExecuteBatch"
 	Amulet_ReadSnapshot_FullMethodName    = "/amulet.v1.Amulet/ReadSnapshot"
+	Amulet_TailLog_FullMethodName         = "/amulet.v1.Amulet/TailLog"
 	Amulet_ReadAt_FullMethodName          = "/amulet.v1.Amulet/ReadAt"
 	Amulet_Status_FullMethodName          = "/amulet.v1.Amulet/Status"
 	Amulet_Reconfigure_FullMethodName     = "/amulet.v1.Amulet/Reconfigure"
@@ -148,6 +149,28 @@ type AmuletClient interface {
 	// Streams the pages of one partition's part of an open snapshot, in key
 	// order, served by this replica without ordering.
 	ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotPage], error)
+	// Follows a log (docs/logs.md): streams its entries from position
+	// `from`, in order, as this node's replica of the log's partition
+	// executes them, and never ends by itself. Served without ordering: a
+	// replica executes a prefix of the agreed order, so every entry is
+	// decided and at its position everywhere; a replica behind its peers
+	// only serves later. Each message is a LogEntries at the position after
+	// the previous one's entries (at most max_bytes, at least one entry);
+	// a message without entries is a heartbeat (about every second while
+	// nothing is appended) with the log's bounds here. After a disconnect,
+	// call again from the position after the last entry received. A replica
+	// behind its peers may still serve entries a trim acknowledged elsewhere
+	// has dropped: a client that must not see them checks the bounds with
+	// LogBounds (ordered) before it opens the stream.
+	// The stream ends with: NOT_FOUND (unknown or dropped log),
+	// OUT_OF_RANGE (`from`, or the tail's position later, below the first
+	// position: trimmed; or past the log's end for 10 s),
+	// FAILED_PRECONDITION not-a-replica (no replica here holds the log:
+	// it lives elsewhere or moved; the newest map rides along), UNAVAILABLE
+	// behind (this replica is catching up, or its map is older than
+	// map_version for 10 s: call another replica),
+	// INVALID_ARGUMENT (a bad log name).
+	TailLog(ctx context.Context, in *TailLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogEntries], error)
 	// One read of a transaction at its read version, served by this node's
 	// replica of the header's partition without ordering.
 	ReadAt(ctx context.Context, in *ReadAtRequest, opts ...grpc.CallOption) (*ReadAtResponse, error)
@@ -255,6 +278,25 @@ func (c *amuletClient) ReadSnapshot(ctx context.Context, in *ReadSnapshotRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Amulet_ReadSnapshotClient = grpc.ServerStreamingClient[SnapshotPage]
 
+func (c *amuletClient) TailLog(ctx context.Context, in *TailLogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogEntries], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Amulet_ServiceDesc.Streams[1], Amulet_TailLog_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[TailLogRequest, LogEntries]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Amulet_TailLogClient = grpc.ServerStreamingClient[LogEntries]
+
 func (c *amuletClient) ReadAt(ctx context.Context, in *ReadAtRequest, opts ...grpc.CallOption) (*ReadAtResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReadAtResponse)
@@ -308,6 +350,28 @@ type AmuletServer interface {
 	// Streams the pages of one partition's part of an open snapshot, in key
 	// order, served by this replica without ordering.
 	ReadSnapshot(*ReadSnapshotRequest, grpc.ServerStreamingServer[SnapshotPage]) error
+	// Follows a log (docs/logs.md): streams its entries from position
+	// `from`, in order, as this node's replica of the log's partition
+	// executes them, and never ends by itself. Served without ordering: a
+	// replica executes a prefix of the agreed order, so every entry is
+	// decided and at its position everywhere; a replica behind its peers
+	// only serves later. Each message is a LogEntries at the position after
+	// the previous one's entries (at most max_bytes, at least one entry);
+	// a message without entries is a heartbeat (about every second while
+	// nothing is appended) with the log's bounds here. After a disconnect,
+	// call again from the position after the last entry received. A replica
+	// behind its peers may still serve entries a trim acknowledged elsewhere
+	// has dropped: a client that must not see them checks the bounds with
+	// LogBounds (ordered) before it opens the stream.
+	// The stream ends with: NOT_FOUND (unknown or dropped log),
+	// OUT_OF_RANGE (`from`, or the tail's position later, below the first
+	// position: trimmed; or past the log's end for 10 s),
+	// FAILED_PRECONDITION not-a-replica (no replica here holds the log:
+	// it lives elsewhere or moved; the newest map rides along), UNAVAILABLE
+	// behind (this replica is catching up, or its map is older than
+	// map_version for 10 s: call another replica),
+	// INVALID_ARGUMENT (a bad log name).
+	TailLog(*TailLogRequest, grpc.ServerStreamingServer[LogEntries]) error
 	// One read of a transaction at its read version, served by this node's
 	// replica of the header's partition without ordering.
 	ReadAt(context.Context, *ReadAtRequest) (*ReadAtResponse, error)
@@ -356,6 +420,9 @@ func (UnimplementedAmuletServer) ExecuteBatch(context.Context, *MapRequestBatch)
 }
 func (UnimplementedAmuletServer) ReadSnapshot(*ReadSnapshotRequest, grpc.ServerStreamingServer[SnapshotPage]) error {
 	return status.Error(codes.Unimplemented, "method ReadSnapshot not implemented")
+}
+func (UnimplementedAmuletServer) TailLog(*TailLogRequest, grpc.ServerStreamingServer[LogEntries]) error {
+	return status.Error(codes.Unimplemented, "method TailLog not implemented")
 }
 func (UnimplementedAmuletServer) ReadAt(context.Context, *ReadAtRequest) (*ReadAtResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReadAt not implemented")
@@ -506,6 +573,17 @@ func _Amulet_ReadSnapshot_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Amulet_ReadSnapshotServer = grpc.ServerStreamingServer[SnapshotPage]
 
+func _Amulet_TailLog_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(TailLogRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AmuletServer).TailLog(m, &grpc.GenericServerStream[TailLogRequest, LogEntries]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Amulet_TailLogServer = grpc.ServerStreamingServer[LogEntries]
+
 func _Amulet_ReadAt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ReadAtRequest)
 	if err := dec(in); err != nil {
@@ -608,6 +686,11 @@ var Amulet_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ReadSnapshot",
 			Handler:       _Amulet_ReadSnapshot_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "TailLog",
+			Handler:       _Amulet_TailLog_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -1,5 +1,5 @@
-"""The eight RPCs of the Amulet service, bound by hand to a channel (see
-setup.py for why the service stubs are not generated)."""
+"""The RPCs of the Amulet service this client uses, bound by hand to a
+channel (see setup.py for why the service stubs are not generated)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,11 @@ class AmuletStub:
             _SERVICE + "ReadSnapshot",
             request_serializer=pb.ReadSnapshotRequest.SerializeToString,
             response_deserializer=pb.SnapshotPage.FromString,
+        )
+        self.TailLog = channel.unary_stream(
+            _SERVICE + "TailLog",
+            request_serializer=pb.TailLogRequest.SerializeToString,
+            response_deserializer=pb.LogEntries.FromString,
         )
 
 

@@ -582,6 +582,37 @@ class Client:
             time.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX)
 
+    # ---- log tails (used by amulet.log) -----------------------------------
+
+    def _tail_log(self, name: str, from_: int, avoid: str | None = None):
+        """Opens a ``TailLog`` stream of the log ``name`` from position
+        ``from_`` at a random replica of the partition holding it by the
+        cached map (another than ``avoid`` when there is one); at any node
+        when the cached map does not know the log (it says whether the log
+        exists, and sends its newer map if it does). Returns the address
+        and the call: an iterator of ``LogEntries`` that raises the
+        stream's failure (``grpc.RpcError``), cancelled with ``cancel()``.
+        The call has no deadline: a tail lasts until it is cancelled."""
+        if self._closed:
+            raise errors.AmuletError("the client is closed")
+        from amulet.log import log_placement
+
+        routing = self._routing
+        try:
+            replicas = routing.replica_addresses(routing.partitions_for(log_placement(name))[0])
+        except UnknownMap:
+            replicas = []
+        if not replicas:
+            replicas = list(routing.addresses.values()) or list(self.seeds)
+        if len(replicas) > 1 and avoid in replicas:
+            replicas = [r for r in replicas if r != avoid]
+        address = random.choice(replicas)
+        # The map version: a replica whose map is older (it has not
+        # executed the log's creation yet, say) waits for it, then answers
+        # UNAVAILABLE behind rather than a false NOT_FOUND.
+        request = pb.TailLogRequest(log=name, max_bytes=0, map_version=routing.version, **{"from": from_})
+        return address, self._stub(address).TailLog(request)
+
     # ---- snapshots (used by amulet.snapshot) -------------------------------
 
     def _read_snapshot(self, partition: int, snapshot: int, after: bytes | None):

@@ -25,6 +25,23 @@ impl PartitionState {
                 end,
             },
         };
+        let result = self.execute_log_command(command, ctx, unknown, refused);
+        // Tailers of this process look again after a change (a read, a
+        // bounds query or a refusal changes nothing).
+        if result.is_ok() && !matches!(command, ReadLog { .. } | LogBounds { .. }) {
+            self.log_changes += 1;
+        }
+        result
+    }
+
+    fn execute_log_command(
+        &mut self,
+        command: &MapCommand,
+        ctx: &ExecContext<'_>,
+        unknown: impl Fn(&MapName) -> MapError,
+        refused: impl Fn(&MapName, Refused, u64) -> MapError,
+    ) -> Result<MapReply, MapError> {
+        use MapCommand::*;
         match command {
             CreateLog { log } => {
                 if self.logs.contains_key(log) || self.maps.contains_key(log) {

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 mod operator;
 mod report;
+mod tailers;
 mod transactions;
 mod verdict;
 
@@ -89,6 +90,9 @@ pub enum DmapBug {
     TrimKeepsEntries,
     /// Logs: checkpoints restart every log's positions at 0.
     LogPositionsNotCheckpointed,
+    /// Logs: a tail read from inside a log starts one entry late (and
+    /// says it starts where it was asked to).
+    TailSkipsAnEntry,
 }
 
 /// What the swarm's clients run.
@@ -134,6 +138,7 @@ impl DmapBug {
             split_without_transfer: self == DmapBug::SplitWithoutTransfer,
             hand_off_at_fence: self == DmapBug::HandOffAtFence,
             transfer_drops_last_chunk: self == DmapBug::TransferDropsLastChunk,
+            tail_skips_an_entry: self == DmapBug::TailSkipsAnEntry,
         }
     }
 }
@@ -188,6 +193,8 @@ struct DmapCluster {
     calls: Vec<Call<MapOp, Observed>>,
     /// The logs the run created (`--logs`), empty in the model at start.
     logs: Vec<MapName>,
+    /// Followers of the logs (`--logs`).
+    tailers: tailers::Tailers,
     violations: Vec<Violation>,
     healed: bool,
     /// With a verbose seed and `AMULET_SIM_DUMP_MS`: every node's
@@ -468,6 +475,7 @@ impl DmapCluster {
             operator,
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
             calls: Vec::new(),
+            tailers: tailers::Tailers::new(&logs, seed),
             logs,
             violations: Vec::new(),
             healed: false,
@@ -677,6 +685,7 @@ impl Workload for DmapCluster {
         for c in 0..self.txn_clients.len() {
             self.tick_txn_client(harness, c, issuing);
         }
+        self.tick_tailers(harness);
     }
 
     fn at_endpoint(

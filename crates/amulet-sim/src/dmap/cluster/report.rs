@@ -14,6 +14,10 @@ impl DmapCluster {
             self.calls.len(),
             self.violations.len()
         );
+        let (tailed, reconnects) = self.tailers.totals();
+        if tailed > 0 || reconnects > 0 {
+            println!("tails: entries delivered={tailed} reconnects={reconnects}");
+        }
         if !self.txn_clients.is_empty() {
             let [ok, fail, info] = self.txn_history.ended;
             println!(

@@ -17,6 +17,7 @@ impl DmapCluster {
         if !self.txn_clients.is_empty() {
             self.check_transactions();
         }
+        self.check_tails(harness);
         if std::env::var_os("AMULET_SIM_DUMP_CALLS").is_some() {
             let mut sorted: Vec<&Call<MapOp, Observed>> = self.calls.iter().collect();
             sorted.sort_by_key(|c| c.invoke);

@@ -21,10 +21,13 @@ import amulet.v1.AmuletOuterClass.RequestHeader;
 import amulet.v1.AmuletOuterClass.SnapshotPage;
 import amulet.v1.AmuletOuterClass.StatusRequest;
 import amulet.v1.AmuletOuterClass.StatusResponse;
+import amulet.v1.AmuletOuterClass.TailLogRequest;
 import com.google.protobuf.ByteString;
 import io.amulet.codec.KeyCodec;
 import io.amulet.codec.ValueCodec;
 import io.amulet.map.AmuletMap;
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
@@ -65,10 +68,11 @@ public final class AmuletClient implements AutoCloseable {
   /** Largest reply accepted (a range read of many large values). */
   static final int REPLY_BYTES_MAX = 256 * 1024 * 1024;
 
-  private static final long BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
-  private static final long BACKOFF_MAX_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+  /** The first pause between attempts; it doubles up to {@link #BACKOFF_MAX_NANOS}. */
+  static final long BACKOFF_MIN_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+  static final long BACKOFF_MAX_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
   private static final Pattern MAP_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,128}");
-  private static final Metadata.Key<String> AMULET_ERROR =
+  static final Metadata.Key<String> AMULET_ERROR =
       Metadata.Key.of("amulet-error", Metadata.ASCII_STRING_MARSHALLER);
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -743,6 +747,45 @@ public final class AmuletClient implements AutoCloseable {
     } catch (Exception e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * Where a tail of {@code log} opens its stream: a random replica (not
+   * {@code avoid} if the partition has another) of the partition that holds
+   * the log by the cached map, as its requests are routed; any node when
+   * the map does not know the log (it says whether the log exists, and
+   * answers {@code not-a-replica} with its newer map if it does).
+   */
+  String tailAddress(String log, String avoid) {
+    Routing r = routing;
+    List<String> candidates = new ArrayList<>();
+    if (r.knows(log)) {
+      int partition = r.partitionsFor(AmuletLog.placement(log)).get(0);
+      candidates.addAll(r.replicaAddresses(partition));
+    }
+    if (candidates.isEmpty()) {
+      candidates.addAll(r.addresses.values());
+    }
+    if (candidates.isEmpty()) {
+      candidates.addAll(seeds);
+    }
+    if (candidates.size() > 1) {
+      candidates.remove(avoid);
+    }
+    return candidates.get(ThreadLocalRandom.current().nextInt(candidates.size()));
+  }
+
+  /**
+   * A new, unstarted TailLog call to {@code address}, without a deadline
+   * (the stream never ends by itself: the tail watches its heartbeats).
+   *
+   * @throws IllegalStateException if the client is closed
+   */
+  ClientCall<TailLogRequest, AmuletOuterClass.LogEntries> tailCall(String address) {
+    if (closed) {
+      throw new IllegalStateException("the client is closed");
+    }
+    return channel(address).newCall(AmuletGrpc.getTailLogMethod(), CallOptions.DEFAULT);
   }
 
   static void sleepNanos(long nanos) {

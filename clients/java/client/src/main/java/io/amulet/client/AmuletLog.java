@@ -17,8 +17,9 @@ import java.util.concurrent.Flow;
  * AmuletClient#log}, {@link AmuletClient#createLog}): entries at dense
  * positions 0, 1, ... that are never reused. The log lives whole in the
  * partition that owns its name, so each call is one linearizable request
- * to that partition (crates/amulet-client/src/log.rs). Cheap and
- * thread-safe.
+ * to that partition (crates/amulet-client/src/log.rs); a {@linkplain
+ * #tail(long) tail} follows it on a server stream from one of that
+ * partition's replicas. Cheap and thread-safe.
  *
  * <p>Errors: {@link AmuletException} of kind {@code NOT_FOUND} if the log
  * does not exist, {@code OUT_OF_RANGE} for a position outside the log;
@@ -27,7 +28,10 @@ import java.util.concurrent.Flow;
  * position).
  */
 public final class AmuletLog {
-  /** The longest pause between polls of {@link #tail(long)} when caught up. */
+  /**
+   * The longest pause between the polling reads of a {@link #tail(long)}
+   * when caught up (against a node without {@code TailLog} only).
+   */
   public static final Duration DEFAULT_MAX_POLL = Duration.ofMillis(100);
 
   private final AmuletClient client;
@@ -156,8 +160,7 @@ public final class AmuletLog {
   }
 
   /**
-   * Follows the log from position {@code from}, polling at most every
-   * {@link #DEFAULT_MAX_POLL} when caught up: see {@link #tail(long,
+   * Follows the log from position {@code from}: see {@link #tail(long,
    * Duration)}.
    */
   public LogTail tail(long from) {
@@ -167,10 +170,26 @@ public final class AmuletLog {
   /**
    * Follows the log from position {@code from}: the {@link LogTail}'s
    * {@code next()} returns every entry from there in order, waiting for new
-   * ones. Each read is a linearizable read of the log; when caught up it
-   * polls, the pause growing from 1 ms to {@code maxPoll}. Resume after a
-   * failure with {@link LogTail#position()}: no gap, no duplicate. A tail
-   * that falls below a trim gets {@code OUT_OF_RANGE}.
+   * ones. The entries come on a server stream ({@code TailLog}) from a
+   * random replica of the log's partition as it executes them, read with
+   * flow control; when the stream breaks (the node stopped, the log moved,
+   * no heartbeat for {@link LogTail#IDLE}) the tail reopens it at a replica
+   * from the position after the last entry it got, with the client's
+   * backoff, for at most the client's operation timeout ({@code
+   * UNAVAILABLE} then): no gap, no duplicate. Against a node without {@code
+   * TailLog} it polls with linearizable reads instead, the pause when caught
+   * up growing from 1 ms to {@code maxPoll}. Resume after a failure with
+   * {@link LogTail#position()}. The first {@code next} checks {@code from}
+   * with one linearizable read of the log's bounds: below the first
+   * position (trimmed) or past the end is {@code OUT_OF_RANGE} at once, an
+   * unknown log {@code NOT_FOUND}, as a read from there would be. A tail
+   * that falls below a trim later gets {@code OUT_OF_RANGE}; a dropped log
+   * {@code NOT_FOUND} (a stream's {@code NOT_FOUND} is checked by a read of
+   * the bounds: if the log exists, the replica was behind and the stream is
+   * reopened elsewhere). Close the tail when done: it holds a stream open.
+   *
+   * @param maxPoll the longest pause between polling reads (only against a
+   *     node without {@code TailLog})
    */
   public LogTail tail(long from, Duration maxPoll) {
     checkPosition(from, "from");
@@ -179,20 +198,22 @@ public final class AmuletLog {
 
   /**
    * The entries from {@code from} on as a {@link Flow.Publisher}: each
-   * subscriber follows the log with a {@link LogTail} of its own, as much
-   * as it requests, on a thread of its own (a daemon, started when there is
-   * demand, which blocks while the tail waits). A failed read is {@code
-   * onError}; the stream never completes. Cancelling stops it within a
-   * poll.
+   * subscriber follows the log with a {@link LogTail} of its own (a stream
+   * from a replica, read only as far as the subscriber's demand goes), on a
+   * thread of its own (a daemon, started when there is demand, which blocks
+   * while the tail waits). A failure of the tail ({@code NOT_FOUND}, {@code
+   * OUT_OF_RANGE}, {@code UNAVAILABLE} after the operation timeout; see
+   * {@link #tail(long, Duration)}) is {@code onError}; the stream never
+   * completes. Cancelling closes the tail and its stream at once.
    */
   public Flow.Publisher<LogEntry> publisher(long from) {
     return publisher(from, DEFAULT_MAX_POLL, LogPublisher.THREAD_PER_RUN);
   }
 
   /**
-   * As {@link #publisher(long)}, polling at most every {@code maxPoll}
-   * when caught up, delivering on {@code executor} (its tasks block while
-   * the tail waits: give it threads to spare).
+   * As {@link #publisher(long)}, delivering on {@code executor} (its tasks
+   * block while the tail waits: give it threads to spare); {@code maxPoll}
+   * as for {@link #tail(long, Duration)}.
    */
   public Flow.Publisher<LogEntry> publisher(long from, Duration maxPoll, Executor executor) {
     checkPosition(from, "from");

@@ -10,9 +10,14 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * {@link AmuletLog#publisher}: a {@link LogTail} per subscriber, drained on
- * the executor as far as the subscriber's demand goes. Signals to one
- * subscriber are serial: onSubscribe and every drain run in tasks that never
- * overlap (a task is submitted only when none is running or queued).
+ * the executor as far as the subscriber's demand goes. The tail asks its
+ * stream for a message only when it has handed out the entries of the last
+ * one, so without demand the stream (and the node sending it) waits: a slow
+ * subscriber holds a message or two, not the log. Signals to one subscriber
+ * are serial: onSubscribe and every drain run in tasks that never overlap (a
+ * task is submitted only when none is running or queued). A failure of the
+ * tail is onError (and closes it); cancel closes the tail, which cancels its
+ * stream and wakes a drain waiting in it.
  */
 final class LogPublisher implements Flow.Publisher<LogEntry> {
   /** A new daemon thread per task (a task runs while there is demand). */

@@ -56,8 +56,8 @@ public class ConformanceTest {
   private static final Set<String> STEP_KEYS =
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
-          "reverse", "nearest", "name", "txn", "fields", "log", "below", "max_entries", "expect",
-          "error");
+          "reverse", "nearest", "name", "txn", "fields", "log", "below", "max_entries", "count",
+          "expect", "error");
   /** The scenario files, run in this order. */
   static final List<String> FILES = List.of("scenarios.json", "transactions.json", "logs.json");
   private static final String RUN =
@@ -380,6 +380,25 @@ public class ConformanceTest {
         return boundsJson(log(c, prefix, step).trim(step.get("below").getAsLong()));
       case "log_bounds":
         return boundsJson(log(c, prefix, step).bounds());
+      case "tail_log":
+        {
+          // The tail (the TailLog stream) at from: count entries, at most 10 s each.
+          int count = step.get("count").getAsInt();
+          JsonArray out = new JsonArray();
+          try (LogTail tail = log(c, prefix, step).tail(step.get("from").getAsLong())) {
+            for (int i = 0; i < count; i++) {
+              LogEntry e = tail.poll(java.time.Duration.ofSeconds(10));
+              if (e == null) {
+                throw new AssertionError(where + ": no entry " + i + " within 10 s");
+              }
+              JsonArray pair = new JsonArray();
+              pair.add(e.position());
+              pair.add(hex(e.value()));
+              out.add(pair);
+            }
+          }
+          return out;
+        }
       case "get":
         return hex(m.get(bytes(step.get("key"))));
       case "contains_key":

@@ -8,7 +8,18 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
+import amulet.v1.AmuletOuterClass;
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.NodeCluster;
+import io.grpc.CallOptions;
+import io.grpc.Channel;
+import io.grpc.ClientCall;
+import io.grpc.ClientInterceptor;
+import io.grpc.ForwardingClientCall;
+import io.grpc.ForwardingClientCallListener;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.AbstractMap.SimpleImmutableEntry;
@@ -24,7 +35,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntFunction;
 import org.junit.AfterClass;
 import org.junit.BeforeClass;
 import org.junit.Test;
@@ -63,6 +77,181 @@ public class LogTest {
 
   static String fresh() {
     return ByteMapTest.fresh();
+  }
+
+  /**
+   * What {@link TailHook} does to one TailLog call: let it through, refuse
+   * it (a status, with an {@code amulet-error} kind or none, without
+   * reaching a node), break it (UNAVAILABLE, as when its node goes away)
+   * after it delivered a number of messages with entries, swallow its
+   * messages (a silent stream), or hold its opening until released.
+   */
+  static final class TailAction {
+    final Status refusal;
+    final String kind;
+    final int breakAfter;
+    final boolean swallow;
+    final CountDownLatch held;
+    final CountDownLatch release;
+
+    private TailAction(
+        Status refusal, String kind, int breakAfter, boolean swallow, CountDownLatch held,
+        CountDownLatch release) {
+      this.refusal = refusal;
+      this.kind = kind;
+      this.breakAfter = breakAfter;
+      this.swallow = swallow;
+      this.held = held;
+      this.release = release;
+    }
+
+    static TailAction pass() {
+      return new TailAction(null, null, -1, false, null, null);
+    }
+
+    static TailAction refuse(Status status, String kind) {
+      return new TailAction(status, kind, -1, false, null, null);
+    }
+
+    static TailAction breakAfter(int messagesWithEntries) {
+      return new TailAction(null, null, messagesWithEntries, false, null, null);
+    }
+
+    static TailAction swallow() {
+      return new TailAction(null, null, -1, true, null, null);
+    }
+
+    /** Counts {@code held} down when the call is being opened, then waits for {@code release}. */
+    static TailAction hold(CountDownLatch held, CountDownLatch release) {
+      return new TailAction(null, null, -1, false, held, release);
+    }
+  }
+
+  /**
+   * Applies {@link #plan} to every TailLog call of a client, by its number
+   * (0, 1, ...); records where each went and the map version it carried,
+   * counts the messages the client was handed, and counts the LogBounds
+   * requests the client sent (Execute or ExecuteBatch).
+   */
+  static final class TailHook implements ClientInterceptor {
+    static final Metadata.Key<String> AMULET_ERROR =
+        Metadata.Key.of("amulet-error", Metadata.ASCII_STRING_MARSHALLER);
+    final AtomicInteger calls = new AtomicInteger();
+    final AtomicInteger delivered = new AtomicInteger();
+    final AtomicInteger boundsReads = new AtomicInteger();
+    final List<String> addresses = Collections.synchronizedList(new ArrayList<>());
+    final List<Long> mapVersions = Collections.synchronizedList(new ArrayList<>());
+    volatile IntFunction<TailAction> plan = n -> TailAction.pass();
+
+    @Override
+    public <Q, R> ClientCall<Q, R> interceptCall(
+        MethodDescriptor<Q, R> method, CallOptions options, Channel next) {
+      if (!method.getFullMethodName().endsWith("/TailLog")) {
+        return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(
+            next.newCall(method, options)) {
+          @Override
+          public void sendMessage(Q message) {
+            if (message instanceof AmuletOuterClass.MapRequest r && r.hasLogBounds()) {
+              boundsReads.incrementAndGet();
+            } else if (message instanceof AmuletOuterClass.MapRequestBatch b) {
+              for (AmuletOuterClass.MapRequest r : b.getRequestsList()) {
+                if (r.hasLogBounds()) {
+                  boundsReads.incrementAndGet();
+                }
+              }
+            }
+            super.sendMessage(message);
+          }
+        };
+      }
+      TailAction action = plan.apply(calls.getAndIncrement());
+      addresses.add(next.authority());
+      if (action.held != null) {
+        action.held.countDown();
+        try {
+          assertTrue("released", action.release.await(20, TimeUnit.SECONDS));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      if (action.refusal != null) {
+        return new ClientCall<Q, R>() {
+          private Listener<R> listener;
+
+          @Override
+          public void start(Listener<R> l, Metadata headers) {
+            listener = l;
+          }
+
+          @Override
+          public void request(int n) {}
+
+          @Override
+          public void sendMessage(Q message) {
+            mapVersions.add(((AmuletOuterClass.TailLogRequest) message).getMapVersion());
+          }
+
+          @Override
+          public void halfClose() {
+            Metadata trailers = new Metadata();
+            if (action.kind != null) {
+              trailers.put(AMULET_ERROR, action.kind);
+            }
+            listener.onClose(action.refusal, trailers);
+          }
+
+          @Override
+          public void cancel(String message, Throwable cause) {}
+        };
+      }
+      ClientCall<Q, R> call = next.newCall(method, options);
+      return new ForwardingClientCall.SimpleForwardingClientCall<Q, R>(call) {
+        private volatile boolean broken;
+        private int withEntries;
+
+        @Override
+        public void sendMessage(Q message) {
+          mapVersions.add(((AmuletOuterClass.TailLogRequest) message).getMapVersion());
+          super.sendMessage(message);
+        }
+
+        @Override
+        public void start(Listener<R> listener, Metadata headers) {
+          super.start(
+              new ForwardingClientCallListener.SimpleForwardingClientCallListener<R>(listener) {
+                @Override
+                public void onMessage(R message) {
+                  if (broken || action.swallow) {
+                    return;
+                  }
+                  delivered.incrementAndGet();
+                  super.onMessage(message);
+                  if (((AmuletOuterClass.LogEntries) message).getEntriesCount() > 0
+                      && ++withEntries == action.breakAfter) {
+                    broken = true;
+                    call.cancel("broken by the test", null);
+                  }
+                }
+
+                @Override
+                public void onClose(Status status, Metadata trailers) {
+                  super.onClose(
+                      broken ? Status.UNAVAILABLE.withDescription("stream broken by the test") : status,
+                      broken ? new Metadata() : trailers);
+                }
+              },
+              headers);
+        }
+      };
+    }
+  }
+
+  /** A client of the shared cluster whose TailLog calls go through {@code hook}. */
+  static AmuletClient hooked(TailHook hook, Duration operationTimeout) {
+    return AmuletClient.connect(
+        DevCluster.get().addresses(),
+        ClientConfig.defaults().withOperationTimeout(operationTimeout),
+        hook);
   }
 
   @Test
@@ -280,6 +469,15 @@ public class LogTest {
               new LogEntry(1, b("after0")), new LogEntry(2, b("after1")), new LogEntry(3, b("after2"))),
           seen);
       assertEquals(4, tail.position());
+      // One stream, from a replica of the log's partition, served it all.
+      assertFalse(tail.isPolling());
+      assertEquals(0, tail.reconnects());
+      Routing routing = client.routing();
+      assertTrue(
+          tail.streamAddress(),
+          routing
+              .replicaAddresses(routing.partitionOf(log.name(), b(log.name())))
+              .contains(tail.streamAddress()));
     } finally {
       appender.shutdownNow();
     }
@@ -350,6 +548,62 @@ public class LogTest {
       assertFalse(waiting.hasNext());
     } finally {
       t.shutdownNow();
+    }
+  }
+
+  /**
+   * The first {@code next} checks the start with one read of the log's
+   * bounds: below the first position or past the end is OUT_OF_RANGE at
+   * once, without a stream; the check is not repeated when the stream is
+   * reopened. Every TailLog call carries the cached map's version.
+   */
+  @Test
+  public void aTailChecksItsStartOnceAgainstTheBounds() {
+    AmuletLog log = client.createLog(fresh());
+    for (int i = 0; i < 4; i++) {
+      log.append(b("c" + i));
+    }
+    log.trim(2);
+    TailHook hook = new TailHook();
+    hook.plan = n -> n < 2 ? TailAction.breakAfter(1) : TailAction.pass();
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20))) {
+      long before = hooked.partitionMapVersion();
+      assertTrue("map version " + before, before > 0);
+      AmuletLog h = hooked.log(log.name());
+      for (long from : new long[] {1, 5}) {
+        try (LogTail tail = h.tail(from)) {
+          long start = System.nanoTime();
+          AmuletException e =
+              assertThrows(AmuletException.class, () -> tail.poll(Duration.ofSeconds(20)));
+          assertEquals(AmuletException.Kind.OUT_OF_RANGE, e.kind());
+          assertTrue(
+              e.getMessage(),
+              e.getMessage().contains(log.name())
+                  && e.getMessage().contains(" " + from + " ")
+                  && e.getMessage().contains("2..4"));
+          assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5));
+          assertEquals(from, tail.position());
+        }
+      }
+      assertEquals(0, hook.calls.get());
+      assertEquals(2, hook.boundsReads.get());
+      hook.boundsReads.set(0);
+      // From the first position, then at the end waiting for appends, on
+      // streams broken twice: one read of the bounds in all.
+      try (LogTail tail = h.tail(2)) {
+        assertEquals(List.of("c2", "c3"), take(tail, 2));
+        log.append(b("c4"));
+        assertEquals(List.of("c4"), take(tail, 1));
+        log.append(b("c5"));
+        assertEquals(List.of("c5"), take(tail, 1));
+        assertTrue("reconnects " + tail.reconnects(), tail.reconnects() >= 2);
+        assertEquals(1, hook.boundsReads.get());
+      }
+      long after = hooked.partitionMapVersion();
+      assertTrue(hook.mapVersions.toString(), hook.mapVersions.size() >= 3);
+      for (long v : hook.mapVersions) {
+        assertTrue(hook.mapVersions + " in " + before + ".." + after, before <= v && v <= after);
+      }
     }
   }
 
@@ -466,5 +720,383 @@ public class LogTest {
             });
     assertTrue(failed.await(20, TimeUnit.SECONDS));
     assertEquals(AmuletException.Kind.NOT_FOUND, ((AmuletException) error.get()).kind());
+  }
+  /** Reads {@code count} entries from {@code tail}, each within 20 s, checking their positions. */
+  static List<String> take(LogTail tail, int count) {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      long at = tail.position();
+      LogEntry e = tail.poll(Duration.ofSeconds(20));
+      assertNotNull("entry " + at, e);
+      assertEquals(at, e.position());
+      out.add(s(e.value()));
+    }
+    return out;
+  }
+
+  static List<String> values(String prefix, int from, int to) {
+    List<String> out = new ArrayList<>();
+    for (int i = from; i < to; i++) {
+      out.add(prefix + i);
+    }
+    return out;
+  }
+
+  /**
+   * Streams broken by the "node" (UNAVAILABLE after their first entries)
+   * and by the client (the call cancelled) are reopened at another replica
+   * from the position after the last entry: no gap, no duplicate.
+   */
+  @Test
+  public void aBrokenStreamIsReopenedWithoutGapOrDuplicate() throws Exception {
+    TailHook hook = new TailHook();
+    hook.plan = n -> n < 4 ? TailAction.breakAfter(1) : TailAction.pass();
+    AmuletLog log = client.createLog(fresh());
+    int count = 200;
+    ExecutorService appender = Executors.newSingleThreadExecutor();
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20));
+        LogTail tail = hooked.log(log.name()).tail(0)) {
+      Future<?> appends =
+          appender.submit(
+              () -> {
+                for (int i = 0; i < count; i++) {
+                  assertEquals(i, log.append(b("v" + i)));
+                }
+                return null;
+              });
+      List<String> seen = new ArrayList<>(take(tail, 100));
+      // The client breaks its own stream twice.
+      tail.breakStream();
+      seen.addAll(take(tail, 50));
+      tail.breakStream();
+      seen.addAll(take(tail, count - 150));
+      appends.get(30, TimeUnit.SECONDS);
+      assertEquals(values("v", 0, count), seen);
+      assertEquals(count, tail.position());
+      assertNull(tail.poll(Duration.ofMillis(50)));
+      assertTrue("reconnects " + tail.reconnects(), tail.reconnects() >= 4);
+      assertFalse(tail.isPolling());
+      // Each stream the node broke was reopened at another replica.
+      List<String> at = new ArrayList<>(hook.addresses);
+      assertTrue("calls " + at, at.size() >= 5);
+      for (int i = 1; i <= 4; i++) {
+        assertTrue("calls " + at, !at.get(i).equals(at.get(i - 1)));
+      }
+    } finally {
+      appender.shutdownNow();
+    }
+  }
+
+  /**
+   * A tail goes on, without gap or duplicate, while every node of a cluster
+   * of its own is killed and restarted in turn (so the node its stream
+   * comes from is killed at least once) and entries are appended.
+   */
+  @Test
+  public void aTailResumesAcrossNodeRestarts() throws Exception {
+    try (NodeCluster cluster = NodeCluster.start();
+        AmuletClient c = cluster.client(Duration.ofSeconds(30))) {
+      AmuletLog log = c.createLog(fresh());
+      AtomicBoolean stop = new AtomicBoolean();
+      AtomicInteger appended = new AtomicInteger();
+      ExecutorService appender = Executors.newSingleThreadExecutor();
+      List<String> seen = new ArrayList<>();
+      try (LogTail tail = log.tail(0)) {
+        Future<?> appends =
+            appender.submit(
+                () -> {
+                  long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                  for (int i = 0; !stop.get() && System.nanoTime() < deadline; i++) {
+                    assertEquals(i, log.append(b("r" + i)));
+                    appended.incrementAndGet();
+                    Thread.sleep(5);
+                  }
+                  return null;
+                });
+        seen.addAll(take(tail, 20));
+        for (int node = 1; node <= 3; node++) {
+          String killed = cluster.addresses().get(node - 1);
+          boolean itsStream = killed.equals(tail.streamAddress());
+          long before = tail.reconnects();
+          cluster.killNode(node);
+          // Read on while the node is down, past entries appended after
+          // the kill (which a stream from the killed node cannot carry).
+          int target = appended.get() + 10;
+          seen.addAll(take(tail, target - (int) tail.position()));
+          if (itsStream) {
+            assertTrue("reconnects " + tail.reconnects(), tail.reconnects() > before);
+            assertFalse(killed.equals(tail.streamAddress()));
+          }
+          cluster.startNode(node);
+          cluster.waitCaughtUp(node, Duration.ofSeconds(60));
+          seen.addAll(take(tail, 20));
+        }
+        stop.set(true);
+        appends.get(60, TimeUnit.SECONDS);
+        int total = appended.get();
+        seen.addAll(take(tail, total - seen.size()));
+        assertEquals(values("r", 0, total), seen);
+        assertNull(tail.poll(Duration.ofMillis(50)));
+        assertTrue("reconnects " + tail.reconnects(), tail.reconnects() >= 1);
+        assertFalse(tail.isPolling());
+      } finally {
+        stop.set(true);
+        appender.shutdownNow();
+        assertTrue(appender.awaitTermination(30, TimeUnit.SECONDS));
+      }
+    }
+  }
+
+  /** A stream reopened at a position trimmed away meanwhile ends the tail with OUT_OF_RANGE. */
+  @Test
+  public void aTailReopenedBelowATrimIsOutOfRange() throws Exception {
+    CountDownLatch reopening = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    TailHook hook = new TailHook();
+    hook.plan =
+        n -> n == 0 ? TailAction.breakAfter(1) : n == 1 ? TailAction.hold(reopening, release) : TailAction.pass();
+    AmuletLog log = client.createLog(fresh());
+    log.append(b("e0"));
+    log.append(b("e1"));
+    ExecutorService reader = Executors.newSingleThreadExecutor();
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20));
+        LogTail tail = hooked.log(log.name()).tail(0)) {
+      Future<Throwable> third =
+          reader.submit(
+              () -> {
+                assertEquals(List.of("e0", "e1"), take(tail, 2));
+                try {
+                  tail.poll(Duration.ofSeconds(20));
+                  return null;
+                } catch (Throwable t) {
+                  return t;
+                }
+              });
+      assertTrue(reopening.await(20, TimeUnit.SECONDS));
+      log.append(b("e2"));
+      log.trim(3);
+      release.countDown();
+      Throwable t = third.get(30, TimeUnit.SECONDS);
+      assertTrue(String.valueOf(t), t instanceof AmuletException);
+      assertEquals(AmuletException.Kind.OUT_OF_RANGE, ((AmuletException) t).kind());
+      assertEquals(2, tail.position());
+    } finally {
+      release.countDown();
+      reader.shutdownNow();
+    }
+  }
+
+  /** A tail of a log that does not exist, or is dropped while streaming, fails with NOT_FOUND. */
+  @Test
+  public void aTailOfAnUnknownOrDroppedLogIsNotFound() {
+    try (LogTail unknown = client.log(fresh()).tail(0)) {
+      AmuletException e =
+          assertThrows(AmuletException.class, () -> unknown.poll(Duration.ofSeconds(20)));
+      assertEquals(AmuletException.Kind.NOT_FOUND, e.kind());
+      assertEquals(0, unknown.reconnects());
+    }
+    AmuletLog log = client.createLog(fresh());
+    log.append(b("d0"));
+    try (LogTail tail = log.tail(0)) {
+      assertEquals(List.of("d0"), take(tail, 1));
+      assertNull(tail.poll(Duration.ofMillis(200)));
+      assertNotNull(tail.streamAddress());
+      client.dropLog(log.name());
+      AmuletException e =
+          assertThrows(AmuletException.class, () -> tail.poll(Duration.ofSeconds(20)));
+      assertEquals(AmuletException.Kind.NOT_FOUND, e.kind());
+      assertEquals(1, tail.position());
+    }
+  }
+
+  /** A node that answers UNIMPLEMENTED (no TailLog: an older server) is followed by polling reads. */
+  @Test
+  public void aNodeWithoutTailLogIsPolled() {
+    TailHook hook = new TailHook();
+    hook.plan = n -> TailAction.refuse(Status.UNIMPLEMENTED.withDescription("no TailLog here"), null);
+    AmuletLog log = client.createLog(fresh());
+    log.append(b("o0"));
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20));
+        LogTail tail = hooked.log(log.name()).tail(0, Duration.ofMillis(20))) {
+      assertEquals(List.of("o0"), take(tail, 1));
+      assertTrue(tail.isPolling());
+      assertNull(tail.poll(Duration.ofMillis(50)));
+      log.append(b("o1"));
+      log.append(b("o2"));
+      assertEquals(List.of("o1", "o2"), take(tail, 2));
+      assertEquals(1, hook.calls.get());
+      assertEquals(0, tail.reconnects());
+    }
+  }
+
+  /**
+   * {@code not-a-replica} (FAILED_PRECONDITION) refreshes the map and
+   * reopens the stream, and so does NOT_FOUND of a log that exists (checked
+   * by a read of its bounds); OUT_OF_RANGE, INVALID_ARGUMENT and any other
+   * FAILED_PRECONDITION end the tail with the client's usual errors,
+   * without a retry.
+   */
+  @Test
+  public void notAReplicaIsReopenedAndOtherRefusalsAreFinal() {
+    AmuletLog log = client.createLog(fresh());
+    log.append(b("n0"));
+    TailHook hook = new TailHook();
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20))) {
+      hook.plan =
+          n ->
+              n == 0
+                  ? TailAction.refuse(
+                      Status.FAILED_PRECONDITION.withDescription("not a replica"), "not-a-replica")
+                  : TailAction.pass();
+      try (LogTail tail = hooked.log(log.name()).tail(0)) {
+        assertEquals(List.of("n0"), take(tail, 1));
+        assertEquals(1, tail.reconnects());
+        assertEquals(2, hook.calls.get());
+      }
+      // NOT_FOUND of a log that exists (a replica that has not executed its
+      // creation yet): one read of the bounds says so, and the stream is
+      // reopened elsewhere.
+      hook.calls.set(0);
+      hook.addresses.clear();
+      hook.boundsReads.set(0);
+      hook.plan =
+          n ->
+              n == 0
+                  ? TailAction.refuse(Status.NOT_FOUND.withDescription("no log here (test)"), null)
+                  : TailAction.pass();
+      try (LogTail tail = hooked.log(log.name()).tail(0)) {
+        assertEquals(List.of("n0"), take(tail, 1));
+        assertEquals(1, tail.reconnects());
+        assertEquals(2, hook.calls.get());
+        // The start's check and the NOT_FOUND's.
+        assertEquals(2, hook.boundsReads.get());
+        List<String> at = new ArrayList<>(hook.addresses);
+        assertTrue("calls " + at, !at.get(1).equals(at.get(0)));
+      }
+      Object[][] finals = {
+        {Status.OUT_OF_RANGE, AmuletException.Kind.OUT_OF_RANGE},
+        {Status.FAILED_PRECONDITION, AmuletException.Kind.FAILED_PRECONDITION},
+        {Status.INVALID_ARGUMENT, null},
+      };
+      for (Object[] f : finals) {
+        Status status = ((Status) f[0]).withDescription("refused by the test");
+        hook.calls.set(0);
+        hook.plan = n -> TailAction.refuse(status, null);
+        try (LogTail tail = hooked.log(log.name()).tail(0)) {
+          RuntimeException e =
+              assertThrows(RuntimeException.class, () -> tail.poll(Duration.ofSeconds(20)));
+          if (f[1] == null) {
+            assertTrue(e.toString(), e instanceof IllegalArgumentException);
+          } else {
+            assertEquals(f[1], ((AmuletException) e).kind());
+          }
+          assertEquals(1, hook.calls.get());
+          assertEquals(0, tail.reconnects());
+          // Still usable: the next call opens a stream again.
+          hook.plan = n -> TailAction.pass();
+          assertEquals(List.of("n0"), take(tail, 1));
+        }
+      }
+    }
+  }
+
+  /**
+   * Heartbeats keep an idle stream open (skipped: no entry comes of them);
+   * a stream silent for the idle time is cancelled and reopened.
+   */
+  @Test
+  public void heartbeatsKeepAStreamAndASilentOneIsReopened() {
+    AmuletLog log = client.createLog(fresh());
+    log.append(b("h0"));
+    try (LogTail tail = log.tail(0)) {
+      tail.idleNanos = TimeUnit.MILLISECONDS.toNanos(2500);
+      assertEquals(List.of("h0"), take(tail, 1));
+      // Nothing appended for longer than the idle time: heartbeats only.
+      assertNull(tail.poll(Duration.ofSeconds(4)));
+      assertEquals(0, tail.reconnects());
+      assertEquals(1, tail.position());
+      log.append(b("h1"));
+      assertEquals(List.of("h1"), take(tail, 1));
+      assertEquals(0, tail.reconnects());
+    }
+    TailHook hook = new TailHook();
+    hook.plan = n -> n == 0 ? TailAction.swallow() : TailAction.pass();
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20));
+        LogTail tail = hooked.log(log.name()).tail(0)) {
+      tail.idleNanos = TimeUnit.MILLISECONDS.toNanos(500);
+      long start = System.nanoTime();
+      assertEquals(List.of("h0", "h1"), take(tail, 2));
+      assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(500));
+      assertEquals(1, tail.reconnects());
+      assertEquals(2, hook.calls.get());
+    }
+  }
+
+  /**
+   * A tail no replica serves gives up with UNAVAILABLE after the client's
+   * operation timeout, and goes on from its position when called again.
+   */
+  @Test
+  public void aTailGivesUpAfterTheOperationTimeoutAndStaysUsable() {
+    AmuletLog log = client.createLog(fresh());
+    log.append(b("u0"));
+    log.append(b("u1"));
+    AtomicBoolean refusing = new AtomicBoolean(false);
+    TailHook hook = new TailHook();
+    hook.plan =
+        n ->
+            refusing.get()
+                ? TailAction.refuse(Status.UNAVAILABLE.withDescription("down (test)"), "behind")
+                : TailAction.breakAfter(1);
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(1));
+        LogTail tail = hooked.log(log.name()).tail(0)) {
+      assertEquals(List.of("u0"), take(tail, 1));
+      refusing.set(true);
+      // The buffered entry comes first; then the broken stream is retried.
+      assertEquals(List.of("u1"), take(tail, 1));
+      long start = System.nanoTime();
+      AmuletException e =
+          assertThrows(AmuletException.class, () -> tail.poll(Duration.ofSeconds(20)));
+      long took = System.nanoTime() - start;
+      assertEquals(e.toString(), AmuletException.Kind.UNAVAILABLE, e.kind());
+      assertTrue("took " + took, took < TimeUnit.SECONDS.toNanos(10));
+      assertTrue("reconnects " + tail.reconnects(), tail.reconnects() >= 3);
+      assertEquals(2, tail.position());
+      refusing.set(false);
+      log.append(b("u2"));
+      assertEquals(List.of("u2"), take(tail, 1));
+    }
+  }
+
+  /**
+   * The stream is read with flow control: the tail asks for the next
+   * message only when it has handed out the last one's entries.
+   */
+  @Test
+  public void aTailAsksForOneMessageAtATime() throws Exception {
+    AmuletLog log = client.createLog(fresh());
+    byte[] big = new byte[1024 * 1024];
+    int count = 12;
+    for (int i = 0; i < count; i++) {
+      big[0] = (byte) i;
+      log.append(big);
+    }
+    TailHook hook = new TailHook();
+    try (AmuletClient hooked = hooked(hook, Duration.ofSeconds(20));
+        LogTail tail = hooked.log(log.name()).tail(0)) {
+      LogEntry first = tail.poll(Duration.ofSeconds(20));
+      assertNotNull(first);
+      assertEquals(0, first.value()[0]);
+      Thread.sleep(500);
+      // At most 4 MiB a message: several messages, of which one was taken.
+      assertEquals(1, hook.delivered.get());
+      for (int i = 1; i < count; i++) {
+        LogEntry e = tail.poll(Duration.ofSeconds(20));
+        assertNotNull(e);
+        assertEquals(i, e.position());
+        assertEquals(i, e.value()[0]);
+      }
+      assertTrue("messages " + hook.delivered.get(), hook.delivered.get() >= 3);
+    }
   }
 }

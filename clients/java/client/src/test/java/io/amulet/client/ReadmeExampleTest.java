@@ -48,10 +48,12 @@ public class ReadmeExampleTest {
         Map.entry(audit, "paid".getBytes(UTF_8))));         // positions, in entry order
     LogEntries page = log.read(first, 100);                 // page.entries(), .first(), .end()
     List<String> seen = new ArrayList<>();
-    for (LogEntry e : log.tail(first)) {                    // blocks until entries come
-      seen.add(e.position() + ": " + new String(e.value(), UTF_8));
-      if (e.position() == paid[0]) {
-        break;
+    try (LogTail tail = log.tail(first)) {                  // a stream from a replica
+      for (LogEntry e : tail) {                             // blocks until entries come
+        seen.add(e.position() + ": " + new String(e.value(), UTF_8));
+        if (e.position() == paid[0]) {
+          break;
+        }
       }
     }
     log.trim(paid[0]);                                      // drops the entries below

@@ -60,6 +60,43 @@ pub(crate) struct Phase1Tally {
     pub(crate) trimmed_below: Instance,
 }
 
+impl Phase1Tally {
+    /// Adds an acceptor's vote. Only the highest ballot of an instance
+    /// matters to the coordinator, so a tally keeps one vote per instance;
+    /// and the message must fit one frame (peers size frames for one full
+    /// batch plus one largest value): while the votes held exceed that,
+    /// the range shrinks from its top (`to` becomes the highest instance
+    /// held, whose vote is dropped), never below its first instance. The
+    /// coordinator prepares the rest with the next phase 1 from `to`. A
+    /// range of a whole prepare window of 1 MiB values made a frame of
+    /// several MiB that the peer refused, every time it was sent again.
+    pub(crate) fn add(&mut self, vote: Accepted, budget: usize) {
+        match self
+            .accepted
+            .iter_mut()
+            .find(|a| a.instance == vote.instance)
+        {
+            Some(held) if held.ballot >= vote.ballot => return,
+            Some(held) => *held = vote,
+            None => self.accepted.push(vote),
+        }
+        let len = |a: &Accepted| batch_encoded_len(&a.batch) + RETRANSMIT_INSTANCE_OVERHEAD;
+        let mut bytes: usize = self.accepted.iter().map(len).sum();
+        while bytes > budget {
+            let Some(top) = self.accepted.iter().map(|a| a.instance).max() else {
+                break;
+            };
+            if top <= self.from {
+                break;
+            }
+            self.to = self.to.min(top);
+            self.accepted.retain(|a| a.instance < top);
+            bytes = self.accepted.iter().map(len).sum();
+        }
+        debug_assert!(self.accepted.iter().all(|a| a.instance < self.to));
+    }
+}
+
 impl StreamNode {
     /// This acceptor's part of ring phase 1. Returns whether it promised.
     pub(crate) fn phase1_vote(&mut self, tally: &mut Phase1Tally, out: &mut Output) -> bool {
@@ -92,6 +129,7 @@ impl StreamNode {
         }
         let trimmed = self.log.trimmed_below();
         let end = self.log.end();
+        let budget = self.config.limits.batch_bytes_max + self.config.limits.value_bytes_max;
         let mut instance = tally.from.max(trimmed);
         while instance < tally.to.min(end) {
             if let Some(record) = self
@@ -99,11 +137,14 @@ impl StreamNode {
                 .read(instance)
                 .unwrap_or_else(|e| storage_failed(e))
             {
-                tally.accepted.push(Accepted {
-                    instance,
-                    ballot: record.ballot,
-                    batch: record.batch,
-                });
+                tally.add(
+                    Accepted {
+                        instance,
+                        ballot: record.ballot,
+                        batch: record.batch,
+                    },
+                    budget,
+                );
             }
             instance = instance.next();
         }

@@ -73,14 +73,16 @@ fn lossy_network_still_delivers_everything_once_section_2_4() {
 }
 
 /// A coordinator that steps down hands its queue to the new one in
-/// `Propose` messages of bounded size. Its queue grows while no instance
+/// `Propose` messages of bounded size, and the new one's ring phase 1
+/// collects the old one's votes in messages of bounded size. Its queue grows while no instance
 /// can be decided (here: one acceptor of three alive); handed over whole,
 /// 16 MiB of values made one frame over the transport's limit, which the
 /// peer refused every time it was sent again, and the stream stopped
 /// (found by `scripts/bench-dlog-tail` filling a log with 1 MiB
-/// multi-appends).
+/// multi-appends). Phase 1 carried the votes of its whole range (4 x 64
+/// instances): 16 MiB here.
 #[test]
-fn a_coordinator_stepping_down_hands_its_queue_over_in_bounded_messages_appendix_a2() {
+fn a_coordinator_change_under_large_values_sends_only_bounded_messages_appendix_a2() {
     let mut cluster = Cluster::new(config(&[1, 2, 3], &[4]), 3);
     cluster.run(50_000);
     // Node 2 coordinates once node 1 is gone; with node 3 gone as well no
@@ -98,16 +100,25 @@ fn a_coordinator_stepping_down_hands_its_queue_over_in_bounded_messages_appendix
     // Node 1 returns: node 2 steps down and forwards its queue.
     cluster.down.retain(|n| *n != NodeId(1));
     let mut largest = 0;
-    for _ in 0..2_000 {
-        cluster.run(1_000);
+    let mut largest_phase1 = 0;
+    let scan = |cluster: &Cluster, largest: &mut usize, largest_phase1: &mut usize| {
         for (from, _, envelope) in &cluster.network {
-            if let Message::Propose { values, .. } = &envelope.message {
-                if *from == NodeId(2) {
+            match &envelope.message {
+                Message::Propose { values, .. } if *from == NodeId(2) => {
                     let bytes: usize = values.iter().map(|v| v.bytes.len()).sum();
-                    largest = largest.max(bytes);
+                    *largest = (*largest).max(bytes);
                 }
+                Message::Phase1 { accepted, .. } => {
+                    let bytes: usize = accepted.iter().map(|a| a.batch.payload_bytes()).sum();
+                    *largest_phase1 = (*largest_phase1).max(bytes);
+                }
+                _ => {}
             }
         }
+    };
+    for _ in 0..2_000 {
+        cluster.run(1_000);
+        scan(&cluster, &mut largest, &mut largest_phase1);
         if !cluster.nodes[&NodeId(2)].is_coordinator() && largest > 0 {
             break;
         }
@@ -117,6 +128,18 @@ fn a_coordinator_stepping_down_hands_its_queue_over_in_bounded_messages_appendix
     assert!(
         largest <= 1024 * 1024 + 256 * 1024,
         "a Propose of {largest} bytes"
+    );
+    // Node 1's phase 1 collects node 2's votes (64 instances of 256 KiB)
+    // in messages that fit a frame: one batch plus one largest value.
+    for _ in 0..3_000 {
+        cluster.run(1_000);
+        scan(&cluster, &mut largest, &mut largest_phase1);
+    }
+    let limits = amulet_types::StreamLimits::default();
+    assert!(largest_phase1 > 0, "no phase 1 carried node 2's votes");
+    assert!(
+        largest_phase1 <= limits.batch_bytes_max + limits.value_bytes_max,
+        "a Phase1 carrying {largest_phase1} bytes of votes"
     );
     // Everything is delivered once node 3 is back.
     cluster.down.clear();

@@ -41,3 +41,9 @@ def client(cluster):
 def fresh_map_name():
     """A map name no other test (or earlier run) uses."""
     return f"py-{secrets.token_hex(6)}"
+
+
+@pytest.fixture
+def log(client, fresh_map_name):
+    """A new log of the session's cluster."""
+    return client.create_log(fresh_map_name)

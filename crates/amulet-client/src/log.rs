@@ -223,11 +223,14 @@ impl Tail {
                 },
             };
             self.stream = None;
-            // A replica behind the client (it has not executed the log's
-            // creation) says "no such log": an ordered read tells.
-            let vanished = failure.code() == Code::NotFound
-                && matches!(self.log.bounds().await, Err(Error::NotFound(_)));
-            if vanished || (failure.code() != Code::NotFound && is_final(&failure)) {
+            let last_word = if failure.code() == Code::NotFound {
+                // A replica behind the client (it has not executed the
+                // log's creation) says "no such log": an ordered read tells.
+                matches!(self.log.bounds().await, Err(Error::NotFound(_)))
+            } else {
+                is_final(&failure)
+            };
+            if last_word {
                 return Err(Error::from_status(&failure));
             }
             // Somewhere else, after a pause: the replica stopped, is
@@ -283,12 +286,11 @@ impl Tail {
     }
 }
 
-/// Whether a tail's failure is the tail's own (trimmed past, unknown or
-/// dropped log, bad request) rather than the replica's.
+/// Whether a tail's failure is the tail's own (trimmed past, bad request,
+/// a precondition other than where the log lives) rather than the
+/// replica's. NOT_FOUND is judged apart (see `Tail::next`).
 fn is_final(status: &Status) -> bool {
-    matches!(
-        status.code(),
-        Code::NotFound | Code::OutOfRange | Code::InvalidArgument
-    ) || (status.code() == Code::FailedPrecondition
-        && error_kind(status) != Some(ErrorKind::NotAReplica))
+    matches!(status.code(), Code::OutOfRange | Code::InvalidArgument)
+        || (status.code() == Code::FailedPrecondition
+            && error_kind(status) != Some(ErrorKind::NotAReplica))
 }

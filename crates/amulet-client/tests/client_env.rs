@@ -3,8 +3,9 @@
 //! up as soon as the given clock says the operation timeout passed,
 //! whatever the wall clock says.
 
+mod common;
+
 use amulet_client::{Client, ClientConfig, ClientEnv, Clock, Error};
-use amulet_node::{free_local_ports, local_dmap_cluster_toml, Node, NodeConfig};
 use amulet_types::TimeMicros;
 use rand::SeedableRng;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,27 +27,7 @@ impl Clock for ManualClock {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_gives_up_when_its_own_clock_says_the_deadline_passed() {
-    let dir = std::env::temp_dir().join(format!("amulet-client-env-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_local_ports(6).unwrap();
-    let (peers, clients) = ports.split_at(3);
-    let mut nodes = Vec::new();
-    for node in 1..=3u32 {
-        let text = local_dmap_cluster_toml(
-            5,
-            peers,
-            clients,
-            node,
-            &dir.join(format!("node-{node}")),
-            2,
-            "memory",
-        );
-        nodes.push(
-            Node::start(NodeConfig::parse(&text).unwrap(), None, None)
-                .await
-                .unwrap(),
-        );
-    }
+    let cluster = common::start("client-env", 5).await;
     let clock = Arc::new(ManualClock::default());
     let env = ClientEnv {
         clock: clock.clone(),
@@ -57,8 +38,7 @@ async fn the_client_gives_up_when_its_own_clock_says_the_deadline_passed() {
         operation_timeout: Duration::from_secs(30),
         ..ClientConfig::default()
     };
-    let addresses: Vec<String> = clients.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-    let client = Client::connect_with_env(addresses, config, env)
+    let client = Client::connect_with_env(cluster.addresses.clone(), config, env)
         .await
         .unwrap();
     // A frozen clock is no obstacle to operations that succeed.
@@ -66,7 +46,9 @@ async fn the_client_gives_up_when_its_own_clock_says_the_deadline_passed() {
     m.put("a", "1").await.unwrap();
     assert_eq!(m.get("a").await.unwrap().as_deref(), Some(&b"1"[..]));
 
-    for node in nodes {
+    // The nodes go; the directory stays until the end.
+    let dir = cluster.dir.clone();
+    for node in cluster.nodes {
         node.stop().await.unwrap();
     }
     let started = Instant::now();

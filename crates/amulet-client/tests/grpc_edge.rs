@@ -5,10 +5,11 @@
 //! `amulet-error` kind that `proto/amulet/v1/amulet.proto` documents, and
 //! the map is the same afterwards.
 
+mod common;
+
 use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
 use amulet_api::{error_kind, outcome_to_result, refusal_reason, ErrorKind, BATCH_REQUESTS_MAX};
 use amulet_client::{Bytes, Client};
-use amulet_node::{free_local_ports, local_dmap_cluster_toml, Node, NodeConfig};
 use std::time::Duration;
 use tonic::transport::Channel;
 use tonic::Code;
@@ -19,25 +20,8 @@ fn map(name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_requests_get_their_documented_status_and_change_nothing() {
-    let dir = std::env::temp_dir().join(format!("amulet-grpc-edge-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_local_ports(6).unwrap();
-    let (peers, clients) = ports.split_at(3);
-    let mut nodes = Vec::new();
-    for node in 1..=3u32 {
-        let text = local_dmap_cluster_toml(
-            5,
-            peers,
-            clients,
-            node,
-            &dir.join(format!("node-{node}")),
-            2,
-            "memory",
-        );
-        let config = NodeConfig::parse(&text).unwrap();
-        nodes.push(Node::start(config, None, None).await.unwrap());
-    }
-    let address = format!("127.0.0.1:{}", clients[0]);
+    let cluster = common::start("grpc-edge", 5).await;
+    let address = cluster.addresses[0].clone();
     let client = Client::connect([address.clone()]).await.unwrap();
     let m = client.create_map("m").await.unwrap();
     m.put_all((0..20u32).map(|i| (format!("k{i:02}"), format!("v{i}"))))
@@ -479,10 +463,7 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
         );
     }
     client.close().await;
-    for node in nodes {
-        node.stop().await.unwrap();
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    cluster.stop().await;
 }
 
 /// Thesis §4.5 at the gRPC edge: a reconfiguration ordered while an
@@ -497,31 +478,16 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
 /// at once: they queue at the coordinator and go in one batch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thesis_4_5_a_reconfiguration_before_the_fence_is_refused_as_retryable() {
-    let dir = std::env::temp_dir().join(format!("amulet-grpc-retryable-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_local_ports(6).unwrap();
-    let (peers, clients) = ports.split_at(3);
-    let mut nodes = Vec::new();
-    for node in 1..=3u32 {
-        let text = local_dmap_cluster_toml(
-            6,
-            peers,
-            clients,
-            node,
-            &dir.join(format!("node-{node}")),
-            2,
-            "memory",
-        );
+    let cluster = common::start_with("grpc-retryable", 6, |text| {
         let global = "[[streams]]\nid = 1\nacceptors = [1, 2, 3]\nstorage = \"memory\"\n";
         assert!(text.contains(global), "{text}");
-        let text = text.replace(
+        text.replace(
             global,
             &format!("{global}[streams.limits]\npipeline_instances_max = 1\n"),
-        );
-        let config = NodeConfig::parse(&text).unwrap();
-        nodes.push(Node::start(config, None, None).await.unwrap());
-    }
-    let addresses: Vec<String> = clients.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        )
+    })
+    .await;
+    let addresses = cluster.addresses.clone();
     let client = Client::connect(addresses.clone()).await.unwrap();
     let mut raws = Vec::new();
     for address in &addresses {
@@ -623,10 +589,7 @@ async fn thesis_4_5_a_reconfiguration_before_the_fence_is_refused_as_retryable()
         "no reconfiguration came before another's fence in 20 rounds"
     );
     client.close().await;
-    for node in nodes {
-        node.stop().await.unwrap();
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    cluster.stop().await;
 }
 
 /// The client of the node coordinating the global stream (stream 1), as
@@ -681,25 +644,8 @@ async fn http_get(address: &str, path: &str) -> String {
 /// and the open tail.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thesis_3_5_2_tail_requests_get_their_documented_status() {
-    let dir = std::env::temp_dir().join(format!("amulet-grpc-tail-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let ports = free_local_ports(6).unwrap();
-    let (peers, clients) = ports.split_at(3);
-    let mut nodes = Vec::new();
-    for node in 1..=3u32 {
-        let text = local_dmap_cluster_toml(
-            5,
-            peers,
-            clients,
-            node,
-            &dir.join(format!("node-{node}")),
-            2,
-            "memory",
-        );
-        let config = NodeConfig::parse(&text).unwrap();
-        nodes.push(Node::start(config, None, None).await.unwrap());
-    }
-    let addresses: Vec<String> = clients.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let cluster = common::start("grpc-tail", 5).await;
+    let addresses = cluster.addresses.clone();
     let client = Client::connect(addresses.clone()).await.unwrap();
     client.create_map("m").await.unwrap();
     let log = client.create_log("l").await.unwrap();
@@ -786,8 +732,5 @@ async fn thesis_3_5_2_tail_requests_get_their_documented_status() {
     }
     let bounds = log.bounds().await.unwrap();
     assert_eq!((bounds.first, bounds.end), (1, 4 + addresses.len() as u64));
-    for node in nodes {
-        node.stop().await.unwrap();
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    cluster.stop().await;
 }

@@ -10,9 +10,9 @@
 //! [`TailAnswer::Behind`] and the tailer waits.
 
 use crate::host::Host;
-use amulet_dmap::{LogRead, MapError, MapName, PartitionState, Refused};
+use amulet_dmap::{Log, LogRead, MapError, MapName, PartitionState, Refused};
 use amulet_smr::PartitionMap;
-use amulet_types::MapVersion;
+use amulet_types::{MapVersion, PartitionId};
 
 /// The answer to a tail's read of a log at this node.
 #[derive(Debug)]
@@ -64,14 +64,9 @@ impl Host<PartitionState> {
                 behind = true;
                 continue;
             }
-            // The log is a key of its own hash keyspace; an unknown
-            // keyspace in this replica's map is a log it does not know
-            // (yet, or any more).
-            let owner = match replica.map().partition_of(name, name.as_bytes()) {
-                Ok(owner) => owner,
-                Err(_) => continue,
-            };
-            if owner != *partition {
+            // An unknown keyspace in this replica's map is a log it does
+            // not know (yet, or any more).
+            if !owns_log(replica.map(), *partition, log) {
                 continue;
             }
             if self.catching_up(*partition) {
@@ -123,31 +118,44 @@ impl Host<PartitionState> {
             .fold(0u64, |n, r| n.wrapping_add(r.state().log_changes()))
     }
 
-    /// The logs this node's replicas hold (each from the replica of the
-    /// partition that owns it): name, partition, first position, end,
-    /// bytes held.
-    pub fn log_status(&self) -> Vec<LogStatus> {
-        let mut logs = Vec::new();
+    /// The logs this node's replicas hold, each from the replica of the
+    /// partition that owns it under that replica's map (the others keep
+    /// empty placeholders of it).
+    pub fn held_logs(&self) -> Vec<(PartitionId, &MapName, &Log)> {
+        let mut held = Vec::new();
         for (partition, replica) in &self.replicas {
             let state = replica.state();
             for name in state.log_names() {
-                let owned = replica
-                    .map()
-                    .partition_of(name.as_str(), name.as_str().as_bytes())
-                    .is_ok_and(|owner| owner == *partition);
-                if let (true, Some(log)) = (owned, state.log(name)) {
-                    logs.push(LogStatus {
-                        log: name.to_string(),
-                        partition: partition.0,
-                        first: log.first(),
-                        end: log.end(),
-                        bytes: log.bytes(),
-                    });
+                if let (true, Some(log)) =
+                    (owns_log(replica.map(), *partition, name), state.log(name))
+                {
+                    held.push((*partition, name, log));
                 }
             }
         }
-        logs
+        held
     }
+
+    /// The logs this node's replicas hold, for metrics.
+    pub fn log_status(&self) -> Vec<LogStatus> {
+        self.held_logs()
+            .into_iter()
+            .map(|(partition, name, log)| LogStatus {
+                log: name.to_string(),
+                partition: partition.0,
+                first: log.first(),
+                end: log.end(),
+                bytes: log.bytes(),
+            })
+            .collect()
+    }
+}
+
+/// Whether `partition` owns log `name` under `map` (a log is the key of
+/// its own name in the hash keyspace named like it).
+fn owns_log(map: &PartitionMap, partition: PartitionId, name: &MapName) -> bool {
+    let name = name.as_str();
+    map.partition_of(name, name.as_bytes()) == Ok(partition)
 }
 
 /// One log held by a local replica, for metrics.

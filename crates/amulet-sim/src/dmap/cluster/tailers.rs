@@ -228,28 +228,17 @@ impl DmapCluster {
         }
         // What live replicas hold at the end agrees with the tails.
         for (node, host) in harness.hosts() {
-            for (partition, replica) in host.replicas() {
-                for name in replica.state().log_names() {
-                    let owner = replica
-                        .map()
-                        .partition_of(name.as_str(), name.as_str().as_bytes());
-                    let Some(log) = replica.state().log(name) else {
-                        continue;
-                    };
-                    if owner.ok() != Some(*partition) {
-                        continue;
-                    }
-                    let Ok(read) = log.read(log.first(), usize::MAX, usize::MAX) else {
-                        continue;
-                    };
-                    for (i, value) in read.entries.iter().enumerate() {
-                        let position = read.from + i as u64;
-                        if let Some(tailed) = seen.get(&(name.clone(), position)) {
-                            if tailed != value {
-                                problems.push(format!(
-                                    "node {node} holds {value:?} at {name}:{position}, a tailer got {tailed:?}"
-                                ));
-                            }
+            for (_, name, log) in host.held_logs() {
+                let Ok(read) = log.read(log.first(), usize::MAX, usize::MAX) else {
+                    continue;
+                };
+                for (i, value) in read.entries.iter().enumerate() {
+                    let position = read.from + i as u64;
+                    if let Some(tailed) = seen.get(&(name.clone(), position)) {
+                        if tailed != value {
+                            problems.push(format!(
+                                "node {node} holds {value:?} at {name}:{position}, a tailer got {tailed:?}"
+                            ));
                         }
                     }
                 }

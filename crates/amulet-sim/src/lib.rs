@@ -11,6 +11,7 @@
 
 pub mod checker;
 pub mod dmap;
+pub mod dotted;
 pub mod elastic;
 pub mod harness;
 pub mod history;

@@ -1,8 +1,11 @@
 //! `amulet-sim`: run one seed verbosely (`--seed N`) or a swarm of seeds
 //! (`--seeds N [--start S]`), of the multicast cluster, (`--dmap`) of
-//! DMap on it, or (`--txn`) of transactions on DMap. Exits non-zero on any violation.
+//! DMap on it, (`--txn`) of transactions on DMap, or (`--dotted`) of
+//! eventual maps. Exits non-zero on any violation.
 
+use amulet_dotted::DottedBug;
 use amulet_sim::dmap::{run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug};
+use amulet_sim::dotted::run_dotted_seed;
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
@@ -47,6 +50,11 @@ struct Arguments {
     /// checked for linearizability like `--dmap`.
     #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields"])]
     logs: bool,
+    /// Simulate eventual maps (DottedDB's node-wide dot clocks: replicas
+    /// on a ring, lossy replication, anti-entropy by clock exchange),
+    /// checked for convergence, causality and leftover metadata.
+    #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields", "logs"])]
+    dotted: bool,
     /// Check a transactional history instead of running seeds: a file of
     /// list-append operations in Elle's JSON format (one op a line, or an
     /// array), judged strictly serializable with the same checker as
@@ -108,6 +116,14 @@ enum BugArg {
     LogPositionsNotCheckpointed,
     /// Logs (`--logs`): tail reads from inside a log start one entry late.
     TailSkipsAnEntry,
+    /// Eventual maps (`--dotted`): anti-entropy closes the answerer's
+    /// whole clock entry even when its reply was cut.
+    SyncAdvancesWholeClock,
+    /// Eventual maps: strip drops context entries across clock gaps.
+    StripPastGaps,
+    /// Eventual maps: a deleted object is forgotten before its context is
+    /// stripped.
+    ForgetUnstrippedDeletes,
 }
 
 impl BugArg {
@@ -130,6 +146,15 @@ impl BugArg {
             BugArg::LogPositionsNotCheckpointed => DmapBug::LogPositionsNotCheckpointed,
             BugArg::TailSkipsAnEntry => DmapBug::TailSkipsAnEntry,
             _ => DmapBug::None,
+        }
+    }
+
+    fn dotted_bug(self) -> DottedBug {
+        match self {
+            BugArg::SyncAdvancesWholeClock => DottedBug::SyncAdvancesWholeClock,
+            BugArg::StripPastGaps => DottedBug::StripPastGaps,
+            BugArg::ForgetUnstrippedDeletes => DottedBug::ForgetUnstrippedDeletes,
+            _ => DottedBug::None,
         }
     }
 
@@ -158,7 +183,10 @@ impl BugArg {
             | BugArg::MergeReplacesRecord
             | BugArg::TrimKeepsEntries
             | BugArg::LogPositionsNotCheckpointed
-            | BugArg::TailSkipsAnEntry => Bug::None,
+            | BugArg::TailSkipsAnEntry
+            | BugArg::SyncAdvancesWholeClock
+            | BugArg::StripPastGaps
+            | BugArg::ForgetUnstrippedDeletes => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -188,8 +216,11 @@ fn main() -> ExitCode {
     }
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
+    let dotted_bug = arguments.bug.dotted_bug();
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
-        if arguments.txn {
+        if arguments.dotted {
+            run_dotted_seed(seed, verbose, dotted_bug)
+        } else if arguments.txn {
             run_txn_seed(seed, verbose, dmap_bug)
         } else if arguments.fields {
             run_fields_seed(seed, verbose, dmap_bug)
@@ -204,14 +235,16 @@ fn main() -> ExitCode {
         }
     };
     let command = match (
-        arguments.dmap || arguments.txn || arguments.fields || arguments.logs,
+        arguments.dmap || arguments.txn || arguments.fields || arguments.logs || arguments.dotted,
         arguments.elastic,
         arguments.bug,
     ) {
         (false, false, BugArg::None) => "amulet-sim".to_string(),
         (dmap, elastic, bug) => {
             let mut command = "amulet-sim".to_string();
-            if arguments.txn {
+            if arguments.dotted {
+                command.push_str(" --dotted");
+            } else if arguments.txn {
                 command.push_str(" --txn");
             } else if arguments.fields {
                 command.push_str(" --fields");

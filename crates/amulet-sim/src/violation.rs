@@ -25,6 +25,15 @@ pub enum Property {
     StrictSerializability,
     /// After healing, clients' operations complete.
     Progress,
+    /// Eventual maps: replicas of a key hold different versions once
+    /// anti-entropy is quiescent.
+    Convergence,
+    /// Eventual maps: a key's final versions are not exactly the written
+    /// values no later write saw (one lost, resurrected or invented).
+    Causality,
+    /// Eventual maps: tombstones, unstripped contexts or dot-key entries
+    /// left once quiescent.
+    Garbage,
     /// An invariant the protocol asserts about itself failed (the run
     /// panicked); a protocol-level safety check fired before any checker.
     Invariant,

@@ -1,0 +1,172 @@
+//! Anti-entropy by node-clock exchange (DottedDB §IV-G 1, Alg. 3): a
+//! replica sends its node clock to a peer; the peer answers with the
+//! objects of the keys whose dots the clock lacks (found through its
+//! dot-key map, only keys the asker replicates) and its own clock; the
+//! asker merges the objects, closes the gaps of the peer's own entry,
+//! raises its watermark and prunes its dot-key map. No Merkle tree, and
+//! nothing is sent when nothing is missing.
+//!
+//! Replies are cut at a budget. The asker then closes the peer's own
+//! entry only up to the counter the reply covered: a clock that claimed
+//! a dot whose object it never received would fill contexts over it and
+//! discard that version on the next merge (`DottedBug::SyncAdvancesWholeClock`).
+
+use crate::dot::{Dot, ReplicaId};
+use crate::node_clock::NodeClock;
+use crate::node_state::{shared, DottedBug, NodeState};
+use crate::object::Object;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// `sync_clock(i, NC_i)`: the asker's id and clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncRequest {
+    /// The asker.
+    pub from: ReplicaId,
+    /// Its node clock.
+    pub clock: NodeClock,
+}
+
+/// `sync_repair(p, NC_p, O)`: the answerer's id, clock and the objects
+/// the asker lacks (stripped, as stored; the asker fills them from
+/// `clock`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncReply {
+    /// The answerer.
+    pub from: ReplicaId,
+    /// Its node clock.
+    pub clock: NodeClock,
+    /// Keys and stored objects (an empty object for a key deleted and
+    /// forgotten: filled, it carries the delete).
+    pub objects: Vec<(Bytes, Object)>,
+    /// Every dot of the answerer's own entry up to this counter that the
+    /// asker lacked was examined and its key sent when the asker holds
+    /// it: the asker may close its entry for the answerer up to here.
+    pub covered: u64,
+}
+
+/// How much one reply may carry and scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncBudget {
+    /// Objects per reply.
+    pub objects: usize,
+    /// Value bytes per reply (at least one object is always sent).
+    pub bytes: usize,
+    /// Missing dots examined per reply.
+    pub dots: usize,
+}
+
+impl Default for SyncBudget {
+    fn default() -> SyncBudget {
+        SyncBudget {
+            objects: 1024,
+            bytes: 4 << 20,
+            dots: 1 << 16,
+        }
+    }
+}
+
+/// What applying a reply did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncApplied {
+    /// Objects merged.
+    pub objects: usize,
+    /// Dot-key entries pruned.
+    pub pruned: usize,
+}
+
+impl NodeState {
+    /// `anti_entropy`'s message to a peer (Alg. 3).
+    pub fn sync_request(&self) -> SyncRequest {
+        SyncRequest {
+            from: self.id,
+            clock: self.clock.clone(),
+        }
+    }
+
+    /// `sync_clock` (Alg. 3): the reply to `request`, within `budget`. The
+    /// answerer's own entry is examined first, so a cut reply still
+    /// covers a prefix of it.
+    pub fn answer_sync(&self, request: &SyncRequest, budget: SyncBudget) -> SyncReply {
+        let asker = request.from;
+        let ids = {
+            let mut ids = vec![self.id];
+            for n in shared(&self.ring.peers(self.id), &self.ring.peers(asker)) {
+                if n != self.id {
+                    ids.push(n);
+                }
+            }
+            ids
+        };
+        let mut objects = Vec::new();
+        let mut sent: BTreeSet<Bytes> = BTreeSet::new();
+        let (mut bytes, mut dots) = (0usize, 0usize);
+        let own_max = self.clock.entry(self.id).max();
+        let mut covered = own_max;
+        'ids: for n in ids {
+            let (mine, theirs) = (self.clock.entry(n), request.clock.entry(n));
+            for c in mine.missing_from(&theirs) {
+                let full = dots >= budget.dots
+                    || objects.len() >= budget.objects
+                    || (!objects.is_empty() && bytes >= budget.bytes);
+                if full {
+                    if n == self.id {
+                        covered = c - 1;
+                    }
+                    break 'ids;
+                }
+                dots += 1;
+                let Some(key) = self.dot_keys.get(Dot::new(n, c)) else {
+                    continue;
+                };
+                if sent.contains(key) || !self.ring.replicates(asker, key) {
+                    continue;
+                }
+                let object = self.storage.get(key).cloned().unwrap_or_default();
+                bytes += key.len() + object.value_bytes();
+                sent.insert(key.clone());
+                objects.push((key.clone(), object));
+            }
+        }
+        SyncReply {
+            from: self.id,
+            clock: self.clock.clone(),
+            objects,
+            covered,
+        }
+    }
+
+    /// `sync_repair` (Alg. 3): merges the reply's objects (filled from the
+    /// answerer's clock), closes the answerer's own entry up to what the
+    /// reply covered, raises the watermark and prunes the dot-key map.
+    pub fn apply_sync(&mut self, reply: &SyncReply) -> SyncApplied {
+        let p = reply.from;
+        let mut applied = SyncApplied::default();
+        for (key, object) in &reply.objects {
+            if !self.replicates(key) {
+                continue;
+            }
+            let mut filled = object.clone();
+            filled.fill(&reply.clock, &self.ring.replicas(key));
+            self.update(key, &filled);
+            applied.objects += 1;
+        }
+        let theirs = reply.clock.entry(p);
+        let closed = match self.bug {
+            DottedBug::SyncAdvancesWholeClock => theirs,
+            _ => theirs.up_to(reply.covered),
+        };
+        self.clock.join_entry(p, &closed);
+        let peers = self.ring.peers(self.id);
+        self.watermark.update_peer(p, &reply.clock, &peers);
+        let own = self.clock.clone();
+        self.watermark.update_peer(self.id, &own, &peers);
+        let ring = self.ring.clone();
+        applied.pruned = self
+            .dot_keys
+            .prune(&self.watermark, |n| shared(&peers, &ring.peers(n)));
+        self.stats.dot_keys_pruned += applied.pruned as u64;
+        applied
+    }
+}

@@ -1,0 +1,157 @@
+//! The dot-key map, DKM (DottedDB §IV-D 2): which key each locally stored
+//! version's dot belongs to, so anti-entropy can turn the dots a peer is
+//! missing into the keys to send. An entry goes once every peer of the
+//! dot's replica has the dot (the watermark says so).
+
+use crate::dot::{Dot, ReplicaId};
+use crate::watermark::Watermark;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Dot → key, grouped by replica id and ordered by counter.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DotKeyMap {
+    /// Empty inner maps are never kept.
+    by_id: BTreeMap<ReplicaId, BTreeMap<u64, Bytes>>,
+    /// Entries over all ids.
+    len: usize,
+}
+
+impl DotKeyMap {
+    /// An empty map.
+    pub fn new() -> DotKeyMap {
+        DotKeyMap::default()
+    }
+
+    /// Records that `dot` is a version of `key`.
+    pub fn add(&mut self, dot: Dot, key: &Bytes) {
+        let old = self
+            .by_id
+            .entry(dot.id)
+            .or_default()
+            .insert(dot.counter, key.clone());
+        match old {
+            None => self.len += 1,
+            Some(old) => assert_eq!(&old, key, "dot {dot} names two keys"),
+        }
+    }
+
+    /// The key of `dot`, when still mapped.
+    pub fn get(&self, dot: Dot) -> Option<&Bytes> {
+        self.by_id.get(&dot.id)?.get(&dot.counter)
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Removes every dot `(n, c)` with `c` at most the smallest base any
+    /// peer of `n` reported for `n` (Alg. 3's last loop): every peer that
+    /// could need it has it. Returns the entries removed.
+    pub fn prune(
+        &mut self,
+        watermark: &Watermark,
+        peers_of: impl Fn(ReplicaId) -> Vec<ReplicaId>,
+    ) -> usize {
+        let mut removed = 0;
+        self.by_id.retain(|&n, dots| {
+            let known_by_all = watermark.min_over(n, &peers_of(n));
+            let kept = dots.split_off(&(known_by_all + 1));
+            removed += dots.len();
+            *dots = kept;
+            !dots.is_empty()
+        });
+        self.len -= removed;
+        removed
+    }
+
+    /// Every entry (invariants and tests).
+    pub fn iter(&self) -> impl Iterator<Item = (Dot, &Bytes)> + '_ {
+        self.by_id
+            .iter()
+            .flat_map(|(id, dots)| dots.iter().map(|(c, k)| (Dot::new(*id, *c), k)))
+    }
+
+    /// Forgets a retired replica id's entries.
+    pub fn retire(&mut self, id: ReplicaId) {
+        if let Some(dots) = self.by_id.remove(&id) {
+            self.len -= dots.len();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(name: char) -> ReplicaId {
+        ReplicaId(name as u64)
+    }
+
+    fn key(k: &'static str) -> Bytes {
+        Bytes::from_static(k.as_bytes())
+    }
+
+    /// K5 of the clock library's swc_dotkeymap tests.
+    fn k5() -> DotKeyMap {
+        let mut d = DotKeyMap::new();
+        d.add(Dot::new(id('a'), 1), &key("k1"));
+        d.add(Dot::new(id('a'), 2), &key("k2"));
+        d.add(Dot::new(id('b'), 4), &key("kb"));
+        d.add(Dot::new(id('b'), 2), &key("kb2"));
+        d.add(Dot::new(id('c'), 20), &key("kc"));
+        d
+    }
+
+    fn remaining(d: &DotKeyMap) -> Vec<(char, u64)> {
+        d.iter()
+            .map(|(dot, _)| (char::from_u32(dot.id.0 as u32).unwrap(), dot.counter))
+            .collect()
+    }
+
+    // The clock library's prune vectors (swc_dotkeymap prune_test): the
+    // watermark row of a peer `p` holds what `p` reported; the minimum is
+    // over the rows that hold a column for the dot's id.
+    #[test]
+    fn dotteddb_iv_g_entries_known_by_every_peer_are_pruned() {
+        let peers_of = |_n: ReplicaId| Vec::new();
+        let mut wm = Watermark::new();
+        let mut d = k5();
+        assert_eq!(d.prune(&wm, peers_of), 0);
+        assert_eq!(d.len(), 5);
+        wm.update_cell(id('a'), id('c'), 1);
+        assert_eq!(
+            d.clone().prune(&wm, |_| vec![id('a')]),
+            0,
+            "row a has no column a yet"
+        );
+        wm.update_cell(id('a'), id('a'), 2);
+        let mut pruned = k5();
+        assert_eq!(pruned.prune(&wm, |_| vec![id('a')]), 2);
+        assert_eq!(remaining(&pruned), vec![('b', 2), ('b', 4), ('c', 20)]);
+        d.prune(&wm, |n| {
+            if n == id('a') {
+                vec![id('a')]
+            } else {
+                vec![id('a'), id('z')]
+            }
+        });
+        assert_eq!(remaining(&d), vec![('b', 2), ('b', 4), ('c', 20)]);
+        wm.update_cell(id('b'), id('b'), 10);
+        wm.update_cell(id('z'), id('c'), 190);
+        wm.update_cell(id('c'), id('c'), 200);
+        d.prune(&wm, |n| match n {
+            n if n == id('b') => vec![id('b')],
+            n if n == id('c') => vec![id('z'), id('c')],
+            _ => vec![],
+        });
+        assert!(d.is_empty());
+    }
+}

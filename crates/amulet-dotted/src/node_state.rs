@@ -1,0 +1,359 @@
+//! A replica's state (DottedDB §IV-D: the five structures) and what it
+//! does for clients and for its peers' replication messages (Alg. 1 and
+//! Alg. 2). Sans-IO: the runtime (the node, or the simulator) delivers
+//! messages, chooses when to run anti-entropy and stripping, and makes
+//! the state durable; the state never issues a dot twice as long as it is
+//! restored exactly.
+
+use crate::dot::{Dot, ReplicaId};
+use crate::dot_key_map::DotKeyMap;
+use crate::node_clock::NodeClock;
+use crate::object::Object;
+use crate::ring::Ring;
+use crate::version_vector::VersionVector;
+use crate::watermark::Watermark;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Deliberately broken variants, for the simulator's checkers to catch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DottedBug {
+    /// The real thing.
+    #[default]
+    None,
+    /// Anti-entropy merges the peer's whole own clock entry even when the
+    /// reply was cut at its budget (claims dots it never received).
+    SyncAdvancesWholeClock,
+    /// Strip drops context entries below the clock's largest counter
+    /// instead of its base (across gaps fill cannot restore).
+    StripPastGaps,
+    /// Store forgets a deleted object before its context is stripped.
+    ForgetUnstrippedDeletes,
+}
+
+/// Why a replica refused a client write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// This replica does not hold the key (route to one of `replicas`).
+    NotAReplica {
+        /// The key's replicas.
+        replicas: Vec<ReplicaId>,
+    },
+}
+
+/// Counters for metrics and the simulator's reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStats {
+    /// Writes this replica coordinated (dots issued).
+    pub coordinated: u64,
+    /// Objects merged in from replication or anti-entropy.
+    pub updates: u64,
+    /// Objects removed from storage (deletes with nothing left: no
+    /// tombstone kept).
+    pub forgotten: u64,
+    /// Dots beyond a clock entry's bitmap bound, not recorded.
+    pub dots_not_recorded: u64,
+    /// Dot-key entries pruned.
+    pub dot_keys_pruned: u64,
+}
+
+/// One replica of an eventual map: node clock, dot-key map, watermark,
+/// non-stripped keys and storage (DottedDB §IV-D 1–5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeState {
+    pub(crate) id: ReplicaId,
+    pub(crate) ring: Ring,
+    /// NC: every dot seen.
+    pub(crate) clock: NodeClock,
+    /// DKM: dot → key of locally stored versions, until every peer has it.
+    pub(crate) dot_keys: DotKeyMap,
+    /// WM: peers' clock bases as last exchanged.
+    pub(crate) watermark: Watermark,
+    /// NSK: keys whose stored context is not empty yet.
+    pub(crate) non_stripped: BTreeSet<Bytes>,
+    /// ST: key → stripped object.
+    pub(crate) storage: BTreeMap<Bytes, Object>,
+    /// Where the next strip pass resumes in NSK.
+    strip_cursor: Option<Bytes>,
+    pub(crate) stats: NodeStats,
+    pub(crate) bug: DottedBug,
+}
+
+impl NodeState {
+    /// A replica `id` of `ring` that has seen nothing.
+    pub fn new(id: ReplicaId, ring: Ring) -> NodeState {
+        assert!(ring.members().contains(&id), "{id} is not on the ring");
+        NodeState {
+            id,
+            ring,
+            clock: NodeClock::new(),
+            dot_keys: DotKeyMap::new(),
+            watermark: Watermark::new(),
+            non_stripped: BTreeSet::new(),
+            storage: BTreeMap::new(),
+            strip_cursor: None,
+            stats: NodeStats::default(),
+            bug: DottedBug::None,
+        }
+    }
+
+    /// The same, running a broken variant.
+    pub fn with_bug(mut self, bug: DottedBug) -> NodeState {
+        self.bug = bug;
+        self
+    }
+
+    /// This replica's id.
+    pub fn id(&self) -> ReplicaId {
+        self.id
+    }
+
+    /// The ring it places keys by.
+    pub fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
+    /// The node clock.
+    pub fn clock(&self) -> &NodeClock {
+        &self.clock
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> NodeStats {
+        self.stats
+    }
+
+    /// Objects stored (deleted keys with nothing left are not).
+    pub fn stored_keys(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Dot-key entries held (0 once every peer has every dot).
+    pub fn dot_keys_len(&self) -> usize {
+        self.dot_keys.len()
+    }
+
+    /// Keys whose stored context is not stripped yet.
+    pub fn non_stripped_len(&self) -> usize {
+        self.non_stripped.len()
+    }
+
+    /// The stored (stripped) objects, by key.
+    pub fn stored(&self) -> impl Iterator<Item = (&Bytes, &Object)> + '_ {
+        self.storage.iter()
+    }
+
+    /// Whether this replica holds `key`.
+    pub fn replicates(&self, key: &[u8]) -> bool {
+        self.ring.replicates(self.id, key)
+    }
+
+    /// Fetch (Alg. 2): the stored object filled from the node clock; a
+    /// key never written or deleted and forgotten reads as no values with
+    /// a filled context, so a write with that context supersedes the old
+    /// versions the clock stands in for.
+    pub fn fetch(&self, key: &[u8]) -> Object {
+        let mut object = self.storage.get(key).cloned().unwrap_or_default();
+        object.fill(&self.clock, &self.ring.replicas(key));
+        object
+    }
+
+    /// PUT and DELETE at their coordinator (Alg. 1): a new dot of this
+    /// replica for `value` (`None` deletes), superseding every version
+    /// `context` has seen. Returns the object to send to the key's other
+    /// replicas.
+    pub fn coordinate(
+        &mut self,
+        key: &Bytes,
+        value: Option<Bytes>,
+        context: &VersionVector,
+    ) -> Result<Object, Refused> {
+        if !self.replicates(key) {
+            return Err(Refused::NotAReplica {
+                replicas: self.ring.replicas(key),
+            });
+        }
+        // Alg. 1 as the authors' clock library does it (swc_kv: discard,
+        // then add), not as printed: merging the local object with
+        // `({ver}, cc)` where `cc[i] := c` drops every earlier version this
+        // replica coordinated for the key, since `cc[i]` covers all of
+        // `i`'s smaller counters, even a concurrent write the client never
+        // saw (the simulator's causality checker caught it).
+        let own = self.clock.entry(self.id);
+        assert!(!own.has_gaps(), "{}'s own entry has gaps", self.id);
+        let dot = Dot::new(self.id, own.base() + 1);
+        let mut object = self.fetch(key);
+        object.discard(context);
+        object.add(dot, value);
+        self.store(key, object.clone());
+        assert_eq!(
+            self.clock.base(self.id),
+            dot.counter,
+            "{} did not record its own new dot {dot}",
+            self.id
+        );
+        self.stats.coordinated += 1;
+        Ok(object)
+    }
+
+    /// Update (Alg. 2): merges `object` (filled, from a coordinator or a
+    /// peer) into the local one and stores the result, which it returns.
+    pub fn update(&mut self, key: &Bytes, object: &Object) -> Object {
+        debug_assert!(
+            self.replicates(key),
+            "{} got {key:?} it does not hold",
+            self.id
+        );
+        let merged = object.merge(&self.fetch(key));
+        self.store(key, merged.clone());
+        self.stats.updates += 1;
+        merged
+    }
+
+    /// Store (Alg. 2): strips the object, keeps or forgets it, records its
+    /// versions' dots in the clock and the dot-key map, and tracks whether
+    /// it is fully stripped.
+    pub(crate) fn store(&mut self, key: &Bytes, mut object: Object) {
+        self.strip(&mut object);
+        for dot in object.versions().keys() {
+            if !self.clock.add(*dot) {
+                self.stats.dots_not_recorded += 1;
+            }
+            self.dot_keys.add(*dot, key);
+        }
+        let forget = match self.bug {
+            DottedBug::ForgetUnstrippedDeletes => object.values().is_empty(),
+            _ => object.is_forgettable(),
+        };
+        if object.context().is_empty() {
+            self.non_stripped.remove(key);
+        } else {
+            self.non_stripped.insert(key.clone());
+        }
+        if forget {
+            self.non_stripped.remove(key);
+            if self.storage.remove(key).is_some() || !object.versions().is_empty() {
+                self.stats.forgotten += 1;
+            }
+        } else {
+            self.storage.insert(key.clone(), object);
+        }
+    }
+
+    fn strip(&self, object: &mut Object) {
+        match self.bug {
+            DottedBug::StripPastGaps => {
+                let clock = &self.clock;
+                object.retain_context(|id, c| c > clock.entry(id).max());
+            }
+            _ => object.strip(&self.clock),
+        }
+    }
+
+    /// One pass of the causality strip (Alg. 3 `strip_causality`) over at
+    /// most `max_keys` non-stripped keys, resuming where the last pass
+    /// stopped. Returns the keys visited.
+    pub fn strip_some(&mut self, max_keys: usize) -> usize {
+        // From the cursor to the end, then around from the start: a pass
+        // that stopped early never starves the keys before it.
+        let start = self.strip_cursor.take();
+        let mut keys: Vec<Bytes> = match &start {
+            Some(from) => self
+                .non_stripped
+                .range(from.clone()..)
+                .take(max_keys)
+                .cloned()
+                .collect(),
+            None => self.non_stripped.iter().take(max_keys).cloned().collect(),
+        };
+        if let Some(from) = &start {
+            let more = max_keys - keys.len();
+            keys.extend(self.non_stripped.range(..from.clone()).take(more).cloned());
+        }
+        for key in &keys {
+            let object = self.storage.get(key).cloned().unwrap_or_default();
+            self.store(key, object);
+        }
+        if keys.len() == max_keys {
+            if let Some(last) = keys.last() {
+                let mut next = last.to_vec();
+                next.push(0);
+                self.strip_cursor = Some(Bytes::from(next));
+            }
+        }
+        keys.len()
+    }
+
+    /// Whether both hold the same five structures (counters aside).
+    pub fn same_state(&self, other: &NodeState) -> bool {
+        self.clock == other.clock
+            && self.dot_keys == other.dot_keys
+            && self.watermark == other.watermark
+            && self.non_stripped == other.non_stripped
+            && self.storage == other.storage
+    }
+
+    /// Asserts the structures agree (the simulator calls it after every
+    /// step).
+    pub fn check_invariants(&self) {
+        assert!(
+            !self.clock.entry(self.id).has_gaps(),
+            "{}: own clock entry has gaps",
+            self.id
+        );
+        let peers = self.ring.peers(self.id);
+        for (key, object) in &self.storage {
+            assert!(
+                !object.is_forgettable(),
+                "{}: stored a forgettable {key:?}",
+                self.id
+            );
+            assert_eq!(
+                self.non_stripped.contains(key),
+                !object.context().is_empty(),
+                "{}: NSK disagrees with {key:?}'s context",
+                self.id
+            );
+            for dot in object.versions().keys() {
+                if self.stats.dots_not_recorded == 0 {
+                    assert!(
+                        self.clock.contains(*dot),
+                        "{}: version {dot} not in NC",
+                        self.id
+                    );
+                }
+                let pruned = self
+                    .watermark
+                    .min_over(dot.id, &shared(&peers, &self.ring.peers(dot.id)))
+                    >= dot.counter;
+                assert!(
+                    pruned || self.dot_keys.get(*dot) == Some(key),
+                    "{}: version {dot} of {key:?} missing from the dot-key map",
+                    self.id
+                );
+            }
+        }
+        for key in &self.non_stripped {
+            assert!(
+                self.storage.contains_key(key),
+                "{}: NSK names a key not stored",
+                self.id
+            );
+        }
+        for (dot, _) in self.dot_keys.iter() {
+            if self.stats.dots_not_recorded == 0 {
+                assert!(
+                    self.clock.contains(dot),
+                    "{}: DKM dot {dot} not in NC",
+                    self.id
+                );
+            }
+        }
+    }
+}
+
+/// The ids in both lists.
+pub(crate) fn shared(a: &[ReplicaId], b: &[ReplicaId]) -> Vec<ReplicaId> {
+    a.iter().copied().filter(|id| b.contains(id)).collect()
+}

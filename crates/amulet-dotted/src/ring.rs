@@ -1,0 +1,138 @@
+//! Where an eventual map's keys live (DottedDB §V-A, Dynamo's consistent
+//! hashing): replicas in ring order, the keyspace cut into one equal range
+//! per replica, and a key replicated by the owner of its range and the
+//! next `n - 1` replicas. Peers are replicas that share a range.
+//!
+//! In a cluster the ring is part of the replicated configuration (changed
+//! only through the global stream), so every replica computes the same
+//! placement.
+
+use crate::dot::ReplicaId;
+use serde::{Deserialize, Serialize};
+
+/// Replicas in ring order and the replication factor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ring {
+    members: Vec<ReplicaId>,
+    replication: usize,
+}
+
+impl Ring {
+    /// A ring of `members` (in ring order, distinct) replicating each key
+    /// `replication` times (at most the member count).
+    pub fn new(members: Vec<ReplicaId>, replication: usize) -> Ring {
+        assert!(!members.is_empty(), "a ring needs a member");
+        assert!(
+            (1..=members.len()).contains(&replication),
+            "replication {replication} with {} members",
+            members.len()
+        );
+        let mut sorted = members.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), members.len(), "ring members repeat");
+        Ring {
+            members,
+            replication,
+        }
+    }
+
+    /// The members, in ring order.
+    pub fn members(&self) -> &[ReplicaId] {
+        &self.members
+    }
+
+    /// Replicas per key.
+    pub fn replication(&self) -> usize {
+        self.replication
+    }
+
+    /// The replicas of `key`: its range's owner first.
+    pub fn replicas(&self, key: &[u8]) -> Vec<ReplicaId> {
+        let m = self.members.len() as u128;
+        let owner = ((u128::from(token(key)) * m) >> 64) as usize;
+        (0..self.replication)
+            .map(|i| self.members[(owner + i) % self.members.len()])
+            .collect()
+    }
+
+    /// Whether `id` replicates `key`.
+    pub fn replicates(&self, id: ReplicaId, key: &[u8]) -> bool {
+        self.replicas(key).contains(&id)
+    }
+
+    /// The peers of `id`, itself included: every replica that shares a
+    /// range with it (DottedDB §II-B), in ring order from `n - 1` before
+    /// it. Empty for an id not on the ring.
+    pub fn peers(&self, id: ReplicaId) -> Vec<ReplicaId> {
+        let Some(at) = self.members.iter().position(|&m| m == id) else {
+            return Vec::new();
+        };
+        let len = self.members.len();
+        let reach = self.replication - 1;
+        if 2 * reach + 1 >= len {
+            return self.members.clone();
+        }
+        (0..=2 * reach)
+            .map(|i| self.members[(at + len - reach + i) % len])
+            .collect()
+    }
+}
+
+/// A key's place on the ring: FNV-1a, then splitmix64's finaliser (FNV
+/// alone leaves the high bits of short keys clustered, and the range is
+/// chosen by the high bits). Stable across versions and platforms, which
+/// placement must be.
+pub fn token(key: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash = (hash ^ (hash >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    hash = (hash ^ (hash >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    hash ^ (hash >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(m: u64, n: usize) -> Ring {
+        Ring::new((1..=m).map(ReplicaId).collect(), n)
+    }
+
+    #[test]
+    fn dotteddb_ii_b_a_key_lives_on_n_consecutive_replicas_that_are_peers() {
+        let r = ring(7, 3);
+        for k in 0..500u32 {
+            let key = k.to_be_bytes();
+            let replicas = r.replicas(&key);
+            assert_eq!(replicas.len(), 3);
+            for a in &replicas {
+                for b in &replicas {
+                    assert!(r.peers(*a).contains(b), "{a} and {b} share {k}");
+                }
+            }
+        }
+        assert_eq!(
+            r.peers(ReplicaId(1)),
+            vec![6, 7, 1, 2, 3]
+                .into_iter()
+                .map(ReplicaId)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(ring(4, 3).peers(ReplicaId(2)).len(), 4);
+        assert!(r.peers(ReplicaId(99)).is_empty());
+    }
+
+    #[test]
+    fn dotteddb_ii_b_keys_spread_over_every_range() {
+        let r = ring(5, 1);
+        let mut counts = [0usize; 5];
+        for k in 0..5000u32 {
+            counts[(r.replicas(&k.to_be_bytes())[0].0 - 1) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 700), "{counts:?}");
+    }
+}

@@ -1,0 +1,125 @@
+//! The eventual map's checkers, run once anti-entropy is quiescent:
+//!
+//! - **convergence**: every replica of a key holds the same versions;
+//! - **causality**: those versions are exactly the written values no
+//!   other write superseded (a write supersedes the versions its client's
+//!   context saw, DottedDB §IV-E): none lost, none resurrected, none
+//!   invented, siblings only where writes were concurrent;
+//! - **no garbage**: no deleted key is stored (no tombstones, §IV-F), no
+//!   stored context is left unstripped (§IV-C: metadata per key shrinks
+//!   to the versions' dots), no dot-key entry outlives the dot reaching
+//!   every peer (§IV-G).
+
+use super::Write;
+use crate::violation::{Property, Violation};
+use amulet_dotted::{Dot, NodeState, ReplicaId};
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Violations of the final state `nodes` reached after `writes`.
+pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let by_id: BTreeMap<ReplicaId, &NodeState> = nodes.iter().map(|n| (n.id(), n)).collect();
+    let mut keys: BTreeMap<&Bytes, Vec<&Write>> = BTreeMap::new();
+    for w in writes {
+        keys.entry(&w.key).or_default().push(w);
+    }
+    for (key, key_writes) in &keys {
+        let replicas = nodes[0].ring().replicas(key);
+        let held: Vec<(ReplicaId, BTreeMap<Dot, Bytes>)> = replicas
+            .iter()
+            .map(|id| {
+                let versions = by_id[id]
+                    .fetch(key)
+                    .versions()
+                    .iter()
+                    .filter_map(|(dot, v)| v.clone().map(|v| (*dot, v)))
+                    .collect();
+                (*id, versions)
+            })
+            .collect();
+        for (id, versions) in &held[1..] {
+            if versions != &held[0].1 {
+                violations.push(Violation::new(
+                    Property::Convergence,
+                    format!(
+                        "{key:?}: {} holds {:?} but {id} holds {:?}",
+                        held[0].0, held[0].1, versions
+                    ),
+                ));
+            }
+        }
+        let expected: BTreeMap<Dot, &Bytes> = key_writes
+            .iter()
+            .filter_map(|w| w.value.as_ref().map(|v| (w.dot, v)))
+            .filter(|(dot, _)| !key_writes.iter().any(|o| o.context.covers(*dot)))
+            .collect();
+        let (first, actual) = &held[0];
+        for (dot, value) in &expected {
+            if !actual.contains_key(dot) {
+                violations.push(Violation::new(
+                    Property::Causality,
+                    format!("{key:?}: the write {dot}={value:?} no write saw is lost at {first}"),
+                ));
+            }
+        }
+        for (dot, value) in actual {
+            if !expected.contains_key(dot) {
+                let why = match key_writes.iter().find(|w| w.dot == *dot) {
+                    None => "was never written".to_string(),
+                    Some(_) => {
+                        let by: Vec<Dot> = key_writes
+                            .iter()
+                            .filter(|o| o.context.covers(*dot))
+                            .map(|o| o.dot)
+                            .collect();
+                        format!("was superseded by {by:?}")
+                    }
+                };
+                violations.push(Violation::new(
+                    Property::Causality,
+                    format!("{key:?}: {first} holds {dot}={value:?}, which {why}"),
+                ));
+            }
+        }
+    }
+    let written: BTreeSet<&Bytes> = keys.keys().copied().collect();
+    for node in nodes {
+        for (key, object) in node.stored() {
+            if !written.contains(key) {
+                violations.push(Violation::new(
+                    Property::Causality,
+                    format!("{}: stores {key:?}, never written", node.id()),
+                ));
+            }
+            if object.values().is_empty() {
+                violations.push(Violation::new(
+                    Property::Garbage,
+                    format!("{}: keeps a tombstone for {key:?}: {object:?}", node.id()),
+                ));
+            }
+            if !object.context().is_empty() {
+                violations.push(Violation::new(
+                    Property::Garbage,
+                    format!(
+                        "{}: {key:?}'s context is not stripped: {:?}",
+                        node.id(),
+                        object.context()
+                    ),
+                ));
+            }
+        }
+        if node.non_stripped_len() > 0 || node.dot_keys_len() > 0 {
+            violations.push(Violation::new(
+                Property::Garbage,
+                format!(
+                    "{}: {} non-stripped keys and {} dot-key entries left when quiescent",
+                    node.id(),
+                    node.non_stripped_len(),
+                    node.dot_keys_len()
+                ),
+            ));
+        }
+    }
+    violations
+}

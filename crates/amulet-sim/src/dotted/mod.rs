@@ -1,0 +1,470 @@
+//! `amulet-sim --dotted`: eventual maps (DottedDB, `amulet-dotted`) under
+//! a faulty network. Replicas on a ring, clients that read, write over
+//! what they read, write blind and delete through random coordinators,
+//! replication messages lost, delayed and reordered, partitions, crashes
+//! (a replica restarts with its durable state), anti-entropy with replies
+//! cut at small budgets, and strip passes. Then the faults heal, clients
+//! stop, and anti-entropy runs to quiescence; the checkers
+//! (`checker.rs`) judge convergence, causality and leftover metadata.
+//!
+//! The data path of an eventual map does not go through the ordering
+//! layer, so this mode drives the sans-IO core directly rather than the
+//! host core's harness.
+
+mod checker;
+mod options;
+
+pub use options::DottedOptions;
+
+use crate::rng::Rng;
+use crate::runner::{SeedOutcome, SeedStats};
+use crate::trace::TraceHash;
+use amulet_dotted::{
+    Dot, DottedBug, NodeState, Object, ReplicaId, Ring, SyncBudget, SyncReply, SyncRequest,
+    VersionVector,
+};
+use amulet_types::{NodeId, TimeMicros};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// Rounds of all-pairs anti-entropy allowed to reach quiescence.
+const QUIESCENCE_ROUNDS_MAX: usize = 30;
+
+/// A write as its coordinator executed it (what the checker judges).
+#[derive(Clone, Debug)]
+pub(crate) struct Write {
+    pub key: Bytes,
+    pub dot: Dot,
+    pub value: Option<Bytes>,
+    /// The context the client gave: the versions it supersedes.
+    pub context: VersionVector,
+}
+
+enum Message {
+    Replicate { key: Bytes, object: Object },
+    SyncRequest(SyncRequest),
+    SyncReply(SyncReply),
+}
+
+enum Event {
+    Client(usize),
+    Deliver {
+        from: usize,
+        to: usize,
+        message: Message,
+    },
+    AntiEntropy(usize),
+    Strip(usize),
+    Crash(usize),
+    Restart(usize),
+    Partition(Vec<bool>),
+    Heal,
+}
+
+struct World {
+    options: DottedOptions,
+    rng: Rng,
+    nodes: Vec<NodeState>,
+    up: Vec<bool>,
+    /// Side of each replica while partitioned.
+    side: Option<Vec<bool>>,
+    events: BTreeMap<(u64, u64), Event>,
+    seq: u64,
+    now: u64,
+    healed: bool,
+    writes: Vec<Write>,
+    trace: TraceHash,
+    verbose: bool,
+    stats: DottedStats,
+}
+
+/// What a seed did.
+#[derive(Clone, Copy, Debug, Default)]
+struct DottedStats {
+    reads: u64,
+    writes: u64,
+    refused: u64,
+    replicate_sent: u64,
+    replicate_lost: u64,
+    syncs: u64,
+    sync_objects: u64,
+    cut_replies: u64,
+}
+
+/// Runs one seed of the eventual-map simulation.
+pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome {
+    let mut rng = Rng::new(seed);
+    let options = DottedOptions::draw(&mut rng);
+    if verbose {
+        println!("seed={seed} bug={bug:?} options={options:#?}");
+    }
+    let ids: Vec<ReplicaId> = (1..=options.replicas as u64).map(ReplicaId).collect();
+    let ring = Ring::new(ids.clone(), options.replication);
+    let nodes = ids
+        .iter()
+        .map(|&id| NodeState::new(id, ring.clone()).with_bug(bug))
+        .collect();
+    let mut world = World {
+        up: vec![true; options.replicas],
+        side: None,
+        events: BTreeMap::new(),
+        seq: 0,
+        now: 0,
+        healed: false,
+        writes: Vec::new(),
+        trace: TraceHash::new(),
+        verbose,
+        stats: DottedStats::default(),
+        rng: rng.fork(),
+        nodes,
+        options,
+    };
+    world.schedule_start(&mut rng);
+    let end = world.options.safety_micros + world.options.healed_micros;
+    while let Some(((time, _), event)) = world.events.pop_first() {
+        if time > end {
+            break;
+        }
+        world.now = time;
+        if !world.healed && time >= world.options.safety_micros {
+            world.heal_all();
+        }
+        world.handle(event);
+    }
+    world.heal_all();
+    let converged = world.quiesce();
+    let mut violations = checker::check(&world.nodes, &world.writes);
+    if !converged {
+        violations.push(crate::violation::Violation::new(
+            crate::violation::Property::Progress,
+            format!("anti-entropy did not settle in {QUIESCENCE_ROUNDS_MAX} all-pairs rounds"),
+        ));
+    }
+    if verbose {
+        println!("stats {:?}", world.stats);
+        for node in &world.nodes {
+            println!(
+                "{} stored={} clock_words={} dkm={} nsk={} {:?}",
+                node.id(),
+                node.stored_keys(),
+                node.clock().bitmap_words(),
+                node.dot_keys_len(),
+                node.non_stripped_len(),
+                node.stats()
+            );
+        }
+    }
+    SeedOutcome {
+        violations,
+        trace_hash: world.trace.value(),
+        stats: SeedStats {
+            values_proposed: world.stats.writes,
+            deliveries: world.stats.sync_objects,
+            virtual_micros: world.now,
+            trace_events: world.trace.events(),
+            ..SeedStats::default()
+        },
+    }
+}
+
+impl World {
+    fn at(&mut self, delay: u64, event: Event) {
+        self.seq += 1;
+        self.events.insert((self.now + delay, self.seq), event);
+    }
+
+    fn schedule_start(&mut self, rng: &mut Rng) {
+        for c in 0..self.options.clients {
+            let delay = rng.exponential(self.options.think_micros);
+            self.at(delay, Event::Client(c));
+        }
+        for i in 0..self.options.replicas {
+            let (sync, strip) = (
+                rng.exponential(self.options.sync_every_micros),
+                rng.exponential(self.options.strip_every_micros),
+            );
+            self.at(sync, Event::AntiEntropy(i));
+            self.at(strip, Event::Strip(i));
+        }
+        // The nemesis' schedule over the faulty phase.
+        let safety = self.options.safety_micros;
+        if self.options.crashes {
+            for _ in 0..rng.range(1, 4) {
+                let (node, at) = (
+                    rng.below(self.options.replicas as u64) as usize,
+                    rng.below(safety),
+                );
+                let down = rng.range(10_000, safety / 2);
+                self.at(at, Event::Crash(node));
+                self.at(at + down, Event::Restart(node));
+            }
+        }
+        if self.options.partitions {
+            for _ in 0..rng.range(1, 3) {
+                let side: Vec<bool> = (0..self.options.replicas)
+                    .map(|_| rng.chance(0.5))
+                    .collect();
+                let at = rng.below(safety);
+                self.at(at, Event::Partition(side));
+                self.at(at + rng.range(50_000, safety / 2), Event::Heal);
+            }
+        }
+    }
+
+    fn heal_all(&mut self) {
+        if self.healed {
+            return;
+        }
+        self.healed = true;
+        self.side = None;
+        self.up.iter_mut().for_each(|u| *u = true);
+        self.options.replicate_loss = 0.0;
+        self.options.sync_loss = 0.0;
+    }
+
+    fn cut(&self, a: usize, b: usize) -> bool {
+        self.side.as_ref().is_some_and(|s| s[a] != s[b])
+    }
+
+    fn send(&mut self, from: usize, to: usize, message: Message, loss: f64) -> bool {
+        if !self.up[from] || self.cut(from, to) || self.rng.chance(loss) {
+            return false;
+        }
+        let delay = self.rng.range(1, self.options.delay_max_micros);
+        self.at(delay, Event::Deliver { from, to, message });
+        true
+    }
+
+    fn index(&self, id: ReplicaId) -> usize {
+        (id.0 - 1) as usize
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Client(c) => {
+                if !self.healed {
+                    self.client_step(c);
+                    let think = self.rng.exponential(self.options.think_micros);
+                    self.at(think, Event::Client(c));
+                }
+            }
+            Event::Deliver { from, to, message } => {
+                if !self.up[to] || self.cut(from, to) {
+                    return;
+                }
+                self.deliver(from, to, message);
+                self.nodes[to].check_invariants();
+            }
+            Event::AntiEntropy(i) => {
+                if self.up[i] {
+                    let peers: Vec<ReplicaId> = self.nodes[i]
+                        .ring()
+                        .peers(self.nodes[i].id())
+                        .into_iter()
+                        .filter(|&p| p != self.nodes[i].id())
+                        .collect();
+                    if let Some(&p) = self.rng.pick(&peers) {
+                        let to = self.index(p);
+                        let request = self.nodes[i].sync_request();
+                        let loss = self.options.sync_loss;
+                        self.send(i, to, Message::SyncRequest(request), loss);
+                    }
+                }
+                let next = self.rng.exponential(self.options.sync_every_micros);
+                self.at(next, Event::AntiEntropy(i));
+            }
+            Event::Strip(i) => {
+                if self.up[i] {
+                    let keys = self.options.strip_keys;
+                    self.nodes[i].strip_some(keys);
+                    self.nodes[i].check_invariants();
+                }
+                let next = self.rng.exponential(self.options.strip_every_micros);
+                self.at(next, Event::Strip(i));
+            }
+            Event::Crash(i) => {
+                if !self.healed {
+                    self.up[i] = false;
+                    self.log(format!("crash {}", self.nodes[i].id()));
+                }
+            }
+            Event::Restart(i) => {
+                // The replica's state is durable: it restarts with exactly
+                // what it had (its clock included, so no dot is reissued).
+                self.up[i] = true;
+            }
+            Event::Partition(side) => {
+                if !self.healed {
+                    self.log(format!("partition {side:?}"));
+                    self.side = Some(side);
+                }
+            }
+            Event::Heal => self.side = None,
+        }
+    }
+
+    fn deliver(&mut self, from: usize, to: usize, message: Message) {
+        match message {
+            Message::Replicate { key, object } => {
+                self.trace.event(
+                    TimeMicros(self.now),
+                    1,
+                    node(from),
+                    node(to),
+                    TraceHash::digest_debug(&object),
+                );
+                self.nodes[to].update(&key, &object);
+            }
+            Message::SyncRequest(request) => {
+                let budget = self.options.budget;
+                let reply = self.nodes[to].answer_sync(&request, budget);
+                if reply.covered < self.nodes[to].clock().entry(self.nodes[to].id()).max() {
+                    self.stats.cut_replies += 1;
+                }
+                let loss = self.options.sync_loss;
+                self.send(to, from, Message::SyncReply(reply), loss);
+            }
+            Message::SyncReply(reply) => {
+                self.trace.event(
+                    TimeMicros(self.now),
+                    2,
+                    node(from),
+                    node(to),
+                    TraceHash::digest_debug(&(reply.covered, reply.objects.len())),
+                );
+                let applied = self.nodes[to].apply_sync(&reply);
+                self.stats.syncs += 1;
+                self.stats.sync_objects += applied.objects as u64;
+            }
+        }
+    }
+
+    /// One client operation: a read, or a write (after a read unless
+    /// blind) or a delete, at random live replicas of a random key.
+    fn client_step(&mut self, client: usize) {
+        let key = Bytes::from(format!("k{}", self.rng.below(self.options.keys as u64)));
+        let replicas = self.nodes[0].ring().replicas(&key);
+        let mut live: Vec<usize> = replicas
+            .iter()
+            .map(|&r| self.index(r))
+            .filter(|&i| self.up[i])
+            .collect();
+        self.rng.shuffle(&mut live);
+        if live.is_empty() {
+            self.stats.refused += 1;
+            return;
+        }
+        let read = |world: &World| {
+            live.iter()
+                .take(world.options.read_quorum)
+                .fold(Object::new(), |acc, &i| {
+                    acc.merge(&world.nodes[i].fetch(&key))
+                })
+        };
+        let roll = self.rng.unit();
+        if roll < 0.3 {
+            let object = read(self);
+            self.stats.reads += 1;
+            self.trace.event(
+                TimeMicros(self.now),
+                3,
+                NodeId(client as u32),
+                NodeId(0),
+                TraceHash::digest_debug(&object.values()),
+            );
+            return;
+        }
+        let context = if self.rng.chance(self.options.blind_share) {
+            VersionVector::new()
+        } else {
+            read(self).read_context()
+        };
+        let value = if self.rng.chance(self.options.delete_share) {
+            None
+        } else {
+            Some(Bytes::from(format!("v{}-{}", client, self.stats.writes)))
+        };
+        let coordinator = live[0];
+        let object = match self.nodes[coordinator].coordinate(&key, value.clone(), &context) {
+            Ok(object) => object,
+            Err(refused) => panic!("a live replica of {key:?} refused: {refused:?}"),
+        };
+        let id = self.nodes[coordinator].id();
+        let dot = Dot::new(id, self.nodes[coordinator].clock().base(id));
+        assert!(
+            object.versions().contains_key(&dot),
+            "the write's dot {dot} is in its object"
+        );
+        self.nodes[coordinator].check_invariants();
+        self.stats.writes += 1;
+        self.writes.push(Write {
+            key: key.clone(),
+            dot,
+            value,
+            context,
+        });
+        self.trace.event(
+            TimeMicros(self.now),
+            4,
+            NodeId(client as u32),
+            node(coordinator),
+            TraceHash::digest_debug(&dot),
+        );
+        for &r in &replicas {
+            let to = self.index(r);
+            if to != coordinator {
+                let loss = self.options.replicate_loss;
+                self.stats.replicate_sent += 1;
+                let message = Message::Replicate {
+                    key: key.clone(),
+                    object: object.clone(),
+                };
+                if !self.send(coordinator, to, message, loss) {
+                    self.stats.replicate_lost += 1;
+                }
+            }
+        }
+    }
+
+    /// After healing: every replica syncs with every peer, and strips
+    /// every key, round after round until a round changes nothing.
+    fn quiesce(&mut self) -> bool {
+        for round in 0..QUIESCENCE_ROUNDS_MAX {
+            let before: Vec<NodeState> = self.nodes.clone();
+            let same =
+                |a: &[NodeState], b: &[NodeState]| a.iter().zip(b).all(|(x, y)| x.same_state(y));
+            for a in 0..self.nodes.len() {
+                let id = self.nodes[a].id();
+                for p in self.nodes[a].ring().peers(id) {
+                    let p = self.index(p);
+                    if p == a {
+                        continue;
+                    }
+                    let reply = self.nodes[p]
+                        .answer_sync(&self.nodes[a].sync_request(), SyncBudget::default());
+                    self.nodes[a].apply_sync(&reply);
+                    self.nodes[a].check_invariants();
+                }
+            }
+            for node in &mut self.nodes {
+                node.strip_some(usize::MAX);
+                node.check_invariants();
+            }
+            if same(&self.nodes, &before) {
+                self.log(format!("quiescent after {round} rounds"));
+                return true;
+            }
+        }
+        false
+    }
+
+    fn log(&self, line: String) {
+        if self.verbose {
+            println!("{:>9}us {line}", self.now);
+        }
+    }
+}
+
+fn node(i: usize) -> NodeId {
+    NodeId(i as u32 + 1)
+}

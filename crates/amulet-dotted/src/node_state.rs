@@ -30,6 +30,10 @@ pub enum DottedBug {
     StripPastGaps,
     /// Store forgets a deleted object before its context is stripped.
     ForgetUnstrippedDeletes,
+    /// The runtime (here: the simulator) answers and replicates a write
+    /// before its journal is synced (`journal.rs`); the core itself runs
+    /// as without a bug.
+    AckBeforeSync,
 }
 
 /// Why a replica refused a client write.

@@ -124,6 +124,9 @@ enum BugArg {
     /// Eventual maps: a deleted object is forgotten before its context is
     /// stripped.
     ForgetUnstrippedDeletes,
+    /// Eventual maps: a write is answered and replicated before its
+    /// journal is synced (a crash then reissues its dot).
+    AckBeforeSync,
 }
 
 impl BugArg {
@@ -154,6 +157,7 @@ impl BugArg {
             BugArg::SyncAdvancesWholeClock => DottedBug::SyncAdvancesWholeClock,
             BugArg::StripPastGaps => DottedBug::StripPastGaps,
             BugArg::ForgetUnstrippedDeletes => DottedBug::ForgetUnstrippedDeletes,
+            BugArg::AckBeforeSync => DottedBug::AckBeforeSync,
             _ => DottedBug::None,
         }
     }
@@ -186,7 +190,8 @@ impl BugArg {
             | BugArg::TailSkipsAnEntry
             | BugArg::SyncAdvancesWholeClock
             | BugArg::StripPastGaps
-            | BugArg::ForgetUnstrippedDeletes => Bug::None,
+            | BugArg::ForgetUnstrippedDeletes
+            | BugArg::AckBeforeSync => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,

@@ -1,9 +1,10 @@
 //! Eventual maps (DottedDB, `amulet-dotted`) under the `--dotted` swarm:
 //! replicas on a ring, clients reading, writing over what they read,
 //! writing blind and deleting at random coordinators, replication messages
-//! lost (up to all of them), delayed and reordered, partitions, crashes,
-//! anti-entropy with replies cut at small budgets. Once healed and
-//! quiescent, every seed is checked for convergence, causality (the final
+//! lost (up to all of them), delayed and reordered, partitions, crashes
+//! that lose what was not synced (a replica recovers from its checkpoint
+//! and synced journal), anti-entropy with replies cut at small budgets. Once healed and
+//! quiescent, every seed is checked for dots issued twice, convergence, causality (the final
 //! versions of each key are exactly the writes no other write saw) and
 //! leftover metadata (no tombstones, no unstripped contexts, no dot-key
 //! entries). The long run is `amulet-sim --dotted --seeds 3000`.
@@ -62,6 +63,13 @@ fn dotteddb_iv_c_strip_across_clock_gaps_is_caught() {
 #[test]
 fn dotteddb_iv_f_forgetting_a_delete_before_its_context_is_stripped_is_caught() {
     let caught = first_catch(DottedBug::ForgetUnstrippedDeletes);
+    assert!(caught.is_some(), "no seed caught it");
+    println!("caught: {caught:?}");
+}
+
+#[test]
+fn a_write_answered_before_its_journal_is_synced_is_caught() {
+    let caught = first_catch(DottedBug::AckBeforeSync);
     assert!(caught.is_some(), "no seed caught it");
     println!("caught: {caught:?}");
 }

@@ -5,6 +5,8 @@
 //!   other write superseded (a write supersedes the versions its client's
 //!   context saw, DottedDB §IV-E): none lost, none resurrected, none
 //!   invented, siblings only where writes were concurrent;
+//! - **integrity**: no dot was issued twice (a restarted replica rebuilt
+//!   its clock exactly from its checkpoint and synced journal);
 //! - **no garbage**: no deleted key is stored (no tombstones, §IV-F), no
 //!   stored context is left unstripped (§IV-C: metadata per key shrinks
 //!   to the versions' dots), no dot-key entry outlives the dot reaching
@@ -20,6 +22,18 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
     let mut violations = Vec::new();
     let by_id: BTreeMap<ReplicaId, &NodeState> = nodes.iter().map(|n| (n.id(), n)).collect();
+    let mut issued: BTreeMap<Dot, &Write> = BTreeMap::new();
+    for w in writes {
+        if let Some(first) = issued.insert(w.dot, w) {
+            violations.push(Violation::new(
+                Property::Integrity,
+                format!(
+                    "dot {} issued twice: {:?}={:?} and {:?}={:?}",
+                    w.dot, first.key, first.value, w.key, w.value
+                ),
+            ));
+        }
+    }
     let mut keys: BTreeMap<&Bytes, Vec<&Write>> = BTreeMap::new();
     for w in writes {
         keys.entry(&w.key).or_default().push(w);

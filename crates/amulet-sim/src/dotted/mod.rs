@@ -2,7 +2,8 @@
 //! a faulty network. Replicas on a ring, clients that read, write over
 //! what they read, write blind and delete through random coordinators,
 //! replication messages lost, delayed and reordered, partitions, crashes
-//! (a replica restarts with its durable state), anti-entropy with replies
+//! (a replica loses what it had not synced and restarts from its
+//! checkpoint and synced journal), anti-entropy with replies
 //! cut at small budgets, and strip passes. Then the faults heal, clients
 //! stop, and anti-entropy runs to quiescence; the checkers
 //! (`checker.rs`) judge convergence, causality and leftover metadata.
@@ -20,7 +21,7 @@ use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
 use crate::trace::TraceHash;
 use amulet_dotted::{
-    Dot, DottedBug, NodeState, Object, ReplicaId, Ring, SyncBudget, SyncReply, SyncRequest,
+    Dot, DottedBug, Input, NodeState, Object, ReplicaId, Ring, SyncBudget, SyncReply, SyncRequest,
     VersionVector,
 };
 use amulet_types::{NodeId, TimeMicros};
@@ -55,6 +56,7 @@ enum Event {
     },
     AntiEntropy(usize),
     Strip(usize),
+    GroupCommit(usize),
     Crash(usize),
     Restart(usize),
     Partition(Vec<bool>),
@@ -65,6 +67,10 @@ struct World {
     options: DottedOptions,
     rng: Rng,
     nodes: Vec<NodeState>,
+    /// Per replica, what survives a crash: a checkpoint and the inputs
+    /// after it, of which the first `synced` are on disk.
+    disks: Vec<Disk>,
+    bug: DottedBug,
     up: Vec<bool>,
     /// Side of each replica while partitioned.
     side: Option<Vec<bool>>,
@@ -78,6 +84,19 @@ struct World {
     stats: DottedStats,
 }
 
+/// A replica's durable state (`amulet_dotted::journal`).
+struct Disk {
+    checkpoint: NodeState,
+    journal: Vec<Input>,
+    synced: usize,
+}
+
+/// Inputs after which a replica checkpoints (when its journal is synced).
+const CHECKPOINT_EVERY_INPUTS: usize = 64;
+
+/// Mean time between a replica's group commits.
+const GROUP_COMMIT_MICROS: u64 = 5_000;
+
 /// What a seed did.
 #[derive(Clone, Copy, Debug, Default)]
 struct DottedStats {
@@ -89,6 +108,8 @@ struct DottedStats {
     syncs: u64,
     sync_objects: u64,
     cut_replies: u64,
+    crashes: u64,
+    inputs_lost: u64,
 }
 
 /// Runs one seed of the eventual-map simulation.
@@ -100,11 +121,14 @@ pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome 
     }
     let ids: Vec<ReplicaId> = (1..=options.replicas as u64).map(ReplicaId).collect();
     let ring = Ring::new(ids.clone(), options.replication);
-    let nodes = ids
+    let nodes: Vec<NodeState> = ids
         .iter()
         .map(|&id| NodeState::new(id, ring.clone()).with_bug(bug))
         .collect();
+    let disks = nodes_disks(&nodes);
     let mut world = World {
+        disks,
+        bug,
         up: vec![true; options.replicas],
         side: None,
         events: BTreeMap::new(),
@@ -167,7 +191,37 @@ pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome 
     }
 }
 
+fn nodes_disks(nodes: &[NodeState]) -> Vec<Disk> {
+    nodes
+        .iter()
+        .map(|n| Disk {
+            checkpoint: n.clone(),
+            journal: Vec::new(),
+            synced: 0,
+        })
+        .collect()
+}
+
 impl World {
+    /// Applies `input` to replica `i` and appends it to its journal.
+    fn apply(&mut self, i: usize, input: Input) {
+        self.nodes[i].apply(&input);
+        self.disks[i].journal.push(input);
+        self.nodes[i].check_invariants();
+    }
+
+    /// A group commit: everything journaled so far is on disk; a long
+    /// journal becomes a checkpoint.
+    fn commit(&mut self, i: usize) {
+        let disk = &mut self.disks[i];
+        disk.synced = disk.journal.len();
+        if disk.journal.len() >= CHECKPOINT_EVERY_INPUTS {
+            disk.checkpoint = self.nodes[i].clone();
+            disk.journal.clear();
+            disk.synced = 0;
+        }
+    }
+
     fn at(&mut self, delay: u64, event: Event) {
         self.seq += 1;
         self.events.insert((self.now + delay, self.seq), event);
@@ -185,6 +239,8 @@ impl World {
             );
             self.at(sync, Event::AntiEntropy(i));
             self.at(strip, Event::Strip(i));
+            let commit = rng.exponential(GROUP_COMMIT_MICROS);
+            self.at(commit, Event::GroupCommit(i));
         }
         // The nemesis' schedule over the faulty phase.
         let safety = self.options.safety_micros;
@@ -275,22 +331,39 @@ impl World {
             }
             Event::Strip(i) => {
                 if self.up[i] {
-                    let keys = self.options.strip_keys;
-                    self.nodes[i].strip_some(keys);
-                    self.nodes[i].check_invariants();
+                    let max_keys = self.options.strip_keys;
+                    self.apply(i, Input::Strip { max_keys });
                 }
                 let next = self.rng.exponential(self.options.strip_every_micros);
                 self.at(next, Event::Strip(i));
             }
+            Event::GroupCommit(i) => {
+                if self.up[i] {
+                    self.commit(i);
+                }
+                let next = self.rng.exponential(GROUP_COMMIT_MICROS);
+                self.at(next, Event::GroupCommit(i));
+            }
             Event::Crash(i) => {
-                if !self.healed {
+                if !self.healed && self.up[i] {
+                    // What was not synced is gone; the replica restarts
+                    // from its checkpoint and synced journal.
                     self.up[i] = false;
-                    self.log(format!("crash {}", self.nodes[i].id()));
+                    let disk = &mut self.disks[i];
+                    let lost = disk.journal.len() - disk.synced;
+                    disk.journal.truncate(disk.synced);
+                    self.nodes[i] = NodeState::recover(&disk.checkpoint, &disk.journal);
+                    self.stats.crashes += 1;
+                    self.stats.inputs_lost += lost as u64;
+                    self.log(format!(
+                        "crash {} losing {lost} unsynced inputs",
+                        self.nodes[i].id()
+                    ));
                 }
             }
             Event::Restart(i) => {
-                // The replica's state is durable: it restarts with exactly
-                // what it had (its clock included, so no dot is reissued).
+                // Rebuilt at the crash from what was synced (its clock
+                // included, so no acknowledged dot is reissued).
                 self.up[i] = true;
             }
             Event::Partition(side) => {
@@ -313,9 +386,11 @@ impl World {
                     node(to),
                     TraceHash::digest_debug(&object),
                 );
-                self.nodes[to].update(&key, &object);
+                self.apply(to, Input::Update { key, object });
             }
             Message::SyncRequest(request) => {
+                // A reply describes only synced state (journal.rs).
+                self.commit(to);
                 let budget = self.options.budget;
                 let reply = self.nodes[to].answer_sync(&request, budget);
                 if reply.covered < self.nodes[to].clock().entry(self.nodes[to].id()).max() {
@@ -332,9 +407,9 @@ impl World {
                     node(to),
                     TraceHash::digest_debug(&(reply.covered, reply.objects.len())),
                 );
-                let applied = self.nodes[to].apply_sync(&reply);
                 self.stats.syncs += 1;
-                self.stats.sync_objects += applied.objects as u64;
+                self.stats.sync_objects += reply.objects.len() as u64;
+                self.apply(to, Input::ApplySync(reply));
             }
         }
     }
@@ -389,6 +464,15 @@ impl World {
             Ok(object) => object,
             Err(refused) => panic!("a live replica of {key:?} refused: {refused:?}"),
         };
+        self.disks[coordinator].journal.push(Input::Coordinate {
+            key: key.clone(),
+            value: value.clone(),
+            context: context.clone(),
+        });
+        // Synced before the client hears of it or a replica gets it.
+        if self.bug != DottedBug::AckBeforeSync {
+            self.commit(coordinator);
+        }
         let id = self.nodes[coordinator].id();
         let dot = Dot::new(id, self.nodes[coordinator].clock().base(id));
         assert!(

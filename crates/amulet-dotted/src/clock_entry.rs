@@ -191,18 +191,7 @@ fn shifted_right(bits: &[u64], by: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An entry from the clock library's `{base, bitmap}` notation, where
-    /// bit `i` of `bitmap` is counter `base + 1 + i` (not normalised).
-    pub(crate) fn entry(base: u64, bitmap: u64) -> ClockEntry {
-        let mut e = ClockEntry::from_base(base);
-        for i in 0..64 {
-            if bitmap & (1 << i) != 0 {
-                e.add(base + 1 + i);
-            }
-        }
-        e
-    }
+    use crate::test_vectors::entry;
 
     fn pair(e: &ClockEntry) -> (u64, u64) {
         assert!(e.bits.len() <= 1);

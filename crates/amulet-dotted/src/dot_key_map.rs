@@ -90,10 +90,7 @@ impl DotKeyMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(name: char) -> ReplicaId {
-        ReplicaId(name as u64)
-    }
+    use crate::test_vectors::id;
 
     fn key(k: &'static str) -> Bytes {
         Bytes::from_static(k.as_bytes())

@@ -30,6 +30,9 @@ pub mod ring;
 pub mod version_vector;
 pub mod watermark;
 
+#[cfg(test)]
+mod test_vectors;
+
 pub use anti_entropy::{SyncApplied, SyncBudget, SyncReply, SyncRequest};
 pub use clock_entry::ClockEntry;
 pub use dot::{Dot, ReplicaId};

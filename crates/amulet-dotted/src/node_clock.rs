@@ -108,24 +108,7 @@ impl NodeClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(name: char) -> ReplicaId {
-        ReplicaId(name as u64)
-    }
-
-    /// A clock from the clock library's `[{id, {base, bitmap}}]` notation.
-    fn clock(entries: &[(char, u64, u64)]) -> NodeClock {
-        let mut c = NodeClock::new();
-        for &(name, base, bitmap) in entries {
-            c.join_entry(id(name), &ClockEntry::from_base(base));
-            for i in 0..64 {
-                if bitmap & (1 << i) != 0 {
-                    c.add(Dot::new(id(name), base + 1 + i));
-                }
-            }
-        }
-        c
-    }
+    use crate::test_vectors::{clock, id};
 
     // Vectors from the authors' clock library (swc_node's eunit tests:
     // merge, base, event).

@@ -134,11 +134,7 @@ impl Object {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock_entry::ClockEntry;
-
-    fn id(name: char) -> ReplicaId {
-        ReplicaId(name as u64)
-    }
+    use crate::test_vectors::{clock, id};
 
     fn vv(entries: &[(char, u64)]) -> VersionVector {
         entries.iter().map(|&(n, c)| (id(n), c)).collect()
@@ -152,19 +148,6 @@ mod tests {
                 .collect(),
             context: vv(context),
         }
-    }
-
-    fn clock(entries: &[(char, u64, u64)]) -> NodeClock {
-        let mut c = NodeClock::new();
-        for &(n, base, bitmap) in entries {
-            c.join_entry(id(n), &ClockEntry::from_base(base));
-            for i in 0..64 {
-                if bitmap & (1 << i) != 0 {
-                    c.add(Dot::new(id(n), base + 1 + i));
-                }
-            }
-        }
-        c
     }
 
     // Vectors from the authors' clock library (swc_kv's eunit tests: d1

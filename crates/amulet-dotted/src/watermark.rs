@@ -72,10 +72,7 @@ impl Watermark {
 mod tests {
     use super::*;
     use crate::dot::Dot;
-
-    fn id(name: char) -> ReplicaId {
-        ReplicaId(name as u64)
-    }
+    use crate::test_vectors::id;
 
     // The clock library's update vectors (swc_watermark update_test,
     // min_test, get_test), for the cells this replica uses.

@@ -163,9 +163,13 @@ impl NodeState {
         let own = self.clock.clone();
         self.watermark.update_peer(self.id, &own, &peers);
         let ring = self.ring.clone();
-        applied.pruned = self
-            .dot_keys
-            .prune(&self.watermark, |n| shared(&peers, &ring.peers(n)));
+        let me = self.id;
+        applied.pruned = match self.bug {
+            DottedBug::PruneBeforeEveryPeer => self.dot_keys.prune(&self.watermark, |_| vec![me]),
+            _ => self
+                .dot_keys
+                .prune(&self.watermark, |n| shared(&peers, &ring.peers(n))),
+        };
         self.stats.dot_keys_pruned += applied.pruned as u64;
         applied
     }

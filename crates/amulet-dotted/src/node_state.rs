@@ -30,6 +30,9 @@ pub enum DottedBug {
     StripPastGaps,
     /// Store forgets a deleted object before its context is stripped.
     ForgetUnstrippedDeletes,
+    /// The dot-key map is pruned once this replica's own watermark row
+    /// covers a dot, before every peer has it.
+    PruneBeforeEveryPeer,
     /// The runtime (here: the simulator) answers and replicates a write
     /// before its journal is synced (`journal.rs`); the core itself runs
     /// as without a bug.

@@ -124,6 +124,9 @@ enum BugArg {
     /// Eventual maps: a deleted object is forgotten before its context is
     /// stripped.
     ForgetUnstrippedDeletes,
+    /// Eventual maps: the dot-key map is pruned before every peer has
+    /// the dot.
+    PruneBeforeEveryPeer,
     /// Eventual maps: a write is answered and replicated before its
     /// journal is synced (a crash then reissues its dot).
     AckBeforeSync,
@@ -158,6 +161,7 @@ impl BugArg {
             BugArg::StripPastGaps => DottedBug::StripPastGaps,
             BugArg::ForgetUnstrippedDeletes => DottedBug::ForgetUnstrippedDeletes,
             BugArg::AckBeforeSync => DottedBug::AckBeforeSync,
+            BugArg::PruneBeforeEveryPeer => DottedBug::PruneBeforeEveryPeer,
             _ => DottedBug::None,
         }
     }
@@ -191,7 +195,8 @@ impl BugArg {
             | BugArg::SyncAdvancesWholeClock
             | BugArg::StripPastGaps
             | BugArg::ForgetUnstrippedDeletes
-            | BugArg::AckBeforeSync => Bug::None,
+            | BugArg::AckBeforeSync
+            | BugArg::PruneBeforeEveryPeer => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,

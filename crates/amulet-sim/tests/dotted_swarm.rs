@@ -73,3 +73,10 @@ fn a_write_answered_before_its_journal_is_synced_is_caught() {
     assert!(caught.is_some(), "no seed caught it");
     println!("caught: {caught:?}");
 }
+
+#[test]
+fn dotteddb_iv_g_pruning_the_dot_key_map_before_every_peer_has_the_dot_is_caught() {
+    let caught = first_catch(DottedBug::PruneBeforeEveryPeer);
+    assert!(caught.is_some(), "no seed caught it");
+    println!("caught: {caught:?}");
+}

@@ -7,7 +7,7 @@
 //!   invented, siblings only where writes were concurrent;
 //! - **integrity**: no dot was issued twice (a restarted replica rebuilt
 //!   its clock exactly from its checkpoint and synced journal);
-//! - **no garbage**: no deleted key is stored (no tombstones, §IV-F), no
+//! - **no garbage**: no clock bitmap bits (every gap closed), no deleted key is stored (no tombstones, §IV-F), no
 //!   stored context is left unstripped (§IV-C: metadata per key shrinks
 //!   to the versions' dots), no dot-key entry outlives the dot reaching
 //!   every peer (§IV-G).
@@ -122,6 +122,16 @@ pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
                     ),
                 ));
             }
+        }
+        if node.clock().bitmap_words() > 0 {
+            violations.push(Violation::new(
+                Property::Garbage,
+                format!(
+                    "{}: {} clock bitmap words left when quiescent",
+                    node.id(),
+                    node.clock().bitmap_words()
+                ),
+            ));
         }
         if node.non_stripped_len() > 0 || node.dot_keys_len() > 0 {
             violations.push(Violation::new(

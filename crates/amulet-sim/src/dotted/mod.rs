@@ -41,6 +41,7 @@ pub(crate) struct Write {
     pub context: VersionVector,
 }
 
+#[derive(Clone)]
 enum Message {
     Replicate { key: Bytes, object: Object },
     SyncRequest(SyncRequest),
@@ -72,7 +73,11 @@ struct World {
     disks: Vec<Disk>,
     bug: DottedBug,
     up: Vec<bool>,
-    /// Side of each replica while partitioned.
+    /// What reads got wrong, as seen when they returned.
+    read_violations: Vec<String>,
+    /// Each client's last read context per key (for stale writes).
+    contexts: BTreeMap<(usize, Bytes), VersionVector>,
+    /// Side of each node while partitioned.
     side: Option<Vec<bool>>,
     events: BTreeMap<(u64, u64), Event>,
     seq: u64,
@@ -119,7 +124,9 @@ pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome 
     if verbose {
         println!("seed={seed} bug={bug:?} options={options:#?}");
     }
-    let ids: Vec<ReplicaId> = (1..=options.replicas as u64).map(ReplicaId).collect();
+    // Ring order interleaves the nodes (vnode v of node n is replica
+    // `1 + v * nodes + n`), so N consecutive replicas are on N nodes.
+    let ids: Vec<ReplicaId> = (1..=options.replicas() as u64).map(ReplicaId).collect();
     let ring = Ring::new(ids.clone(), options.replication);
     let nodes: Vec<NodeState> = ids
         .iter()
@@ -129,7 +136,9 @@ pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome 
     let mut world = World {
         disks,
         bug,
-        up: vec![true; options.replicas],
+        up: vec![true; options.replicas()],
+        contexts: BTreeMap::new(),
+        read_violations: Vec::new(),
         side: None,
         events: BTreeMap::new(),
         seq: 0,
@@ -158,6 +167,12 @@ pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome 
     world.heal_all();
     let converged = world.quiesce();
     let mut violations = checker::check(&world.nodes, &world.writes);
+    for message in &world.read_violations {
+        violations.push(crate::violation::Violation::new(
+            crate::violation::Property::Causality,
+            message.clone(),
+        ));
+    }
     if !converged {
         violations.push(crate::violation::Violation::new(
             crate::violation::Property::Progress,
@@ -232,7 +247,7 @@ impl World {
             let delay = rng.exponential(self.options.think_micros);
             self.at(delay, Event::Client(c));
         }
-        for i in 0..self.options.replicas {
+        for i in 0..self.options.replicas() {
             let (sync, strip) = (
                 rng.exponential(self.options.sync_every_micros),
                 rng.exponential(self.options.strip_every_micros),
@@ -247,7 +262,7 @@ impl World {
         if self.options.crashes {
             for _ in 0..rng.range(1, 4) {
                 let (node, at) = (
-                    rng.below(self.options.replicas as u64) as usize,
+                    rng.below(self.options.nodes as u64) as usize,
                     rng.below(safety),
                 );
                 let down = rng.range(10_000, safety / 2);
@@ -257,9 +272,7 @@ impl World {
         }
         if self.options.partitions {
             for _ in 0..rng.range(1, 3) {
-                let side: Vec<bool> = (0..self.options.replicas)
-                    .map(|_| rng.chance(0.5))
-                    .collect();
+                let side: Vec<bool> = (0..self.options.nodes).map(|_| rng.chance(0.5)).collect();
                 let at = rng.below(safety);
                 self.at(at, Event::Partition(side));
                 self.at(at + rng.range(50_000, safety / 2), Event::Heal);
@@ -278,13 +291,29 @@ impl World {
         self.options.sync_loss = 0.0;
     }
 
+    /// Whether replicas `a` and `b` are on nodes on different sides.
     fn cut(&self, a: usize, b: usize) -> bool {
-        self.side.as_ref().is_some_and(|s| s[a] != s[b])
+        let nodes = self.options.nodes;
+        self.side
+            .as_ref()
+            .is_some_and(|s| s[a % nodes] != s[b % nodes])
     }
 
     fn send(&mut self, from: usize, to: usize, message: Message, loss: f64) -> bool {
         if !self.up[from] || self.cut(from, to) || self.rng.chance(loss) {
             return false;
+        }
+        if self.rng.chance(self.options.duplicate) {
+            let again = self.rng.range(1, self.options.delay_max_micros);
+            let copy = message.clone();
+            self.at(
+                again,
+                Event::Deliver {
+                    from,
+                    to,
+                    message: copy,
+                },
+            );
         }
         let delay = self.rng.range(1, self.options.delay_max_micros);
         self.at(delay, Event::Deliver { from, to, message });
@@ -344,27 +373,19 @@ impl World {
                 let next = self.rng.exponential(GROUP_COMMIT_MICROS);
                 self.at(next, Event::GroupCommit(i));
             }
-            Event::Crash(i) => {
-                if !self.healed && self.up[i] {
-                    // What was not synced is gone; the replica restarts
-                    // from its checkpoint and synced journal.
-                    self.up[i] = false;
-                    let disk = &mut self.disks[i];
-                    let lost = disk.journal.len() - disk.synced;
-                    disk.journal.truncate(disk.synced);
-                    self.nodes[i] = NodeState::recover(&disk.checkpoint, &disk.journal);
-                    self.stats.crashes += 1;
-                    self.stats.inputs_lost += lost as u64;
-                    self.log(format!(
-                        "crash {} losing {lost} unsynced inputs",
-                        self.nodes[i].id()
-                    ));
+            Event::Crash(node) => {
+                if !self.healed && self.up[node] {
+                    for i in (node..self.nodes.len()).step_by(self.options.nodes) {
+                        self.crash(i);
+                    }
                 }
             }
-            Event::Restart(i) => {
+            Event::Restart(node) => {
                 // Rebuilt at the crash from what was synced (its clock
                 // included, so no acknowledged dot is reissued).
-                self.up[i] = true;
+                for i in (node..self.nodes.len()).step_by(self.options.nodes) {
+                    self.up[i] = true;
+                }
             }
             Event::Partition(side) => {
                 if !self.healed {
@@ -374,6 +395,25 @@ impl World {
             }
             Event::Heal => self.side = None,
         }
+    }
+
+    /// Replica `i`'s node stopped: the journal keeps what was synced and,
+    /// of the rest, a prefix that reached the disk before the tear; the
+    /// replica restarts from its checkpoint and that journal.
+    fn crash(&mut self, i: usize) {
+        self.up[i] = false;
+        let disk = &mut self.disks[i];
+        let unsynced = disk.journal.len() - disk.synced;
+        let reached = self.rng.below(unsynced as u64 + 1) as usize;
+        disk.journal.truncate(disk.synced + reached);
+        disk.synced = disk.journal.len();
+        self.nodes[i] = NodeState::recover(&disk.checkpoint, &disk.journal);
+        self.stats.crashes += 1;
+        self.stats.inputs_lost += (unsynced - reached) as u64;
+        self.log(format!(
+            "crash {}: {unsynced} unsynced inputs, {reached} reached the disk",
+            self.nodes[i].id()
+        ));
     }
 
     fn deliver(&mut self, from: usize, to: usize, message: Message) {
@@ -440,6 +480,9 @@ impl World {
         if roll < 0.3 {
             let object = read(self);
             self.stats.reads += 1;
+            self.check_read(&key, &object);
+            self.contexts
+                .insert((client, key.clone()), object.read_context());
             self.trace.event(
                 TimeMicros(self.now),
                 3,
@@ -449,10 +492,19 @@ impl World {
             );
             return;
         }
+        let stale = self.contexts.get(&(client, key.clone())).cloned();
         let context = if self.rng.chance(self.options.blind_share) {
             VersionVector::new()
+        } else if let Some(old) = stale.filter(|_| self.rng.chance(self.options.stale_share)) {
+            // A context from an earlier read: versions written since are
+            // kept as siblings.
+            old
         } else {
-            read(self).read_context()
+            let object = read(self);
+            self.check_read(&key, &object);
+            let context = object.read_context();
+            self.contexts.insert((client, key.clone()), context.clone());
+            context
         };
         let value = if self.rng.chance(self.options.delete_share) {
             None
@@ -506,6 +558,28 @@ impl World {
                 if !self.send(coordinator, to, message, loss) {
                     self.stats.replicate_lost += 1;
                 }
+            }
+        }
+    }
+
+    /// A read's context covers every version it returned (so a write with
+    /// it supersedes them), and it returned only values that were written.
+    fn check_read(&mut self, key: &Bytes, object: &Object) {
+        let context = object.read_context();
+        for (dot, value) in object.versions() {
+            if !context.covers(*dot) {
+                self.read_violations
+                    .push(format!("{key:?}: a read's context misses {dot}"));
+            }
+            if value.is_some()
+                && !self
+                    .writes
+                    .iter()
+                    .any(|w| w.dot == *dot && &w.value == value)
+            {
+                self.read_violations.push(format!(
+                    "{key:?}: a read returned {dot}={value:?}, never written"
+                ));
             }
         }
     }

@@ -7,9 +7,12 @@ use amulet_dotted::SyncBudget;
 /// One seed's configuration.
 #[derive(Clone, Debug)]
 pub struct DottedOptions {
-    /// Replicas on the ring.
-    pub replicas: usize,
-    /// Replicas per key.
+    /// Nodes (processes: they crash and are partitioned whole).
+    pub nodes: usize,
+    /// Virtual nodes per node; the ring holds `nodes * vnodes` replicas,
+    /// interleaved so that consecutive ones sit on distinct nodes.
+    pub vnodes: usize,
+    /// Replicas per key (on distinct nodes).
     pub replication: usize,
     /// Keys the clients use (few, so writes conflict).
     pub keys: usize,
@@ -22,6 +25,9 @@ pub struct DottedOptions {
     /// Share of writes sent without reading first (empty context: they
     /// become siblings of everything).
     pub blind_share: f64,
+    /// Share of writes sent with the client's older context for the key
+    /// (from an earlier read), not a fresh one.
+    pub stale_share: f64,
     /// Replicas a read merges.
     pub read_quorum: usize,
     /// Chance a coordinator's replication message is lost (1.0: anti-entropy
@@ -29,6 +35,8 @@ pub struct DottedOptions {
     pub replicate_loss: f64,
     /// Chance an anti-entropy message is lost.
     pub sync_loss: f64,
+    /// Chance a message is delivered twice.
+    pub duplicate: f64,
     /// Largest one-way delay (messages overtake each other).
     pub delay_max_micros: u64,
     /// Mean time between a replica's anti-entropy rounds.
@@ -50,10 +58,22 @@ pub struct DottedOptions {
 }
 
 impl DottedOptions {
+    /// Replicas on the ring.
+    pub fn replicas(&self) -> usize {
+        self.nodes * self.vnodes
+    }
+
     /// Draws a configuration.
     pub fn draw(rng: &mut Rng) -> DottedOptions {
-        let replicas = rng.range(3, 7) as usize;
-        let replication = rng.range(2, 3.min(replicas as u64)) as usize;
+        let nodes = rng.range(3, 6) as usize;
+        let replication = *rng
+            .pick(
+                &[2usize, 3, 5]
+                    .into_iter()
+                    .filter(|&n| n <= nodes)
+                    .collect::<Vec<_>>(),
+            )
+            .expect("2 fits");
         let pick = |rng: &mut Rng, items: &[f64]| *rng.pick(items).expect("not empty");
         let budget = if rng.chance(0.5) {
             SyncBudget {
@@ -65,16 +85,19 @@ impl DottedOptions {
             SyncBudget::default()
         };
         DottedOptions {
-            replicas,
+            nodes,
+            vnodes: rng.range(1, 3) as usize,
             replication,
             keys: rng.range(2, 12) as usize,
             clients: rng.range(1, 6) as usize,
             think_micros: rng.range(1_000, 20_000),
             delete_share: pick(rng, &[0.0, 0.1, 0.3, 0.5]),
             blind_share: pick(rng, &[0.0, 0.1, 0.3]),
+            stale_share: pick(rng, &[0.0, 0.1, 0.3]),
             read_quorum: rng.range(1, replication as u64) as usize,
             replicate_loss: pick(rng, &[0.0, 0.1, 0.5, 1.0]),
             sync_loss: pick(rng, &[0.0, 0.05, 0.2]),
+            duplicate: pick(rng, &[0.0, 0.05, 0.2]),
             delay_max_micros: rng.range(100, 30_000),
             sync_every_micros: rng.range(2_000, 200_000),
             strip_every_micros: rng.range(2_000, 300_000),

@@ -26,6 +26,8 @@ pub struct SyncRequest {
     pub from: ReplicaId,
     /// Its node clock.
     pub clock: NodeClock,
+    /// The retired ids it closed (nothing of theirs is missing there).
+    pub closed: Vec<ReplicaId>,
 }
 
 /// `sync_repair(p, NC_p, O)`: the answerer's id, clock and the objects
@@ -44,6 +46,12 @@ pub struct SyncReply {
     /// asker lacked was examined and its key sent when the asker holds
     /// it: the asker may close its entry for the answerer up to here.
     pub covered: u64,
+    /// Retired ids whose dots the asker lacked were all examined (their
+    /// keys sent where the asker holds them): a retiring replica counts
+    /// the answerer as covering them.
+    pub complete: Vec<ReplicaId>,
+    /// The retired ids the answerer closed.
+    pub closed: Vec<ReplicaId>,
 }
 
 /// How much one reply may carry and scan.
@@ -82,6 +90,7 @@ impl NodeState {
         SyncRequest {
             from: self.id,
             clock: self.clock.clone(),
+            closed: self.closed.iter().copied().collect(),
         }
     }
 
@@ -90,20 +99,32 @@ impl NodeState {
     /// covers a prefix of it.
     pub fn answer_sync(&self, request: &SyncRequest, budget: SyncBudget) -> SyncReply {
         let asker = request.from;
-        let ids = {
-            let mut ids = vec![self.id];
-            for n in shared(&self.ring.peers(self.id), &self.ring.peers(asker)) {
-                if n != self.id {
-                    ids.push(n);
-                }
+        let mut ids = vec![self.id];
+        for n in shared(&self.ring.peers(self.id), &self.ring.peers(asker)) {
+            if n != self.id {
+                ids.push(n);
             }
-            ids
-        };
+        }
+        // Retired ids that held a position both share, while the asker
+        // has not closed them: their surviving versions still travel.
+        let retired: Vec<ReplicaId> = self
+            .ring
+            .retired()
+            .keys()
+            .copied()
+            .filter(|r| !request.closed.contains(r))
+            .filter(|&r| {
+                let around = self.ring.peers(r);
+                around.contains(&self.id) && around.contains(&asker)
+            })
+            .collect();
+        ids.extend(retired.iter().copied());
         let mut objects = Vec::new();
         let mut sent: BTreeSet<Bytes> = BTreeSet::new();
         let (mut bytes, mut dots) = (0usize, 0usize);
         let own_max = self.clock.entry(self.id).max();
         let mut covered = own_max;
+        let mut complete = Vec::new();
         'ids: for n in ids {
             let (mine, theirs) = (self.clock.entry(n), request.clock.entry(n));
             for c in mine.missing_from(&theirs) {
@@ -128,12 +149,17 @@ impl NodeState {
                 sent.insert(key.clone());
                 objects.push((key.clone(), object));
             }
+            if retired.contains(&n) {
+                complete.push(n);
+            }
         }
         SyncReply {
             from: self.id,
             clock: self.clock.clone(),
             objects,
             covered,
+            complete,
+            closed: self.closed.iter().copied().collect(),
         }
     }
 
@@ -143,21 +169,37 @@ impl NodeState {
     pub fn apply_sync(&mut self, reply: &SyncReply) -> SyncApplied {
         let p = reply.from;
         let mut applied = SyncApplied::default();
+        let their_closed: BTreeSet<ReplicaId> = reply.closed.iter().copied().collect();
         for (key, object) in &reply.objects {
             if !self.replicates(key) {
                 continue;
             }
             let mut filled = object.clone();
-            filled.fill(&reply.clock, &self.ring.replicas(key));
+            self.fill_from(&mut filled, key, &reply.clock, &their_closed);
             self.update(key, &filled);
             applied.objects += 1;
         }
-        let theirs = reply.clock.entry(p);
-        let closed = match self.bug {
-            DottedBug::SyncAdvancesWholeClock => theirs,
-            _ => theirs.up_to(reply.covered),
-        };
-        self.clock.join_entry(p, &closed);
+        // A replacement learns nothing about a peer's dots from a sync
+        // until its full transfer from that peer is done: the peer's
+        // dot-key map lost entries before the replacement existed.
+        if !self.transfers.contains_key(&p) {
+            let theirs = reply.clock.entry(p);
+            let closed = match self.bug {
+                DottedBug::SyncAdvancesWholeClock => theirs,
+                _ => theirs.up_to(reply.covered),
+            };
+            self.clock.join_entry(p, &closed);
+            for r in &reply.complete {
+                if let Some(covering) = self.retiring.get_mut(r) {
+                    covering.insert(p);
+                }
+            }
+        }
+        for r in &reply.closed {
+            if let Some(by) = self.closed_by.get_mut(r) {
+                by.insert(p);
+            }
+        }
         let peers = self.ring.peers(self.id);
         self.watermark.update_peer(p, &reply.clock, &peers);
         let own = self.clock.clone();
@@ -171,6 +213,7 @@ impl NodeState {
                 .prune(&self.watermark, |n| shared(&peers, &ring.peers(n))),
         };
         self.stats.dot_keys_pruned += applied.pruned as u64;
+        self.close_and_forget_retired();
         applied
     }
 }

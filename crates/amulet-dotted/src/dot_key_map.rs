@@ -16,6 +16,9 @@ pub struct DotKeyMap {
     by_id: BTreeMap<ReplicaId, BTreeMap<u64, Bytes>>,
     /// Entries over all ids.
     len: usize,
+    /// Per id, the counter up to which entries were pruned (for the
+    /// invariants: a version's entry is here or was pruned).
+    pruned_through: BTreeMap<ReplicaId, u64>,
 }
 
 impl DotKeyMap {
@@ -61,9 +64,14 @@ impl DotKeyMap {
         peers_of: impl Fn(ReplicaId) -> Vec<ReplicaId>,
     ) -> usize {
         let mut removed = 0;
+        let pruned_through = &mut self.pruned_through;
         self.by_id.retain(|&n, dots| {
             let known_by_all = watermark.min_over(n, &peers_of(n));
             let kept = dots.split_off(&(known_by_all + 1));
+            if !dots.is_empty() {
+                let through = pruned_through.entry(n).or_insert(0);
+                *through = (*through).max(known_by_all);
+            }
             removed += dots.len();
             *dots = kept;
             !dots.is_empty()
@@ -84,6 +92,13 @@ impl DotKeyMap {
         if let Some(dots) = self.by_id.remove(&id) {
             self.len -= dots.len();
         }
+        self.pruned_through.remove(&id);
+    }
+
+    /// Whether `dot`'s entry is here or was pruned.
+    pub fn holds_or_pruned(&self, dot: Dot) -> bool {
+        self.get(dot).is_some()
+            || dot.counter <= self.pruned_through.get(&dot.id).copied().unwrap_or(0)
     }
 }
 

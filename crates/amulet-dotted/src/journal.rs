@@ -43,6 +43,10 @@ pub enum Input {
     },
     /// A peer's anti-entropy reply.
     ApplySync(SyncReply),
+    /// A page of a replacement's full transfer.
+    ApplyTransfer(crate::replacement::TransferPage),
+    /// A ring change (a replacement elsewhere).
+    SetRing(crate::ring::Ring),
     /// A strip pass.
     Strip {
         /// Keys it visits.
@@ -69,6 +73,12 @@ impl NodeState {
             }
             Input::ApplySync(reply) => {
                 self.apply_sync(reply);
+            }
+            Input::ApplyTransfer(page) => {
+                self.apply_transfer(page);
+            }
+            Input::SetRing(ring) => {
+                self.set_ring(ring.clone());
             }
             Input::Strip { max_keys } => {
                 self.strip_some(*max_keys);

@@ -33,6 +33,12 @@ pub enum DottedBug {
     /// The dot-key map is pruned once this replica's own watermark row
     /// covers a dot, before every peer has it.
     PruneBeforeEveryPeer,
+    /// A replica closes a retired id as soon as it learns of the
+    /// retirement, before it has every live version of it.
+    CloseWithoutCoverage,
+    /// The runtime (here: the simulator) gives a replacement the id of
+    /// the replica it replaces.
+    ReuseReplicaId,
     /// The runtime (here: the simulator) answers and replicates a write
     /// before its journal is synced (`journal.rs`); the core itself runs
     /// as without a bug.
@@ -83,6 +89,18 @@ pub struct NodeState {
     pub(crate) storage: BTreeMap<Bytes, Object>,
     /// Where the next strip pass resumes in NSK.
     strip_cursor: Option<Bytes>,
+    /// A replacement's full transfers still to finish, by peer
+    /// (`replacement.rs`).
+    pub(crate) transfers: BTreeMap<ReplicaId, crate::replacement::Transfer>,
+    /// Retired ids not closed here yet → peers whose replies covered all
+    /// their dots since the retirement.
+    pub(crate) retiring: BTreeMap<ReplicaId, BTreeSet<ReplicaId>>,
+    /// Retired ids closed here: every live version of theirs is here, and
+    /// contexts count all their dots as seen.
+    pub(crate) closed: BTreeSet<ReplicaId>,
+    /// Closed ids still in the clock → peers known to have closed them
+    /// too (the id is forgotten when all have).
+    pub(crate) closed_by: BTreeMap<ReplicaId, BTreeSet<ReplicaId>>,
     pub(crate) stats: NodeStats,
     pub(crate) bug: DottedBug,
 }
@@ -100,6 +118,10 @@ impl NodeState {
             non_stripped: BTreeSet::new(),
             storage: BTreeMap::new(),
             strip_cursor: None,
+            transfers: BTreeMap::new(),
+            retiring: BTreeMap::new(),
+            closed: BTreeSet::new(),
+            closed_by: BTreeMap::new(),
             stats: NodeStats::default(),
             bug: DottedBug::None,
         }
@@ -162,8 +184,29 @@ impl NodeState {
     /// versions the clock stands in for.
     pub fn fetch(&self, key: &[u8]) -> Object {
         let mut object = self.storage.get(key).cloned().unwrap_or_default();
-        object.fill(&self.clock, &self.ring.replicas(key));
+        self.fill_from(&mut object, key, &self.clock, &self.closed);
         object
+    }
+
+    /// Fill with `clock` (this replica's or a peer's) and the closed ids
+    /// of whoever `clock` belongs to: the key's replicas and the retired
+    /// ids that held its positions up to their bases, closed ids fully.
+    pub(crate) fn fill_from(
+        &self,
+        object: &mut Object,
+        key: &[u8],
+        clock: &NodeClock,
+        closed: &BTreeSet<ReplicaId>,
+    ) {
+        let mut ids = self.ring.replicas(key);
+        for retired in self.ring.retired_replicas(key) {
+            if closed.contains(&retired) {
+                object.raise_context(retired, u64::MAX);
+            } else {
+                ids.push(retired);
+            }
+        }
+        object.fill(clock, &ids);
     }
 
     /// PUT and DELETE at their coordinator (Alg. 1): a new dot of this
@@ -224,6 +267,11 @@ impl NodeState {
     pub(crate) fn store(&mut self, key: &Bytes, mut object: Object) {
         self.strip(&mut object);
         for dot in object.versions().keys() {
+            // A closed id's dots all count as seen; its clock entry and
+            // dot-key entries are on their way out.
+            if self.closed.contains(&dot.id) {
+                continue;
+            }
             if !self.clock.add(*dot) {
                 self.stats.dots_not_recorded += 1;
             }
@@ -256,6 +304,8 @@ impl NodeState {
             }
             _ => object.strip(&self.clock),
         }
+        let closed = &self.closed;
+        object.retain_context(|id, _| !closed.contains(&id));
     }
 
     /// One pass of the causality strip (Alg. 3 `strip_causality`) over at
@@ -299,6 +349,10 @@ impl NodeState {
             && self.watermark == other.watermark
             && self.non_stripped == other.non_stripped
             && self.storage == other.storage
+            && self.transfers == other.transfers
+            && self.retiring == other.retiring
+            && self.closed == other.closed
+            && self.closed_by == other.closed_by
     }
 
     /// Asserts the structures agree (the simulator calls it after every
@@ -309,7 +363,6 @@ impl NodeState {
             "{}: own clock entry has gaps",
             self.id
         );
-        let peers = self.ring.peers(self.id);
         for (key, object) in &self.storage {
             assert!(
                 !object.is_forgettable(),
@@ -323,6 +376,9 @@ impl NodeState {
                 self.id
             );
             for dot in object.versions().keys() {
+                if self.closed.contains(&dot.id) {
+                    continue;
+                }
                 if self.stats.dots_not_recorded == 0 {
                     assert!(
                         self.clock.contains(*dot),
@@ -330,12 +386,9 @@ impl NodeState {
                         self.id
                     );
                 }
-                let pruned = self
-                    .watermark
-                    .min_over(dot.id, &shared(&peers, &self.ring.peers(dot.id)))
-                    >= dot.counter;
+                let entry = self.dot_keys.get(*dot);
                 assert!(
-                    pruned || self.dot_keys.get(*dot) == Some(key),
+                    entry == Some(key) || (entry.is_none() && self.dot_keys.holds_or_pruned(*dot)),
                     "{}: version {dot} of {key:?} missing from the dot-key map",
                     self.id
                 );
@@ -349,7 +402,7 @@ impl NodeState {
             );
         }
         for (dot, _) in self.dot_keys.iter() {
-            if self.stats.dots_not_recorded == 0 {
+            if self.stats.dots_not_recorded == 0 && !self.closed.contains(&dot.id) {
                 assert!(
                     self.clock.contains(dot),
                     "{}: DKM dot {dot} not in NC",

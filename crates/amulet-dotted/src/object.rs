@@ -113,6 +113,11 @@ impl Object {
         }
     }
 
+    /// Raises the context entry of `id` to at least `counter`.
+    pub(crate) fn raise_context(&mut self, id: ReplicaId, counter: u64) {
+        self.context.raise(id, counter);
+    }
+
     /// Keeps the context entries for which `keep` holds.
     pub(crate) fn retain_context(&mut self, keep: impl FnMut(ReplicaId, u64) -> bool) {
         self.context.retain(keep);

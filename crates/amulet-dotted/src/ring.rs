@@ -9,12 +9,17 @@
 
 use crate::dot::ReplicaId;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
-/// Replicas in ring order and the replication factor.
+/// Replicas in ring order, the replication factor, and the ids retired
+/// from each position (a replica that lost its state is replaced by a new
+/// id at its position; its old id is never used again).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ring {
     members: Vec<ReplicaId>,
     replication: usize,
+    /// Retired id → the position it held.
+    retired: BTreeMap<ReplicaId, usize>,
 }
 
 impl Ring {
@@ -34,7 +39,61 @@ impl Ring {
         Ring {
             members,
             replication,
+            retired: BTreeMap::new(),
         }
+    }
+
+    /// The ring with `new` in `old`'s position and `old` retired.
+    pub fn replace(&self, old: ReplicaId, new: ReplicaId) -> Ring {
+        let at = self
+            .members
+            .iter()
+            .position(|&m| m == old)
+            .unwrap_or_else(|| panic!("{old} is not a member"));
+        assert!(
+            !self.members.contains(&new) && !self.retired.contains_key(&new),
+            "{new} was used before: replica ids are never reused"
+        );
+        let mut ring = self.clone();
+        ring.members[at] = new;
+        ring.retired.insert(old, at);
+        ring
+    }
+
+    /// The retired ids, with the positions they held.
+    pub fn retired(&self) -> &BTreeMap<ReplicaId, usize> {
+        &self.retired
+    }
+
+    /// Whether `id` was retired.
+    pub fn is_retired(&self, id: ReplicaId) -> bool {
+        self.retired.contains_key(&id)
+    }
+
+    /// The retired ids that held one of `key`'s positions (their versions
+    /// of `key` may still be around).
+    pub fn retired_replicas(&self, key: &[u8]) -> Vec<ReplicaId> {
+        let positions = self.positions(key);
+        self.retired
+            .iter()
+            .filter(|(_, at)| positions.contains(at))
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    fn positions(&self, key: &[u8]) -> Vec<usize> {
+        let m = self.members.len() as u128;
+        let owner = ((u128::from(token(key)) * m) >> 64) as usize;
+        (0..self.replication)
+            .map(|i| (owner + i) % self.members.len())
+            .collect()
+    }
+
+    fn position(&self, id: ReplicaId) -> Option<usize> {
+        self.members
+            .iter()
+            .position(|&m| m == id)
+            .or_else(|| self.retired.get(&id).copied())
     }
 
     /// The members, in ring order.
@@ -49,10 +108,9 @@ impl Ring {
 
     /// The replicas of `key`: its range's owner first.
     pub fn replicas(&self, key: &[u8]) -> Vec<ReplicaId> {
-        let m = self.members.len() as u128;
-        let owner = ((u128::from(token(key)) * m) >> 64) as usize;
-        (0..self.replication)
-            .map(|i| self.members[(owner + i) % self.members.len()])
+        self.positions(key)
+            .into_iter()
+            .map(|at| self.members[at])
             .collect()
     }
 
@@ -63,9 +121,10 @@ impl Ring {
 
     /// The peers of `id`, itself included: every replica that shares a
     /// range with it (DottedDB §II-B), in ring order from `n - 1` before
-    /// it. Empty for an id not on the ring.
+    /// it. For a retired id: the members around the position it held
+    /// (its replacement in its place). Empty for an id never on the ring.
     pub fn peers(&self, id: ReplicaId) -> Vec<ReplicaId> {
-        let Some(at) = self.members.iter().position(|&m| m == id) else {
+        let Some(at) = self.position(id) else {
             return Vec::new();
         };
         let len = self.members.len();
@@ -124,6 +183,23 @@ mod tests {
         );
         assert_eq!(ring(4, 3).peers(ReplicaId(2)).len(), 4);
         assert!(r.peers(ReplicaId(99)).is_empty());
+    }
+
+    #[test]
+    fn a_replaced_id_is_retired_at_its_position_and_never_reused() {
+        let r = ring(5, 3).replace(ReplicaId(2), ReplicaId(9));
+        assert!(r.is_retired(ReplicaId(2)));
+        assert_eq!(r.members()[1], ReplicaId(9));
+        assert_eq!(r.peers(ReplicaId(2)), r.peers(ReplicaId(9)));
+        for k in 0..200u32 {
+            let key = k.to_be_bytes();
+            assert_eq!(
+                r.replicas(&key).contains(&ReplicaId(9)),
+                r.retired_replicas(&key) == vec![ReplicaId(2)]
+            );
+        }
+        let reuse = std::panic::catch_unwind(|| r.replace(ReplicaId(9), ReplicaId(2)));
+        assert!(reuse.is_err(), "a retired id cannot come back");
     }
 
     #[test]

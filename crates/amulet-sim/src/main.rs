@@ -127,6 +127,12 @@ enum BugArg {
     /// Eventual maps: the dot-key map is pruned before every peer has
     /// the dot.
     PruneBeforeEveryPeer,
+    /// Eventual maps: a replica closes a retired id before every peer
+    /// covered it.
+    CloseWithoutCoverage,
+    /// Eventual maps: a replacement gets the id of the replica it
+    /// replaces.
+    ReuseReplicaId,
     /// Eventual maps: a write is answered and replicated before its
     /// journal is synced (a crash then reissues its dot).
     AckBeforeSync,
@@ -162,6 +168,8 @@ impl BugArg {
             BugArg::ForgetUnstrippedDeletes => DottedBug::ForgetUnstrippedDeletes,
             BugArg::AckBeforeSync => DottedBug::AckBeforeSync,
             BugArg::PruneBeforeEveryPeer => DottedBug::PruneBeforeEveryPeer,
+            BugArg::CloseWithoutCoverage => DottedBug::CloseWithoutCoverage,
+            BugArg::ReuseReplicaId => DottedBug::ReuseReplicaId,
             _ => DottedBug::None,
         }
     }
@@ -196,7 +204,9 @@ impl BugArg {
             | BugArg::StripPastGaps
             | BugArg::ForgetUnstrippedDeletes
             | BugArg::AckBeforeSync
-            | BugArg::PruneBeforeEveryPeer => Bug::None,
+            | BugArg::PruneBeforeEveryPeer
+            | BugArg::CloseWithoutCoverage
+            | BugArg::ReuseReplicaId => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,

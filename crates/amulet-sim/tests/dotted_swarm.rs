@@ -15,7 +15,7 @@ use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
 
 #[test]
 fn dotteddb_iv_replicas_converge_on_every_unsuperseded_write_without_tombstones() {
-    let summary = run_swarm_replayed_by(5_000_000, 300, "amulet-sim --dotted", |seed| {
+    let summary = run_swarm_replayed_by(5_000_000, 200, "amulet-sim --dotted", |seed| {
         run_dotted_seed(seed, false, DottedBug::None)
     });
     println!(
@@ -77,6 +77,22 @@ fn a_write_answered_before_its_journal_is_synced_is_caught() {
 #[test]
 fn dotteddb_iv_g_pruning_the_dot_key_map_before_every_peer_has_the_dot_is_caught() {
     let caught = first_catch(DottedBug::PruneBeforeEveryPeer);
+    assert!(caught.is_some(), "no seed caught it");
+    println!("caught: {caught:?}");
+}
+
+#[test]
+fn closing_a_retired_id_before_every_peer_covered_it_is_caught() {
+    // Caught by the knowledge oracle: a write's context claims a retired
+    // replica's version no replica its client read had seen.
+    let caught = first_catch(DottedBug::CloseWithoutCoverage);
+    assert!(caught.is_some(), "no seed caught it");
+    println!("caught: {caught:?}");
+}
+
+#[test]
+fn a_replacement_that_reuses_the_replaced_id_is_caught() {
+    let caught = first_catch(DottedBug::ReuseReplicaId);
     assert!(caught.is_some(), "no seed caught it");
     println!("caught: {caught:?}");
 }

@@ -65,8 +65,10 @@ pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
         }
         let expected: BTreeMap<Dot, &Bytes> = key_writes
             .iter()
+            .filter(|w| !w.lost)
             .filter_map(|w| w.value.as_ref().map(|v| (w.dot, v)))
-            .filter(|(dot, _)| !key_writes.iter().any(|o| o.context.covers(*dot)))
+            // A write lost with its node superseded nothing anywhere else.
+            .filter(|(dot, _)| !key_writes.iter().any(|o| !o.lost && o.context.covers(*dot)))
             .collect();
         let (first, actual) = &held[0];
         for (dot, value) in &expected {
@@ -78,13 +80,18 @@ pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
             }
         }
         for (dot, value) in actual {
-            if !expected.contains_key(dot) {
+            // A write only its destroyed node had durably may have
+            // survived in a replica's unsynced state: allowed, not
+            // required, unless another write superseded it.
+            let maybe_lost = key_writes.iter().any(|w| w.dot == *dot && w.lost)
+                && !key_writes.iter().any(|o| !o.lost && o.context.covers(*dot));
+            if !expected.contains_key(dot) && !maybe_lost {
                 let why = match key_writes.iter().find(|w| w.dot == *dot) {
                     None => "was never written".to_string(),
                     Some(_) => {
                         let by: Vec<Dot> = key_writes
                             .iter()
-                            .filter(|o| o.context.covers(*dot))
+                            .filter(|o| !o.lost && o.context.covers(*dot))
                             .map(|o| o.dot)
                             .collect();
                         format!("was superseded by {by:?}")
@@ -122,6 +129,22 @@ pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
                     ),
                 ));
             }
+        }
+        let retired: Vec<ReplicaId> = node
+            .clock()
+            .ids()
+            .filter(|id| node.ring().is_retired(*id))
+            .collect();
+        if !retired.is_empty() || node.retired_in_flight() > 0 || node.transfers_pending() > 0 {
+            violations.push(Violation::new(
+                Property::Garbage,
+                format!(
+                    "{}: retired ids {retired:?} in its clock, {} retired ids not closed or not forgotten, {} transfers unfinished",
+                    node.id(),
+                    node.retired_in_flight(),
+                    node.transfers_pending()
+                ),
+            ));
         }
         if node.clock().bitmap_words() > 0 {
             violations.push(Violation::new(

@@ -13,6 +13,7 @@
 //! host core's harness.
 
 mod checker;
+mod knowledge;
 mod options;
 
 pub use options::DottedOptions;
@@ -22,11 +23,11 @@ use crate::runner::{SeedOutcome, SeedStats};
 use crate::trace::TraceHash;
 use amulet_dotted::{
     Dot, DottedBug, Input, NodeState, Object, ReplicaId, Ring, SyncBudget, SyncReply, SyncRequest,
-    VersionVector,
+    TransferPage, TransferRequest, VersionVector,
 };
 use amulet_types::{NodeId, TimeMicros};
 use bytes::Bytes;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Rounds of all-pairs anti-entropy allowed to reach quiescence.
 const QUIESCENCE_ROUNDS_MAX: usize = 30;
@@ -39,13 +40,25 @@ pub(crate) struct Write {
     pub value: Option<Bytes>,
     /// The context the client gave: the versions it supersedes.
     pub context: VersionVector,
+    /// Possibly lost with its coordinator's disk: no other replica of the
+    /// key had it durably when the node was replaced. Not expected to
+    /// survive; allowed to (a replica may hold it unsynced).
+    pub lost: bool,
 }
 
 #[derive(Clone)]
 enum Message {
-    Replicate { key: Bytes, object: Object },
+    /// With what the coordinator had seen of the key (the oracle's).
+    Replicate {
+        key: Bytes,
+        object: Object,
+        seen: BTreeSet<Dot>,
+    },
     SyncRequest(SyncRequest),
-    SyncReply(SyncReply),
+    /// With what the answerer had seen of each key sent (the oracle's).
+    SyncReply(SyncReply, Vec<BTreeSet<Dot>>),
+    TransferRequest(TransferRequest),
+    TransferPage(TransferPage, Vec<BTreeSet<Dot>>),
 }
 
 enum Event {
@@ -53,8 +66,12 @@ enum Event {
     Deliver {
         from: usize,
         to: usize,
-        message: Message,
+        /// The incarnations of both ends when sent: a replaced replica's
+        /// messages die with it.
+        incarnations: (u64, u64),
+        message: Box<Message>,
     },
+    Replace(usize),
     AntiEntropy(usize),
     Strip(usize),
     GroupCommit(usize),
@@ -73,10 +90,19 @@ struct World {
     disks: Vec<Disk>,
     bug: DottedBug,
     up: Vec<bool>,
+    /// Which slot runs each replica id (replacements take the slot).
+    slot_of: BTreeMap<ReplicaId, usize>,
+    /// Per slot, bumped when its node is replaced.
+    incarnation: Vec<u64>,
+    /// The next replica id a replacement gets.
+    next_id: u64,
     /// What reads got wrong, as seen when they returned.
     read_violations: Vec<String>,
-    /// Each client's last read context per key (for stale writes).
-    contexts: BTreeMap<(usize, Bytes), VersionVector>,
+    /// Each client's last read context per key (for stale writes), with
+    /// what that read's replicas had seen.
+    contexts: BTreeMap<(usize, Bytes), (VersionVector, BTreeSet<Dot>)>,
+    /// What every replica has legitimately seen (`knowledge.rs`).
+    knowledge: knowledge::Knowledge,
     /// Side of each node while partitioned.
     side: Option<Vec<bool>>,
     events: BTreeMap<(u64, u64), Event>,
@@ -115,6 +141,8 @@ struct DottedStats {
     cut_replies: u64,
     crashes: u64,
     inputs_lost: u64,
+    replacements: u64,
+    transfer_pages: u64,
 }
 
 /// Runs one seed of the eventual-map simulation.
@@ -137,7 +165,11 @@ pub fn run_dotted_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome 
         disks,
         bug,
         up: vec![true; options.replicas()],
+        slot_of: ids.iter().enumerate().map(|(i, id)| (*id, i)).collect(),
+        incarnation: vec![0; options.replicas()],
+        next_id: options.replicas() as u64 + 1,
         contexts: BTreeMap::new(),
+        knowledge: knowledge::Knowledge::new(options.replicas()),
         read_violations: Vec::new(),
         side: None,
         events: BTreeMap::new(),
@@ -220,7 +252,15 @@ fn nodes_disks(nodes: &[NodeState]) -> Vec<Disk> {
 impl World {
     /// Applies `input` to replica `i` and appends it to its journal.
     fn apply(&mut self, i: usize, input: Input) {
+        let closed = self.nodes[i].closed().len();
         self.nodes[i].apply(&input);
+        if self.verbose && self.nodes[i].closed().len() != closed {
+            self.log(format!(
+                "{} closed {:?}",
+                self.nodes[i].id(),
+                self.nodes[i].closed()
+            ));
+        }
         self.disks[i].journal.push(input);
         self.nodes[i].check_invariants();
     }
@@ -270,6 +310,13 @@ impl World {
                 self.at(at + down, Event::Restart(node));
             }
         }
+        if self.options.replacement {
+            let (node, at) = (
+                rng.below(self.options.nodes as u64) as usize,
+                rng.range(safety / 4, safety * 3 / 4),
+            );
+            self.at(at, Event::Replace(node));
+        }
         if self.options.partitions {
             for _ in 0..rng.range(1, 3) {
                 let side: Vec<bool> = (0..self.options.nodes).map(|_| rng.chance(0.5)).collect();
@@ -303,25 +350,35 @@ impl World {
         if !self.up[from] || self.cut(from, to) || self.rng.chance(loss) {
             return false;
         }
+        let incarnations = (self.incarnation[from], self.incarnation[to]);
         if self.rng.chance(self.options.duplicate) {
             let again = self.rng.range(1, self.options.delay_max_micros);
-            let copy = message.clone();
+            let copy = Box::new(message.clone());
             self.at(
                 again,
                 Event::Deliver {
                     from,
                     to,
+                    incarnations,
                     message: copy,
                 },
             );
         }
         let delay = self.rng.range(1, self.options.delay_max_micros);
-        self.at(delay, Event::Deliver { from, to, message });
+        self.at(
+            delay,
+            Event::Deliver {
+                from,
+                to,
+                incarnations,
+                message: Box::new(message),
+            },
+        );
         true
     }
 
     fn index(&self, id: ReplicaId) -> usize {
-        (id.0 - 1) as usize
+        self.slot_of[&id]
     }
 
     fn handle(&mut self, event: Event) {
@@ -333,15 +390,31 @@ impl World {
                     self.at(think, Event::Client(c));
                 }
             }
-            Event::Deliver { from, to, message } => {
-                if !self.up[to] || self.cut(from, to) {
+            Event::Deliver {
+                from,
+                to,
+                incarnations,
+                message,
+            } => {
+                let alive = incarnations == (self.incarnation[from], self.incarnation[to]);
+                if !alive || !self.up[to] || self.cut(from, to) {
                     return;
                 }
-                self.deliver(from, to, message);
+                self.deliver(from, to, *message);
                 self.nodes[to].check_invariants();
+            }
+            Event::Replace(node) => {
+                if !self.healed {
+                    self.replace(node);
+                }
             }
             Event::AntiEntropy(i) => {
                 if self.up[i] {
+                    if let Some((peer, request)) = self.nodes[i].transfer_request() {
+                        let to = self.index(peer);
+                        let loss = self.options.sync_loss;
+                        self.send(i, to, Message::TransferRequest(request), loss);
+                    }
                     let peers: Vec<ReplicaId> = self.nodes[i]
                         .ring()
                         .peers(self.nodes[i].id())
@@ -397,6 +470,74 @@ impl World {
         }
     }
 
+    /// Node `node`'s disks are destroyed: each of its virtual nodes comes
+    /// back as a replacement with a new id (`amulet_dotted::replacement`),
+    /// the old ids retired on every replica's ring. Writes no other
+    /// replica had durably are lost with it.
+    fn replace(&mut self, node: usize) {
+        let slots: Vec<usize> = (node..self.nodes.len())
+            .step_by(self.options.nodes)
+            .collect();
+        let durable: Vec<Option<NodeState>> = (0..self.nodes.len())
+            .map(|j| {
+                (!slots.contains(&j)).then(|| {
+                    let disk = &self.disks[j];
+                    NodeState::recover(&disk.checkpoint, &disk.journal[..disk.synced])
+                })
+            })
+            .collect();
+        let mut ring = self.nodes[slots[0]].ring().clone();
+        let mut fresh = Vec::new();
+        for &i in &slots {
+            let old = self.nodes[i].id();
+            for w in self.writes.iter_mut().filter(|w| w.dot.id == old) {
+                // A replica of the key whose clock has the dot stored the
+                // version or a later one (a replica that does not hold
+                // the key may have the dot from closing the entry).
+                let held = durable
+                    .iter()
+                    .flatten()
+                    .any(|n| n.replicates(&w.key) && n.clock().contains(w.dot));
+                w.lost |= !held;
+            }
+            let new = if self.bug == DottedBug::ReuseReplicaId {
+                old
+            } else {
+                let new = ReplicaId(self.next_id);
+                self.next_id += 1;
+                ring = ring.replace(old, new);
+                new
+            };
+            fresh.push((i, new));
+        }
+        self.log(format!("replace node {node}: {fresh:?}"));
+        self.stats.replacements += 1;
+        for j in 0..self.nodes.len() {
+            if !slots.contains(&j) {
+                self.apply(j, Input::SetRing(ring.clone()));
+                self.commit(j);
+            }
+        }
+        for (i, new) in fresh {
+            let state = if self.bug == DottedBug::ReuseReplicaId {
+                NodeState::new(new, ring.clone())
+            } else {
+                NodeState::new_replacement(new, ring.clone())
+            }
+            .with_bug(self.bug);
+            self.disks[i] = Disk {
+                checkpoint: state.clone(),
+                journal: Vec::new(),
+                synced: 0,
+            };
+            self.nodes[i] = state;
+            self.knowledge.reset(i);
+            self.incarnation[i] += 1;
+            self.up[i] = true;
+            self.slot_of.insert(new, i);
+        }
+    }
+
     /// Replica `i`'s node stopped: the journal keeps what was synced and,
     /// of the rest, a prefix that reached the disk before the tear; the
     /// replica restarts from its checkpoint and that journal.
@@ -418,7 +559,8 @@ impl World {
 
     fn deliver(&mut self, from: usize, to: usize, message: Message) {
         match message {
-            Message::Replicate { key, object } => {
+            Message::Replicate { key, object, seen } => {
+                self.knowledge.learn(to, &key, &seen);
                 self.trace.event(
                     TimeMicros(self.now),
                     1,
@@ -437,9 +579,48 @@ impl World {
                     self.stats.cut_replies += 1;
                 }
                 let loss = self.options.sync_loss;
-                self.send(to, from, Message::SyncReply(reply), loss);
+                let seen = reply
+                    .objects
+                    .iter()
+                    .map(|(k, _)| self.knowledge.of(to, k))
+                    .collect();
+                self.send(to, from, Message::SyncReply(reply, seen), loss);
             }
-            Message::SyncReply(reply) => {
+            Message::TransferRequest(request) => {
+                // A page describes only synced state, like a sync reply.
+                self.commit(to);
+                let page = self.nodes[to].answer_transfer(&request, self.options.budget);
+                let loss = self.options.sync_loss;
+                let seen = page
+                    .objects
+                    .iter()
+                    .map(|(k, _)| self.knowledge.of(to, k))
+                    .collect();
+                self.send(to, from, Message::TransferPage(page, seen), loss);
+            }
+            Message::TransferPage(page, seen) => {
+                for ((key, _), seen) in page.objects.iter().zip(&seen) {
+                    self.knowledge.learn(to, key, seen);
+                }
+                if page.next.is_none() {
+                    // The last page closes the answerer's entry: what its
+                    // clock covers of keys it no longer stores (deleted
+                    // and forgotten) is seen through the clock.
+                    for k in 0..self.options.keys {
+                        let key = Bytes::from(format!("k{k}"));
+                        if self.nodes[to].replicates(&key) {
+                            let theirs = self.knowledge.of(from, &key);
+                            self.knowledge.learn(to, &key, &theirs);
+                        }
+                    }
+                }
+                self.stats.transfer_pages += 1;
+                self.apply(to, Input::ApplyTransfer(page));
+            }
+            Message::SyncReply(reply, seen) => {
+                for ((key, _), seen) in reply.objects.iter().zip(&seen) {
+                    self.knowledge.learn(to, key, seen);
+                }
                 self.trace.event(
                     TimeMicros(self.now),
                     2,
@@ -470,19 +651,24 @@ impl World {
             return;
         }
         let read = |world: &World| {
-            live.iter()
+            let from: Vec<usize> = live
+                .iter()
                 .take(world.options.read_quorum)
-                .fold(Object::new(), |acc, &i| {
-                    acc.merge(&world.nodes[i].fetch(&key))
-                })
+                .copied()
+                .collect();
+            let object = from.iter().fold(Object::new(), |acc, &i| {
+                acc.merge(&world.nodes[i].fetch(&key))
+            });
+            let seen = world.knowledge.read(&from, &key);
+            (object, seen)
         };
         let roll = self.rng.unit();
         if roll < 0.3 {
-            let object = read(self);
+            let (object, seen) = read(self);
             self.stats.reads += 1;
             self.check_read(&key, &object);
             self.contexts
-                .insert((client, key.clone()), object.read_context());
+                .insert((client, key.clone()), (object.read_context(), seen));
             self.trace.event(
                 TimeMicros(self.now),
                 3,
@@ -493,18 +679,19 @@ impl World {
             return;
         }
         let stale = self.contexts.get(&(client, key.clone())).cloned();
-        let context = if self.rng.chance(self.options.blind_share) {
-            VersionVector::new()
+        let (context, seen) = if self.rng.chance(self.options.blind_share) {
+            (VersionVector::new(), BTreeSet::new())
         } else if let Some(old) = stale.filter(|_| self.rng.chance(self.options.stale_share)) {
             // A context from an earlier read: versions written since are
             // kept as siblings.
             old
         } else {
-            let object = read(self);
+            let (object, seen) = read(self);
             self.check_read(&key, &object);
             let context = object.read_context();
-            self.contexts.insert((client, key.clone()), context.clone());
-            context
+            self.contexts
+                .insert((client, key.clone()), (context.clone(), seen.clone()));
+            (context, seen)
         };
         let value = if self.rng.chance(self.options.delete_share) {
             None
@@ -537,8 +724,18 @@ impl World {
             key: key.clone(),
             dot,
             value,
-            context,
+            context: context.clone(),
+            lost: false,
         });
+        let unseen = self
+            .knowledge
+            .write(&self.writes, coordinator, &context, &seen);
+        for covered in unseen {
+            self.read_violations.push(format!(
+                "{key:?}: the write {dot} discards {covered}, which no replica its client read had seen"
+            ));
+        }
+        let coordinator_seen = self.knowledge.of(coordinator, &key);
         self.trace.event(
             TimeMicros(self.now),
             4,
@@ -554,6 +751,7 @@ impl World {
                 let message = Message::Replicate {
                     key: key.clone(),
                     object: object.clone(),
+                    seen: coordinator_seen.clone(),
                 };
                 if !self.send(coordinator, to, message, loss) {
                     self.stats.replicate_lost += 1;
@@ -589,6 +787,17 @@ impl World {
     fn quiesce(&mut self) -> bool {
         for round in 0..QUIESCENCE_ROUNDS_MAX {
             let before: Vec<NodeState> = self.nodes.clone();
+            for a in 0..self.nodes.len() {
+                for _ in 0..10_000 {
+                    let Some((peer, request)) = self.nodes[a].transfer_request() else {
+                        break;
+                    };
+                    let p = self.index(peer);
+                    let page = self.nodes[p].answer_transfer(&request, SyncBudget::default());
+                    self.nodes[a].apply_transfer(&page);
+                    self.nodes[a].check_invariants();
+                }
+            }
             let same =
                 |a: &[NodeState], b: &[NodeState]| a.iter().zip(b).all(|(x, y)| x.same_state(y));
             for a in 0..self.nodes.len() {

@@ -51,6 +51,8 @@ pub struct DottedOptions {
     pub partitions: bool,
     /// Whether replicas crash (and restart with their durable state).
     pub crashes: bool,
+    /// Whether a node loses its disks and is replaced (new replica ids).
+    pub replacement: bool,
     /// The faulty phase; then clients stop, faults heal, anti-entropy runs.
     pub safety_micros: u64,
     /// The healed phase before the quiescence rounds.
@@ -105,6 +107,7 @@ impl DottedOptions {
             budget,
             partitions: rng.chance(0.5),
             crashes: rng.chance(0.5),
+            replacement: rng.chance(0.4),
             safety_micros: rng.range(500_000, 3_000_000),
             healed_micros: 1_000_000,
         }

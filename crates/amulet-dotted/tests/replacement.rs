@@ -1,0 +1,106 @@
+//! A replica that lost its state, replaced by hand: the replacement
+//! bootstraps by full transfers, survivors pass the retired id's versions
+//! on, every replica closes and then forgets the retired id.
+
+use amulet_dotted::{DottedBug, NodeState, ReplicaId, Ring, SyncBudget, VersionVector};
+use bytes::Bytes;
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn sync(nodes: &mut [NodeState], a: usize, p: usize) {
+    let reply = nodes[p].answer_sync(&nodes[a].sync_request(), SyncBudget::default());
+    nodes[a].apply_sync(&reply);
+    nodes[a].check_invariants();
+}
+
+/// r1 writes `k`, only r2 gets it, r1's disk dies and r4 takes its place.
+fn replaced(bug: DottedBug) -> Vec<NodeState> {
+    let ring = Ring::new(vec![ReplicaId(1), ReplicaId(2), ReplicaId(3)], 3);
+    let mut n: Vec<NodeState> = (1..=3)
+        .map(|i| NodeState::new(ReplicaId(i), ring.clone()).with_bug(bug))
+        .collect();
+    let o = n[0]
+        .coordinate(&b("k"), Some(b("A")), &VersionVector::new())
+        .unwrap();
+    n[1].update(&b("k"), &o);
+    let ring = ring.replace(ReplicaId(1), ReplicaId(4));
+    n[0] = NodeState::new_replacement(ReplicaId(4), ring.clone()).with_bug(bug);
+    n[1].set_ring(ring.clone());
+    n[2].set_ring(ring);
+    n
+}
+
+#[test]
+fn a_replacement_bootstraps_and_the_retired_id_is_closed_then_forgotten() {
+    let mut n = replaced(DottedBug::None);
+    // The replacement's full transfers.
+    while let Some((peer, request)) = n[0].transfer_request() {
+        let p = (1..3).find(|&i| n[i].id() == peer).unwrap();
+        let page = n[p].answer_transfer(&request, SyncBudget::default());
+        n[0].apply_transfer(&page);
+    }
+    assert_eq!(n[0].fetch(b"k").values(), vec![b("A")]);
+    for _ in 0..3 {
+        for a in 0..3 {
+            for p in 0..3 {
+                if a != p {
+                    sync(&mut n, a, p);
+                }
+            }
+        }
+        for node in &mut n {
+            node.strip_some(100);
+        }
+    }
+    for node in &n {
+        assert_eq!(node.fetch(b"k").values(), vec![b("A")], "at {}", node.id());
+        assert!(
+            node.closed().contains(&ReplicaId(1)),
+            "{} closed r1",
+            node.id()
+        );
+        assert_eq!(node.retired_in_flight(), 0, "{} forgot r1", node.id());
+        assert!(node.clock().ids().all(|id| id != ReplicaId(1)));
+        assert_eq!(node.dot_keys_len(), 0);
+        assert_eq!(node.non_stripped_len(), 0);
+    }
+    // A late copy of r1's version superseded since does not come back.
+    let ctx = n[2].fetch(b"k").read_context();
+    let newer = n[2].coordinate(&b("k"), Some(b("B")), &ctx).unwrap();
+    n[0].update(&b("k"), &newer);
+    n[1].update(&b("k"), &newer);
+    let stale = NodeState::recover(&n[1].clone(), &[]);
+    assert_eq!(stale.fetch(b"k").values(), vec![b("B")]);
+}
+
+/// A client reads `k` at r3 (which never got r1's write) and writes over
+/// what it read; r2, which holds r1's write, gets the new version.
+fn write_at_r3_after_retirement(bug: DottedBug) -> Vec<Bytes> {
+    let mut n = replaced(bug);
+    let ctx = n[2].fetch(b"k").read_context();
+    let o = n[2].coordinate(&b("k"), Some(b("C")), &ctx).unwrap();
+    n[1].update(&b("k"), &o);
+    let mut values = n[1].fetch(b"k").values();
+    values.sort();
+    values
+}
+
+#[test]
+fn a_write_that_never_saw_the_retired_replicas_version_keeps_it_as_a_sibling() {
+    assert_eq!(
+        write_at_r3_after_retirement(DottedBug::None),
+        vec![b("A"), b("C")]
+    );
+}
+
+#[test]
+fn closing_a_retired_id_before_coverage_is_caught() {
+    // r3 closed r1 at once: its context counts r1's write as seen, and the
+    // write discards a version its client never read.
+    assert_eq!(
+        write_at_r3_after_retirement(DottedBug::CloseWithoutCoverage),
+        vec![b("C")]
+    );
+}

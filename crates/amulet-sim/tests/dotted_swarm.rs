@@ -37,62 +37,49 @@ fn dotteddb_iv_the_same_seed_gives_the_same_trace_hash() {
     assert!(first.stats.trace_events > 100, "the seed did something");
 }
 
-/// The first of seeds `0..64` a broken variant fails, with its first
-/// violation.
-fn first_catch(bug: DottedBug) -> Option<(u64, String)> {
-    (0..64).find_map(|seed| {
+/// Asserts one of seeds `0..64` fails with `bug`, and prints the first.
+fn assert_caught(bug: DottedBug) {
+    let caught = (0..64).find_map(|seed| {
         let outcome = run_catching(seed, &|s| run_dotted_seed(s, false, bug));
         outcome.violations.first().map(|v| (seed, v.to_string()))
-    })
+    });
+    assert!(caught.is_some(), "no seed caught {bug:?}");
+    println!("caught: {caught:?}");
 }
 
 #[test]
 fn dotteddb_iv_g_anti_entropy_that_closes_the_whole_clock_entry_after_a_cut_reply_is_caught() {
-    let caught = first_catch(DottedBug::SyncAdvancesWholeClock);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::SyncAdvancesWholeClock);
 }
 
 #[test]
 fn dotteddb_iv_c_strip_across_clock_gaps_is_caught() {
-    let caught = first_catch(DottedBug::StripPastGaps);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::StripPastGaps);
 }
 
 #[test]
 fn dotteddb_iv_f_forgetting_a_delete_before_its_context_is_stripped_is_caught() {
-    let caught = first_catch(DottedBug::ForgetUnstrippedDeletes);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::ForgetUnstrippedDeletes);
 }
 
 #[test]
 fn a_write_answered_before_its_journal_is_synced_is_caught() {
-    let caught = first_catch(DottedBug::AckBeforeSync);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::AckBeforeSync);
 }
 
 #[test]
 fn dotteddb_iv_g_pruning_the_dot_key_map_before_every_peer_has_the_dot_is_caught() {
-    let caught = first_catch(DottedBug::PruneBeforeEveryPeer);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::PruneBeforeEveryPeer);
 }
 
 #[test]
 fn closing_a_retired_id_before_every_peer_covered_it_is_caught() {
     // Caught by the knowledge oracle: a write's context claims a retired
     // replica's version no replica its client read had seen.
-    let caught = first_catch(DottedBug::CloseWithoutCoverage);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::CloseWithoutCoverage);
 }
 
 #[test]
 fn a_replacement_that_reuses_the_replaced_id_is_caught() {
-    let caught = first_catch(DottedBug::ReuseReplicaId);
-    assert!(caught.is_some(), "no seed caught it");
-    println!("caught: {caught:?}");
+    assert_caught(DottedBug::ReuseReplicaId);
 }

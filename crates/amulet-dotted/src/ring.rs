@@ -81,6 +81,24 @@ impl Ring {
             .collect()
     }
 
+    /// The replica group of `key`: the position owning its range (its
+    /// replicas are the group's `n` positions from there).
+    pub fn group(&self, key: &[u8]) -> usize {
+        self.positions(key)[0]
+    }
+
+    /// The groups `id` replicates (the owner positions whose `n`
+    /// positions include its own).
+    pub fn groups(&self, id: ReplicaId) -> Vec<usize> {
+        let Some(at) = self.members.iter().position(|&m| m == id) else {
+            return Vec::new();
+        };
+        let len = self.members.len();
+        (0..self.replication)
+            .map(|i| (at + len - i) % len)
+            .collect()
+    }
+
     fn positions(&self, key: &[u8]) -> Vec<usize> {
         let m = self.members.len() as u128;
         let owner = ((u128::from(token(key)) * m) >> 64) as usize;

@@ -342,6 +342,29 @@ impl NodeState {
         keys.len()
     }
 
+    /// Bytes of the node's own causality metadata (DottedDB §V-E 1): the
+    /// clock (16 per entry, 8 per bitmap word), the dot-key map (16 + key
+    /// per entry), the watermark (16 per cell), the non-stripped keys.
+    pub fn metadata_bytes(&self) -> usize {
+        let clock: usize = self
+            .clock
+            .entries()
+            .map(|(_, e)| 16 + 8 * e.bitmap_words())
+            .sum();
+        let dkm: usize = self.dot_keys.iter().map(|(_, k)| 16 + k.len()).sum();
+        let nsk: usize = self.non_stripped.iter().map(Bytes::len).sum();
+        clock + dkm + 16 * self.watermark.cells() + nsk
+    }
+
+    /// Bytes of the stored objects' clocks: 16 per version dot and per
+    /// context entry (what stripping shrinks).
+    pub fn object_clock_bytes(&self) -> usize {
+        self.storage
+            .values()
+            .map(|o| 16 * (o.versions().len() + o.context().len()))
+            .sum()
+    }
+
     /// Whether both hold the same five structures (counters aside).
     pub fn same_state(&self, other: &NodeState) -> bool {
         self.clock == other.clock

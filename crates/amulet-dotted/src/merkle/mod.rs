@@ -138,16 +138,18 @@ impl MerkleNode {
         self.storage.iter()
     }
 
-    /// Metadata bytes: the trees, plus 16 bytes per version dot and per
-    /// context entry of every object.
+    /// Bytes of the anti-entropy metadata: the hash trees.
     pub fn metadata_bytes(&self) -> usize {
-        let trees: usize = self.trees.values().map(HashTree::metadata_bytes).sum();
-        let clocks: usize = self
-            .storage
+        self.trees.values().map(HashTree::metadata_bytes).sum()
+    }
+
+    /// Bytes of the stored objects' clocks: 16 per version dot and per
+    /// context entry (never stripped here).
+    pub fn object_clock_bytes(&self) -> usize {
+        self.storage
             .values()
             .map(|o| 16 * (o.versions().len() + o.context().len()))
-            .sum();
-        trees + clocks
+            .sum()
     }
 }
 

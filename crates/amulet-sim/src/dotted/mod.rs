@@ -13,6 +13,7 @@
 //! host core's harness.
 
 mod checker;
+pub mod compare;
 mod faults;
 mod knowledge;
 mod options;

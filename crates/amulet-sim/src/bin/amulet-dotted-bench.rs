@@ -1,0 +1,122 @@
+//! `amulet-dotted-bench OUTDIR [--quick]`: DottedDB against the MerkleDB
+//! baseline in the simulator (DottedDB §V-E, Table I, Figs. 3–5; see
+//! `amulet_sim::dotted::compare`). Writes OUTDIR/anti_entropy.csv (one row
+//! per system and configuration), OUTDIR/latency.csv (the replication
+//! latency CDF per configuration, ms, every half percent) and OUTDIR/deletes.csv (objects stored each second
+//! under a delete-heavy load); `scripts/plot_dotted_compare.py OUTDIR`
+//! draws them.
+
+use amulet_sim::dotted::compare::{self, Config, Scale, System};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let out = PathBuf::from(args.next().unwrap_or_else(|| {
+        eprintln!("usage: amulet-dotted-bench OUTDIR [--quick]");
+        std::process::exit(2)
+    }));
+    let quick = args.any(|a| a == "--quick");
+    std::fs::create_dir_all(&out)?;
+    let scale = if quick {
+        Scale {
+            keys: 2_000,
+            rate: 500,
+            seconds: 5,
+            ..Scale::default()
+        }
+    } else {
+        Scale::default()
+    };
+    // Objects per leaf: keys / vnodes per replica group, over the leaves.
+    let per_group = scale.keys / scale.vnodes;
+    let leaf_h = System::Merkle {
+        segments: 2,
+        width: 2,
+    };
+    let leaf_l = System::Merkle {
+        segments: 1024,
+        width: 4,
+    };
+    let mut rows = String::from(
+        "system,leaves,objects_per_leaf,state_changed,loss,config,ae_bytes_per_s,object_data_per_s,object_meta_per_s,sync_meta_per_s,metadata_bytes_per_vnode,object_clock_bytes_per_vnode,repl_p50_ms,repl_p95_ms,repl_p99_ms,repl_max_ms,unreplicated\n",
+    );
+    let mut latency = String::from("system,config,quantile,latency_ms\n");
+    let letter = |high: bool| if high { "H" } else { "L" };
+    for (system, leaf) in [(System::Dotted, ""), (leaf_h, "H"), (leaf_l, "L")] {
+        for state_high in [true, false] {
+            for loss_high in [true, false] {
+                let config = Config {
+                    system,
+                    state_changed: if state_high { 0.10 } else { 0.01 },
+                    loss: if loss_high { 1.0 } else { 0.1 },
+                };
+                let name = format!("{leaf}{}{}", letter(state_high), letter(loss_high));
+                let m = compare::run(config, scale, 42);
+                let mut sorted = m.latencies_ms.clone();
+                sorted.sort_by(|a, b| a.total_cmp(b));
+                let q = |p: f64| {
+                    sorted
+                        .get(((sorted.len() as f64 - 1.0) * p) as usize)
+                        .copied()
+                        .unwrap_or(f64::NAN)
+                };
+                let (label, leaves, per_leaf) = match system {
+                    System::Dotted => ("DottedDB", 0, 0.0),
+                    System::Merkle { segments, .. } => {
+                        ("MerkleDB", segments, per_group as f64 / segments as f64)
+                    }
+                };
+                writeln!(
+                    rows,
+                    "{label},{leaves},{per_leaf:.1},{},{},{name},{:.0},{:.0},{:.0},{:.0},{:.0},{:.0},{:.1},{:.1},{:.1},{:.1},{}",
+                    config.state_changed,
+                    config.loss,
+                    m.ae_bytes_per_s,
+                    m.object_data_per_s,
+                    m.object_meta_per_s,
+                    m.sync_meta_per_s,
+                    m.metadata_per_vnode,
+                    m.object_clocks_per_vnode,
+                    q(0.5),
+                    q(0.95),
+                    q(0.99),
+                    q(1.0),
+                    m.unreplicated
+                )
+                .expect("a string");
+                // The CDF at every half percent (the raw latencies are
+                // tens of thousands of rows per configuration).
+                for step in 0..=200 {
+                    let p = f64::from(step) / 200.0;
+                    writeln!(latency, "{label},{name},{p:.3},{:.2}", q(p)).expect("a string");
+                }
+                println!(
+                    "{label:8} {name:3} ae {:>10.0} B/s  metadata/vnode {:>9.0} B  object clocks/vnode {:>8.0} B  repl p50 {:>7.1} p99 {:>8.1} ms  unreplicated {}",
+                    m.ae_bytes_per_s,
+                    m.metadata_per_vnode,
+                    m.object_clocks_per_vnode,
+                    q(0.5),
+                    q(0.99),
+                    m.unreplicated
+                );
+            }
+        }
+    }
+    std::fs::write(out.join("anti_entropy.csv"), rows)?;
+    std::fs::write(out.join("latency.csv"), latency)?;
+    let (keys, rate, seconds) = if quick {
+        (1_000, 100, 10)
+    } else {
+        (5_000, 100, 60)
+    };
+    let mut deletes = String::from("system,second,objects_stored,live_keys\n");
+    for (label, system) in [("DottedDB", System::Dotted), ("MerkleDB", leaf_l)] {
+        for (second, stored, live) in compare::deletes(system, keys, rate, seconds, 7) {
+            writeln!(deletes, "{label},{second},{stored:.0},{live}").expect("a string");
+        }
+    }
+    std::fs::write(out.join("deletes.csv"), deletes)?;
+    println!("results in {}", out.display());
+    Ok(())
+}

@@ -122,6 +122,19 @@ impl NodeState {
         let mut objects = Vec::new();
         let mut sent: BTreeSet<Bytes> = BTreeSet::new();
         let (mut bytes, mut dots) = (0usize, 0usize);
+        // An asker this replica's ring does not know yet (a replacement
+        // whose ring change has not arrived here) gets nothing and closes
+        // nothing.
+        if !self.ring.members().contains(&asker) {
+            return SyncReply {
+                from: self.id,
+                clock: self.clock.clone(),
+                objects: Vec::new(),
+                covered: 0,
+                complete: Vec::new(),
+                closed: self.closed.iter().copied().collect(),
+            };
+        }
         let own_max = self.clock.entry(self.id).max();
         let mut covered = own_max;
         let mut complete = Vec::new();

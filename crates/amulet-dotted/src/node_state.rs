@@ -265,7 +265,7 @@ impl NodeState {
     /// versions' dots in the clock and the dot-key map, and tracks whether
     /// it is fully stripped.
     pub(crate) fn store(&mut self, key: &Bytes, mut object: Object) {
-        self.strip(&mut object);
+        self.strip(key, &mut object);
         for dot in object.versions().keys() {
             // A closed id's dots all count as seen; its clock entry and
             // dot-key entries are on their way out.
@@ -296,16 +296,31 @@ impl NodeState {
         }
     }
 
-    fn strip(&self, object: &mut Object) {
-        match self.bug {
-            DottedBug::StripPastGaps => {
-                let clock = &self.clock;
-                object.retain_context(|id, c| c > clock.entry(id).max());
-            }
-            _ => object.strip(&self.clock),
-        }
+    /// Strip, restricted to what fill restores for `key`: entries of the
+    /// key's replicas and of the retired ids that held its positions up to
+    /// their bases, closed ids whole. An entry of an id this replica's ring
+    /// does not place on the key (a replacement whose ring change has not
+    /// arrived here) stays: fill would not bring it back, and a stale copy
+    /// of a version it superseded could return.
+    fn strip(&self, key: &[u8], object: &mut Object) {
+        let replicas = self.ring.replicas(key);
+        let retired = self.ring.retired_replicas(key);
+        let clock = &self.clock;
         let closed = &self.closed;
-        object.retain_context(|id, _| !closed.contains(&id));
+        let past_gaps = self.bug == DottedBug::StripPastGaps;
+        object.retain_context(|id, c| {
+            if retired.contains(&id) && closed.contains(&id) {
+                return false;
+            }
+            if !replicas.contains(&id) && !retired.contains(&id) {
+                return true;
+            }
+            if past_gaps {
+                c > clock.entry(id).max()
+            } else {
+                c > clock.base(id)
+            }
+        });
     }
 
     /// One pass of the causality strip (Alg. 3 `strip_causality`) over at

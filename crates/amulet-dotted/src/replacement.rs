@@ -50,6 +50,12 @@ pub struct Transfer {
     pub snapshot: Option<u64>,
     /// The ids the peer knew as retired at the first page.
     pub retired: Vec<ReplicaId>,
+    /// The peer's clock bases and closed ids at the first page.
+    pub bases: Vec<(ReplicaId, u64)>,
+    /// The peer's closed ids at the first page.
+    pub closed: Vec<ReplicaId>,
+    /// The keys the pages carried.
+    pub received: BTreeSet<Bytes>,
 }
 
 /// A replacement asks a peer for the next page of its full transfer.
@@ -158,8 +164,18 @@ impl NodeState {
     }
 
     /// The page after `request.after` of the keys the asker holds, within
-    /// `budget`.
-    pub fn answer_transfer(&self, request: &TransferRequest, budget: SyncBudget) -> TransferPage {
+    /// `budget`; `None` while the asker is not on this replica's ring yet
+    /// (the ring change that made it has not reached this replica: an
+    /// empty last page would let it close this replica's entry over keys
+    /// it never got).
+    pub fn answer_transfer(
+        &self,
+        request: &TransferRequest,
+        budget: SyncBudget,
+    ) -> Option<TransferPage> {
+        if !self.ring.members().contains(&request.from) {
+            return None;
+        }
         let start = match &request.after {
             Some(key) => Bound::Excluded(key.clone()),
             None => Bound::Unbounded,
@@ -178,7 +194,7 @@ impl NodeState {
             bytes += key.len() + object.value_bytes();
             objects.push((key.clone(), object.clone()));
         }
-        TransferPage {
+        Some(TransferPage {
             from: self.id,
             after: request.after.clone(),
             bases: self.clock.bases().collect(),
@@ -187,7 +203,7 @@ impl NodeState {
             own_max: self.clock.entry(self.id).max(),
             objects,
             next,
-        }
+        })
     }
 
     /// Merges a page of a full transfer; the last page closes the peer's
@@ -204,7 +220,12 @@ impl NodeState {
         if transfer.snapshot.is_none() {
             transfer.snapshot = Some(page.own_max);
             transfer.retired = page.retired.clone();
+            transfer.bases = page.bases.clone();
+            transfer.closed = page.closed.clone();
         }
+        transfer
+            .received
+            .extend(page.objects.iter().map(|(k, _)| k.clone()));
         let mut clock = NodeClock::new();
         for &(id, base) in &page.bases {
             clock.join_entry(id, &ClockEntry::from_base(base));
@@ -225,6 +246,7 @@ impl NodeState {
             }
             None => {
                 self.transfers.remove(&p);
+                self.absorb_absent_keys(p, &transfer);
                 let snapshot = transfer.snapshot.expect("set at the first page");
                 self.clock.join_entry(p, &ClockEntry::from_base(snapshot));
                 for r in &transfer.retired {
@@ -234,6 +256,33 @@ impl NodeState {
                 }
                 self.close_and_forget_retired();
             }
+        }
+    }
+
+    /// A key this replica stores that the peer's transfer did not carry
+    /// is absent there: never written, or deleted and forgotten (the
+    /// peer's clock is its tombstone). Anti-entropy would send such a key
+    /// as an empty object filled from the peer's clock; the transfer does
+    /// the same at its end, with the clock of its first page (a version
+    /// the peer had seen by then and still held would have been paged),
+    /// so versions the replacement got before it bootstrapped, which the
+    /// peer saw deleted, go.
+    fn absorb_absent_keys(&mut self, p: ReplicaId, transfer: &Transfer) {
+        let mut clock = NodeClock::new();
+        for &(id, base) in &transfer.bases {
+            clock.join_entry(id, &ClockEntry::from_base(base));
+        }
+        let closed: BTreeSet<ReplicaId> = transfer.closed.iter().copied().collect();
+        let absent: Vec<Bytes> = self
+            .storage
+            .keys()
+            .filter(|k| !transfer.received.contains(*k) && self.ring.replicates(p, k))
+            .cloned()
+            .collect();
+        for key in absent {
+            let mut filled = Object::new();
+            self.fill_from(&mut filled, &key, &clock, &closed);
+            self.update(&key, &filled);
         }
     }
 

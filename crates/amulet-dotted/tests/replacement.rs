@@ -38,7 +38,9 @@ fn a_replacement_bootstraps_and_the_retired_id_is_closed_then_forgotten() {
     // The replacement's full transfers.
     while let Some((peer, request)) = n[0].transfer_request() {
         let p = (1..3).find(|&i| n[i].id() == peer).unwrap();
-        let page = n[p].answer_transfer(&request, SyncBudget::default());
+        let page = n[p]
+            .answer_transfer(&request, SyncBudget::default())
+            .expect("the peer knows the replacement");
         n[0].apply_transfer(&page);
     }
     assert_eq!(n[0].fetch(b"k").values(), vec![b("A")]);
@@ -102,5 +104,45 @@ fn closing_a_retired_id_before_coverage_is_caught() {
     assert_eq!(
         write_at_r3_after_retirement(DottedBug::CloseWithoutCoverage),
         vec![b("C")]
+    );
+}
+
+#[test]
+fn a_version_the_peers_saw_deleted_and_forgot_leaves_the_replacement_at_its_transfer() {
+    let ring = Ring::new(vec![ReplicaId(1), ReplicaId(2), ReplicaId(3)], 3);
+    let mut r1 = NodeState::new(ReplicaId(1), ring.clone());
+    let mut r2 = NodeState::new(ReplicaId(2), ring.clone());
+    let put = r1
+        .coordinate(&b("k"), Some(b("V")), &VersionVector::new())
+        .unwrap();
+    r2.update(&b("k"), &put);
+    let delete = r1
+        .coordinate(&b("k"), None, &r1.fetch(b"k").read_context())
+        .unwrap();
+    r2.update(&b("k"), &delete);
+    r1.strip_some(10);
+    r2.strip_some(10);
+    assert_eq!(
+        (r1.stored_keys(), r2.stored_keys()),
+        (0, 0),
+        "deleted and forgotten"
+    );
+    // r3 is replaced by r4, which gets a stale copy of the put first.
+    let ring = ring.replace(ReplicaId(3), ReplicaId(4));
+    r1.set_ring(ring.clone());
+    r2.set_ring(ring.clone());
+    let mut r4 = NodeState::new_replacement(ReplicaId(4), ring);
+    r4.update(&b("k"), &put);
+    while let Some((peer, request)) = r4.transfer_request() {
+        let from = if peer == ReplicaId(1) { &r1 } else { &r2 };
+        let page = from
+            .answer_transfer(&request, SyncBudget::default())
+            .unwrap();
+        r4.apply_transfer(&page);
+        r4.check_invariants();
+    }
+    assert!(
+        r4.fetch(b"k").values().is_empty(),
+        "the deleted value came back"
     );
 }

@@ -3,7 +3,7 @@
 //! new replica ids), and the quiescence rounds after healing.
 
 use super::{Disk, World, QUIESCENCE_ROUNDS_MAX};
-use amulet_dotted::{DottedBug, Input, NodeState, ReplicaId, SyncBudget};
+use amulet_dotted::{DottedBug, Input, NodeState, ReplicaId, Ring, SyncBudget};
 
 impl World {
     /// Node `node`'s disks are destroyed: each of its virtual nodes comes
@@ -48,10 +48,12 @@ impl World {
         }
         self.log(format!("replace node {node}: {fresh:?}"));
         self.stats.replacements += 1;
+        // The ring change reaches the other replicas at different times
+        // (in a cluster: when each executes it from the global stream).
         for j in 0..self.nodes.len() {
             if !slots.contains(&j) {
-                self.apply(j, Input::SetRing(ring.clone()));
-                self.commit(j);
+                let delay = self.rng.range(1, 300_000);
+                self.at(delay, super::Event::SetRing(j, Box::new(ring.clone())));
             }
         }
         for (i, new) in fresh {
@@ -71,6 +73,15 @@ impl World {
             self.incarnation[i] += 1;
             self.up[i] = true;
             self.slot_of.insert(new, i);
+        }
+    }
+
+    /// The ring change of a replacement reaches replica `j` (also while
+    /// its node is down: it executes it when it restarts).
+    pub(super) fn set_ring(&mut self, j: usize, ring: Ring) {
+        if ring.retired().len() > self.nodes[j].ring().retired().len() {
+            self.apply(j, Input::SetRing(ring));
+            self.commit(j);
         }
     }
 
@@ -104,7 +115,10 @@ impl World {
                         break;
                     };
                     let p = self.index(peer);
-                    let page = self.nodes[p].answer_transfer(&request, SyncBudget::default());
+                    let Some(page) = self.nodes[p].answer_transfer(&request, SyncBudget::default())
+                    else {
+                        break; // every ring change has arrived by now
+                    };
                     self.nodes[a].apply_transfer(&page);
                     self.nodes[a].check_invariants();
                 }

@@ -74,6 +74,7 @@ enum Event {
         message: Box<Message>,
     },
     Replace(usize),
+    SetRing(usize, Box<Ring>),
     AntiEntropy(usize),
     Strip(usize),
     GroupCommit(usize),
@@ -405,6 +406,7 @@ impl World {
                 self.deliver(from, to, *message);
                 self.nodes[to].check_invariants();
             }
+            Event::SetRing(j, ring) => self.set_ring(j, *ring),
             Event::Replace(node) => {
                 if !self.healed {
                     self.replace(node);
@@ -504,7 +506,10 @@ impl World {
             Message::TransferRequest(request) => {
                 // A page describes only synced state, like a sync reply.
                 self.commit(to);
-                let page = self.nodes[to].answer_transfer(&request, self.options.budget);
+                let Some(page) = self.nodes[to].answer_transfer(&request, self.options.budget)
+                else {
+                    return; // the ring change has not reached it: asked again later
+                };
                 let loss = self.options.sync_loss;
                 let seen = page
                     .objects

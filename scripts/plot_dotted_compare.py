@@ -2,9 +2,10 @@
 """Plots and summarizes DottedDB against MerkleDB (amulet-dotted-bench):
 scripts/plot_dotted_compare.py DIR
 
-Reads DIR/anti_entropy.csv, DIR/latency.csv and DIR/deletes.csv; draws
-DIR/compare.png (anti-entropy bytes per second by kind, metadata per
-virtual node, replication latency CDFs, objects stored under deletes) and
+Reads DIR/anti_entropy.csv, DIR/latency.csv, DIR/deletes.csv and
+DIR/strip.csv; draws DIR/compare.png (anti-entropy bytes per second by
+kind, metadata per virtual node, replication latency CDFs, objects stored
+under deletes, DottedDB's strip latency) and
 writes DIR/summary.md with the ratios DottedDB / MerkleDB per
 configuration (DottedDB §V-E Table I: state changed between anti-entropy
 runs and replication loss, H or L; MerkleDB also by objects per leaf).
@@ -29,7 +30,9 @@ def main(out):
     rows = read(os.path.join(out, "anti_entropy.csv"))
     lat = read(os.path.join(out, "latency.csv"))
     dels = read(os.path.join(out, "deletes.csv"))
-    fig, ax = plt.subplots(2, 2, figsize=(14, 10))
+    strip = read(os.path.join(out, "strip.csv"))
+    fig, axes = plt.subplots(2, 3, figsize=(20, 10))
+    ax = [axes[0], axes[1]]
 
     names = [f"{r['system'][0]}:{r['config']}" for r in rows]
     data = [float(r["object_data_per_s"]) / 1e3 for r in rows]
@@ -80,6 +83,19 @@ def main(out):
     a.set_ylabel("objects stored / N")
     a.set_title("50% updates, 50% deletes (Fig. 3)")
     a.legend()
+    a = axes[0][2]
+    curves = {}
+    for r in strip:
+        curves.setdefault((r["strip_interval_s"], r["loss"]), []).append(
+            (float(r["quantile"]), float(r["latency_ms"]))
+        )
+    for (interval, loss), points in sorted(curves.items(), key=lambda kv: (float(kv[0][0]), kv[0][1])):
+        a.plot([ms / 1000 for _, ms in points], [q for q, _ in points], label=f"strip {interval} s, loss {float(loss):.0%}")
+    a.set_xlabel("seconds to a stripped context at another replica (virtual)")
+    a.set_ylabel("CDF")
+    a.set_title("DottedDB strip latency, sync every 100 ms (Fig. 2)")
+    a.legend()
+    axes[1][2].axis("off")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "compare.png"), dpi=110)
 
@@ -105,6 +121,10 @@ def main(out):
     last = {}
     for r in dels:
         last[r["system"]] = r
+    lines += ["", "| strip interval | loss | p50 ms | p90 ms | p99 ms |", "|---|---|---|---|---|"]
+    for (interval, loss), points in sorted(curves.items(), key=lambda kv: (float(kv[0][0]), kv[0][1])):
+        at = dict(points)
+        lines.append(f"| {interval} s | {float(loss):.0%} | {at[0.5]:.0f} | {at[0.9]:.0f} | {at[0.99]:.0f} |")
     lines += [
         "",
         f"Deletes after {last['DottedDB']['second']} s: DottedDB stores {last['DottedDB']['objects_stored']} objects, "

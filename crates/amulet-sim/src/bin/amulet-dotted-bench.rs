@@ -2,7 +2,8 @@
 //! baseline in the simulator (DottedDB §V-E, Table I, Figs. 3–5; see
 //! `amulet_sim::dotted::compare`). Writes OUTDIR/anti_entropy.csv (one row
 //! per system and configuration), OUTDIR/latency.csv (the replication
-//! latency CDF per configuration, ms, every half percent) and OUTDIR/deletes.csv (objects stored each second
+//! latency CDF per configuration, ms, every half percent), OUTDIR/strip.csv
+//! (the strip latency CDF, Fig. 2) and OUTDIR/deletes.csv (objects stored each second
 //! under a delete-heavy load); `scripts/plot_dotted_compare.py OUTDIR`
 //! draws them.
 
@@ -117,6 +118,37 @@ fn main() -> std::io::Result<()> {
         }
     }
     std::fs::write(out.join("deletes.csv"), deletes)?;
+    // Strip latency (Fig. 2): strip every 0.1, 1 or 10 s, sync every
+    // 100 ms, replication loss 10% or 100%; the CDF every half percent.
+    let (rate, seconds) = if quick { (50, 10) } else { (150, 60) };
+    let mut strip = String::from("strip_interval_s,loss,quantile,latency_ms\n");
+    for strip_s in [0.1, 1.0, 10.0] {
+        for loss in [0.1, 1.0] {
+            let mut l = compare::strip_latency((strip_s * 1e6) as u64, loss, rate, seconds, 11);
+            l.sort_by(|a, b| a.total_cmp(b));
+            for step in 0..=200 {
+                let p = f64::from(step) / 200.0;
+                let v = l
+                    .get(((l.len() as f64 - 1.0) * p) as usize)
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                writeln!(strip, "{strip_s},{loss},{p:.3},{v:.1}").expect("a string");
+            }
+            let q = |p: f64| {
+                l.get(((l.len() as f64 - 1.0) * p) as usize)
+                    .copied()
+                    .unwrap_or(f64::NAN)
+            };
+            println!(
+                "strip every {strip_s:>4} s, loss {loss:.1}: {} updates stripped, p50 {:.0} ms, p90 {:.0} ms, p99 {:.0} ms",
+                l.len(),
+                q(0.5),
+                q(0.9),
+                q(0.99)
+            );
+        }
+    }
+    std::fs::write(out.join("strip.csv"), strip)?;
     println!("results in {}", out.display());
     Ok(())
 }

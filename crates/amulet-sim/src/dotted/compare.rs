@@ -495,3 +495,112 @@ impl Run {
         replicas[0].0 - 1
     }
 }
+
+/// The strip-latency experiment (Fig. 2, DottedDB only): 5,000 keys loaded,
+/// `rate` updates per second at a random replica of a random key for
+/// `seconds`, anti-entropy every 100 ms per replica, strip passes every
+/// `strip_micros`, replication loss `loss`. Returns, per update and other
+/// replica of its key, the time (ms) from the update until that replica
+/// stores the key with the update (or a later version) and an empty
+/// context: the update's causal past wholly in the replica's node clock.
+pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed: u64) -> Vec<f64> {
+    let scale = Scale {
+        keys: 5_000,
+        rate,
+        seconds,
+        ..Scale::default()
+    };
+    let config = Config {
+        system: System::Dotted,
+        state_changed: 0.01,
+        loss,
+    };
+    let mut run = Run::new(config, scale, seed);
+    run.load(scale);
+    let step = 1_000_000 / rate;
+    let sync_micros = 100_000u64;
+    let mut next_sync: Vec<u64> = (0..run.nodes.len())
+        .map(|_| run.rng.below(sync_micros))
+        .collect();
+    let mut next_strip: Vec<u64> = (0..run.nodes.len())
+        .map(|_| run.rng.below(strip_micros))
+        .collect();
+    // Per replica: (key, dot, time written) not yet there and stripped.
+    let mut waiting: Vec<Vec<(Bytes, Dot, u64)>> = vec![Vec::new(); run.nodes.len()];
+    let mut flight: VecDeque<(u64, usize, Bytes, Object)> = VecDeque::new();
+    let mut latencies = Vec::new();
+    let mut now = 0;
+    let end = seconds * 1_000_000;
+    let settle =
+        |node: &Node, waiting: &mut Vec<(Bytes, Dot, u64)>, now: u64, out: &mut Vec<f64>| {
+            let Node::Dotted(n) = node else {
+                unreachable!("DottedDB only")
+            };
+            waiting.retain(|(key, dot, t)| {
+                let stored = n.stored().find(|(k, _)| *k == key).map(|(_, o)| o.clone());
+                let filled = n.fetch(key);
+                let there =
+                    filled.versions().contains_key(dot) || filled.read_context().covers(*dot);
+                let done = there && stored.is_none_or(|o| o.context().is_empty());
+                if done {
+                    out.push((now - t) as f64 / 1000.0);
+                }
+                !done
+            });
+        };
+    while now < end {
+        now += step;
+        while flight.front().is_some_and(|(t, ..)| *t <= now) {
+            let (_, r, key, object) = flight.pop_front().expect("checked");
+            run.nodes[r].update(&key, &object);
+            settle(&run.nodes[r], &mut waiting[r], now, &mut latencies);
+        }
+        let key = Run::key(run.rng.below(scale.keys as u64) as usize);
+        let replicas = run.ring.replicas(&key);
+        let c = (run.rng.pick(&replicas).expect("replicas").0 - 1) as usize;
+        let context = run.nodes[c].fetch(&key).read_context();
+        let object = run.nodes[c].coordinate(&key, Bytes::from_static(b"v"), &context);
+        let dot = Dot::new(ReplicaId(c as u64 + 1), {
+            let Node::Dotted(n) = &run.nodes[c] else {
+                unreachable!()
+            };
+            n.clock().base(ReplicaId(c as u64 + 1))
+        });
+        for r in &replicas {
+            let r = (r.0 - 1) as usize;
+            if r == c {
+                continue;
+            }
+            waiting[r].push((key.clone(), dot, now));
+            if !run.rng.chance(loss) {
+                let at = now + run.rng.range(1_000, 5_000);
+                let place = flight.partition_point(|(t, ..)| *t <= at);
+                flight.insert(place, (at, r, key.clone(), object.clone()));
+            }
+        }
+        let due: Vec<usize> = (0..run.nodes.len())
+            .filter(|&a| next_sync[a] <= now || next_strip[a] <= now)
+            .collect();
+        for a in due {
+            if next_sync[a] <= now {
+                next_sync[a] = now + sync_micros;
+                let peers: Vec<ReplicaId> = run
+                    .ring
+                    .peers(ReplicaId(a as u64 + 1))
+                    .into_iter()
+                    .filter(|p| p.0 != a as u64 + 1)
+                    .collect();
+                let p = (run.rng.pick(&peers).expect("peers").0 - 1) as usize;
+                run.anti_entropy(a, p, now, false);
+            }
+            if next_strip[a] <= now {
+                next_strip[a] = now + strip_micros;
+                if let Node::Dotted(n) = &mut run.nodes[a] {
+                    n.strip_some(usize::MAX);
+                }
+            }
+            settle(&run.nodes[a], &mut waiting[a], now, &mut latencies);
+        }
+    }
+    latencies
+}

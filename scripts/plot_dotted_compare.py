@@ -3,9 +3,9 @@
 scripts/plot_dotted_compare.py DIR
 
 Reads DIR/anti_entropy.csv, DIR/latency.csv, DIR/deletes.csv and
-DIR/strip.csv; draws DIR/compare.png (anti-entropy bytes per second by
+DIR/strip.csv and DIR/churn.csv; draws DIR/compare.png (anti-entropy bytes per second by
 kind, metadata per virtual node, replication latency CDFs, objects stored
-under deletes, DottedDB's strip latency) and
+under deletes, DottedDB's strip latency, clock entries under churn) and
 writes DIR/summary.md with the ratios DottedDB / MerkleDB per
 configuration (DottedDB §V-E Table I: state changed between anti-entropy
 runs and replication loss, H or L; MerkleDB also by objects per leaf).
@@ -31,6 +31,7 @@ def main(out):
     lat = read(os.path.join(out, "latency.csv"))
     dels = read(os.path.join(out, "deletes.csv"))
     strip = read(os.path.join(out, "strip.csv"))
+    churn = read(os.path.join(out, "churn.csv"))
     fig, axes = plt.subplots(2, 3, figsize=(20, 10))
     ax = [axes[0], axes[1]]
 
@@ -95,7 +96,19 @@ def main(out):
     a.set_ylabel("CDF")
     a.set_title("DottedDB strip latency, sync every 100 ms (Fig. 2)")
     a.legend()
-    axes[1][2].axis("off")
+    a = axes[1][2]
+    for system in ("DottedDB", "MerkleDB"):
+        for replication in ("3", "6"):
+            pts = [r for r in churn if r["system"] == system and r["replication"] == replication]
+            a.plot(
+                [int(r["second"]) for r in pts],
+                [float(r["clock_entries_per_object"]) for r in pts],
+                label=f"{system} N={replication}",
+            )
+    a.set_xlabel("second (virtual); a virtual node replaced every 4 s")
+    a.set_ylabel("clock entries per stored object")
+    a.set_title("Object clocks under churn (Fig. 1)")
+    a.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "compare.png"), dpi=110)
 
@@ -125,6 +138,14 @@ def main(out):
     for (interval, loss), points in sorted(curves.items(), key=lambda kv: (float(kv[0][0]), kv[0][1])):
         at = dict(points)
         lines.append(f"| {interval} s | {float(loss):.0%} | {at[0.5]:.0f} | {at[0.9]:.0f} | {at[0.99]:.0f} |")
+    final = {}
+    for r in churn:
+        final[(r["system"], r["replication"])] = r
+    lines += ["", "| clock entries per object after churn | N=3 | N=6 |", "|---|---|---|"]
+    for system in ("DottedDB", "MerkleDB"):
+        lines.append(
+            f"| {system} | {float(final[(system, '3')]['clock_entries_per_object']):.2f} | {float(final[(system, '6')]['clock_entries_per_object']):.2f} |"
+        )
     lines += [
         "",
         f"Deletes after {last['DottedDB']['second']} s: DottedDB stores {last['DottedDB']['objects_stored']} objects, "

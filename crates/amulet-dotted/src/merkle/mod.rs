@@ -71,6 +71,17 @@ impl MerkleNode {
         &self.ring
     }
 
+    /// Applies a ring change (a replacement elsewhere). Trees belong to
+    /// replica groups, which are positions, so they stay.
+    pub fn set_ring(&mut self, ring: Ring) {
+        assert!(
+            ring.members().contains(&self.id),
+            "{} was replaced",
+            self.id
+        );
+        self.ring = ring;
+    }
+
     /// Whether it holds `key`.
     pub fn replicates(&self, key: &[u8]) -> bool {
         self.ring.replicates(self.id, key)

@@ -3,7 +3,8 @@
 //! `amulet_sim::dotted::compare`). Writes OUTDIR/anti_entropy.csv (one row
 //! per system and configuration), OUTDIR/latency.csv (the replication
 //! latency CDF per configuration, ms, every half percent), OUTDIR/strip.csv
-//! (the strip latency CDF, Fig. 2) and OUTDIR/deletes.csv (objects stored each second
+//! (the strip latency CDF, Fig. 2), OUTDIR/churn.csv (clock entries per
+//! stored object under churn, Fig. 1) and OUTDIR/deletes.csv (objects stored each second
 //! under a delete-heavy load); `scripts/plot_dotted_compare.py OUTDIR`
 //! draws them.
 
@@ -149,6 +150,21 @@ fn main() -> std::io::Result<()> {
         }
     }
     std::fs::write(out.join("strip.csv"), strip)?;
+    // Clock entries per object under churn (Fig. 1): a replacement every
+    // 4 s, N = 3 and N = 6.
+    let seconds = if quick { 12 } else { 60 };
+    let mut churn = String::from("system,replication,second,clock_entries_per_object\n");
+    for replication in [3, 6] {
+        for (label, system) in [("DottedDB", System::Dotted), ("MerkleDB", leaf_l)] {
+            let series = compare::churn(system, replication, seconds, 13);
+            for (second, entries) in &series {
+                writeln!(churn, "{label},{replication},{second},{entries:.3}").expect("a string");
+            }
+            let last = series.last().map_or(f64::NAN, |(_, e)| *e);
+            println!("churn N={replication} {label}: {last:.2} clock entries per object after {seconds} s");
+        }
+    }
+    std::fs::write(out.join("churn.csv"), churn)?;
     println!("results in {}", out.display());
     Ok(())
 }

@@ -241,17 +241,17 @@ impl Run {
         for i in 0..scale.keys {
             let key = Run::key(i);
             let replicas = self.ring.replicas(&key);
-            let c = (replicas[0].0 - 1) as usize;
+            let c = run_slot(&self.ring, replicas[0]);
             let object =
                 self.nodes[c].coordinate(&key, Bytes::from(vec![7u8; 100]), &VersionVector::new());
             for r in &replicas[1..] {
-                self.nodes[(r.0 - 1) as usize].update(&key, &object);
+                self.nodes[run_slot(&self.ring, *r)].update(&key, &object);
             }
         }
         for _ in 0..3 {
             for a in 0..self.nodes.len() {
-                for p in self.ring.peers(ReplicaId(a as u64 + 1)) {
-                    let p = (p.0 - 1) as usize;
+                for p in self.ring.peers(self.ring.members()[a]) {
+                    let p = run_slot(&self.ring, p);
                     if p != a {
                         self.anti_entropy(a, p, 0, false);
                     }
@@ -289,7 +289,7 @@ impl Run {
                 }
             }
             (Node::Merkle(_), Node::Merkle(_)) => {
-                let peer = ReplicaId(p as u64 + 1);
+                let peer = self.ring.members()[p];
                 let Node::Merkle(asker) = &mut self.nodes[a] else {
                     unreachable!()
                 };
@@ -320,6 +320,14 @@ impl Run {
     }
 }
 
+/// The slot (ring position) of replica `id`.
+fn run_slot(ring: &Ring, id: ReplicaId) -> usize {
+    ring.members()
+        .iter()
+        .position(|&m| m == id)
+        .expect("a member")
+}
+
 /// Runs one configuration.
 pub fn run(config: Config, scale: Scale, seed: u64) -> Measured {
     let mut run = Run::new(config, scale, seed);
@@ -346,19 +354,19 @@ pub fn run(config: Config, scale: Scale, seed: u64) -> Measured {
         // One read-modify-write update at a random replica of a random key.
         let key = Run::key(run.rng.below(scale.keys as u64) as usize);
         let replicas = run.ring.replicas(&key);
-        let c = (run.rng.pick(&replicas).expect("replicas").0 - 1) as usize;
+        let c = run_slot(&run.ring, *run.rng.pick(&replicas).expect("replicas"));
         let context = run.nodes[c].fetch(&key).read_context();
         let value = Bytes::from(vec![(writes % 251) as u8; 100]);
         let object = run.nodes[c].coordinate(&key, value, &context);
         let dot = *object
             .versions()
             .keys()
-            .filter(|d| d.id == ReplicaId(c as u64 + 1))
+            .filter(|d| d.id == run.ring.members()[c])
             .max()
             .expect("the new version");
         writes += 1;
         for r in &replicas {
-            let r = (r.0 - 1) as usize;
+            let r = run_slot(&run.ring, *r);
             if r == c {
                 continue;
             }
@@ -382,11 +390,11 @@ pub fn run(config: Config, scale: Scale, seed: u64) -> Measured {
                 next_ae[a] = now + interval_micros.max(1);
                 let peers: Vec<ReplicaId> = run
                     .ring
-                    .peers(ReplicaId(a as u64 + 1))
+                    .peers(run.ring.members()[a])
                     .into_iter()
-                    .filter(|p| p.0 != a as u64 + 1)
+                    .filter(|p| *p != run.ring.members()[a])
                     .collect();
-                let p = (run.rng.pick(&peers).expect("peers").0 - 1) as usize;
+                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
                 run.anti_entropy(a, p, now, true);
                 if let Node::Dotted(n) = &mut run.nodes[a] {
                     n.strip_some(usize::MAX);
@@ -459,14 +467,14 @@ pub fn deletes(
         live.insert(key.clone(), !delete);
         for r in &replicas[1..] {
             if !run.rng.chance(config.loss) {
-                run.nodes[(r.0 - 1) as usize].update(&key, &object);
+                run.nodes[run_slot(&run.ring, *r)].update(&key, &object);
             }
         }
         if now >= next_ae {
             next_ae = now + interval;
             for a in 0..run.nodes.len() {
-                let peers: Vec<ReplicaId> = run.ring.peers(ReplicaId(a as u64 + 1));
-                let p = (run.rng.pick(&peers).expect("peers").0 - 1) as usize;
+                let peers: Vec<ReplicaId> = run.ring.peers(run.ring.members()[a]);
+                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
                 if p != a {
                     run.anti_entropy(a, p, now, false);
                 }
@@ -492,7 +500,7 @@ impl Run {
     /// The coordinator of a delete-experiment operation: the key's first
     /// replica (its owner), as a Dynamo client with a preference list.
     fn replicas_first(&self, replicas: &[ReplicaId]) -> u64 {
-        replicas[0].0 - 1
+        run_slot(&self.ring, replicas[0]) as u64
     }
 }
 
@@ -557,7 +565,7 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
         }
         let key = Run::key(run.rng.below(scale.keys as u64) as usize);
         let replicas = run.ring.replicas(&key);
-        let c = (run.rng.pick(&replicas).expect("replicas").0 - 1) as usize;
+        let c = run_slot(&run.ring, *run.rng.pick(&replicas).expect("replicas"));
         let context = run.nodes[c].fetch(&key).read_context();
         let object = run.nodes[c].coordinate(&key, Bytes::from_static(b"v"), &context);
         let dot = Dot::new(ReplicaId(c as u64 + 1), {
@@ -567,7 +575,7 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
             n.clock().base(ReplicaId(c as u64 + 1))
         });
         for r in &replicas {
-            let r = (r.0 - 1) as usize;
+            let r = run_slot(&run.ring, *r);
             if r == c {
                 continue;
             }
@@ -586,11 +594,11 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
                 next_sync[a] = now + sync_micros;
                 let peers: Vec<ReplicaId> = run
                     .ring
-                    .peers(ReplicaId(a as u64 + 1))
+                    .peers(run.ring.members()[a])
                     .into_iter()
-                    .filter(|p| p.0 != a as u64 + 1)
+                    .filter(|p| *p != run.ring.members()[a])
                     .collect();
-                let p = (run.rng.pick(&peers).expect("peers").0 - 1) as usize;
+                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
                 run.anti_entropy(a, p, now, false);
             }
             if next_strip[a] <= now {
@@ -603,4 +611,129 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
         }
     }
     latencies
+}
+
+/// Clock entries per stored object under churn (Fig. 1): 16 virtual
+/// nodes, `replication` replicas per key, 5,000 keys loaded, 150 updates
+/// per second, one virtual node replaced every 4 s (its state lost, a new
+/// id at its position); anti-entropy and strip passes every 100 ms per
+/// replica. Each second, the average number of entries in the stored
+/// objects' clocks (context entries plus the ids of their versions' dots).
+/// DottedDB replaces by its protocol (full transfers, retired ids closed
+/// and forgotten), MerkleDB by a fresh replica its Merkle exchanges fill.
+pub fn churn(system: System, replication: usize, seconds: u64, seed: u64) -> Vec<(u64, f64)> {
+    let scale = Scale {
+        keys: 5_000,
+        rate: 150,
+        seconds,
+        replication,
+        ..Scale::default()
+    };
+    let config = Config {
+        system,
+        state_changed: 0.01,
+        loss: 0.1,
+    };
+    let mut run = Run::new(config, scale, seed);
+    run.load(scale);
+    let step = 1_000_000 / scale.rate;
+    let tick = 100_000u64;
+    let mut next_tick = tick;
+    let mut next_replace = 4_000_000u64;
+    let mut next_id = scale.vnodes as u64 + 1;
+    let mut series = Vec::new();
+    let mut now = 0;
+    while now < seconds * 1_000_000 {
+        now += step;
+        let key = Run::key(run.rng.below(scale.keys as u64) as usize);
+        let replicas = run.ring.replicas(&key);
+        let c = run_slot(&run.ring, *run.rng.pick(&replicas).expect("replicas"));
+        let context = run.nodes[c].fetch(&key).read_context();
+        let object = run.nodes[c].coordinate(&key, Bytes::from_static(b"v"), &context);
+        for r in &replicas {
+            let r = run_slot(&run.ring, *r);
+            if r != c && !run.rng.chance(config.loss) {
+                run.nodes[r].update(&key, &object);
+            }
+        }
+        if now >= next_replace {
+            next_replace += 4_000_000;
+            let slot = run.rng.below(scale.vnodes as u64) as usize;
+            let old = run.ring.members()[slot];
+            let new = ReplicaId(next_id);
+            next_id += 1;
+            let ring = run.ring.replace(old, new);
+            run.ring = ring.clone();
+            for (i, node) in run.nodes.iter_mut().enumerate() {
+                match node {
+                    Node::Dotted(n) if i != slot => n.set_ring(ring.clone()),
+                    Node::Merkle(n) if i != slot => n.set_ring(ring.clone()),
+                    _ => {}
+                }
+            }
+            run.nodes[slot] = match system {
+                System::Dotted => Node::Dotted(Box::new(NodeState::new_replacement(new, ring))),
+                System::Merkle { segments, width } => {
+                    Node::Merkle(MerkleNode::new(new, ring, segments, width))
+                }
+            };
+        }
+        if now >= next_tick {
+            next_tick += tick;
+            for a in 0..run.nodes.len() {
+                // A replacement's transfers, then one exchange with a peer.
+                if let Node::Dotted(n) = &run.nodes[a] {
+                    if let Some((peer, request)) = n.transfer_request() {
+                        let p = run_slot(&run.ring, peer);
+                        let Node::Dotted(answerer) = &run.nodes[p] else {
+                            unreachable!()
+                        };
+                        if let Some(page) =
+                            answerer.answer_transfer(&request, SyncBudget::default())
+                        {
+                            if let Node::Dotted(n) = &mut run.nodes[a] {
+                                n.apply_transfer(&page);
+                            }
+                        }
+                    }
+                }
+                let me = run.ring.members()[a];
+                let peers: Vec<ReplicaId> = run
+                    .ring
+                    .peers(me)
+                    .into_iter()
+                    .filter(|p| *p != me)
+                    .collect();
+                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
+                run.anti_entropy(a, p, now, false);
+                if let Node::Dotted(n) = &mut run.nodes[a] {
+                    n.strip_some(usize::MAX);
+                }
+            }
+        }
+        if now % 1_000_000 < step {
+            let (entries, objects) = run
+                .nodes
+                .iter()
+                .flat_map(|node| match node {
+                    Node::Dotted(n) => n
+                        .stored()
+                        .map(|(_, o)| clock_entries(o))
+                        .collect::<Vec<_>>(),
+                    Node::Merkle(n) => n.stored().map(|(_, o)| clock_entries(o)).collect(),
+                })
+                .fold((0usize, 0usize), |(e, n), x| (e + x, n + 1));
+            series.push((now / 1_000_000, entries as f64 / objects.max(1) as f64));
+        }
+    }
+    series
+}
+
+/// Entries of an object's clock: its context's ids and its versions' ids.
+fn clock_entries(object: &Object) -> usize {
+    let mut ids: Vec<ReplicaId> = object.context().iter().map(|(id, _)| id).collect();
+    ids.extend(object.versions().keys().map(|d| d.id));
+    ids.sort();
+    ids.dedup();
+    ids.len()
 }

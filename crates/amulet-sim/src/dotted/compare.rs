@@ -330,6 +330,52 @@ fn run_slot(ring: &Ring, id: ReplicaId) -> usize {
 
 /// Runs one configuration.
 pub fn run(config: Config, scale: Scale, seed: u64) -> Measured {
+    run_keeping_state(config, scale, seed).1
+}
+
+/// Runs one configuration, then exchanges between every pair of peers
+/// (every shared replica group for MerkleDB) round after round until
+/// every replica of every key holds the same versions: returns the
+/// rounds it took, or the first key still differing after 60 rounds. The
+/// baseline's exchange is checked the same way as DottedDB's.
+pub fn converges(config: Config, scale: Scale, seed: u64) -> Result<usize, String> {
+    let (mut run, _) = run_keeping_state(config, scale, seed);
+    let differing = |run: &Run| {
+        (0..scale.keys).map(Run::key).find(|key| {
+            let replicas = run.ring.replicas(key);
+            let first = run.nodes[run_slot(&run.ring, replicas[0])].fetch(key);
+            replicas[1..].iter().any(|r| {
+                run.nodes[run_slot(&run.ring, *r)].fetch(key).versions() != first.versions()
+            })
+        })
+    };
+    for round in 0..60 {
+        if differing(&run).is_none() {
+            return Ok(round);
+        }
+        for a in 0..run.nodes.len() {
+            let me = run.ring.members()[a];
+            for peer in run.ring.peers(me) {
+                if peer == me {
+                    continue;
+                }
+                let p = run_slot(&run.ring, peer);
+                for _ in 0..scale.replication {
+                    run.anti_entropy(a, p, 0, false);
+                }
+            }
+            if let Node::Dotted(n) = &mut run.nodes[a] {
+                n.strip_some(usize::MAX);
+            }
+        }
+    }
+    Err(format!(
+        "{:?} still differs after 60 rounds",
+        differing(&run)
+    ))
+}
+
+fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured) {
     let mut run = Run::new(config, scale, seed);
     run.load(scale);
     let interval_micros =
@@ -406,16 +452,17 @@ pub fn run(config: Config, scale: Scale, seed: u64) -> Measured {
     let metadata: usize = run.nodes.iter().map(Node::metadata_bytes).sum();
     let clocks: usize = run.nodes.iter().map(Node::object_clock_bytes).sum();
     let unreplicated = run.pending.values().map(|w| w.len() as u64).sum();
-    Measured {
+    let measured = Measured {
         ae_bytes_per_s: run.bytes.0 as f64 / seconds,
         object_data_per_s: run.bytes.1 as f64 / seconds,
         object_meta_per_s: run.bytes.2 as f64 / seconds,
         sync_meta_per_s: run.bytes.0.saturating_sub(run.bytes.1 + run.bytes.2) as f64 / seconds,
         metadata_per_vnode: metadata as f64 / run.nodes.len() as f64,
         object_clocks_per_vnode: clocks as f64 / run.nodes.len() as f64,
-        latencies_ms: run.latencies_ms,
+        latencies_ms: run.latencies_ms.clone(),
         unreplicated,
-    }
+    };
+    (run, measured)
 }
 
 /// The deletes experiment (Fig. 3): `keys` loaded, then `rate` operations

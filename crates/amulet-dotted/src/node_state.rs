@@ -55,6 +55,19 @@ pub enum Refused {
     },
 }
 
+impl Refused {
+    /// `Ok` when `id` replicates `key` on `ring`, else where to go.
+    pub fn unless_replica(ring: &Ring, id: ReplicaId, key: &[u8]) -> Result<(), Refused> {
+        if ring.replicates(id, key) {
+            Ok(())
+        } else {
+            Err(Refused::NotAReplica {
+                replicas: ring.replicas(key),
+            })
+        }
+    }
+}
+
 /// Counters for metrics and the simulator's reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeStats {
@@ -219,11 +232,7 @@ impl NodeState {
         value: Option<Bytes>,
         context: &VersionVector,
     ) -> Result<Object, Refused> {
-        if !self.replicates(key) {
-            return Err(Refused::NotAReplica {
-                replicas: self.ring.replicas(key),
-            });
-        }
+        Refused::unless_replica(&self.ring, self.id, key)?;
         // Alg. 1 as the authors' clock library does it (swc_kv: discard,
         // then add), not as printed: merging the local object with
         // `({ver}, cc)` where `cc[i] := c` drops every earlier version this
@@ -374,10 +383,7 @@ impl NodeState {
     /// Bytes of the stored objects' clocks: 16 per version dot and per
     /// context entry (what stripping shrinks).
     pub fn object_clock_bytes(&self) -> usize {
-        self.storage
-            .values()
-            .map(|o| 16 * (o.versions().len() + o.context().len()))
-            .sum()
+        self.storage.values().map(Object::clock_bytes).sum()
     }
 
     /// Whether both hold the same five structures (counters aside).

@@ -130,6 +130,12 @@ impl Object {
         self.versions.values().all(Option::is_none) && self.context.is_empty()
     }
 
+    /// Bytes of the object's clock as metrics count it: 16 per version dot
+    /// and per context entry.
+    pub fn clock_bytes(&self) -> usize {
+        16 * (self.versions.len() + self.context.len())
+    }
+
     /// Bytes of values held (for metrics and sync budgets).
     pub fn value_bytes(&self) -> usize {
         self.versions.values().flatten().map(Bytes::len).sum()

@@ -101,11 +101,7 @@ impl MerkleNode {
         value: Option<Bytes>,
         context: &VersionVector,
     ) -> Result<Object, Refused> {
-        if !self.replicates(key) {
-            return Err(Refused::NotAReplica {
-                replicas: self.ring.replicas(key),
-            });
-        }
+        Refused::unless_replica(&self.ring, self.id, key)?;
         let mut object = self.fetch(key);
         let dot = Dot::new(self.id, object.read_context().get(self.id) + 1);
         object.discard(context);
@@ -157,10 +153,7 @@ impl MerkleNode {
     /// Bytes of the stored objects' clocks: 16 per version dot and per
     /// context entry (never stripped here).
     pub fn object_clock_bytes(&self) -> usize {
-        self.storage
-            .values()
-            .map(|o| 16 * (o.versions().len() + o.context().len()))
-            .sum()
+        self.storage.values().map(Object::clock_bytes).sum()
     }
 }
 

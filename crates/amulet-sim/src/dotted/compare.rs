@@ -35,6 +35,20 @@ pub struct Config {
     pub loss: f64,
 }
 
+impl Config {
+    /// `system` with `state_changed` and `loss`.
+    fn at(state_changed: f64, system: System, loss: f64) -> Config {
+        Config {
+            system,
+            state_changed,
+            loss,
+        }
+    }
+}
+
+/// Replication loss in the deletes and churn experiments.
+const DELETES_CHURN_LOSS: f64 = 0.1;
+
 /// The store under test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum System {
@@ -188,6 +202,25 @@ struct Run {
 }
 
 impl Run {
+    /// A run with every key loaded.
+    fn loaded(config: Config, scale: Scale, seed: u64) -> Run {
+        let mut run = Run::new(config, scale, seed);
+        run.load(scale);
+        run
+    }
+
+    /// A random peer of slot `a` (not itself).
+    fn random_peer(&mut self, a: usize) -> usize {
+        let me = self.ring.members()[a];
+        let peers: Vec<ReplicaId> = self
+            .ring
+            .peers(me)
+            .into_iter()
+            .filter(|p| *p != me)
+            .collect();
+        run_slot(&self.ring, *self.rng.pick(&peers).expect("peers"))
+    }
+
     fn new(config: Config, scale: Scale, seed: u64) -> Run {
         let ids: Vec<ReplicaId> = (1..=scale.vnodes as u64).map(ReplicaId).collect();
         let ring = Ring::new(ids.clone(), scale.replication);
@@ -376,8 +409,7 @@ pub fn converges(config: Config, scale: Scale, seed: u64) -> Result<usize, Strin
 }
 
 fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured) {
-    let mut run = Run::new(config, scale, seed);
-    run.load(scale);
+    let mut run = Run::loaded(config, scale, seed);
     let interval_micros =
         ((config.state_changed * scale.keys as f64 / scale.rate as f64) * 1e6) as u64;
     let end = scale.seconds * 1_000_000;
@@ -434,13 +466,7 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
         for a in due {
             {
                 next_ae[a] = now + interval_micros.max(1);
-                let peers: Vec<ReplicaId> = run
-                    .ring
-                    .peers(run.ring.members()[a])
-                    .into_iter()
-                    .filter(|p| *p != run.ring.members()[a])
-                    .collect();
-                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
+                let p = run.random_peer(a);
                 run.anti_entropy(a, p, now, true);
                 if let Node::Dotted(n) = &mut run.nodes[a] {
                     n.strip_some(usize::MAX);
@@ -482,13 +508,7 @@ pub fn deletes(
         seconds,
         ..Scale::default()
     };
-    let config = Config {
-        system,
-        state_changed: 0.01,
-        loss: 0.1,
-    };
-    let mut run = Run::new(config, scale, seed);
-    run.load(scale);
+    let mut run = Run::loaded(Config::at(0.01, system, DELETES_CHURN_LOSS), scale, seed);
     let mut live: BTreeMap<Bytes, bool> = (0..keys).map(|i| (Run::key(i), true)).collect();
     let interval = 250_000u64;
     let mut series = Vec::new();
@@ -513,7 +533,7 @@ pub fn deletes(
         .expect("a replica");
         live.insert(key.clone(), !delete);
         for r in &replicas[1..] {
-            if !run.rng.chance(config.loss) {
+            if !run.rng.chance(DELETES_CHURN_LOSS) {
                 run.nodes[run_slot(&run.ring, *r)].update(&key, &object);
             }
         }
@@ -565,13 +585,7 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
         seconds,
         ..Scale::default()
     };
-    let config = Config {
-        system: System::Dotted,
-        state_changed: 0.01,
-        loss,
-    };
-    let mut run = Run::new(config, scale, seed);
-    run.load(scale);
+    let mut run = Run::loaded(Config::at(0.01, System::Dotted, loss), scale, seed);
     let step = 1_000_000 / rate;
     let sync_micros = 100_000u64;
     let mut next_sync: Vec<u64> = (0..run.nodes.len())
@@ -639,13 +653,7 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
         for a in due {
             if next_sync[a] <= now {
                 next_sync[a] = now + sync_micros;
-                let peers: Vec<ReplicaId> = run
-                    .ring
-                    .peers(run.ring.members()[a])
-                    .into_iter()
-                    .filter(|p| *p != run.ring.members()[a])
-                    .collect();
-                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
+                let p = run.random_peer(a);
                 run.anti_entropy(a, p, now, false);
             }
             if next_strip[a] <= now {
@@ -676,13 +684,7 @@ pub fn churn(system: System, replication: usize, seconds: u64, seed: u64) -> Vec
         replication,
         ..Scale::default()
     };
-    let config = Config {
-        system,
-        state_changed: 0.01,
-        loss: 0.1,
-    };
-    let mut run = Run::new(config, scale, seed);
-    run.load(scale);
+    let mut run = Run::loaded(Config::at(0.01, system, DELETES_CHURN_LOSS), scale, seed);
     let step = 1_000_000 / scale.rate;
     let tick = 100_000u64;
     let mut next_tick = tick;
@@ -699,7 +701,7 @@ pub fn churn(system: System, replication: usize, seconds: u64, seed: u64) -> Vec
         let object = run.nodes[c].coordinate(&key, Bytes::from_static(b"v"), &context);
         for r in &replicas {
             let r = run_slot(&run.ring, *r);
-            if r != c && !run.rng.chance(config.loss) {
+            if r != c && !run.rng.chance(DELETES_CHURN_LOSS) {
                 run.nodes[r].update(&key, &object);
             }
         }
@@ -744,14 +746,7 @@ pub fn churn(system: System, replication: usize, seconds: u64, seed: u64) -> Vec
                         }
                     }
                 }
-                let me = run.ring.members()[a];
-                let peers: Vec<ReplicaId> = run
-                    .ring
-                    .peers(me)
-                    .into_iter()
-                    .filter(|p| *p != me)
-                    .collect();
-                let p = run_slot(&run.ring, *run.rng.pick(&peers).expect("peers"));
+                let p = run.random_peer(a);
                 run.anti_entropy(a, p, now, false);
                 if let Node::Dotted(n) = &mut run.nodes[a] {
                     n.strip_some(usize::MAX);

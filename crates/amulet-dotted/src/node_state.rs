@@ -186,6 +186,16 @@ impl NodeState {
         self.storage.iter()
     }
 
+    /// The least base of this replica's own entry among `peers` as last
+    /// exchanged (what every peer is known to have of its dots).
+    pub fn acknowledged_by_peers(&self, peers: &[ReplicaId]) -> u64 {
+        let others: Vec<ReplicaId> = peers.iter().copied().filter(|p| *p != self.id).collect();
+        if others.is_empty() {
+            return self.clock.base(self.id);
+        }
+        self.watermark.min_over(self.id, &others)
+    }
+
     /// Whether this replica holds `key`.
     pub fn replicates(&self, key: &[u8]) -> bool {
         self.ring.replicates(self.id, key)

@@ -1,0 +1,842 @@
+//! A node's eventual maps, sans-IO (issue 23, the node): the replicas the
+//! placements put on this node, the client operations the node
+//! coordinates (reads from R replicas merged, writes coordinated at a
+//! replica and acknowledged by W), replication, anti-entropy and strip
+//! passes on timers, and the journal records that make it all durable.
+//!
+//! The runtime (the node) feeds it placements after every configuration
+//! change, client requests, peer messages and the time, and carries out
+//! its [`Output`]s **in order with one rule**: every `Journal` record is
+//! synced before any `Send` or `Reply` that follows it is carried out
+//! (group commit: append them all, sync once, then send). That is the
+//! journal's two rules (`journal.rs`): a write is durable before it is
+//! acknowledged or replicated, and a sync reply describes only synced
+//! state. Nothing here reads a clock or draws an unseeded number.
+
+pub mod durable;
+pub mod message;
+mod pending;
+
+use crate::anti_entropy::SyncBudget;
+use crate::dot::ReplicaId;
+use crate::journal::Input;
+use crate::node_state::NodeState;
+use crate::object::Object;
+use crate::placement::Placement;
+use crate::version_vector::VersionVector;
+use bytes::Bytes;
+use durable::{Record, Replicas};
+use message::{Failed, Message, To, Versioned};
+use pending::Pending;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Timers and limits.
+#[derive(Clone, Copy, Debug)]
+pub struct ServiceConfig {
+    /// Each replica asks one peer for anti-entropy this often.
+    pub sync_interval_micros: u64,
+    /// Each replica runs a strip pass this often (when it has keys to).
+    pub strip_interval_micros: u64,
+    /// Keys a strip pass visits.
+    pub strip_keys: usize,
+    /// A client request unanswered by its quorum this long fails.
+    pub request_timeout_micros: u64,
+    /// A node heard from within this long is preferred to coordinate.
+    pub alive_micros: u64,
+    /// What one anti-entropy reply may carry.
+    pub budget: SyncBudget,
+}
+
+impl Default for ServiceConfig {
+    fn default() -> ServiceConfig {
+        ServiceConfig {
+            sync_interval_micros: 200_000,
+            strip_interval_micros: 100_000,
+            strip_keys: 1024,
+            request_timeout_micros: 2_000_000,
+            alive_micros: 1_500_000,
+            budget: SyncBudget {
+                objects: 1024,
+                bytes: 1 << 20,
+                dots: 1 << 16,
+            },
+        }
+    }
+}
+
+/// What the runtime carries out, in order (see the module's rule).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Append to the journal; synced before anything after it goes out.
+    Journal(Record),
+    /// A message's bytes for another node.
+    Send {
+        /// The node.
+        to: u32,
+        /// `Message::encode`.
+        bytes: Vec<u8>,
+    },
+    /// The answer to the client request the runtime numbered `token`.
+    Reply {
+        /// The runtime's token.
+        token: u64,
+        /// Siblings and context, or why not.
+        result: Result<Versioned, Refusal>,
+    },
+}
+
+/// Why a client request was refused or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No eventual map of that name here.
+    UnknownMap(String),
+    /// The context does not decode.
+    BadContext(String),
+    /// `r` or `w` above the map's replica count.
+    QuorumOutOfBounds {
+        /// Asked for.
+        asked: u32,
+        /// Replicas per key.
+        replicas: u32,
+    },
+    /// Fewer replicas than the quorum answered in time (a write may have
+    /// taken effect at some).
+    QuorumNotReached {
+        /// Replicas that answered.
+        answered: u32,
+        /// The quorum.
+        needed: u32,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::UnknownMap(map) => write!(f, "no eventual map {map:?}"),
+            Refusal::BadContext(why) => write!(f, "{why}"),
+            Refusal::QuorumOutOfBounds { asked, replicas } => write!(
+                f,
+                "a quorum of {asked} on a map with {replicas} replicas per key"
+            ),
+            Refusal::QuorumNotReached { answered, needed } => write!(
+                f,
+                "{answered} of the {needed} replicas needed answered in time"
+            ),
+        }
+    }
+}
+
+/// A client operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// Read `r` replicas (0: a majority).
+    Get {
+        /// Replicas to hear from.
+        r: u32,
+    },
+    /// Write `value` (`None`: delete) superseding what `context` saw,
+    /// held by `w` replicas before the answer (0: a majority).
+    Write {
+        /// The value.
+        value: Option<Bytes>,
+        /// The client's opaque context (empty: none).
+        context: Vec<u8>,
+        /// Replicas to hold it.
+        w: u32,
+    },
+}
+
+/// One local replica and its timers.
+#[derive(Debug)]
+struct Local {
+    state: NodeState,
+    next_sync: u64,
+    next_strip: u64,
+    /// Which peer the next anti-entropy round asks.
+    peer_cursor: usize,
+    sync_bytes_sent: u64,
+    sync_bytes_received: u64,
+}
+
+/// One replica's figures for `amulet status` and metrics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaStatus {
+    /// The map.
+    pub map: String,
+    /// The replica.
+    pub replica: ReplicaId,
+    /// Objects stored.
+    pub keys: u64,
+    /// Bits of the node clock's bitmaps (words × 64).
+    pub clock_bitmap_bits: u64,
+    /// Dot-key map entries.
+    pub dot_keys: u64,
+    /// Keys with a context not stripped yet.
+    pub non_stripped: u64,
+    /// This replica's dots the least caught-up peer has not acknowledged.
+    pub watermark_lag: u64,
+    /// Writes coordinated.
+    pub coordinated: u64,
+    /// Anti-entropy reply bytes sent.
+    pub sync_bytes_sent: u64,
+    /// Anti-entropy reply bytes received.
+    pub sync_bytes_received: u64,
+}
+
+/// A node's eventual maps.
+#[derive(Debug)]
+pub struct Service {
+    me: u32,
+    config: ServiceConfig,
+    /// Every eventual map's placement, as of the newest configuration.
+    placements: BTreeMap<String, Placement>,
+    /// The replicas here, by map.
+    local: BTreeMap<String, (u64, BTreeMap<ReplicaId, Local>)>,
+    pending: BTreeMap<u64, Pending>,
+    next_op: u64,
+    /// When each node was last heard from.
+    heard: BTreeMap<u32, u64>,
+    /// Messages to this node itself, handled before an input returns.
+    loopback: VecDeque<Message>,
+    out: Vec<Output>,
+    /// Spreads the replicas' timers (splitmix64).
+    seed: u64,
+}
+
+/// Loopback messages one input may cause at most (a livelock is a bug).
+const LOOPBACK_MAX: usize = 1 << 20;
+
+impl Service {
+    /// The service of node `me` with `replicas` recovered from its disk;
+    /// `epoch` differs on every start (the node's incarnation), so a late
+    /// answer to a request of an earlier run never matches a new one.
+    pub fn new(me: u32, epoch: u32, config: ServiceConfig, replicas: Replicas) -> Service {
+        let local = replicas
+            .maps
+            .into_iter()
+            .map(|(map, (created_at, states))| {
+                let states = states
+                    .into_iter()
+                    .map(|(id, state)| (id, Local::new(state)))
+                    .collect();
+                (map, (created_at, states))
+            })
+            .collect();
+        Service {
+            me,
+            config,
+            placements: BTreeMap::new(),
+            local,
+            pending: BTreeMap::new(),
+            next_op: u64::from(epoch) << 40,
+            heard: BTreeMap::new(),
+            loopback: VecDeque::new(),
+            out: Vec::new(),
+            seed: u64::from(me).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(epoch),
+        }
+    }
+
+    /// The outputs since the last drain, in the order to carry them out.
+    pub fn drain(&mut self) -> Vec<Output> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// Every replica's state, for a checkpoint.
+    pub fn replicas(&self) -> Replicas {
+        Replicas {
+            maps: self
+                .local
+                .iter()
+                .map(|(map, (created_at, states))| {
+                    let states = states
+                        .iter()
+                        .map(|(id, l)| (*id, l.state.clone()))
+                        .collect();
+                    (map.clone(), (*created_at, states))
+                })
+                .collect(),
+        }
+    }
+
+    /// The placement of `map`, if it is an eventual map.
+    pub fn placement(&self, map: &str) -> Option<&Placement> {
+        self.placements.get(map)
+    }
+
+    /// Installs the newest configuration's eventual maps: replicas this
+    /// node now holds are made (journaled), ring changes applied, and the
+    /// replicas of dropped maps (or of an older map of the same name)
+    /// dropped.
+    pub fn set_placements(&mut self, now: u64, placements: BTreeMap<String, Placement>) {
+        let gone: Vec<String> = self
+            .local
+            .iter()
+            .filter(|(map, (created_at, _))| {
+                placements.get(*map).map(|p| p.created_at) != Some(*created_at)
+            })
+            .map(|(map, _)| map.clone())
+            .collect();
+        for map in gone {
+            self.local.remove(&map);
+            self.out.push(Output::Journal(Record::Dropped { map }));
+        }
+        for (map, placement) in &placements {
+            for id in placement.held_by(self.me) {
+                let (_, states) = self
+                    .local
+                    .entry(map.clone())
+                    .or_insert_with(|| (placement.created_at, BTreeMap::new()));
+                match states.get_mut(&id) {
+                    Some(local) => {
+                        if local.state.ring() != &placement.ring {
+                            let input = Input::SetRing(placement.ring.clone());
+                            local.state.apply(&input);
+                            self.out.push(Output::Journal(Record::Input {
+                                map: map.clone(),
+                                replica: id,
+                                input,
+                            }));
+                        }
+                    }
+                    None => {
+                        let state = NodeState::new(id, placement.ring.clone());
+                        let mut local = Local::new(state);
+                        // Spread the timers so replicas do not ask in step.
+                        local.next_sync = now + next_u64(&mut self.seed) % self.config.sync_interval_micros.max(1);
+                        states.insert(id, local);
+                        self.out.push(Output::Journal(Record::Created {
+                            map: map.clone(),
+                            created_at: placement.created_at,
+                            replica: id,
+                            ring: placement.ring.clone(),
+                        }));
+                    }
+                }
+            }
+        }
+        self.placements = placements;
+    }
+
+    /// A client's operation on `key` of `map`, answered by a `Reply` with
+    /// `token` (maybe at once, maybe after peers answer or the timeout).
+    pub fn submit(&mut self, now: u64, token: u64, map: &str, key: Bytes, operation: Operation) {
+        let result = self.start(now, token, map, key, operation);
+        if let Err(refusal) = result {
+            self.out.push(Output::Reply {
+                token,
+                result: Err(refusal),
+            });
+        }
+        self.run_loopback(now);
+    }
+
+    fn start(
+        &mut self,
+        now: u64,
+        token: u64,
+        map: &str,
+        key: Bytes,
+        operation: Operation,
+    ) -> Result<(), Refusal> {
+        let op = self.op();
+        let timeout = self.config.request_timeout_micros;
+        let placement = self
+            .placements
+            .get(map)
+            .ok_or_else(|| Refusal::UnknownMap(map.to_string()))?;
+        let replicas = placement.ring.replication() as u32;
+        let quorum = |asked: u32| {
+            if asked > replicas {
+                Err(Refusal::QuorumOutOfBounds { asked, replicas })
+            } else if asked == 0 {
+                Ok(replicas / 2 + 1)
+            } else {
+                Ok(asked)
+            }
+        };
+        let ids = placement.ring.replicas(&key);
+        let to = |replica: ReplicaId| To {
+            map: map.to_string(),
+            created_at: placement.created_at,
+            replica,
+        };
+        let mut sends = Vec::new();
+        let pending = match operation {
+            Operation::Get { r } => {
+                let needed = quorum(r)?;
+                for &replica in &ids {
+                    let key = key.clone();
+                    let message = Message::Fetch { op, to: to(replica), key };
+                    sends.push((placement.nodes[&replica], message));
+                }
+                Pending::Get {
+                    token,
+                    needed,
+                    got: Vec::new(),
+                    deadline: now + timeout,
+                }
+            }
+            Operation::Write { value, context, w } => {
+                let needed = quorum(w)?;
+                let context = VersionVector::decode(&context)
+                    .map_err(|e| Refusal::BadContext(e.to_string()))?;
+                // A replica here coordinates; else the first replica whose
+                // node was heard from lately (a node that died does not
+                // take every write of its keys with it).
+                let alive = |id: &ReplicaId| {
+                    let node = placement.nodes[id];
+                    node == self.me
+                        || self
+                            .heard
+                            .get(&node)
+                            .is_some_and(|&t| now.saturating_sub(t) <= self.config.alive_micros)
+                };
+                let here = ids.iter().copied().find(|id| placement.nodes[id] == self.me);
+                let chosen = here
+                    .or_else(|| ids.iter().copied().find(alive))
+                    .unwrap_or(ids[0]);
+                let message = Message::Coordinate {
+                    op,
+                    to: to(chosen),
+                    key,
+                    value,
+                    context,
+                    w: needed,
+                };
+                sends.push((placement.nodes[&chosen], message));
+                Pending::Forward {
+                    token,
+                    needed,
+                    deadline: now + timeout + timeout / 4,
+                }
+            }
+        };
+        self.pending.insert(op, pending);
+        for (node, message) in sends {
+            self.send(node, message);
+        }
+        Ok(())
+    }
+
+    /// A message's bytes from node `from`; bytes that do not decode are
+    /// refused (and change nothing).
+    pub fn on_message(&mut self, now: u64, from: u32, bytes: &[u8]) -> Result<(), String> {
+        let message = Message::decode(bytes)?;
+        self.heard.insert(from, now);
+        self.handle(now, from, message, bytes.len() as u64);
+        self.run_loopback(now);
+        Ok(())
+    }
+
+    /// Timers: requests past their deadline fail; replicas due for
+    /// anti-entropy ask a peer; replicas due for a strip pass run one.
+    pub fn tick(&mut self, now: u64) {
+        let expired: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline() <= now)
+            .map(|(op, _)| *op)
+            .collect();
+        for op in expired {
+            match self.pending.remove(&op).expect("listed") {
+                Pending::Get {
+                    token, needed, got, ..
+                } => {
+                    let answered = got.len() as u32;
+                    let result = Err(Refusal::QuorumNotReached { answered, needed });
+                    self.out.push(Output::Reply { token, result });
+                }
+                Pending::Forward { token, needed, .. } => {
+                    let answered = 0;
+                    let result = Err(Refusal::QuorumNotReached { answered, needed });
+                    self.out.push(Output::Reply { token, result });
+                }
+                Pending::Write {
+                    node,
+                    op,
+                    acks,
+                    needed,
+                    ..
+                } => {
+                    let failed = Failed::QuorumNotReached {
+                        answered: acks + 1,
+                        needed: needed + 1,
+                    };
+                    self.send(node, Message::Coordinated { op, result: Err(failed) });
+                }
+            }
+        }
+        let mut asks = Vec::new();
+        for (map, (created_at, states)) in &mut self.local {
+            for (id, local) in states.iter_mut() {
+                if now >= local.next_sync {
+                    local.next_sync = now + self.config.sync_interval_micros;
+                    let peers: Vec<ReplicaId> = local
+                        .state
+                        .ring()
+                        .peers(*id)
+                        .into_iter()
+                        .filter(|p| p != id)
+                        .collect();
+                    if !peers.is_empty() {
+                        let peer = peers[local.peer_cursor % peers.len()];
+                        local.peer_cursor = local.peer_cursor.wrapping_add(1);
+                        asks.push((map.clone(), *created_at, peer, local.state.sync_request()));
+                    }
+                }
+                if now >= local.next_strip {
+                    local.next_strip = now + self.config.strip_interval_micros;
+                    if local.state.non_stripped_len() > 0 {
+                        let input = Input::Strip {
+                            max_keys: self.config.strip_keys,
+                        };
+                        local.state.apply(&input);
+                        self.out.push(Output::Journal(Record::Input {
+                            map: map.clone(),
+                            replica: *id,
+                            input,
+                        }));
+                    }
+                }
+            }
+        }
+        for (map, created_at, peer, request) in asks {
+            let Some(node) = self.placements.get(&map).and_then(|p| p.node_of(peer)) else {
+                continue;
+            };
+            let to = To {
+                map,
+                created_at,
+                replica: peer,
+            };
+            self.send(node, Message::SyncAsk { to, request });
+        }
+        self.run_loopback(now);
+    }
+
+    /// Every local replica's figures.
+    pub fn status(&self) -> Vec<ReplicaStatus> {
+        let mut all = Vec::new();
+        for (map, (_, states)) in &self.local {
+            for (id, local) in states {
+                let state = &local.state;
+                let peers = state.ring().peers(*id);
+                let own = state.clock().base(*id);
+                let acknowledged = state.acknowledged_by_peers(&peers);
+                all.push(ReplicaStatus {
+                    map: map.clone(),
+                    replica: *id,
+                    keys: state.stored_keys() as u64,
+                    clock_bitmap_bits: state.clock().bitmap_words() as u64 * 64,
+                    dot_keys: state.dot_keys_len() as u64,
+                    non_stripped: state.non_stripped_len() as u64,
+                    watermark_lag: own.saturating_sub(acknowledged),
+                    coordinated: state.stats().coordinated,
+                    sync_bytes_sent: local.sync_bytes_sent,
+                    sync_bytes_received: local.sync_bytes_received,
+                });
+            }
+        }
+        all
+    }
+
+    /// The local replica `id` of `map` (for tests and checkers).
+    pub fn replica(&self, map: &str, id: ReplicaId) -> Option<&NodeState> {
+        self.local
+            .get(map)
+            .and_then(|(_, states)| states.get(&id))
+            .map(|l| &l.state)
+    }
+
+    fn op(&mut self) -> u64 {
+        self.next_op += 1;
+        self.next_op
+    }
+
+    fn send(&mut self, to: u32, message: Message) {
+        if to == self.me {
+            self.loopback.push_back(message);
+        } else {
+            self.out.push(Output::Send {
+                to,
+                bytes: message.encode(),
+            });
+        }
+    }
+
+    fn run_loopback(&mut self, now: u64) {
+        let mut handled = 0;
+        while let Some(message) = self.loopback.pop_front() {
+            handled += 1;
+            assert!(handled < LOOPBACK_MAX, "loopback livelock");
+            self.handle(now, self.me, message, 0);
+        }
+    }
+
+    /// The local replica a message is for, if this node holds it for the
+    /// same map (not an older or newer one of the same name).
+    fn local_mut(&mut self, to: &To) -> Option<&mut Local> {
+        let (created_at, states) = self.local.get_mut(&to.map)?;
+        if *created_at != to.created_at {
+            return None;
+        }
+        states.get_mut(&to.replica)
+    }
+
+    fn journal(&mut self, to: &To, input: Input) {
+        self.out.push(Output::Journal(Record::Input {
+            map: to.map.clone(),
+            replica: to.replica,
+            input,
+        }));
+    }
+
+    fn handle(&mut self, now: u64, from: u32, message: Message, size: u64) {
+        match message {
+            Message::Fetch { op, to, key } => {
+                let object = self
+                    .local_mut(&to)
+                    .filter(|l| l.state.replicates(&key))
+                    .map(|l| l.state.fetch(&key));
+                self.send(from, Message::Fetched { op, object });
+            }
+            Message::Fetched { op, object } => {
+                if let Some(Pending::Get { got, needed, .. }) = self.pending.get_mut(&op) {
+                    let Some(object) = object else { return };
+                    got.push(object);
+                    if got.len() as u32 >= *needed {
+                        let Some(Pending::Get { token, got, .. }) = self.pending.remove(&op)
+                        else {
+                            unreachable!("matched above")
+                        };
+                        let merged = got.iter().fold(Object::new(), |acc, o| acc.merge(o));
+                        self.out.push(Output::Reply {
+                            token,
+                            result: Ok(versioned(&merged)),
+                        });
+                    }
+                }
+            }
+            Message::Coordinate {
+                op,
+                to,
+                key,
+                value,
+                context,
+                w,
+            } => self.coordinate(now, from, op, to, key, value, context, w),
+            Message::Coordinated { op, result } => {
+                if let Some(Pending::Forward { token, needed, .. }) = self.pending.get(&op) {
+                    let (token, needed) = (*token, *needed);
+                    self.pending.remove(&op);
+                    let result = result.map_err(|failed| match failed {
+                        Failed::QuorumNotReached { answered, needed } => {
+                            Refusal::QuorumNotReached { answered, needed }
+                        }
+                        Failed::NoReplica => Refusal::QuorumNotReached {
+                            answered: 0,
+                            needed,
+                        },
+                    });
+                    self.out.push(Output::Reply { token, result });
+                }
+            }
+            Message::Replicate {
+                op,
+                to,
+                key,
+                object,
+            } => {
+                let Some(local) = self.local_mut(&to) else {
+                    return;
+                };
+                if !local.state.replicates(&key) {
+                    return;
+                }
+                let input = Input::Update { key, object };
+                local.state.apply(&input);
+                checked(&local.state);
+                self.journal(&to, input);
+                self.send(from, Message::Replicated { op });
+            }
+            Message::Replicated { op } => {
+                if let Some(Pending::Write { acks, needed, .. }) = self.pending.get_mut(&op) {
+                    *acks += 1;
+                    if *acks >= *needed {
+                        let Some(Pending::Write {
+                            node,
+                            op,
+                            versioned,
+                            ..
+                        }) = self.pending.remove(&op)
+                        else {
+                            unreachable!("matched above")
+                        };
+                        let result = Ok(versioned);
+                        self.send(node, Message::Coordinated { op, result });
+                    }
+                }
+            }
+            Message::SyncAsk { to, request } => {
+                let budget = self.config.budget;
+                let Some(local) = self.local_mut(&to) else {
+                    return;
+                };
+                let reply = local.state.answer_sync(&request, budget);
+                let back = To {
+                    map: to.map.clone(),
+                    created_at: to.created_at,
+                    replica: request.from,
+                };
+                let message = Message::SyncAnswer { to: back, reply };
+                let bytes = message.encode();
+                let local = self.local_mut(&to).expect("found above");
+                local.sync_bytes_sent += bytes.len() as u64;
+                if from == self.me {
+                    self.loopback.push_back(message);
+                } else {
+                    self.out.push(Output::Send { to: from, bytes });
+                }
+            }
+            Message::SyncAnswer { to, reply } => {
+                let Some(local) = self.local_mut(&to) else {
+                    return;
+                };
+                local.sync_bytes_received += size;
+                let input = Input::ApplySync(reply);
+                local.state.apply(&input);
+                checked(&local.state);
+                self.journal(&to, input);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn coordinate(
+        &mut self,
+        now: u64,
+        from: u32,
+        op: u64,
+        to: To,
+        key: Bytes,
+        value: Option<Bytes>,
+        context: VersionVector,
+        w: u32,
+    ) {
+        let Some(local) = self.local_mut(&to) else {
+            self.send(
+                from,
+                Message::Coordinated {
+                    op,
+                    result: Err(Failed::NoReplica),
+                },
+            );
+            return;
+        };
+        let object = match local.state.coordinate(&key, value.clone(), &context) {
+            Ok(object) => object,
+            Err(_) => {
+                // The placement moved the key away since the forwarder
+                // chose this replica.
+                let result = Err(Failed::NoReplica);
+                self.send(from, Message::Coordinated { op, result });
+                return;
+            }
+        };
+        checked(&local.state);
+        let ring = local.state.ring().clone();
+        let input = Input::Coordinate {
+            key: key.clone(),
+            value,
+            context,
+        };
+        self.journal(&to, input);
+        let reply = versioned(&object);
+        let others: Vec<ReplicaId> = ring
+            .replicas(&key)
+            .into_iter()
+            .filter(|r| *r != to.replica)
+            .collect();
+        let needed = w.saturating_sub(1);
+        let replicate_op = self.op();
+        if needed == 0 {
+            let result = Ok(reply);
+            self.send(from, Message::Coordinated { op, result });
+        } else {
+            self.pending.insert(
+                replicate_op,
+                Pending::Write {
+                    node: from,
+                    op,
+                    acks: 0,
+                    needed,
+                    versioned: reply,
+                    deadline: now + self.config.request_timeout_micros,
+                },
+            );
+        }
+        let nodes = self
+            .placements
+            .get(&to.map)
+            .map(|p| p.nodes.clone())
+            .unwrap_or_default();
+        for replica in others {
+            let Some(&node) = nodes.get(&replica) else {
+                continue;
+            };
+            let message = Message::Replicate {
+                op: replicate_op,
+                to: To {
+                    map: to.map.clone(),
+                    created_at: to.created_at,
+                    replica,
+                },
+                key: key.clone(),
+                object: object.clone(),
+            };
+            self.send(node, message);
+        }
+    }
+}
+
+impl Local {
+    fn new(state: NodeState) -> Local {
+        Local {
+            state,
+            next_sync: 0,
+            next_strip: 0,
+            peer_cursor: 0,
+            sync_bytes_sent: 0,
+            sync_bytes_received: 0,
+        }
+    }
+}
+
+/// What a client gets for `object`: its values and the context covering
+/// them.
+fn versioned(object: &Object) -> Versioned {
+    Versioned {
+        values: object.values(),
+        context: object.read_context().encode(),
+    }
+}
+
+/// The replica's invariants after a step: all of them in debug builds
+/// (the simulator and tests); release builds rely on the cheap asserts
+/// inside each operation (a full check walks every key).
+fn checked(state: &NodeState) {
+    if cfg!(debug_assertions) {
+        state.check_invariants();
+    }
+}
+
+fn next_u64(seed: &mut u64) -> u64 {
+    *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *seed;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,7 @@
 """The Python runner of the shared client scenarios
 (spec/conformance/scenarios.json, then spec/conformance/transactions.json,
-then spec/conformance/logs.json; the format is spec/conformance/README.md).
+then spec/conformance/logs.json, then spec/conformance/eventual.json; the
+format is spec/conformance/README.md).
 
 Each scenario is one test, in file order, on the session's cluster. Every
 map op is one request of the byte-level API (``amulet.ByteMap``). The
@@ -16,8 +17,17 @@ inclusiveness), ``txn_commit`` -> ``commit``, ``txn_abandon`` ->
 (``create_log``, ``drop_log``, ``multi_append``), log names prefixed as map
 names are; ``tail_log`` opens ``DLog.tail(from)`` (the ``TailLog``
 stream), takes ``count`` entries with ``next(timeout=10)`` each and closes
-the tail (a timeout fails the step). Error classes map from the client's
-exceptions: ``amulet.InvalidArgument`` -> ``invalid_argument``,
+the tail (a timeout fails the step). The eventual ops are one request each
+of ``amulet.EventualMap`` (``client.eventual_map(name)``): ``eventual_get``
+-> ``get(key, r)``, ``eventual_put`` -> ``put(key, value, context, w)``,
+``eventual_delete`` -> ``delete(key, context, w)`` (``r``/``w`` sent as
+given, 0 when absent); the result is the reply's values as hex, sorted
+ascending; ``save`` keeps the reply's ``Context`` under a label local to
+the scenario, and ``context`` is such a label or ``{"raw": HEX}``
+(``Context.from_bytes`` of those bytes, sent as they are). ``create_map``
+with ``{"eventual": {"replicas": N, "vnodes": V}}`` calls
+``create_map(name, eventual=True, replicas=N, vnodes=V)`` (V 0 when
+absent). Error classes map from the client's exceptions: ``amulet.InvalidArgument`` -> ``invalid_argument``,
 ``NotFound`` -> ``not_found``, ``AlreadyExists`` -> ``already_exists``,
 ``ResourceExhausted`` -> ``resource_exhausted``, ``FailedPrecondition`` ->
 ``failed_precondition``, ``OutOfRange`` -> ``out_of_range``,
@@ -39,8 +49,13 @@ import amulet
 
 SPEC_DIR = Path(__file__).resolve().parents[3] / "spec" / "conformance"
 # The map scenarios, then the transaction scenarios, then the log
-# scenarios, on one cluster.
-SPECS = [SPEC_DIR / "scenarios.json", SPEC_DIR / "transactions.json", SPEC_DIR / "logs.json"]
+# scenarios, then the eventual-map scenarios, on one cluster.
+SPECS = [
+    SPEC_DIR / "scenarios.json",
+    SPEC_DIR / "transactions.json",
+    SPEC_DIR / "logs.json",
+    SPEC_DIR / "eventual.json",
+]
 SCENARIOS = [scenario for spec in SPECS for scenario in json.loads(spec.read_text())["scenarios"]]
 RUN_ID = secrets.token_hex(4)
 
@@ -96,12 +111,16 @@ ARGS = {
     "trim_log": ({"log", "below"}, set()),
     "log_bounds": ({"log"}, set()),
     "tail_log": ({"log", "from", "count"}, set()),
+    "eventual_get": ({"map", "key"}, {"r", "save"}),
+    "eventual_put": ({"map", "key", "value"}, {"context", "w", "save"}),
+    "eventual_delete": ({"map", "key"}, {"context", "w", "save"}),
 }
 
 
 LOG_OPS = frozenset(
     {"create_log", "drop_log", "append", "multi_append", "read_log", "trim_log", "log_bounds", "tail_log"}
 )
+EVENTUAL_OPS = frozenset({"eventual_get", "eventual_put", "eventual_delete"})
 # How long a tail_log step waits for each entry (spec/conformance/README.md).
 TAIL_ENTRY_WAIT = 10.0
 
@@ -150,6 +169,8 @@ class Runner:
         self.snapshots: dict[str, amulet.Snapshot] = {}
         # Transactions by name, each begun at its first op.
         self.txns: dict[str, amulet.Transaction] = {}
+        # Contexts of eventual replies, by the label of their step's "save".
+        self.contexts: dict[str, amulet.Context] = {}
 
     def close(self) -> None:
         for snapshot in self.snapshots.values():
@@ -202,6 +223,8 @@ class Runner:
             return self.run_txn(op, step)
         if op in LOG_OPS:
             return self.run_log(op, step)
+        if op in EVENTUAL_OPS:
+            return self.run_eventual(op, step)
 
         m = self.map(step)
         if op == "get":
@@ -334,9 +357,48 @@ class Runner:
                 return [[p, v.hex()] for p, v in (tail.next(timeout=TAIL_ENTRY_WAIT) for _ in range(count))]
         raise RunnerError(f"unhandled op {op!r}")
 
+    def context(self, value) -> amulet.Context:
+        """A step's ``context``: the label of a saved context, or
+        ``{"raw": HEX}``."""
+        if isinstance(value, str):
+            if value not in self.contexts:
+                raise RunnerError(f"no context saved as {value!r}")
+            return self.contexts[value]
+        if isinstance(value, dict) and set(value) == {"raw"} and isinstance(value["raw"], str):
+            return amulet.Context.from_bytes(data(value["raw"]))
+        raise RunnerError(f"not a context (a saved label or {{\"raw\": HEX}}): {value!r}")
+
+    def run_eventual(self, op: str, step):
+        # Every argument is read before anything is sent.
+        key = data(step["key"])
+        quorum = integer(step.get("r" if op == "eventual_get" else "w", 0), "r" if op == "eventual_get" else "w")
+        context = self.context(step["context"]) if "context" in step else None
+        value = data(step["value"]) if op == "eventual_put" else None
+        save = step.get("save")
+        if save is not None and not isinstance(save, str):
+            raise RunnerError(f"save must be a label, not {save!r}")
+        m = self.client.eventual_map(self.prefix + step["map"])
+        if op == "eventual_get":
+            reply = m.get(key, r=quorum)
+        elif op == "eventual_put":
+            reply = m.put(key, value, context, w=quorum)
+        else:
+            reply = m.delete(key, context, w=quorum)
+        if save is not None:
+            self.contexts[save] = reply.context
+        return [v.hex() for v in sorted(reply.values)]
+
     def create_map(self, name: str, layout):
         if layout is None or layout == {"hash": {}}:
             self.client.create_map(name)
+            return None
+        if isinstance(layout, dict) and set(layout) == {"eventual"}:
+            eventual = layout["eventual"]
+            if not isinstance(eventual, dict) or not {"replicas"} <= set(eventual) <= {"replicas", "vnodes"}:
+                raise RunnerError(f"not an eventual layout: {layout!r}")
+            replicas = integer(eventual["replicas"], "replicas")
+            vnodes = integer(eventual.get("vnodes", 0), "vnodes")
+            self.client.create_map(name, eventual=True, replicas=replicas, vnodes=vnodes)
             return None
         if set(layout) != {"range"}:
             raise RunnerError(f"unknown layout {layout!r}")
@@ -426,6 +488,23 @@ def test_scenario_file_shape(spec):
         {"op": "trim_log", "log": "l", "expect": {}},
         {"op": "tail_log", "log": "l", "from": 0, "expect": []},
         {"op": "tail_log", "log": "l", "from": 0, "count": "1", "expect": []},
+        {"op": "eventual_get", "map": "c", "expect": []},
+        {"op": "eventual_get", "map": "c", "key": "6b", "w": 1, "expect": []},
+        {"op": "eventual_get", "map": "c", "key": "6b", "context": "saved", "expect": []},
+        {"op": "eventual_get", "map": "c", "key": "6b", "r": "3", "expect": []},
+        {"op": "eventual_get", "map": "c", "key": "6b", "r": True, "expect": []},
+        {"op": "eventual_get", "map": "c", "key": "6b", "save": 1, "expect": []},
+        {"op": "eventual_put", "map": "c", "key": "6b", "expect": []},
+        {"op": "eventual_put", "map": "c", "key": "6b", "value": "76", "r": 1, "expect": []},
+        {"op": "eventual_put", "map": "c", "key": "6b", "value": "76", "context": "never saved", "expect": []},
+        {"op": "eventual_put", "map": "c", "key": "6b", "value": "76", "context": {"hex": "00"}, "expect": []},
+        {"op": "eventual_put", "map": "c", "key": "6b", "value": "76", "context": {"raw": 0}, "expect": []},
+        {"op": "eventual_delete", "map": "c", "key": "6b", "value": "76", "expect": []},
+        {"op": "eventual_delete", "map": "c", "key": "6b", "context": ["00"], "expect": []},
+        {"op": "create_map", "map": "c", "layout": {"eventual": {}}, "expect": None},
+        {"op": "create_map", "map": "c", "layout": {"eventual": {"replicas": 3, "ring": []}}, "expect": None},
+        {"op": "create_map", "map": "c", "layout": {"eventual": {"replicas": "3"}}, "expect": None},
+        {"op": "create_map", "map": "c", "layout": {"eventual": {"replicas": 3}, "hash": {}}, "expect": None},
     ],
 )
 def test_the_runner_refuses_what_it_does_not_know(step):
@@ -446,6 +525,15 @@ def test_the_runner_refuses_what_it_does_not_know(step):
             return amulet.DLog(self, name)
 
         def multi_append(self, entries):
+            raise AssertionError("the runner sent a request")
+
+        def eventual_map(self, name):
+            return amulet.EventualMap(self, name)
+
+        def _eventual(self, *args, **kwargs):
+            raise AssertionError("the runner sent a request")
+
+        def create_map(self, *args, **kwargs):
             raise AssertionError("the runner sent a request")
 
     with pytest.raises(RunnerError):

@@ -6,6 +6,7 @@ use crate::reply_codec::map_error_status;
 use amulet_dmap::{
     KeyBound, KeyRange, MapCommand, MapName, Nearest, RangeQuery, ReadConflict, TxnWrite,
 };
+use amulet_smr::EventualLayout;
 use amulet_smr::Layout;
 use amulet_types::PartitionId;
 use bytes::Bytes;
@@ -46,6 +47,12 @@ pub fn layout_from_pb(layout: Option<pb::Layout>) -> Result<Layout, Status> {
                     .collect(),
             ))
         }
+        // The ring is the cluster's to make: a request's is ignored.
+        Some(pb::layout::Kind::Eventual(e)) => Ok(Layout::Eventual(EventualLayout {
+            replicas: e.replicas,
+            vnodes: e.vnodes,
+            placement: None,
+        })),
     }
 }
 
@@ -60,6 +67,20 @@ pub fn layout_to_pb(layout: &Layout) -> pb::Layout {
                     .map(|(key, p)| pb::RangeSplit {
                         start_key: key.clone(),
                         partition: p.0,
+                    })
+                    .collect(),
+            }),
+            Layout::Eventual(e) => pb::layout::Kind::Eventual(pb::EventualLayout {
+                replicas: e.replicas,
+                vnodes: e.vnodes,
+                ring: e
+                    .placement
+                    .iter()
+                    .flat_map(|p| {
+                        p.ring.members().iter().map(|id| pb::EventualVnode {
+                            replica: id.0,
+                            node: p.nodes[id],
+                        })
                     })
                     .collect(),
             }),

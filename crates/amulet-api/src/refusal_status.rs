@@ -37,6 +37,8 @@ fn code_of(refusal: &Refusal) -> Code {
         | Refusal::InvalidMap(_) => Code::InvalidArgument,
         // The cluster is not configured for it: change the cluster.
         Refusal::MoveNeedsCheckpoints | Refusal::NoDmap => Code::FailedPrecondition,
+        // An eventual map takes the eventual API.
+        Refusal::EventualMap(_) => Code::FailedPrecondition,
         Refusal::ReconfigurationPending => Code::Aborted,
     }
 }
@@ -70,6 +72,7 @@ mod tests {
             Refusal::ReconfigurationPending,
             Refusal::MoveNeedsCheckpoints,
             Refusal::NoDmap,
+            Refusal::EventualMap("m".into()),
         ];
         refusals.extend(
             [

@@ -21,7 +21,9 @@
 #![allow(clippy::disallowed_methods)]
 
 use amulet_api::pb::{self, amulet_client::AmuletClient};
-use amulet_client::{Bytes, Client, DLog, DMap, Error, KeyBound, Nearest, Snapshot, Transaction};
+use amulet_client::{
+    Bytes, Client, Context, DLog, DMap, Error, KeyBound, Nearest, Snapshot, Transaction,
+};
 use amulet_smr::{Keys, Layout, Placement};
 use amulet_types::PartitionId;
 use std::collections::{BTreeMap, HashMap};
@@ -192,6 +194,9 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "read_log" => (&["log", "from", "max_entries"], &[]),
         "trim_log" => (&["log", "below"], &[]),
         "tail_log" => (&["log", "from", "count"], &[]),
+        "eventual_get" => (&["map", "key"], &["r", "save"]),
+        "eventual_put" => (&["map", "key", "value"], &["context", "w", "save"]),
+        "eventual_delete" => (&["map", "key"], &["context", "w", "save"]),
         _ => return None,
     })
 }
@@ -209,6 +214,8 @@ struct Runner {
     snapshots: HashMap<String, Held>,
     /// Transactions by name, each begun at its first op.
     txns: HashMap<String, Transaction>,
+    /// Eventual maps' contexts saved by `save`.
+    contexts: HashMap<String, Context>,
 }
 
 impl Runner {
@@ -303,6 +310,15 @@ impl Runner {
                                 .collect(),
                         )
                     }
+                    Some(layout) if layout.keys() == ["eventual"] => {
+                        let e = layout.get("eventual").unwrap();
+                        let count = |k: &str| e.get(k).map_or(0, |v| v.int() as u32);
+                        Layout::Eventual(amulet_smr::EventualLayout {
+                            replicas: count("replicas"),
+                            vnodes: count("vnodes"),
+                            placement: None,
+                        })
+                    }
                     Some(other) => panic!("unknown layout {other:?}"),
                 };
                 self.client.create_map_with(&name, layout).await?;
@@ -312,6 +328,33 @@ impl Runner {
                 let name = format!("{}{}", self.prefix, arg("map").str());
                 self.client.drop_map(&name).await?;
                 ok(Json::Null)
+            }
+            "eventual_get" | "eventual_put" | "eventual_delete" => {
+                let map = self.client.eventual_map(&self.map_name(step))?;
+                let key = data(arg("key"));
+                let quorum = |k: &str| step.get(k).map_or(0, |v| v.int() as u32);
+                let context = match step.get("context") {
+                    None => Context::empty(),
+                    Some(raw) if raw.get("raw").is_some() => {
+                        Context::from_bytes(data(raw.get("raw").unwrap()))
+                    }
+                    Some(label) => self.contexts[label.str()].clone(),
+                };
+                let versioned = match op {
+                    "eventual_get" => map.get_with(&key, quorum("r")).await?,
+                    "eventual_put" => {
+                        let value = data(arg("value"));
+                        map.put_with(&key, &value, &context, quorum("w")).await?
+                    }
+                    _ => map.delete_with(&key, &context, quorum("w")).await?,
+                };
+                if let Some(label) = step.get("save") {
+                    self.contexts
+                        .insert(label.str().to_string(), versioned.context.clone());
+                }
+                let mut values = versioned.values;
+                values.sort();
+                ok(Json::Array(values.iter().map(|v| hex(v)).collect()))
             }
             "get" => ok(value_json(self.map(step)?.get(data(arg("key"))).await?)),
             "contains_key" => ok(Json::Bool(
@@ -639,7 +682,12 @@ impl Runner {
 async fn scenarios() {
     // The map scenarios, then the transaction scenarios, on one cluster.
     let mut scenarios = Vec::new();
-    for file in ["scenarios.json", "transactions.json", "logs.json"] {
+    for file in [
+        "scenarios.json",
+        "transactions.json",
+        "logs.json",
+        "eventual.json",
+    ] {
         let path = repo_root().join("spec/conformance").join(file);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {file}: {e}"));
         let doc: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -668,6 +716,7 @@ async fn scenarios() {
             prefix: format!("c{run_id}-{index}-"),
             snapshots: HashMap::new(),
             txns: HashMap::new(),
+            contexts: HashMap::new(),
         };
         for (i, step) in scenario
             .get("steps")

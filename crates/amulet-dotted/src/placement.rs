@@ -177,7 +177,11 @@ mod tests {
         assert!(Placement::new(4, 0, &[1, 2, 3], 1).is_err());
         assert!(Placement::new(3, VNODES_MAX + 1, &[1, 2, 3], 1).is_err());
         assert_eq!(
-            Placement::new(3, 0, &[1, 2, 3], 1).unwrap().ring.members().len(),
+            Placement::new(3, 0, &[1, 2, 3], 1)
+                .unwrap()
+                .ring
+                .members()
+                .len(),
             18
         );
     }
@@ -186,7 +190,10 @@ mod tests {
     fn a_replacement_takes_an_id_never_used_on_the_same_node() {
         let p = Placement::new(3, 3, &[1, 2, 3], 1).unwrap();
         let q = p.replace(ReplicaId(2));
-        assert_eq!(q.ring.members(), &[ReplicaId(1), ReplicaId(4), ReplicaId(3)]);
+        assert_eq!(
+            q.ring.members(),
+            &[ReplicaId(1), ReplicaId(4), ReplicaId(3)]
+        );
         assert_eq!(q.node_of(ReplicaId(4)), Some(2));
         let r = q.replace(ReplicaId(4));
         assert_eq!(r.node_of(ReplicaId(5)), Some(2));

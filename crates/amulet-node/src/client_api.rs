@@ -578,7 +578,53 @@ impl pb::amulet_server::Amulet for Service {
                     trimmed_below: s.trimmed_below,
                 })
                 .collect(),
+            eventual: stats
+                .eventual
+                .into_iter()
+                .map(|e| pb::EventualReplicaStatus {
+                    map: e.map,
+                    replica: e.replica.0,
+                    keys: e.keys,
+                    clock_bitmap_bits: e.clock_bitmap_bits,
+                    dot_keys: e.dot_keys,
+                    non_stripped: e.non_stripped,
+                    watermark_lag: e.watermark_lag,
+                    coordinated: e.coordinated,
+                    sync_bytes_sent: e.sync_bytes_sent,
+                    sync_bytes_received: e.sync_bytes_received,
+                })
+                .collect(),
         }))
+    }
+
+    async fn eventual_get(
+        &self,
+        request: Request<pb::EventualGetRequest>,
+    ) -> Result<Response<pb::Versioned>, Status> {
+        let started = tokio::time::Instant::now();
+        let result = crate::eventual_api::get(&self.handle, request.into_inner()).await;
+        self.record("eventual_get", started, &result);
+        result.map(Response::new)
+    }
+
+    async fn eventual_put(
+        &self,
+        request: Request<pb::EventualPutRequest>,
+    ) -> Result<Response<pb::Versioned>, Status> {
+        let started = tokio::time::Instant::now();
+        let result = crate::eventual_api::put(&self.handle, request.into_inner()).await;
+        self.record("eventual_put", started, &result);
+        result.map(Response::new)
+    }
+
+    async fn eventual_delete(
+        &self,
+        request: Request<pb::EventualDeleteRequest>,
+    ) -> Result<Response<pb::Versioned>, Status> {
+        let started = tokio::time::Instant::now();
+        let result = crate::eventual_api::delete(&self.handle, request.into_inner()).await;
+        self.record("eventual_delete", started, &result);
+        result.map(Response::new)
     }
 }
 

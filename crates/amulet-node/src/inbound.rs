@@ -119,7 +119,7 @@ async fn read_hello(
     loop {
         match decoder.decode(buffer)? {
             Some(Frame::Hello(hello)) => return Ok(hello),
-            Some(Frame::Envelope(_) | Frame::Replica(_)) => {
+            Some(Frame::Envelope(_) | Frame::Replica(_) | Frame::Eventual(_)) => {
                 return Err(Closed::Refused("first frame is not a Hello".into()))
             }
             None => {

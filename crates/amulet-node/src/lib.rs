@@ -10,6 +10,8 @@ mod checkpoint_store;
 mod client_api;
 pub mod config;
 mod digest;
+mod eventual_api;
+mod eventual_store;
 mod inbound;
 mod injected_bug;
 pub mod load;
@@ -29,4 +31,4 @@ pub use load::{LoadReport, LoadSpec};
 pub use node_handle::{
     CheckpointStatus, HandleError, NodeHandle, NodeStats, PageAnswer, ReplicaStatus, StreamStatus,
 };
-pub use runtime::{Node, NodeReport};
+pub use runtime::{EventualAnswer, Node, NodeReport};

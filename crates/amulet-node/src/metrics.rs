@@ -49,6 +49,13 @@ struct StateLabels {
     name: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventualLabels {
+    map: String,
+    replica: u64,
+    name: &'static str,
+}
+
 /// The node's metrics.
 pub(crate) struct Metrics {
     registry: Mutex<Registry>,
@@ -77,6 +84,7 @@ pub(crate) struct Metrics {
     log_bytes: Family<LogLabels, G>,
     tails_open: Gauge,
     tail_entries: Family<LogLabels, Counter>,
+    eventual: Family<EventualLabels, G>,
 }
 
 impl Metrics {
@@ -214,6 +222,12 @@ impl Metrics {
             "Entries this node's TailLog streams delivered, by log",
             tail_entries.clone(),
         );
+        let eventual = Family::<EventualLabels, G>::default();
+        registry.register(
+            "eventual_replica",
+            "Eventual maps' replicas here, by map, replica id and figure: keys stored, clock_bitmap_bits, dot_keys (dot-key map entries), non_stripped_keys, watermark_lag (own dots the least caught-up peer has not acknowledged), coordinated writes, anti-entropy sync_bytes_sent/received",
+            eventual.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
@@ -241,6 +255,7 @@ impl Metrics {
             log_bytes,
             tails_open,
             tail_entries,
+            eventual,
         }
     }
 
@@ -323,6 +338,27 @@ impl Metrics {
                         name,
                     };
                     self.state.get_or_create(&labels).set(*value);
+                }
+            }
+            // Dropped maps' replicas leave the gauges.
+            self.eventual.clear();
+            for e in &stats.eventual {
+                for (name, value) in [
+                    ("keys", e.keys),
+                    ("clock_bitmap_bits", e.clock_bitmap_bits),
+                    ("dot_keys", e.dot_keys),
+                    ("non_stripped_keys", e.non_stripped),
+                    ("watermark_lag", e.watermark_lag),
+                    ("coordinated", e.coordinated),
+                    ("sync_bytes_sent", e.sync_bytes_sent),
+                    ("sync_bytes_received", e.sync_bytes_received),
+                ] {
+                    let labels = EventualLabels {
+                        map: e.map.clone(),
+                        replica: e.replica.0,
+                        name,
+                    };
+                    self.eventual.get_or_create(&labels).set(value);
                 }
             }
             // Dropped and moved-away logs leave the gauges.

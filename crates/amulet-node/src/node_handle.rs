@@ -52,6 +52,8 @@ pub(crate) enum Command {
         command: MapCommand,
         reply: oneshot::Sender<ReadAtAnswer>,
     },
+    /// An eventual map's request.
+    Eventual(crate::runtime::EventualRequest),
     /// Stop the loop (logs are synced first).
     Shutdown,
 }
@@ -74,6 +76,9 @@ pub struct NodeStats {
     /// The logs the local replicas hold.
     #[serde(skip)]
     pub logs: Vec<LogStatus>,
+    /// The eventual maps' replicas here.
+    #[serde(skip)]
+    pub eventual: Vec<amulet_dotted::service::ReplicaStatus>,
 }
 
 /// Why a request to a node failed.
@@ -226,6 +231,25 @@ impl NodeHandle {
             })
             .map_err(|_| HandleError::Stopped)?;
         answer.await.map_err(|_| HandleError::Stopped)
+    }
+
+    /// An eventual map's request, answered by the key's replicas.
+    pub async fn eventual(
+        &self,
+        map: String,
+        key: Bytes,
+        operation: amulet_dotted::Operation,
+    ) -> Result<crate::runtime::EventualAnswer, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Eventual(crate::runtime::EventualRequest {
+                map,
+                key,
+                operation,
+                reply,
+            }))
+            .map_err(|_| HandleError::Stopped)?;
+        answer.await.map_err(|_| HandleError::Dropped)
     }
 
     /// Counters, or `None` if the node stopped.

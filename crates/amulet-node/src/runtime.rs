@@ -6,6 +6,10 @@
 //! what a node does lives in the host, which the simulator runs too.
 
 mod commands;
+mod eventual;
+
+pub use eventual::EventualAnswer;
+pub(crate) use eventual::EventualRequest;
 
 use crate::checkpoint_store::CheckpointStore;
 use crate::client_api::ClientApi;
@@ -130,6 +134,18 @@ impl Node {
             TimeMicros(0),
         )
         .map_err(|e| anyhow::anyhow!("{e} (checkpoints in {})", store.dir().display()))?;
+        let durable = config
+            .my_streams()
+            .iter()
+            .any(|s| s.storage != amulet_types::StorageMode::Memory);
+        let (eventual_store, eventual_replicas) =
+            crate::eventual_store::EventualStore::open(&config.data_dir, durable)?;
+        let mut eventual_config = amulet_dotted::ServiceConfig::default();
+        eventual_config.budget.bytes = (config.frame_bytes_max() / 4).clamp(64 << 10, 4 << 20);
+        let eventual = eventual::Eventual::new(
+            amulet_dotted::Service::new(me.0, incarnation, eventual_config, eventual_replicas),
+            eventual_store,
+        );
         let spec = TransportSpec {
             hello: Hello {
                 cluster: config.cluster,
@@ -169,6 +185,7 @@ impl Node {
             read,
             drained: Vec::new(),
             log_changes,
+            eventual,
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
@@ -282,6 +299,8 @@ pub(crate) struct EventLoop {
     /// The host's count of log changes, published after each flush for
     /// the tails this node serves.
     log_changes: watch::Sender<u64>,
+    /// The eventual maps' replicas here and the requests they serve.
+    eventual: eventual::Eventual,
 }
 
 impl EventLoop {
@@ -299,6 +318,9 @@ impl EventLoop {
         }
         result?;
         synced?;
+        // The eventual replicas' state at the stop, so the restart replays
+        // nothing.
+        self.eventual.checkpoint()?;
         // A clean stop leaves a checkpoint of every replica at the point
         // it stopped, so the restart replays nothing and never needs a
         // peer's checkpoint.
@@ -374,6 +396,7 @@ impl EventLoop {
             if now.since(last_tick) >= tick_micros {
                 last_tick = now;
                 self.host.tick(now)?;
+                self.eventual.tick(now);
                 // A request whose client gave up (its proposal may have
                 // been lost) is never answered: drop its waiter.
                 let gone: Vec<Token> = self
@@ -447,6 +470,7 @@ impl EventLoop {
                     map_version: self.host.current_map().map_or(0, |m| m.version.0),
                     replicas: self.host.replica_status(),
                     logs: self.host.log_status(),
+                    eventual: self.eventual.status(),
                 });
             }
             Command::Submit {
@@ -496,6 +520,9 @@ impl EventLoop {
                     .read_at(partition, map_version, read_version, &command);
                 let _ = reply.send(answer);
             }
+            Command::Eventual(request) => {
+                self.eventual.submit(now, self.host.current_map(), request);
+            }
             Command::Shutdown => {}
         }
     }
@@ -509,6 +536,7 @@ impl EventLoop {
                     tracing::warn!(peer = %from, %error, "undecodable replica message dropped")
                 }
             },
+            Frame::Eventual(bytes) => self.eventual.on_frame(now, from, &bytes),
             Frame::Hello(_) => {}
         }
     }
@@ -518,6 +546,8 @@ impl EventLoop {
         let now = self.now();
         let flushed = self.host.flush(now, &mut self.opener)?;
         self.carry_out()?;
+        self.eventual.after_flush(now, self.host.current_map());
+        self.eventual.carry_out(self.transport.as_mut())?;
         // Tails wake only when a log changed (the count walks the local
         // replicas, a handful; a watch with nothing new wakes nobody).
         let changes = self.host.log_changes();

@@ -106,6 +106,11 @@ impl Transport {
         self.send_frame(to, Frame::Replica(bytes));
     }
 
+    /// Queues an eventual-map message for `to`.
+    pub fn send_eventual(&mut self, to: NodeId, bytes: bytes::Bytes) {
+        self.send_frame(to, Frame::Eventual(bytes));
+    }
+
     fn send_frame(&mut self, to: NodeId, frame: Frame) {
         let Some(queue) = self.writers.get_mut(&to) else {
             return;

@@ -37,7 +37,7 @@ pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
 pub use hand_off::{handed_off, replicas_to_hand_off};
 pub use map_error::{InvalidMap, PartitionMapError};
-pub use partition_map::{Keys, Layout, PartitionInfo, PartitionMap, Placement};
+pub use partition_map::{EventualLayout, Keys, Layout, PartitionInfo, PartitionMap, Placement};
 pub use reconfiguration::{Reconfiguration, StreamSpec};
 pub use refusal::Refusal;
 pub use replica::{

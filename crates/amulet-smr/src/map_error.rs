@@ -16,6 +16,9 @@ pub enum PartitionMapError {
     /// Creating a keyspace that exists.
     #[error("keyspace {0:?} exists")]
     KeyspaceExists(String),
+    /// A command of the ordered API on an eventual map.
+    #[error("map {0:?} is eventual: use EventualGet, EventualPut and EventualDelete")]
+    Eventual(String),
     /// A structural rule is broken.
     #[error("invalid partition map: {0}")]
     Invalid(InvalidMap),
@@ -167,6 +170,9 @@ pub enum InvalidMap {
     /// global stream, so it would never learn it was given one.
     #[error("node {0} replicates no partition yet; a move goes to nodes that do")]
     MoveToIdleNode(NodeId),
+    /// An eventual map's replicas or virtual nodes out of bounds.
+    #[error("{0}")]
+    EventualReplicas(String),
 }
 
 impl InvalidMap {
@@ -197,6 +203,7 @@ impl InvalidMap {
             InvalidMap::MoveReplicasNotDistinct { .. } => "move-replicas-not-distinct",
             InvalidMap::MoveMembersMustLearn { .. } => "move-members-must-learn",
             InvalidMap::MoveToIdleNode(_) => "move-to-idle-node",
+            InvalidMap::EventualReplicas(_) => "eventual-replicas",
         }
     }
 }

@@ -29,6 +29,24 @@ pub enum Layout {
     /// range and the partition holding `[key, next key)`. The first key is
     /// empty. A range read inside one range is a single-partition command.
     Range(Vec<(Bytes, PartitionId)>),
+    /// An eventual map (issue 23, docs/eventual-maps.md): its keys live on
+    /// a ring of virtual nodes, not in partitions, and its data path does
+    /// not go through the streams; only its placement is replicated here.
+    Eventual(EventualLayout),
+}
+
+/// An eventual map's layout: what a request asks for, and the placement
+/// the cluster made of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventualLayout {
+    /// Replicas per key (on distinct nodes).
+    pub replicas: u32,
+    /// Virtual nodes asked for (0: the default), before rounding up to a
+    /// multiple of the node count.
+    pub vnodes: u32,
+    /// Made by the partition map when the keyspace is created (what a
+    /// request carries here is ignored: placement is the cluster's).
+    pub placement: Option<amulet_dotted::Placement>,
 }
 
 /// Which keys of which keyspace a command touches.
@@ -171,6 +189,7 @@ impl PartitionMap {
         match self.layout(keyspace)? {
             Layout::Hash => Ok(self.token_owner(token(key))),
             Layout::Range(ranges) => Ok(range_owner(ranges, key)),
+            Layout::Eventual(_) => Err(PartitionMapError::Eventual(keyspace.to_string())),
         }
     }
 
@@ -222,6 +241,9 @@ impl PartitionMap {
             (Keys::All, Layout::Range(ranges)) => ranges.iter().map(|r| r.1).collect(),
             (Keys::Range(..) | Keys::All, Layout::Hash) => {
                 self.token_ring.iter().map(|e| e.1).collect()
+            }
+            (Keys::Range(..) | Keys::All, Layout::Eventual(_)) => {
+                return Err(PartitionMapError::Eventual(keyspace.clone()))
             }
             (Keys::Across(_), _) => {
                 return Err(PartitionMapError::Invalid(InvalidMap::NestedPlacement))
@@ -371,11 +393,53 @@ impl PartitionMap {
             return Err(PartitionMapError::KeyspaceExists(name.to_string()));
         }
         let mut next = self.clone();
+        next.version = MapVersion(self.version.0 + 1);
+        let layout = match layout {
+            Layout::Eventual(asked) => {
+                let placement = amulet_dotted::Placement::new(
+                    asked.replicas,
+                    asked.vnodes,
+                    &self.nodes().iter().map(|n| n.0).collect::<Vec<_>>(),
+                    next.version.0,
+                )
+                .map_err(|e| InvalidMap::EventualReplicas(e.to_string()))?;
+                Layout::Eventual(EventualLayout {
+                    placement: Some(placement),
+                    ..asked
+                })
+            }
+            other => other,
+        };
         next.keyspaces.insert(name.to_string(), layout);
         next.validate()?;
-        next.version = MapVersion(self.version.0 + 1);
         *self = next;
         Ok(())
+    }
+
+    /// Every node replicating a partition (where eventual maps' virtual
+    /// nodes go), sorted.
+    pub fn nodes(&self) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = self
+            .partitions
+            .values()
+            .flat_map(|p| p.replicas.iter().copied())
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        nodes
+    }
+
+    /// The eventual maps and their placements.
+    pub fn eventual_placements(&self) -> BTreeMap<String, amulet_dotted::Placement> {
+        self.keyspaces
+            .iter()
+            .filter_map(|(name, layout)| match layout {
+                Layout::Eventual(EventualLayout {
+                    placement: Some(p), ..
+                }) => Some((name.clone(), p.clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Removes a keyspace; a new version.

@@ -49,6 +49,9 @@ pub enum Refusal {
     /// node.
     #[error("this cluster serves no DMap ([smr] is not configured)")]
     NoDmap,
+    /// A command of the ordered API on an eventual map.
+    #[error("map {0:?} is eventual: use EventualGet, EventualPut and EventualDelete")]
+    EventualMap(String),
 }
 
 impl Refusal {
@@ -64,7 +67,8 @@ impl Refusal {
             | Refusal::NeedsGlobalStream
             | Refusal::InvalidMap(_)
             | Refusal::MoveNeedsCheckpoints
-            | Refusal::NoDmap => false,
+            | Refusal::NoDmap
+            | Refusal::EventualMap(_) => false,
         }
     }
 
@@ -81,6 +85,7 @@ impl Refusal {
             Refusal::InvalidMap(why) => why.reason(),
             Refusal::MoveNeedsCheckpoints => "move-needs-checkpoints",
             Refusal::NoDmap => "no-dmap",
+            Refusal::EventualMap(_) => "eventual-map",
         }
     }
 }

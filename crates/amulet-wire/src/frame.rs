@@ -27,6 +27,8 @@ pub(crate) const KIND_HELLO: u8 = 1;
 pub(crate) const KIND_ENVELOPE: u8 = 2;
 /// Kind byte of a [`Frame::Replica`].
 pub(crate) const KIND_REPLICA: u8 = 3;
+/// Kind byte of a [`Frame::Eventual`].
+pub(crate) const KIND_EVENTUAL: u8 = 4;
 
 /// Offset of the body length in the header.
 pub(crate) const LEN_OFFSET: usize = 3;
@@ -54,6 +56,9 @@ pub enum Frame {
     Envelope(Envelope),
     /// A message between replicas, encoded by the replication layer.
     Replica(bytes::Bytes),
+    /// A message between eventual maps' replicas (replication and
+    /// anti-entropy), encoded by `amulet-dotted`'s service.
+    Eventual(bytes::Bytes),
 }
 
 /// The frame checksum: CRC32C over the kind byte, then the body, so a
@@ -74,6 +79,7 @@ pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
         Frame::Hello(_) => (KIND_HELLO, HELLO_BODY_BYTES),
         Frame::Envelope(envelope) => (KIND_ENVELOPE, encoded_len(envelope)),
         Frame::Replica(bytes) => (KIND_REPLICA, bytes.len()),
+        Frame::Eventual(bytes) => (KIND_EVENTUAL, bytes.len()),
     };
     let len = u32::try_from(body_bytes).expect("amulet-wire: frame body exceeds u32::MAX");
     out.reserve(FRAME_HEADER_BYTES + body_bytes);
@@ -89,7 +95,7 @@ pub fn encode_frame(frame: &Frame, out: &mut BytesMut) {
             out.put_u32_le(hello.incarnation);
         }
         Frame::Envelope(envelope) => put_envelope(envelope, out),
-        Frame::Replica(bytes) => out.put_slice(bytes),
+        Frame::Replica(bytes) | Frame::Eventual(bytes) => out.put_slice(bytes),
     }
     let body_start = start + FRAME_HEADER_BYTES;
     debug_assert_eq!(out.len() - body_start, body_bytes);

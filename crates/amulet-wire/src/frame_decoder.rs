@@ -4,7 +4,7 @@ use crate::codec::decode_envelope;
 use crate::error::DecodeError;
 use crate::frame::{
     frame_crc, Frame, Hello, CRC_OFFSET, FRAME_HEADER_BYTES, FRAME_MAGIC, HELLO_BODY_BYTES,
-    KIND_ENVELOPE, KIND_HELLO, KIND_REPLICA, LEN_OFFSET,
+    KIND_ENVELOPE, KIND_EVENTUAL, KIND_HELLO, KIND_REPLICA, LEN_OFFSET,
 };
 use amulet_types::NodeId;
 use bytes::{Bytes, BytesMut};
@@ -71,6 +71,7 @@ impl FrameDecoder {
         match kind {
             KIND_HELLO => Ok(Some(Frame::Hello(decode_hello(&body)?))),
             KIND_REPLICA => Ok(Some(Frame::Replica(body))),
+            KIND_EVENTUAL => Ok(Some(Frame::Eventual(body))),
             _ => Ok(Some(Frame::Envelope(decode_envelope(body)?))),
         }
     }
@@ -87,7 +88,10 @@ impl FrameDecoder {
         let Some(&kind) = buf.get(2) else {
             return Ok(None);
         };
-        if !matches!(kind, KIND_HELLO | KIND_ENVELOPE | KIND_REPLICA) {
+        if !matches!(
+            kind,
+            KIND_HELLO | KIND_ENVELOPE | KIND_REPLICA | KIND_EVENTUAL
+        ) {
             return Err(DecodeError::UnknownTag {
                 what: "frame kind",
                 tag: kind,
@@ -200,13 +204,20 @@ mod tests {
     fn replica_frames_carry_their_bytes_unchanged() {
         let replica = Frame::Replica(Bytes::from_static(b"a signal"));
         let empty = Frame::Replica(Bytes::new());
-        let mut buf = encoded(&[hello(), replica.clone(), phase2(), empty.clone()]);
+        let eventual = Frame::Eventual(Bytes::from_static(b"a sync"));
+        let mut buf = encoded(&[
+            hello(),
+            replica.clone(),
+            phase2(),
+            empty.clone(),
+            eventual.clone(),
+        ]);
         let mut decoder = FrameDecoder::new(MAX);
         let mut frames = Vec::new();
         while let Some(frame) = decoder.decode(&mut buf).unwrap() {
             frames.push(frame);
         }
-        assert_eq!(frames, vec![hello(), replica, phase2(), empty]);
+        assert_eq!(frames, vec![hello(), replica, phase2(), empty, eventual]);
     }
 
     #[test]
@@ -216,6 +227,7 @@ mod tests {
         for (frame, to) in [
             (phase2(), KIND_REPLICA),
             (Frame::Replica(Bytes::from_static(b"x")), KIND_ENVELOPE),
+            (Frame::Replica(Bytes::from_static(b"x")), KIND_EVENTUAL),
         ] {
             let mut buf = encoded(&[frame]);
             buf[2] = to;

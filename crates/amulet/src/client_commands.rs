@@ -31,12 +31,37 @@ pub struct Target {
 /// One client operation.
 #[derive(clap::Subcommand, Clone)]
 pub enum Op {
-    /// Print the value of KEY.
-    Get { key: String },
-    /// Set KEY to VALUE.
-    Put { key: String, value: String },
-    /// Remove KEY.
-    Del { key: String },
+    /// Print the value of KEY (an eventual map: every concurrent value,
+    /// then `context: HEX`).
+    Get {
+        key: String,
+        /// Eventual maps: replicas to hear from (0: a majority).
+        #[arg(long, default_value_t = 0)]
+        r: u32,
+    },
+    /// Set KEY to VALUE (an eventual map: superseding what --context saw;
+    /// prints the values after it and the new context).
+    Put {
+        key: String,
+        value: String,
+        /// Eventual maps: the context of the read this write replaces.
+        #[arg(long)]
+        context: Option<String>,
+        /// Eventual maps: replicas to hold it before the answer (0: a
+        /// majority).
+        #[arg(long, default_value_t = 0)]
+        w: u32,
+    },
+    /// Remove KEY (an eventual map: what --context saw of it).
+    Del {
+        key: String,
+        /// Eventual maps: the context of the read this delete replaces.
+        #[arg(long)]
+        context: Option<String>,
+        /// Eventual maps: replicas to hold it (0: a majority).
+        #[arg(long, default_value_t = 0)]
+        w: u32,
+    },
     /// Print entries in key order: the whole map from a snapshot, or a
     /// linearizable range read when bounds or a limit are given.
     Scan {
@@ -59,8 +84,22 @@ pub enum Op {
     First,
     /// Print the entry with the greatest key.
     Last,
-    /// Create a (hash-partitioned) map named by --map.
-    CreateMap,
+    /// Create a map named NAME (default: --map): hash-partitioned and
+    /// linearizable, or with --eventual an eventual map (Dynamo-style,
+    /// docs/eventual-maps.md) with --replicas replicas per key.
+    CreateMap {
+        name: Option<String>,
+        /// An eventually consistent map (siblings and contexts).
+        #[arg(long)]
+        eventual: bool,
+        /// Eventual maps: replicas per key, on distinct nodes.
+        #[arg(long, default_value_t = 3)]
+        replicas: u32,
+        /// Eventual maps: virtual nodes (0: 16, rounded up to a multiple
+        /// of the node count).
+        #[arg(long, default_value_t = 0)]
+        vnodes: u32,
+    },
     /// Drop the map named by --map and its entries.
     DropMap,
     /// Show partitions, streams, replicas, map version and health.
@@ -168,19 +207,45 @@ async fn execute(
     addresses: &[String],
 ) -> anyhow::Result<()> {
     let map = client.map(&target.map)?;
+    if matches!(op, Op::Get { .. } | Op::Put { .. } | Op::Del { .. })
+        && client.is_eventual(&target.map).await == Some(true)
+    {
+        use crate::eventual_command::{run, EventualOp};
+        let eventual = match &op {
+            Op::Get { key, r } => EventualOp::Get { key, r: *r },
+            Op::Put {
+                key,
+                value,
+                context,
+                w,
+            } => EventualOp::Put {
+                key,
+                value,
+                context: context.as_deref(),
+                w: *w,
+            },
+            Op::Del { key, context, w } => EventualOp::Del {
+                key,
+                context: context.as_deref(),
+                w: *w,
+            },
+            _ => unreachable!("matched above"),
+        };
+        return run(client, &target.map, eventual).await;
+    }
     match op {
-        Op::Get { key } => match map.get(key).await? {
+        Op::Get { key, .. } => match map.get(key).await? {
             Some(value) => println!("{}", show(&value)),
             None => anyhow::bail!("no such key"),
         },
-        Op::Put { key, value } => {
+        Op::Put { key, value, .. } => {
             let previous = map.put(key, value).await?;
             match previous {
                 Some(p) => println!("OK (was {})", show(&p)),
                 None => println!("OK"),
             }
         }
-        Op::Del { key } => match map.remove(key).await? {
+        Op::Del { key, .. } => match map.remove(key).await? {
             Some(p) => println!("removed (was {})", show(&p)),
             None => println!("no such key"),
         },
@@ -237,9 +302,22 @@ async fn execute(
                 None => anyhow::bail!("the map is empty"),
             }
         }
-        Op::CreateMap => {
-            client.create_map(&target.map).await?;
-            println!("created map {:?}", target.map);
+        Op::CreateMap {
+            name,
+            eventual,
+            replicas,
+            vnodes,
+        } => {
+            let name = name.as_deref().unwrap_or(&target.map);
+            if eventual {
+                client
+                    .create_eventual_map_with(name, replicas, vnodes)
+                    .await?;
+                println!("created eventual map {name:?} ({replicas} replicas per key)");
+            } else {
+                client.create_map(name).await?;
+                println!("created map {name:?}");
+            }
         }
         Op::DropMap => {
             client.drop_map(&target.map).await?;
@@ -549,6 +627,21 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
                     streams.join(" "),
                     replicas.join(" ")
                 );
+                for e in &s.eventual {
+                    println!(
+                        "  eventual {} r{}: {} keys, {} coordinated, dot-key map {}, non-stripped {}, watermark lag {}, clock bitmap {} bits, anti-entropy {} B sent / {} B received",
+                        e.map,
+                        e.replica,
+                        e.keys,
+                        e.coordinated,
+                        e.dot_keys,
+                        e.non_stripped,
+                        e.watermark_lag,
+                        e.clock_bitmap_bits,
+                        e.sync_bytes_sent,
+                        e.sync_bytes_received
+                    );
+                }
             }
             Err(e) => println!("node {node} {address}: DOWN ({e})"),
         }

@@ -4,6 +4,7 @@
 mod bench_scan;
 mod client_commands;
 mod dev;
+mod eventual_command;
 mod log_command;
 mod node_command;
 mod order_demo;

@@ -1,5 +1,5 @@
 """Python client of Amulet, a distributed, strongly consistent,
-partitioned ordered map, with named shared logs.
+partitioned ordered map, with named shared logs and eventual maps.
 
     import amulet
     with amulet.Client("127.0.0.1:7101") as client:
@@ -18,6 +18,10 @@ partitioned ordered map, with named shared logs.
         events = client.create_log_if_absent("events")  # a named shared log
         position = events.append(b"hello")
 
+        carts = client.create_map("carts", eventual=True, replicas=3)
+        seen = carts.get(b"alice")                       # siblings + context
+        carts.put(b"alice", b"book", seen.context)       # supersedes what it saw
+
 See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 """
 
@@ -35,10 +39,12 @@ from amulet.errors import (
     OutOfRange,
     OutcomeUnknown,
     ProtocolError,
+    QuorumNotReached,
     ReadVersionTooOldError,
     ResourceExhausted,
     Unavailable,
 )
+from amulet.eventual import Context, EventualMap, Versioned
 from amulet.log import DLog, LogBounds, LogEntries, Tail
 from amulet.map import AmuletMap
 from amulet.snapshot import Snapshot
@@ -52,7 +58,9 @@ __all__ = [
     "ByteMap",
     "Client",
     "ConflictError",
+    "Context",
     "DLog",
+    "EventualMap",
     "FailedPrecondition",
     "InvalidArgument",
     "LogBounds",
@@ -61,6 +69,7 @@ __all__ = [
     "OutOfRange",
     "OutcomeUnknown",
     "ProtocolError",
+    "QuorumNotReached",
     "ReadVersionTooOldError",
     "ResourceExhausted",
     "SingleFloat",
@@ -69,6 +78,7 @@ __all__ = [
     "Transaction",
     "TransactionMap",
     "Unavailable",
+    "Versioned",
     "Versionstamp",
     "codecs",
     "field_record",

@@ -19,7 +19,11 @@ reference implementation of the client protocol of
 - a transaction's reads (``ReadAt``) go to a random replica of each
   partition they involve, unordered, and are resent elsewhere after
   ``behind``, ``read-version-elsewhere`` or no answer
-  (``amulet.transaction``).
+  (``amulet.transaction``);
+- an eventual map's requests (``EventualGet``/``Put``/``Delete``,
+  ``amulet.eventual``) go to the client's current node, which forwards
+  them to the key's replicas; they are sent to another node only when the
+  node did not take them (see ``Client._eventual``).
 """
 
 from __future__ import annotations
@@ -71,6 +75,17 @@ KEYSPACE_OPS = frozenset({"create_map", "drop_map", "create_log", "drop_log"})
 # a caller must find out about (an unused read version ends by its lease),
 # so it ends in Unavailable rather than OutcomeUnknown.
 READ_VERSION_OPS = frozenset({"begin_transaction", "end_transaction"})
+
+# How long a node waits for an eventual request's r or w replicas before it
+# answers quorum-not-reached (seconds; proto/amulet/v1/amulet.proto): an
+# eventual request's deadline is attempt_timeout plus this, so that the
+# node's own verdict comes first.
+EVENTUAL_QUORUM_WAIT = 2.0
+
+# The amulet-error kinds (or amulet-reason) of a refusal that changed
+# nothing and that another attempt may cure: the node's partition map is
+# stale or behind, or a passing state of the cluster.
+_EVENTUAL_RESEND_KINDS = frozenset({"stale-map", "not-a-replica", "behind", "retryable"})
 
 # Retried statuses without an amulet-error kind: the request may have taken
 # effect (the same sequence makes a resend safe).
@@ -161,6 +176,8 @@ class Client:
         self._channels: dict[str, tuple[grpc.Channel, AmuletStub]] = {}
         self._sessions = SessionPool()
         self._closed = False
+        # The node eventual requests go to (None: one drawn at random).
+        self._eventual_node: str | None = None
         self._routing = self._connect()
 
     # ---- lifecycle -------------------------------------------------------
@@ -209,30 +226,91 @@ class Client:
 
         return ByteMap(self, check_map_name(name))
 
-    def create_map(self, name: str, *, ranges=None, key_codec=None, value_codec=None):
-        """Creates the map ``name`` and returns ``map(name)``.
+    def create_map(
+        self,
+        name: str,
+        *,
+        ranges=None,
+        eventual: bool = False,
+        replicas: int | None = None,
+        vnodes: int | None = None,
+        key_codec=None,
+        value_codec=None,
+    ):
+        """Creates the map ``name`` and returns ``map(name)``, or for an
+        eventual map ``eventual_map(name)``.
 
-        Without ``ranges`` it is hash-partitioned. ``ranges`` is a list of
-        ``(start_key: bytes, partition_id)``, sorted, the first starting at
-        ``b""``: a range-partitioned map whose keys from each start up to the
-        next live in that partition. Raises ``AlreadyExists``.
+        Without ``ranges`` or ``eventual`` it is hash-partitioned. ``ranges``
+        is a list of ``(start_key: bytes, partition_id)``, sorted, the first
+        starting at ``b""``: a range-partitioned map whose keys from each
+        start up to the next live in that partition.
+
+        With ``eventual=True`` it is an eventual map (``amulet.EventualMap``,
+        docs/eventual-maps.md): each key on ``replicas`` distinct nodes
+        (default 3; 1 up to the node count), placed by ``vnodes`` virtual
+        nodes on a token ring (default 0: the cluster's 16; else 1 to 1,024).
+        The cluster refuses counts outside those bounds (``InvalidArgument``,
+        reason ``eventual-replicas``). Codecs do not apply to it.
+
+        Raises ``AlreadyExists`` if a map or log has the name.
         """
-        layout = pb.Layout(hash=pb.HashLayout())
-        if ranges is not None:
+        if eventual:
+            if ranges is not None:
+                raise errors.InvalidArgument("an eventual map has no ranges")
+            if key_codec is not None or value_codec is not None:
+                raise TypeError("an eventual map takes bytes: no key_codec or value_codec")
+            from amulet.eventual import quorum
+
+            layout = pb.Layout(
+                eventual=pb.EventualLayout(
+                    replicas=quorum(3 if replicas is None else replicas, "replicas"),
+                    vnodes=quorum(0 if vnodes is None else vnodes, "vnodes"),
+                )
+            )
+        elif replicas is not None or vnodes is not None:
+            raise TypeError("replicas and vnodes are for eventual maps (eventual=True)")
+        elif ranges is not None:
             layout = pb.Layout(
                 range=pb.RangeLayout(
                     splits=[pb.RangeSplit(start_key=bytes(k), partition=p) for k, p in ranges]
                 )
             )
+        else:
+            layout = pb.Layout(hash=pb.HashLayout())
         self.execute("create_map", pb.CreateMap(map=check_map_name(name), layout=layout), Placement(None, "all"))
+        if eventual:
+            return self.eventual_map(name)
         return self.map(name, key_codec=key_codec, value_codec=value_codec)
 
-    def create_map_if_absent(self, name: str, *, key_codec=None, value_codec=None):
-        """The map ``name``, created (hash-partitioned) if it does not exist."""
+    def create_map_if_absent(
+        self,
+        name: str,
+        *,
+        eventual: bool = False,
+        replicas: int | None = None,
+        vnodes: int | None = None,
+        key_codec=None,
+        value_codec=None,
+    ):
+        """The map ``name``, created (hash-partitioned, or eventual as
+        ``create_map`` makes it) if it does not exist. An existing map is
+        returned as it is, whatever its layout."""
         try:
-            return self.create_map(name, key_codec=key_codec, value_codec=value_codec)
+            return self.create_map(
+                name, eventual=eventual, replicas=replicas, vnodes=vnodes, key_codec=key_codec, value_codec=value_codec
+            )
         except errors.AlreadyExists:
+            if eventual:
+                return self.eventual_map(name)
             return self.map(name, key_codec=key_codec, value_codec=value_codec)
+
+    def eventual_map(self, name: str):
+        """A handle on the eventual map ``name`` (which need not exist yet):
+        an ``amulet.EventualMap``, with ``get``, ``put``, ``delete`` and
+        ``update`` of ``bytes`` keys and values, siblings and contexts."""
+        from amulet.eventual import EventualMap
+
+        return EventualMap(self, check_map_name(name))
 
     def drop_map(self, name: str) -> None:
         """Drops the map ``name`` and its entries. Raises ``NotFound``."""
@@ -388,6 +466,127 @@ class Client:
             raise errors.ProtocolError(f"{address} answered a ReadAt without a response")
         return response.response, response.written_since
 
+    # ---- eventual maps (used by amulet.eventual) -----------------------------
+
+    def _eventual(self, method: str, request, *, write: bool):
+        """One request of an eventual map: ``method`` is ``"EventualGet"``
+        (``write`` False), ``"EventualPut"`` or ``"EventualDelete"``
+        (``write`` True). Returns an ``amulet.Versioned`` or raises an
+        ``AmuletError``.
+
+        The request goes to the client's current node (drawn at random
+        first; after a map or log is created or dropped, the node that
+        executed that), which forwards it to the key's replicas. It is sent
+        to another node, one not tried yet (after every node, after a pause
+        doubling from 10 ms to 0.5 s), until ``operation_timeout``, only
+        when the node did not take it:
+
+        - UNAVAILABLE without ``amulet-error`` or ``amulet-reason``: the
+          connection was refused, or the node is stopping or not ready;
+        - a refusal the client handles itself (``stale-map``,
+          ``not-a-replica``, ``behind``, ``retryable``);
+        - NOT_FOUND while the newest partition map the client can get still
+          has the map: the node has not executed its creation yet;
+        - and for a read only, no answer in time (DEADLINE_EXCEEDED,
+          CANCELLED, UNKNOWN): reading again is harmless.
+
+        A write that got no answer in time raises ``OutcomeUnknown`` at once:
+        it may have taken effect, and sending it again would add its value a
+        second time, as a sibling. ``quorum-not-reached`` raises
+        ``QuorumNotReached`` at once, for a read too (another node would
+        wait for the same replicas). Anything else is final
+        (``errors.from_status``). When every resend failed, the last
+        failure is raised: ``Unavailable``, or ``NotFound``.
+
+        A connection broken after the node took a write also ends in
+        UNAVAILABLE without a reason, which gRPC does not tell apart from a
+        refused one; that write is sent again too, and may then show twice
+        (as two siblings of one value) until a write with a context that
+        covers both supersedes them.
+        """
+        from amulet.eventual import Versioned
+
+        if self._closed:
+            raise errors.AmuletError("the client is closed")
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = BACKOFF_MIN
+        tried: set[str] = set()
+        while True:
+            address = self._eventual_address(tried)
+            try:
+                reply = getattr(self._stub(address), method)(
+                    request, timeout=self.attempt_timeout + EVENTUAL_QUORUM_WAIT
+                )
+            except grpc.RpcError as e:
+                # Raises what is final; returns what to raise if no resend works.
+                last = self._eventual_failure(e, address, request.map, write)
+                tried.add(address)
+                if self._eventual_node == address:
+                    self._eventual_node = None
+            else:
+                self._eventual_node = address
+                return Versioned.from_pb(reply)
+            if not self._eventual_untried(tried):
+                # Every node tried in this round: pause, then all again.
+                if time.monotonic() + backoff >= deadline:
+                    raise last
+                time.sleep(backoff)
+                backoff = min(backoff * 2, BACKOFF_MAX)
+                tried.clear()
+            elif time.monotonic() >= deadline:
+                raise last
+
+    def _eventual_untried(self, tried: set[str]) -> list[str]:
+        addresses = list(self._routing.addresses.values()) or list(self.seeds)
+        return [a for a in addresses if a not in tried]
+
+    def _eventual_address(self, tried: set[str]) -> str:
+        """The current node, or (if it failed in this round or is gone from
+        the map) a random one not tried yet, which becomes current."""
+        untried = self._eventual_untried(tried)
+        current = self._eventual_node
+        if current is not None and current in untried:
+            return current
+        address = random.choice(untried or list(self._routing.addresses.values()) or list(self.seeds))
+        self._eventual_node = address
+        return address
+
+    def _eventual_failure(self, error: grpc.RpcError, address: str, map_name: str, write: bool) -> errors.AmuletError:
+        """Raises the error a failed eventual request ends with, or returns
+        the one to raise if no resend succeeds (the request may be sent
+        again: see ``_eventual``)."""
+        code, message = error.code(), error.details() or ""
+        kind = error_kind(error)
+        reason = metadata_value(error, "amulet-reason")
+        if isinstance(reason, bytes):
+            reason = reason.decode(errors="replace")
+        why = f"{address}: {code.name}: {message}"
+        if "quorum-not-reached" in (kind, reason):
+            raise errors.QuorumNotReached(message, code)
+        if kind in _EVENTUAL_RESEND_KINDS:
+            if kind in ("stale-map", "not-a-replica"):
+                self.refresh_map()
+            return errors.Unavailable(f"gave up after {self.operation_timeout}s: {why}", code)
+        if kind == "reply-lost":
+            raise errors.OutcomeUnknown(message, code)
+        if code == grpc.StatusCode.UNAVAILABLE and kind is None and reason is None:
+            # The node did not take it (down, stopping, not ready).
+            return errors.Unavailable(f"gave up after {self.operation_timeout}s: {why}", code)
+        if code in _RETRY_CODES:
+            if write:
+                # The next request tries another node.
+                if self._eventual_node == address:
+                    self._eventual_node = None
+                raise errors.OutcomeUnknown(f"{why} (the write may have taken effect)", code)
+            return errors.Unavailable(f"gave up after {self.operation_timeout}s: {why}", code)
+        if code == grpc.StatusCode.NOT_FOUND:
+            # Eventual requests carry no map version: a node that has not
+            # executed the map's creation yet does not know it.
+            self.refresh_map()
+            if map_name in self._routing.keyspaces:
+                return errors.NotFound(message, code)
+        raise errors.from_status(code, message)
+
     # ---- cluster ---------------------------------------------------------
 
     def partition_map(self) -> Routing:
@@ -437,6 +636,10 @@ class Client:
                 # map, so later requests carry its version and replicas not
                 # there yet answer "behind" rather than "no such map".
                 self.refresh_map(address)
+                if address is not None:
+                    # Eventual requests carry no map version: send them to
+                    # the node that has executed the change.
+                    self._eventual_node = address
 
     def _execute_in(self, slot: SessionSlot, op: str, message, placement: Placement):
         deadline = time.monotonic() + self.operation_timeout

@@ -14,17 +14,22 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
     │                       name a map or log has)
     ├── ResourceExhausted   RESOURCE_EXHAUSTED (too many open snapshots)
     ├── FailedPrecondition  FAILED_PRECONDITION (merge_fields on a value that
-    │                       is not a field record)
+    │                       is not a field record; an eventual op on an
+    │                       ordered map, an ordered op on an eventual map)
     ├── OutcomeUnknown      the write may or may not have taken effect
     ├── Unavailable         no node answered before the deadline
+    │   └── QuorumNotReached  UNAVAILABLE ``quorum-not-reached``: an eventual
+    │                       map's read or write heard from fewer than r or w
+    │                       replicas (a write may have taken effect at some)
     ├── ProtocolError       a node answered something this client cannot use
     ├── ConflictError       ABORTED ``conflict``: a transaction read a key
     │                       written after its read version (``.map``, ``.key``)
     └── ReadVersionTooOldError  ABORTED ``read-version-too-old``: the
                             transaction's read version ended (its lease passed)
 
-All but ``OutcomeUnknown`` (and ``Unavailable`` after a write was sent)
-changed nothing. ``ConflictError`` and ``ReadVersionTooOldError`` (the
+All but ``OutcomeUnknown`` (and ``Unavailable`` after a write was sent,
+``QuorumNotReached`` of an eventual write included) changed nothing.
+``ConflictError`` and ``ReadVersionTooOldError`` (the
 ``TRANSACTION_RETRYABLE`` pair) mean the transaction applied nothing and
 may succeed if run again from a new read version: ``Client.transact`` and
 ``@amulet.transactional`` do that by themselves. Python-level misuse raises the usual built-ins instead:
@@ -46,6 +51,7 @@ __all__ = [
     "FailedPrecondition",
     "OutcomeUnknown",
     "Unavailable",
+    "QuorumNotReached",
     "ProtocolError",
     "ConflictError",
     "ReadVersionTooOldError",
@@ -90,8 +96,9 @@ class ResourceExhausted(AmuletError):
 
 class FailedPrecondition(AmuletError):
     """The state the request needs is not there (``merge_fields`` on a value
-    that is not a field record; a cluster that serves no maps); nothing
-    changed."""
+    that is not a field record; a cluster that serves no maps; an eventual
+    map's request on an ordered map, or an ordered map's on an eventual
+    one); nothing changed."""
 
 
 class OutcomeUnknown(AmuletError):
@@ -102,6 +109,18 @@ class OutcomeUnknown(AmuletError):
 
 class Unavailable(AmuletError):
     """No node could be reached before the deadline."""
+
+
+class QuorumNotReached(Unavailable):
+    """An eventual map's request (``amulet.EventualMap``) reached a node,
+    but fewer of the key's replicas than its ``r`` or ``w`` answered within
+    the node's wait (UNAVAILABLE with reason ``quorum-not-reached``).
+
+    A read changed nothing. A write or delete may still have taken effect
+    at the replicas that did answer: it then shows as a sibling, or is
+    superseded, like any other write; so the client does not send it again
+    by itself. Read the key and write again with the read's context to be
+    sure of the outcome."""
 
 
 class ProtocolError(AmuletError):

@@ -128,6 +128,20 @@ pub enum Failed {
 }
 
 impl Message {
+    /// The replica a message is for (answers go back by op number).
+    pub fn to(&self) -> Option<&To> {
+        match self {
+            Message::Fetch { to, .. }
+            | Message::Coordinate { to, .. }
+            | Message::Replicate { to, .. }
+            | Message::SyncAsk { to, .. }
+            | Message::SyncAnswer { to, .. } => Some(to),
+            Message::Fetched { .. } | Message::Coordinated { .. } | Message::Replicated { .. } => {
+                None
+            }
+        }
+    }
+
     /// The message's bytes (postcard).
     pub fn encode(&self) -> Vec<u8> {
         postcard::to_allocvec(self).expect("an eventual message encodes")
@@ -137,7 +151,10 @@ impl Message {
     /// error, and nothing follows it).
     pub fn decode(bytes: &[u8]) -> Result<Message, String> {
         if bytes.len() > MESSAGE_BYTES_MAX {
-            return Err(format!("{} bytes (at most {MESSAGE_BYTES_MAX})", bytes.len()));
+            return Err(format!(
+                "{} bytes (at most {MESSAGE_BYTES_MAX})",
+                bytes.len()
+            ));
         }
         let (message, rest) =
             postcard::take_from_bytes::<Message>(bytes).map_err(|e| e.to_string())?;

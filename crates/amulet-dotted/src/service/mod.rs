@@ -190,6 +190,12 @@ pub struct Service {
     config: ServiceConfig,
     /// Every eventual map's placement, as of the newest configuration.
     placements: BTreeMap<String, Placement>,
+    /// That configuration's version.
+    config_version: u64,
+    /// Messages for a map made by a configuration this node has not
+    /// applied yet (a peer executed the creation first), with when they
+    /// are given up: handled once the configuration arrives.
+    held: Vec<(u64, u32, Message)>,
     /// The replicas here, by map.
     local: BTreeMap<String, (u64, BTreeMap<ReplicaId, Local>)>,
     pending: BTreeMap<u64, Pending>,
@@ -226,6 +232,8 @@ impl Service {
             me,
             config,
             placements: BTreeMap::new(),
+            config_version: 0,
+            held: Vec::new(),
             local,
             pending: BTreeMap::new(),
             next_op: u64::from(epoch) << 40,
@@ -263,11 +271,32 @@ impl Service {
         self.placements.get(map)
     }
 
-    /// Installs the newest configuration's eventual maps: replicas this
-    /// node now holds are made (journaled), ring changes applied, and the
+    /// Installs the eventual maps of configuration `version`: replicas
+    /// this node now holds are made (journaled), ring changes applied, the
     /// replicas of dropped maps (or of an older map of the same name)
-    /// dropped.
-    pub fn set_placements(&mut self, now: u64, placements: BTreeMap<String, Placement>) {
+    /// dropped, and messages held for this configuration handled.
+    pub fn set_placements(
+        &mut self,
+        now: u64,
+        version: u64,
+        placements: BTreeMap<String, Placement>,
+    ) {
+        self.install(now, placements);
+        self.config_version = self.config_version.max(version);
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(_, _, m)| {
+                m.to()
+                    .is_some_and(|to| to.created_at <= self.config_version)
+            });
+        self.held = waiting;
+        for (_, from, message) in ready {
+            self.handle(now, from, message, 0);
+        }
+        self.run_loopback(now);
+    }
+
+    fn install(&mut self, now: u64, placements: BTreeMap<String, Placement>) {
         let gone: Vec<String> = self
             .local
             .iter()
@@ -302,7 +331,8 @@ impl Service {
                         let state = NodeState::new(id, placement.ring.clone());
                         let mut local = Local::new(state);
                         // Spread the timers so replicas do not ask in step.
-                        local.next_sync = now + next_u64(&mut self.seed) % self.config.sync_interval_micros.max(1);
+                        local.next_sync = now
+                            + next_u64(&mut self.seed) % self.config.sync_interval_micros.max(1);
                         states.insert(id, local);
                         self.out.push(Output::Journal(Record::Created {
                             map: map.clone(),
@@ -366,7 +396,11 @@ impl Service {
                 let needed = quorum(r)?;
                 for &replica in &ids {
                     let key = key.clone();
-                    let message = Message::Fetch { op, to: to(replica), key };
+                    let message = Message::Fetch {
+                        op,
+                        to: to(replica),
+                        key,
+                    };
                     sends.push((placement.nodes[&replica], message));
                 }
                 Pending::Get {
@@ -391,7 +425,10 @@ impl Service {
                             .get(&node)
                             .is_some_and(|&t| now.saturating_sub(t) <= self.config.alive_micros)
                 };
-                let here = ids.iter().copied().find(|id| placement.nodes[id] == self.me);
+                let here = ids
+                    .iter()
+                    .copied()
+                    .find(|id| placement.nodes[id] == self.me);
                 let chosen = here
                     .or_else(|| ids.iter().copied().find(alive))
                     .unwrap_or(ids[0]);
@@ -462,8 +499,27 @@ impl Service {
                         answered: acks + 1,
                         needed: needed + 1,
                     };
-                    self.send(node, Message::Coordinated { op, result: Err(failed) });
+                    self.send(
+                        node,
+                        Message::Coordinated {
+                            op,
+                            result: Err(failed),
+                        },
+                    );
                 }
+            }
+        }
+        // Held messages whose configuration never came: a forwarded write
+        // is told there is no replica here; the rest are dropped (their
+        // senders time out or ask again).
+        let (expired, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(deadline, _, _)| *deadline <= now);
+        self.held = held;
+        for (_, from, message) in expired {
+            if let Message::Coordinate { op, .. } = message {
+                let result = Err(Failed::NoReplica);
+                self.send(from, Message::Coordinated { op, result });
             }
         }
         let mut asks = Vec::new();
@@ -592,6 +648,14 @@ impl Service {
     }
 
     fn handle(&mut self, now: u64, from: u32, message: Message, size: u64) {
+        if message
+            .to()
+            .is_some_and(|to| to.created_at > self.config_version)
+        {
+            let deadline = now + self.config.request_timeout_micros;
+            self.held.push((deadline, from, message));
+            return;
+        }
         match message {
             Message::Fetch { op, to, key } => {
                 let object = self
@@ -605,8 +669,7 @@ impl Service {
                     let Some(object) = object else { return };
                     got.push(object);
                     if got.len() as u32 >= *needed {
-                        let Some(Pending::Get { token, got, .. }) = self.pending.remove(&op)
-                        else {
+                        let Some(Pending::Get { token, got, .. }) = self.pending.remove(&op) else {
                             unreachable!("matched above")
                         };
                         let merged = got.iter().fold(Object::new(), |acc, o| acc.merge(o));

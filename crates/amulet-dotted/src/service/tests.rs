@@ -49,7 +49,7 @@ impl Cluster {
         };
         for me in 1..=nodes {
             let mut service = Service::new(me, 1, ServiceConfig::default(), Replicas::default());
-            service.set_placements(1, cluster.placements.clone());
+            service.set_placements(1, 5, cluster.placements.clone());
             cluster.nodes.push(Some(service));
             cluster.disks.push(Disk {
                 checkpoint: Replicas::default(),
@@ -71,17 +71,18 @@ impl Cluster {
             match output {
                 Output::Journal(record) => self.disks[node as usize - 1].journal.push(record),
                 Output::Send { to, bytes } => {
-                    let is_replicate = matches!(
-                        Message::decode(&bytes).unwrap(),
-                        Message::Replicate { .. }
-                    );
+                    let is_replicate =
+                        matches!(Message::decode(&bytes).unwrap(), Message::Replicate { .. });
                     if is_replicate && self.drop_replication.contains(&node) {
                         continue;
                     }
                     self.net.push_back((node, to, bytes));
                 }
                 Output::Reply { token, result } => {
-                    assert!(self.replies.insert(token, result).is_none(), "answered twice");
+                    assert!(
+                        self.replies.insert(token, result).is_none(),
+                        "answered twice"
+                    );
                 }
             }
         }
@@ -122,13 +123,16 @@ impl Cluster {
         let token = self.next_token;
         self.next_token += 1;
         let now = self.now;
-        self.service(node).submit(now, token, "carts", b(key), operation);
+        self.service(node)
+            .submit(now, token, "carts", b(key), operation);
         self.carry_out(node);
         self.settle();
         if !self.replies.contains_key(&token) {
             self.advance(3_000_000, 30);
         }
-        self.replies.remove(&token).expect("every request is answered")
+        self.replies
+            .remove(&token)
+            .expect("every request is answered")
     }
 
     fn get(&mut self, node: u32, key: &str, r: u32) -> Result<Versioned, Refusal> {
@@ -159,7 +163,7 @@ impl Cluster {
         self.epochs[node as usize - 1] += 1;
         let epoch = self.epochs[node as usize - 1];
         let mut service = Service::new(node, epoch, ServiceConfig::default(), replicas);
-        service.set_placements(self.now, self.placements.clone());
+        service.set_placements(self.now, 5, self.placements.clone());
         self.nodes[node as usize - 1] = Some(service);
         self.carry_out(node);
     }
@@ -193,7 +197,11 @@ fn dotteddb_service_concurrent_writes_are_siblings_and_a_context_supersedes_them
     let mut c = Cluster::new(3, 3, 3);
     c.put(1, "k", "a", &[], 3);
     let second = c.put(2, "k", "b", &[], 3);
-    assert_eq!(second.values.len(), 2, "a blind write keeps the other as a sibling");
+    assert_eq!(
+        second.values.len(),
+        2,
+        "a blind write keeps the other as a sibling"
+    );
     let read = c.get(3, "k", 3).unwrap();
     let merged = c.put(1, "k", "ab", &read.context, 3);
     assert_eq!(merged.values, vec![b("ab")]);
@@ -267,7 +275,8 @@ fn dotteddb_service_quorums_refusals_and_a_node_down() {
     );
     assert!(matches!(bad, Err(Refusal::BadContext(_))), "{bad:?}");
     let token = 99;
-    c.service(1).submit(1, token, "nope", b("k"), Operation::Get { r: 0 });
+    c.service(1)
+        .submit(1, token, "nope", b("k"), Operation::Get { r: 0 });
     c.carry_out(1);
     assert_eq!(
         c.replies.remove(&token),
@@ -326,7 +335,7 @@ fn dotteddb_service_a_dropped_map_drops_its_replicas() {
     c.put(1, "k", "v", &[], 3);
     for node in 1..=3 {
         let now = c.now;
-        c.service(node).set_placements(now, BTreeMap::new());
+        c.service(node).set_placements(now, 6, BTreeMap::new());
         c.carry_out(node);
         assert!(c.service(node).status().is_empty());
         assert!(matches!(
@@ -335,4 +344,34 @@ fn dotteddb_service_a_dropped_map_drops_its_replicas() {
         ));
     }
     assert_eq!(c.get(1, "k", 0), Err(Refusal::UnknownMap("carts".into())));
+}
+
+#[test]
+fn dotteddb_service_a_node_behind_on_the_configuration_holds_messages_until_it_catches_up() {
+    let mut c = Cluster::new(3, 3, 3);
+    // Node 3 has not executed the map's creation yet.
+    let mut fresh = Service::new(3, 2, ServiceConfig::default(), Replicas::default());
+    fresh.set_placements(c.now, 4, BTreeMap::new());
+    c.nodes[2] = Some(fresh);
+    let token = 7;
+    let now = c.now;
+    let write = Operation::Write {
+        value: Some(b("v")),
+        context: Vec::new(),
+        w: 3,
+    };
+    c.service(1).submit(now, token, "carts", b("k"), write);
+    c.carry_out(1);
+    c.settle();
+    assert!(!c.replies.contains_key(&token), "waits for node 3");
+    let placements = c.placements.clone();
+    c.service(3).set_placements(now + 1_000, 5, placements);
+    c.carry_out(3);
+    c.settle();
+    let written = c
+        .replies
+        .remove(&token)
+        .expect("answered once node 3 caught up");
+    assert_eq!(written.unwrap().values, vec![b("v")]);
+    assert_eq!(c.values(3, "k", 3), vec!["v"]);
 }

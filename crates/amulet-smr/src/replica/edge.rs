@@ -189,6 +189,7 @@ pub(super) fn refusal_of<R>(error: PartitionMapError) -> ClientReply<R> {
         PartitionMapError::UnknownKeyspace(name) => ClientReply::UnknownKeyspace(name),
         PartitionMapError::KeyspaceExists(name) => ClientReply::KeyspaceExists(name),
         PartitionMapError::Invalid(why) => ClientReply::Refused(Refusal::InvalidMap(why)),
+        PartitionMapError::Eventual(name) => ClientReply::Refused(Refusal::EventualMap(name)),
     }
 }
 

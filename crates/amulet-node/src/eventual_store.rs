@@ -1,0 +1,299 @@
+//! The node's eventual maps on disk (`<data_dir>/eventual/`): a checkpoint
+//! of every local replica and the journal of records since it
+//! (`amulet_dotted::service::durable`).
+//!
+//! - `checkpoint`: `[magic "AEVC"][generation u64][len u64][crc32c u32]`
+//!   then the body (`Replicas::encode`); written to a temporary file,
+//!   synced, renamed, the directory synced.
+//! - `journal-<generation>`: records `[len u32][crc32c u32][body]`. A
+//!   checkpoint of generation `g + 1` holds everything of
+//!   `journal-<g>`; the journal of any other generation is stale and
+//!   removed, so a crash between the rename and the new journal never
+//!   replays a record twice.
+//!
+//! Recovery replays the journal of the checkpoint's generation up to its
+//! first torn or damaged record (a crash mid-append) and cuts it there: the
+//! records after it were never synced, so nothing they caused was sent.
+
+use amulet_dotted::service::durable::{Record, Replicas};
+use anyhow::{bail, Context};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+const CHECKPOINT_MAGIC: &[u8; 4] = b"AEVC";
+const CHECKPOINT_HEADER_BYTES: usize = 4 + 8 + 8 + 4;
+const RECORD_HEADER_BYTES: usize = 8;
+/// A record longer than this is damage, not a record.
+const RECORD_BYTES_MAX: usize = 256 << 20;
+
+/// The eventual directory of one node.
+pub(crate) struct EventualStore {
+    dir: PathBuf,
+    generation: u64,
+    journal: File,
+    /// Records appended since the last sync.
+    pending: Vec<u8>,
+    /// Bytes in the journal (synced or not).
+    journal_bytes: u64,
+    /// Whether syncs reach the disk (off when every stream of the node
+    /// keeps its log in memory: then writes reach the OS only, which
+    /// survives a process crash, not a machine crash).
+    fsync: bool,
+}
+
+impl EventualStore {
+    /// Opens the directory, recovering the replicas it holds.
+    pub(crate) fn open(data_dir: &Path, fsync: bool) -> anyhow::Result<(EventualStore, Replicas)> {
+        let dir = data_dir.join("eventual");
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let _ = std::fs::remove_file(dir.join("checkpoint.tmp"));
+        let (generation, mut replicas) = read_checkpoint(&dir.join("checkpoint"))?;
+        let journal_path = dir.join(format!("journal-{generation}"));
+        let mut good = 0u64;
+        if journal_path.exists() {
+            let mut bytes = Vec::new();
+            File::open(&journal_path)
+                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .with_context(|| format!("cannot read {}", journal_path.display()))?;
+            let mut at = 0usize;
+            while let Some((body, next)) = record_at(&bytes, at) {
+                let record = Record::decode(body).map_err(|e| {
+                    anyhow::anyhow!("{}: record at {at}: {e}", journal_path.display())
+                })?;
+                replicas
+                    .apply(&record)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", journal_path.display()))?;
+                at = next;
+            }
+            good = at as u64;
+            if good < bytes.len() as u64 {
+                tracing::warn!(
+                    journal = %journal_path.display(),
+                    kept = good,
+                    cut = bytes.len() as u64 - good,
+                    "eventual journal: torn tail cut"
+                );
+            }
+        }
+        remove_stale_journals(&dir, generation)?;
+        let journal = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&journal_path)
+            .with_context(|| format!("cannot open {}", journal_path.display()))?;
+        journal.set_len(good)?;
+        let mut store = EventualStore {
+            dir,
+            generation,
+            journal,
+            pending: Vec::new(),
+            journal_bytes: good,
+            fsync,
+        };
+        use std::io::Seek;
+        store.journal.seek(std::io::SeekFrom::Start(good))?;
+        Ok((store, replicas))
+    }
+
+    /// Appends `record` (written and synced by [`EventualStore::sync`]).
+    pub(crate) fn append(&mut self, record: &Record) {
+        let body = record.encode();
+        self.pending
+            .extend_from_slice(&(body.len() as u32).to_le_bytes());
+        self.pending
+            .extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        self.pending.extend_from_slice(&body);
+    }
+
+    /// Whether records wait for a sync.
+    pub(crate) fn dirty(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Writes the appended records and syncs them (one group commit).
+    pub(crate) fn sync(&mut self) -> anyhow::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.journal
+            .write_all(&self.pending)
+            .context("eventual journal write")?;
+        if self.fsync {
+            self.journal.sync_data().context("eventual journal sync")?;
+        }
+        self.journal_bytes += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Bytes in the journal since the last checkpoint.
+    pub(crate) fn journal_bytes(&self) -> u64 {
+        self.journal_bytes
+    }
+
+    /// Writes `replicas` (everything journaled so far, synced first) as
+    /// the next generation's checkpoint and starts its empty journal.
+    pub(crate) fn checkpoint(&mut self, replicas: &Replicas) -> anyhow::Result<()> {
+        self.sync()?;
+        let next = self.generation + 1;
+        let body = replicas.encode();
+        let mut file = Vec::with_capacity(CHECKPOINT_HEADER_BYTES + body.len());
+        file.extend_from_slice(CHECKPOINT_MAGIC);
+        file.extend_from_slice(&next.to_le_bytes());
+        file.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        file.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+        file.extend_from_slice(&body);
+        let temporary = self.dir.join("checkpoint.tmp");
+        let mut out = File::create(&temporary)?;
+        out.write_all(&file)?;
+        out.sync_all()?;
+        drop(out);
+        std::fs::rename(&temporary, self.dir.join("checkpoint"))?;
+        File::open(&self.dir).and_then(|d| d.sync_all())?;
+        let journal_path = self.dir.join(format!("journal-{next}"));
+        self.journal = File::create(&journal_path)?;
+        File::open(&self.dir).and_then(|d| d.sync_all())?;
+        let _ = std::fs::remove_file(self.dir.join(format!("journal-{}", self.generation)));
+        self.generation = next;
+        self.journal_bytes = 0;
+        Ok(())
+    }
+}
+
+/// The checkpoint's generation and replicas (generation 0, none, when
+/// there is no checkpoint yet).
+fn read_checkpoint(path: &Path) -> anyhow::Result<(u64, Replicas)> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, Replicas::default())),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    if bytes.len() < CHECKPOINT_HEADER_BYTES || &bytes[..4] != CHECKPOINT_MAGIC {
+        bail!("{}: not an eventual checkpoint", path.display());
+    }
+    let generation = u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes"));
+    let len = u64::from_le_bytes(bytes[12..20].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(bytes[20..24].try_into().expect("4 bytes"));
+    let body = &bytes[CHECKPOINT_HEADER_BYTES..];
+    if body.len() as u64 != len || crc32c::crc32c(body) != crc {
+        bail!("{}: damaged eventual checkpoint", path.display());
+    }
+    let replicas =
+        Replicas::decode(body).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok((generation, replicas))
+}
+
+/// The body of the record at `at` and where the next starts, or `None`
+/// at the end or at a torn or damaged record.
+fn record_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    let header = bytes.get(at..at + RECORD_HEADER_BYTES)?;
+    let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
+    if len > RECORD_BYTES_MAX {
+        return None;
+    }
+    let start = at + RECORD_HEADER_BYTES;
+    let body = bytes.get(start..start + len)?;
+    (crc32c::crc32c(body) == crc).then_some((body, start + len))
+}
+
+fn remove_stale_journals(dir: &Path, generation: u64) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(g) = name
+            .strip_prefix("journal-")
+            .and_then(|g| g.parse::<u64>().ok())
+        {
+            if g != generation {
+                std::fs::remove_file(dir.join(name))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amulet_dotted::{ReplicaId, Ring};
+
+    fn dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("amulet-eventual-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn created(id: u64) -> Record {
+        Record::Created {
+            map: "carts".into(),
+            created_at: 3,
+            replica: ReplicaId(id),
+            ring: Ring::new(vec![ReplicaId(1), ReplicaId(2)], 2),
+        }
+    }
+
+    #[test]
+    fn dotteddb_durability_records_survive_a_restart_and_a_torn_tail_is_cut() {
+        let d = dir("torn");
+        let (mut store, replicas) = EventualStore::open(&d, true).unwrap();
+        assert!(replicas.maps.is_empty());
+        store.append(&created(1));
+        store.sync().unwrap();
+        store.append(&created(2));
+        store.sync().unwrap();
+        drop(store);
+        // A crash mid-append: half a record at the end.
+        let journal = d.join("eventual/journal-0");
+        let mut bytes = std::fs::read(&journal).unwrap();
+        let whole = bytes.len();
+        bytes.extend_from_slice(&[9, 0, 0, 0, 1, 2]);
+        std::fs::write(&journal, &bytes).unwrap();
+        let (store, replicas) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(replicas.maps["carts"].1.len(), 2);
+        assert_eq!(store.journal_bytes(), whole as u64);
+        assert_eq!(std::fs::read(&journal).unwrap().len(), whole);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn dotteddb_durability_a_checkpoint_replaces_the_journal_without_replaying_it_twice() {
+        let d = dir("checkpoint");
+        let (mut store, mut replicas) = EventualStore::open(&d, false).unwrap();
+        store.append(&created(1));
+        replicas.apply(&created(1)).unwrap();
+        store.checkpoint(&replicas).unwrap();
+        store.append(&created(2));
+        store.sync().unwrap();
+        drop(store);
+        let (_, recovered) = EventualStore::open(&d, false).unwrap();
+        assert_eq!(recovered.maps["carts"].1.len(), 2);
+        // A stale journal of the previous generation left behind by a
+        // crash is not replayed (it would make replica 1 twice).
+        std::fs::write(d.join("eventual/journal-0"), b"").unwrap();
+        let (_, again) = EventualStore::open(&d, false).unwrap();
+        assert_eq!(again, recovered);
+        assert!(!d.join("eventual/journal-0").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_stops_the_node_with_its_path() {
+        let d = dir("damaged");
+        let (mut store, replicas) = EventualStore::open(&d, false).unwrap();
+        store.checkpoint(&replicas).unwrap();
+        drop(store);
+        let path = d.join("eventual/checkpoint");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let error = EventualStore::open(&d, false).err().unwrap().to_string();
+        assert!(error.contains("checkpoint"), "{error}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

@@ -1,0 +1,184 @@
+//! The event loop's eventual maps: the sans-IO service
+//! (`amulet_dotted::Service`) fed with the configuration's placements,
+//! client requests, `Eventual` frames and ticks, and its outputs carried
+//! out with the rule it states: journal records synced (one group commit)
+//! before any message or reply that follows them goes out.
+
+use crate::eventual_store::EventualStore;
+use crate::transport::Transport;
+use amulet_dotted::service::message::Versioned;
+use amulet_dotted::service::{Operation, Output, ReplicaStatus, Service};
+use amulet_smr::{Layout, PartitionMap};
+use amulet_types::{NodeId, TimeMicros};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+use tokio::sync::oneshot;
+
+/// A journal this long is folded into a checkpoint.
+const JOURNAL_BYTES_CHECKPOINT: u64 = 64 << 20;
+/// How long a request for a map this node does not know yet waits for
+/// its configuration to catch up (a map created a moment ago elsewhere).
+const UNKNOWN_MAP_WAIT_MICROS: u64 = 1_000_000;
+
+/// How an eventual request ended, as the client API sees it.
+#[derive(Debug)]
+pub enum EventualAnswer {
+    /// Siblings and context.
+    Done(Versioned),
+    /// No map of that name.
+    NotFound(String),
+    /// The map is ordered (a DMap map or a log).
+    NotEventual(String),
+    /// The service refused it or it failed.
+    Refused(amulet_dotted::Refusal),
+}
+
+/// A client's eventual request.
+pub(crate) struct EventualRequest {
+    pub map: String,
+    pub key: Bytes,
+    pub operation: Operation,
+    pub reply: oneshot::Sender<EventualAnswer>,
+}
+
+pub(crate) struct Eventual {
+    service: Service,
+    store: EventualStore,
+    waiters: BTreeMap<u64, oneshot::Sender<EventualAnswer>>,
+    next_token: u64,
+    /// Requests for maps not in this node's configuration yet.
+    deferred: Vec<(TimeMicros, EventualRequest)>,
+    /// The configuration version whose placements the service has.
+    placements_version: u64,
+}
+
+impl Eventual {
+    pub(crate) fn new(service: Service, store: EventualStore) -> Eventual {
+        Eventual {
+            service,
+            store,
+            waiters: BTreeMap::new(),
+            next_token: 0,
+            deferred: Vec::new(),
+            placements_version: 0,
+        }
+    }
+
+    /// A client request: answered at once when the map is unknown or not
+    /// eventual, else handed to the service.
+    pub(crate) fn submit(
+        &mut self,
+        now: TimeMicros,
+        map: Option<&PartitionMap>,
+        request: EventualRequest,
+    ) {
+        match map.and_then(|m| m.keyspaces.get(&request.map)) {
+            None => self
+                .deferred
+                .push((TimeMicros(now.0 + UNKNOWN_MAP_WAIT_MICROS), request)),
+            Some(Layout::Eventual(_)) => {
+                let token = self.next_token;
+                self.next_token += 1;
+                self.waiters.insert(token, request.reply);
+                self.service
+                    .submit(now.0, token, &request.map, request.key, request.operation);
+            }
+            Some(_) => {
+                let _ = request.reply.send(EventualAnswer::NotEventual(request.map));
+            }
+        }
+    }
+
+    /// A peer's `Eventual` frame.
+    pub(crate) fn on_frame(&mut self, now: TimeMicros, from: NodeId, bytes: &[u8]) {
+        if let Err(error) = self.service.on_message(now.0, from.0, bytes) {
+            tracing::warn!(peer = %from, %error, "undecodable eventual message dropped");
+        }
+    }
+
+    /// Timers; deferred requests whose wait ended are not found.
+    pub(crate) fn tick(&mut self, now: TimeMicros) {
+        self.service.tick(now.0);
+        let (expired, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|(deadline, _)| *deadline <= now);
+        self.deferred = waiting;
+        for (_, request) in expired {
+            let _ = request.reply.send(EventualAnswer::NotFound(request.map));
+        }
+        // Clients that gave up: their answers have nowhere to go.
+        self.waiters.retain(|_, w| !w.is_closed());
+    }
+
+    /// After the host's flush: a new configuration's placements, and the
+    /// deferred requests retried against it.
+    pub(crate) fn after_flush(&mut self, now: TimeMicros, map: Option<&PartitionMap>) {
+        let Some(map) = map else { return };
+        if map.version.0 != self.placements_version {
+            self.placements_version = map.version.0;
+            self.service
+                .set_placements(now.0, map.version.0, map.eventual_placements());
+            let deferred = std::mem::take(&mut self.deferred);
+            for (deadline, request) in deferred {
+                if map.keyspaces.contains_key(&request.map) {
+                    self.submit(now, Some(map), request);
+                } else {
+                    self.deferred.push((deadline, request));
+                }
+            }
+        }
+    }
+
+    /// Carries out the service's outputs: records appended and synced
+    /// once, then messages and replies in order.
+    pub(crate) fn carry_out(&mut self, transport: Option<&mut Transport>) -> anyhow::Result<()> {
+        let outputs = self.service.drain();
+        if outputs.is_empty() {
+            return Ok(());
+        }
+        for output in &outputs {
+            if let Output::Journal(record) = output {
+                self.store.append(record);
+            }
+        }
+        if self.store.dirty() {
+            self.store.sync()?;
+        }
+        let mut transport = transport;
+        for output in outputs {
+            match output {
+                Output::Journal(_) => {}
+                Output::Send { to, bytes } => {
+                    if let Some(t) = transport.as_deref_mut() {
+                        t.send_eventual(NodeId(to), Bytes::from(bytes));
+                    }
+                }
+                Output::Reply { token, result } => {
+                    if let Some(waiter) = self.waiters.remove(&token) {
+                        let answer = match result {
+                            Ok(versioned) => EventualAnswer::Done(versioned),
+                            Err(refusal) => EventualAnswer::Refused(refusal),
+                        };
+                        let _ = waiter.send(answer);
+                    }
+                }
+            }
+        }
+        if self.store.journal_bytes() >= JOURNAL_BYTES_CHECKPOINT {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Folds the journal into a checkpoint (also at a clean stop, so a
+    /// restart replays nothing).
+    pub(crate) fn checkpoint(&mut self) -> anyhow::Result<()> {
+        let replicas = self.service.replicas();
+        self.store.checkpoint(&replicas)
+    }
+
+    /// Every local replica's figures.
+    pub(crate) fn status(&self) -> Vec<ReplicaStatus> {
+        self.service.status()
+    }
+}

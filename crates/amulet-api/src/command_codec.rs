@@ -52,6 +52,7 @@ pub fn layout_from_pb(layout: Option<pb::Layout>) -> Result<Layout, Status> {
             replicas: e.replicas,
             vnodes: e.vnodes,
             placement: None,
+            merkle: e.merkle,
         })),
     }
 }
@@ -83,6 +84,7 @@ pub fn layout_to_pb(layout: &Layout) -> pb::Layout {
                         })
                     })
                     .collect(),
+                merkle: e.merkle,
             }),
         }),
     }

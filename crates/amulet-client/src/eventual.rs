@@ -118,21 +118,26 @@ impl Client {
         name: &str,
         replicas: u32,
     ) -> Result<EventualMap, Error> {
-        self.create_eventual_map_with(name, replicas, 0).await
+        self.create_eventual_map_with(name, replicas, 0, false)
+            .await
     }
 
     /// Creates an eventual map with `vnodes` virtual nodes (0: 16; rounded
-    /// up to a multiple of the node count).
+    /// up to a multiple of the node count); with `merkle`, on the MerkleDB
+    /// baseline's store (per-key clocks, tombstones, Merkle-tree
+    /// anti-entropy), for comparisons.
     pub async fn create_eventual_map_with(
         &self,
         name: &str,
         replicas: u32,
         vnodes: u32,
+        merkle: bool,
     ) -> Result<EventualMap, Error> {
         let layout = Layout::Eventual(EventualLayout {
             replicas,
             vnodes,
             placement: None,
+            merkle,
         });
         self.create_map_with(name, layout).await?;
         self.eventual_map(name)

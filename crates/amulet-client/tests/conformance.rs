@@ -317,6 +317,7 @@ impl Runner {
                             replicas: count("replicas"),
                             vnodes: count("vnodes"),
                             placement: None,
+                            merkle: false,
                         })
                     }
                     Some(other) => panic!("unknown layout {other:?}"),

@@ -33,6 +33,10 @@ pub struct Placement {
     /// created again under its name is another map (its replicas'
     /// messages never mix with the old one's).
     pub created_at: u64,
+    /// The MerkleDB baseline's store (per-key clocks, tombstones,
+    /// Merkle-tree anti-entropy) instead of DottedDB's: for comparisons
+    /// (DottedDB §V) on the same ring, nodes and network.
+    pub merkle: bool,
 }
 
 /// Why a placement cannot be made.
@@ -99,6 +103,7 @@ impl Placement {
             ring: Ring::new(ids, replication as usize),
             nodes: placed,
             created_at,
+            merkle: false,
         };
         placement.check();
         Ok(placement)

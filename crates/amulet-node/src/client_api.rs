@@ -592,6 +592,8 @@ impl pb::amulet_server::Amulet for Service {
                     coordinated: e.coordinated,
                     sync_bytes_sent: e.sync_bytes_sent,
                     sync_bytes_received: e.sync_bytes_received,
+                    tombstones: e.tombstones,
+                    metadata_bytes: e.metadata_bytes,
                 })
                 .collect(),
         }))

@@ -234,6 +234,7 @@ mod tests {
             created_at: 3,
             replica: ReplicaId(id),
             ring: Ring::new(vec![ReplicaId(1), ReplicaId(2)], 2),
+            merkle: false,
         }
     }
 

@@ -352,6 +352,8 @@ impl Metrics {
                     ("coordinated", e.coordinated),
                     ("sync_bytes_sent", e.sync_bytes_sent),
                     ("sync_bytes_received", e.sync_bytes_received),
+                    ("tombstones", e.tombstones),
+                    ("metadata_bytes", e.metadata_bytes),
                 ] {
                     let labels = EventualLabels {
                         map: e.map.clone(),

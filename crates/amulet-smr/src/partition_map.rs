@@ -47,6 +47,8 @@ pub struct EventualLayout {
     /// Made by the partition map when the keyspace is created (what a
     /// request carries here is ignored: placement is the cluster's).
     pub placement: Option<amulet_dotted::Placement>,
+    /// The MerkleDB baseline's store, for comparisons.
+    pub merkle: bool,
 }
 
 /// Which keys of which keyspace a command touches.
@@ -403,6 +405,10 @@ impl PartitionMap {
                     next.version.0,
                 )
                 .map_err(|e| InvalidMap::EventualReplicas(e.to_string()))?;
+                let placement = amulet_dotted::Placement {
+                    merkle: asked.merkle,
+                    ..placement
+                };
                 Layout::Eventual(EventualLayout {
                     placement: Some(placement),
                     ..asked

@@ -99,6 +99,10 @@ pub enum Op {
         /// of the node count).
         #[arg(long, default_value_t = 0)]
         vnodes: u32,
+        /// Eventual maps: the MerkleDB baseline's store (per-key clocks,
+        /// tombstones, Merkle-tree anti-entropy), for comparisons.
+        #[arg(long)]
+        merkle: bool,
     },
     /// Drop the map named by --map and its entries.
     DropMap,
@@ -307,11 +311,12 @@ async fn execute(
             eventual,
             replicas,
             vnodes,
+            merkle,
         } => {
             let name = name.as_deref().unwrap_or(&target.map);
             if eventual {
                 client
-                    .create_eventual_map_with(name, replicas, vnodes)
+                    .create_eventual_map_with(name, replicas, vnodes, merkle)
                     .await?;
                 println!("created eventual map {name:?} ({replicas} replicas per key)");
             } else {

@@ -44,6 +44,17 @@ pub enum ExchangeRequest {
     },
 }
 
+impl ExchangeRequest {
+    /// The replica that asks.
+    pub fn from(&self) -> ReplicaId {
+        match self {
+            ExchangeRequest::Tree { from, .. }
+            | ExchangeRequest::Segments { from, .. }
+            | ExchangeRequest::Objects { from, .. } => *from,
+        }
+    }
+}
+
 /// The answer to an [`ExchangeRequest`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ExchangeReply {

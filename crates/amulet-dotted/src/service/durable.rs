@@ -8,9 +8,9 @@
 //! checkpoint, so every replica's clock is exactly what it was and no dot
 //! is issued twice.
 
+use super::replica::Replica;
 use crate::dot::ReplicaId;
 use crate::journal::Input;
-use crate::node_state::NodeState;
 use crate::ring::Ring;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -28,6 +28,8 @@ pub enum Record {
         replica: ReplicaId,
         /// The ring it starts from.
         ring: Ring,
+        /// The MerkleDB baseline's store instead of DottedDB's.
+        merkle: bool,
     },
     /// An input applied to a replica.
     Input {
@@ -67,7 +69,7 @@ impl Record {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replicas {
     /// By map.
-    pub maps: BTreeMap<String, (u64, BTreeMap<ReplicaId, NodeState>)>,
+    pub maps: BTreeMap<String, (u64, BTreeMap<ReplicaId, Replica>)>,
 }
 
 impl Replicas {
@@ -79,6 +81,7 @@ impl Replicas {
                 created_at,
                 replica,
                 ring,
+                merkle,
             } => {
                 let entry = self
                     .maps
@@ -95,7 +98,7 @@ impl Replicas {
                 }
                 entry
                     .1
-                    .insert(*replica, NodeState::new(*replica, ring.clone()));
+                    .insert(*replica, Replica::new(*replica, ring.clone(), *merkle));
             }
             Record::Input {
                 map,
@@ -133,7 +136,7 @@ impl Replicas {
                 if state.id() != *id {
                     return Err(format!("{map}: state of {} filed as {id}", state.id()));
                 }
-                state.check_invariants();
+                state.check();
             }
         }
         Ok(replicas)

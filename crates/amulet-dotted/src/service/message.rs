@@ -7,6 +7,7 @@
 
 use crate::anti_entropy::{SyncReply, SyncRequest};
 use crate::dot::ReplicaId;
+use crate::merkle::{ExchangeReply, ExchangeRequest};
 use crate::object::Object;
 use crate::version_vector::VersionVector;
 use bytes::Bytes;
@@ -109,6 +110,22 @@ pub enum Message {
         /// The reply.
         reply: SyncReply,
     },
+    /// The baseline's anti-entropy: a step of a Merkle-tree exchange.
+    ExchangeAsk {
+        /// The peer.
+        to: To,
+        /// The step.
+        request: ExchangeRequest,
+    },
+    /// The peer's answer to a step.
+    ExchangeAnswer {
+        /// The asker.
+        to: To,
+        /// The peer that answered.
+        from: ReplicaId,
+        /// The answer.
+        reply: ExchangeReply,
+    },
 }
 
 /// Why a forwarded write did not reach its quorum.
@@ -135,7 +152,9 @@ impl Message {
             | Message::Coordinate { to, .. }
             | Message::Replicate { to, .. }
             | Message::SyncAsk { to, .. }
-            | Message::SyncAnswer { to, .. } => Some(to),
+            | Message::SyncAnswer { to, .. }
+            | Message::ExchangeAsk { to, .. }
+            | Message::ExchangeAnswer { to, .. } => Some(to),
             Message::Fetched { .. } | Message::Coordinated { .. } | Message::Replicated { .. } => {
                 None
             }

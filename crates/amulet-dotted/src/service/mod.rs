@@ -15,19 +15,22 @@
 
 pub mod durable;
 pub mod message;
+mod peer;
 mod pending;
+pub mod replica;
+mod timers;
 
 use crate::anti_entropy::SyncBudget;
 use crate::dot::ReplicaId;
 use crate::journal::Input;
-use crate::node_state::NodeState;
 use crate::object::Object;
 use crate::placement::Placement;
 use crate::version_vector::VersionVector;
 use bytes::Bytes;
 use durable::{Record, Replicas};
-use message::{Failed, Message, To, Versioned};
+use message::{Message, To, Versioned};
 use pending::Pending;
+use replica::Replica;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Timers and limits.
@@ -149,11 +152,13 @@ pub enum Operation {
 /// One local replica and its timers.
 #[derive(Debug)]
 struct Local {
-    state: NodeState,
+    replica: Replica,
     next_sync: u64,
     next_strip: u64,
     /// Which peer the next anti-entropy round asks.
     peer_cursor: usize,
+    /// Writes coordinated here since the start.
+    coordinated: u64,
     sync_bytes_sent: u64,
     sync_bytes_received: u64,
 }
@@ -181,6 +186,11 @@ pub struct ReplicaStatus {
     pub sync_bytes_sent: u64,
     /// Anti-entropy reply bytes received.
     pub sync_bytes_received: u64,
+    /// Stored objects with no value (the baseline's tombstones; 0 for
+    /// DottedDB once stripped).
+    pub tombstones: u64,
+    /// Bytes of causality and anti-entropy metadata.
+    pub metadata_bytes: u64,
 }
 
 /// A node's eventual maps.
@@ -258,7 +268,7 @@ impl Service {
                 .map(|(map, (created_at, states))| {
                     let states = states
                         .iter()
-                        .map(|(id, l)| (*id, l.state.clone()))
+                        .map(|(id, l)| (*id, l.replica.clone()))
                         .collect();
                     (map.clone(), (*created_at, states))
                 })
@@ -317,9 +327,9 @@ impl Service {
                     .or_insert_with(|| (placement.created_at, BTreeMap::new()));
                 match states.get_mut(&id) {
                     Some(local) => {
-                        if local.state.ring() != &placement.ring {
+                        if local.replica.ring() != &placement.ring {
                             let input = Input::SetRing(placement.ring.clone());
-                            local.state.apply(&input);
+                            local.replica.apply(&input);
                             self.out.push(Output::Journal(Record::Input {
                                 map: map.clone(),
                                 replica: id,
@@ -328,8 +338,8 @@ impl Service {
                         }
                     }
                     None => {
-                        let state = NodeState::new(id, placement.ring.clone());
-                        let mut local = Local::new(state);
+                        let replica = Replica::new(id, placement.ring.clone(), placement.merkle);
+                        let mut local = Local::new(replica);
                         // Spread the timers so replicas do not ask in step.
                         local.next_sync = now
                             + next_u64(&mut self.seed) % self.config.sync_interval_micros.max(1);
@@ -339,6 +349,7 @@ impl Service {
                             created_at: placement.created_at,
                             replica: id,
                             ring: placement.ring.clone(),
+                            merkle: placement.merkle,
                         }));
                     }
                 }
@@ -465,143 +476,47 @@ impl Service {
         Ok(())
     }
 
-    /// Timers: requests past their deadline fail; replicas due for
-    /// anti-entropy ask a peer; replicas due for a strip pass run one.
-    pub fn tick(&mut self, now: u64) {
-        let expired: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline() <= now)
-            .map(|(op, _)| *op)
-            .collect();
-        for op in expired {
-            match self.pending.remove(&op).expect("listed") {
-                Pending::Get {
-                    token, needed, got, ..
-                } => {
-                    let answered = got.len() as u32;
-                    let result = Err(Refusal::QuorumNotReached { answered, needed });
-                    self.out.push(Output::Reply { token, result });
-                }
-                Pending::Forward { token, needed, .. } => {
-                    let answered = 0;
-                    let result = Err(Refusal::QuorumNotReached { answered, needed });
-                    self.out.push(Output::Reply { token, result });
-                }
-                Pending::Write {
-                    node,
-                    op,
-                    acks,
-                    needed,
-                    ..
-                } => {
-                    let failed = Failed::QuorumNotReached {
-                        answered: acks + 1,
-                        needed: needed + 1,
-                    };
-                    self.send(
-                        node,
-                        Message::Coordinated {
-                            op,
-                            result: Err(failed),
-                        },
-                    );
-                }
-            }
-        }
-        // Held messages whose configuration never came: a forwarded write
-        // is told there is no replica here; the rest are dropped (their
-        // senders time out or ask again).
-        let (expired, held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
-            .into_iter()
-            .partition(|(deadline, _, _)| *deadline <= now);
-        self.held = held;
-        for (_, from, message) in expired {
-            if let Message::Coordinate { op, .. } = message {
-                let result = Err(Failed::NoReplica);
-                self.send(from, Message::Coordinated { op, result });
-            }
-        }
-        let mut asks = Vec::new();
-        for (map, (created_at, states)) in &mut self.local {
-            for (id, local) in states.iter_mut() {
-                if now >= local.next_sync {
-                    local.next_sync = now + self.config.sync_interval_micros;
-                    let peers: Vec<ReplicaId> = local
-                        .state
-                        .ring()
-                        .peers(*id)
-                        .into_iter()
-                        .filter(|p| p != id)
-                        .collect();
-                    if !peers.is_empty() {
-                        let peer = peers[local.peer_cursor % peers.len()];
-                        local.peer_cursor = local.peer_cursor.wrapping_add(1);
-                        asks.push((map.clone(), *created_at, peer, local.state.sync_request()));
-                    }
-                }
-                if now >= local.next_strip {
-                    local.next_strip = now + self.config.strip_interval_micros;
-                    if local.state.non_stripped_len() > 0 {
-                        let input = Input::Strip {
-                            max_keys: self.config.strip_keys,
-                        };
-                        local.state.apply(&input);
-                        self.out.push(Output::Journal(Record::Input {
-                            map: map.clone(),
-                            replica: *id,
-                            input,
-                        }));
-                    }
-                }
-            }
-        }
-        for (map, created_at, peer, request) in asks {
-            let Some(node) = self.placements.get(&map).and_then(|p| p.node_of(peer)) else {
-                continue;
-            };
-            let to = To {
-                map,
-                created_at,
-                replica: peer,
-            };
-            self.send(node, Message::SyncAsk { to, request });
-        }
-        self.run_loopback(now);
-    }
-
     /// Every local replica's figures.
     pub fn status(&self) -> Vec<ReplicaStatus> {
         let mut all = Vec::new();
         for (map, (_, states)) in &self.local {
             for (id, local) in states {
-                let state = &local.state;
-                let peers = state.ring().peers(*id);
-                let own = state.clock().base(*id);
-                let acknowledged = state.acknowledged_by_peers(&peers);
-                all.push(ReplicaStatus {
+                let replica = &local.replica;
+                let mut status = ReplicaStatus {
                     map: map.clone(),
                     replica: *id,
-                    keys: state.stored_keys() as u64,
-                    clock_bitmap_bits: state.clock().bitmap_words() as u64 * 64,
-                    dot_keys: state.dot_keys_len() as u64,
-                    non_stripped: state.non_stripped_len() as u64,
-                    watermark_lag: own.saturating_sub(acknowledged),
-                    coordinated: state.stats().coordinated,
+                    keys: replica.stored_keys() as u64,
+                    clock_bitmap_bits: 0,
+                    dot_keys: 0,
+                    non_stripped: 0,
+                    watermark_lag: 0,
+                    coordinated: local.coordinated,
                     sync_bytes_sent: local.sync_bytes_sent,
                     sync_bytes_received: local.sync_bytes_received,
-                });
+                    tombstones: replica.tombstones() as u64,
+                    metadata_bytes: replica.metadata_bytes() as u64,
+                };
+                if let Some(state) = replica.dotted() {
+                    let peers = state.ring().peers(*id);
+                    let own = state.clock().base(*id);
+                    let acknowledged = state.acknowledged_by_peers(&peers);
+                    status.clock_bitmap_bits = state.clock().bitmap_words() as u64 * 64;
+                    status.dot_keys = state.dot_keys_len() as u64;
+                    status.non_stripped = state.non_stripped_len() as u64;
+                    status.watermark_lag = own.saturating_sub(acknowledged);
+                }
+                all.push(status);
             }
         }
         all
     }
 
     /// The local replica `id` of `map` (for tests and checkers).
-    pub fn replica(&self, map: &str, id: ReplicaId) -> Option<&NodeState> {
+    pub fn replica(&self, map: &str, id: ReplicaId) -> Option<&Replica> {
         self.local
             .get(map)
             .and_then(|(_, states)| states.get(&id))
-            .map(|l| &l.state)
+            .map(|l| &l.replica)
     }
 
     fn op(&mut self) -> u64 {
@@ -646,226 +561,13 @@ impl Service {
             input,
         }));
     }
-
-    fn handle(&mut self, now: u64, from: u32, message: Message, size: u64) {
-        if message
-            .to()
-            .is_some_and(|to| to.created_at > self.config_version)
-        {
-            let deadline = now + self.config.request_timeout_micros;
-            self.held.push((deadline, from, message));
-            return;
-        }
-        match message {
-            Message::Fetch { op, to, key } => {
-                let object = self
-                    .local_mut(&to)
-                    .filter(|l| l.state.replicates(&key))
-                    .map(|l| l.state.fetch(&key));
-                self.send(from, Message::Fetched { op, object });
-            }
-            Message::Fetched { op, object } => {
-                if let Some(Pending::Get { got, needed, .. }) = self.pending.get_mut(&op) {
-                    let Some(object) = object else { return };
-                    got.push(object);
-                    if got.len() as u32 >= *needed {
-                        let Some(Pending::Get { token, got, .. }) = self.pending.remove(&op) else {
-                            unreachable!("matched above")
-                        };
-                        let merged = got.iter().fold(Object::new(), |acc, o| acc.merge(o));
-                        self.out.push(Output::Reply {
-                            token,
-                            result: Ok(versioned(&merged)),
-                        });
-                    }
-                }
-            }
-            Message::Coordinate {
-                op,
-                to,
-                key,
-                value,
-                context,
-                w,
-            } => self.coordinate(now, from, op, to, key, value, context, w),
-            Message::Coordinated { op, result } => {
-                if let Some(Pending::Forward { token, needed, .. }) = self.pending.get(&op) {
-                    let (token, needed) = (*token, *needed);
-                    self.pending.remove(&op);
-                    let result = result.map_err(|failed| match failed {
-                        Failed::QuorumNotReached { answered, needed } => {
-                            Refusal::QuorumNotReached { answered, needed }
-                        }
-                        Failed::NoReplica => Refusal::QuorumNotReached {
-                            answered: 0,
-                            needed,
-                        },
-                    });
-                    self.out.push(Output::Reply { token, result });
-                }
-            }
-            Message::Replicate {
-                op,
-                to,
-                key,
-                object,
-            } => {
-                let Some(local) = self.local_mut(&to) else {
-                    return;
-                };
-                if !local.state.replicates(&key) {
-                    return;
-                }
-                let input = Input::Update { key, object };
-                local.state.apply(&input);
-                checked(&local.state);
-                self.journal(&to, input);
-                self.send(from, Message::Replicated { op });
-            }
-            Message::Replicated { op } => {
-                if let Some(Pending::Write { acks, needed, .. }) = self.pending.get_mut(&op) {
-                    *acks += 1;
-                    if *acks >= *needed {
-                        let Some(Pending::Write {
-                            node,
-                            op,
-                            versioned,
-                            ..
-                        }) = self.pending.remove(&op)
-                        else {
-                            unreachable!("matched above")
-                        };
-                        let result = Ok(versioned);
-                        self.send(node, Message::Coordinated { op, result });
-                    }
-                }
-            }
-            Message::SyncAsk { to, request } => {
-                let budget = self.config.budget;
-                let Some(local) = self.local_mut(&to) else {
-                    return;
-                };
-                let reply = local.state.answer_sync(&request, budget);
-                let back = To {
-                    map: to.map.clone(),
-                    created_at: to.created_at,
-                    replica: request.from,
-                };
-                let message = Message::SyncAnswer { to: back, reply };
-                let bytes = message.encode();
-                let local = self.local_mut(&to).expect("found above");
-                local.sync_bytes_sent += bytes.len() as u64;
-                if from == self.me {
-                    self.loopback.push_back(message);
-                } else {
-                    self.out.push(Output::Send { to: from, bytes });
-                }
-            }
-            Message::SyncAnswer { to, reply } => {
-                let Some(local) = self.local_mut(&to) else {
-                    return;
-                };
-                local.sync_bytes_received += size;
-                let input = Input::ApplySync(reply);
-                local.state.apply(&input);
-                checked(&local.state);
-                self.journal(&to, input);
-            }
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn coordinate(
-        &mut self,
-        now: u64,
-        from: u32,
-        op: u64,
-        to: To,
-        key: Bytes,
-        value: Option<Bytes>,
-        context: VersionVector,
-        w: u32,
-    ) {
-        let Some(local) = self.local_mut(&to) else {
-            self.send(
-                from,
-                Message::Coordinated {
-                    op,
-                    result: Err(Failed::NoReplica),
-                },
-            );
-            return;
-        };
-        let object = match local.state.coordinate(&key, value.clone(), &context) {
-            Ok(object) => object,
-            Err(_) => {
-                // The placement moved the key away since the forwarder
-                // chose this replica.
-                let result = Err(Failed::NoReplica);
-                self.send(from, Message::Coordinated { op, result });
-                return;
-            }
-        };
-        checked(&local.state);
-        let ring = local.state.ring().clone();
-        let input = Input::Coordinate {
-            key: key.clone(),
-            value,
-            context,
-        };
-        self.journal(&to, input);
-        let reply = versioned(&object);
-        let others: Vec<ReplicaId> = ring
-            .replicas(&key)
-            .into_iter()
-            .filter(|r| *r != to.replica)
-            .collect();
-        let needed = w.saturating_sub(1);
-        let replicate_op = self.op();
-        if needed == 0 {
-            let result = Ok(reply);
-            self.send(from, Message::Coordinated { op, result });
-        } else {
-            self.pending.insert(
-                replicate_op,
-                Pending::Write {
-                    node: from,
-                    op,
-                    acks: 0,
-                    needed,
-                    versioned: reply,
-                    deadline: now + self.config.request_timeout_micros,
-                },
-            );
-        }
-        let nodes = self
-            .placements
-            .get(&to.map)
-            .map(|p| p.nodes.clone())
-            .unwrap_or_default();
-        for replica in others {
-            let Some(&node) = nodes.get(&replica) else {
-                continue;
-            };
-            let message = Message::Replicate {
-                op: replicate_op,
-                to: To {
-                    map: to.map.clone(),
-                    created_at: to.created_at,
-                    replica,
-                },
-                key: key.clone(),
-                object: object.clone(),
-            };
-            self.send(node, message);
-        }
-    }
 }
 
 impl Local {
-    fn new(state: NodeState) -> Local {
+    fn new(replica: Replica) -> Local {
         Local {
-            state,
+            replica,
+            coordinated: 0,
             next_sync: 0,
             next_strip: 0,
             peer_cursor: 0,
@@ -881,15 +583,6 @@ fn versioned(object: &Object) -> Versioned {
     Versioned {
         values: object.values(),
         context: object.read_context().encode(),
-    }
-}
-
-/// The replica's invariants after a step: all of them in debug builds
-/// (the simulator and tests); release builds rely on the cheap asserts
-/// inside each operation (a full check walks every key).
-fn checked(state: &NodeState) {
-    if cfg!(debug_assertions) {
-        state.check_invariants();
     }
 }
 

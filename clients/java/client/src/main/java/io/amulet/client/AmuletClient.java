@@ -7,6 +7,7 @@ import amulet.v1.AmuletOuterClass.CreateLog;
 import amulet.v1.AmuletOuterClass.CreateMap;
 import amulet.v1.AmuletOuterClass.DropLog;
 import amulet.v1.AmuletOuterClass.DropMap;
+import amulet.v1.AmuletOuterClass.EventualLayout;
 import amulet.v1.AmuletOuterClass.GetPartitionMapRequest;
 import amulet.v1.AmuletOuterClass.HashLayout;
 import amulet.v1.AmuletOuterClass.Layout;
@@ -34,14 +35,19 @@ import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 
@@ -63,6 +69,10 @@ import java.util.regex.Pattern;
  *   <li>{@code session-expired} reopens the session; a session idle for half
  *       its lease is renewed (KeepAlive) before it is used again.
  * </ul>
+ *
+ * <p>Eventual maps ({@link #eventualMap}) take none of this: their
+ * requests go, without session or map version, to the client's current
+ * node, which forwards them to the key's replicas.
  */
 public final class AmuletClient implements AutoCloseable {
   /** Largest reply accepted (a range read of many large values). */
@@ -74,6 +84,16 @@ public final class AmuletClient implements AutoCloseable {
   private static final Pattern MAP_NAME = Pattern.compile("[A-Za-z0-9_.-]{1,128}");
   static final Metadata.Key<String> AMULET_ERROR =
       Metadata.Key.of("amulet-error", Metadata.ASCII_STRING_MARSHALLER);
+  static final Metadata.Key<String> AMULET_REASON =
+      Metadata.Key.of("amulet-reason", Metadata.ASCII_STRING_MARSHALLER);
+  /** An eventual map's request: fewer than r or w replicas answered. */
+  static final String QUORUM_NOT_REACHED = "quorum-not-reached";
+  /**
+   * How long a node waits for an eventual map's replicas before it answers
+   * {@code quorum-not-reached}; an eventual request's attempt may take this
+   * much longer than {@link ClientConfig#attemptTimeout()}.
+   */
+  static final Duration EVENTUAL_QUORUM_WAIT = Duration.ofSeconds(2);
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final ClientConfig config;
@@ -83,6 +103,8 @@ public final class AmuletClient implements AutoCloseable {
   private final Map<String, Batcher> batchers = new ConcurrentHashMap<>();
   private final List<Session> idleSessions = new ArrayList<>();
   private final ReadVersions readVersions = new ReadVersions(this);
+  /** The node eventual maps' requests go to (null: none chosen yet). */
+  private final AtomicReference<String> eventualNode = new AtomicReference<>();
   private volatile boolean closed;
   /** Test hooks: interceptors of every channel. */
   private final io.grpc.ClientInterceptor[] interceptors;
@@ -283,6 +305,64 @@ public final class AmuletClient implements AutoCloseable {
   }
 
   /**
+   * A handle on the eventual map {@code name} (which need not exist yet):
+   * DottedDB's Dynamo-like map of siblings and causal contexts ({@link
+   * EventualMap}, docs/eventual-maps.md).
+   *
+   * <p>Its requests go to this client's current node (a random node of the
+   * partition map at first; after this client creates or drops a map or
+   * log, the node that executed that), which forwards them to the key's
+   * replicas. If that node fails without a verdict (UNAVAILABLE without
+   * {@code quorum-not-reached}: down or stopping; no answer within the
+   * attempt timeout plus the cluster's 2 s quorum wait), another node
+   * becomes current: a read is sent there again (until the operation
+   * timeout, then {@code UNAVAILABLE}); a write or delete only when the
+   * node surely did not take it (the connection was refused), else it
+   * fails with {@code OUTCOME_UNKNOWN}, since it may have taken effect and
+   * a resend would write the value again as another sibling. {@code
+   * quorum-not-reached} is never resent: {@code UNAVAILABLE} with {@link
+   * AmuletException#reason()} {@code quorum-not-reached}. {@code NOT_FOUND}
+   * from a node behind the map's creation (the newest partition map the
+   * client can get has the map) is sent to another node, reads and writes
+   * alike (the node took nothing), until the operation timeout; a map the
+   * newest partition map lacks is {@code NOT_FOUND} at once.
+   *
+   * @throws IllegalArgumentException for a bad name (as a map's)
+   */
+  public EventualMap eventualMap(String name) {
+    return new EventualMap(this, checkMapName(name));
+  }
+
+  /**
+   * Creates an eventual map, each key on {@code replicas} replicas, with
+   * the cluster's default number of virtual nodes (16).
+   */
+  public EventualMap createEventualMap(String name, int replicas) {
+    return createEventualMap(name, replicas, 0);
+  }
+
+  /**
+   * Creates an eventual map ({@link #eventualMap}): {@code vnodes} virtual
+   * nodes on a token ring (0: the cluster's default, 16), each key on
+   * {@code replicas} consecutive ones, placed on distinct nodes. Throws
+   * {@code ALREADY_EXISTS} if a map or log has the name; {@link
+   * IllegalArgumentException} for 0 replicas or more than the nodes, or
+   * vnodes above 1,024 (the cluster's {@code eventual-replicas}).
+   */
+  public EventualMap createEventualMap(String name, int replicas, int vnodes) {
+    if (replicas < 0 || vnodes < 0) {
+      throw new IllegalArgumentException(
+          "negative replicas (" + replicas + ") or vnodes (" + vnodes + ")");
+    }
+    createMap(
+        name,
+        Layout.newBuilder()
+            .setEventual(EventualLayout.newBuilder().setReplicas(replicas).setVnodes(vnodes))
+            .build());
+    return new EventualMap(this, name);
+  }
+
+  /**
    * A handle on the log {@code name} (which need not exist yet): DLog's
    * append, read, trim, bounds and tail. Maps and logs share one namespace.
    *
@@ -477,6 +557,10 @@ public final class AmuletClient implements AutoCloseable {
       if (admin) {
         // The map version moved; the node that answered has the new map.
         refreshMap(answeredBy[0]);
+        if (answeredBy[0] != null) {
+          // It executed the change: eventual requests go there next.
+          eventualNode.set(answeredBy[0]);
+        }
       }
     }
   }
@@ -630,6 +714,165 @@ public final class AmuletClient implements AutoCloseable {
       default:
         throw AmuletException.fromStatus(status);
     }
+  }
+
+  // ---- eventual maps -----------------------------------------------------
+
+  /**
+   * Runs one eventual map request ({@code call} on a stub of the current
+   * node), failing over as {@link #eventualMap} says.
+   */
+  <T> T eventual(
+      String map,
+      boolean write,
+      java.util.function.Function<AmuletGrpc.AmuletBlockingStub, T> call) {
+    if (closed) {
+      throw new IllegalStateException("the client is closed");
+    }
+    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
+    long backoff = BACKOFF_MIN_NANOS;
+    Set<String> failed = new HashSet<>();
+    String address = currentEventualNode();
+    while (true) {
+      StatusRuntimeException error;
+      try {
+        return call.apply(
+            AmuletGrpc.newBlockingStub(channel(address))
+                .withDeadlineAfter(
+                    config.attemptTimeout().plus(EVENTUAL_QUORUM_WAIT).toMillis(),
+                    TimeUnit.MILLISECONDS));
+      } catch (StatusRuntimeException e) {
+        error = e;
+      }
+      Status status = error.getStatus();
+      Metadata trailers = error.getTrailers();
+      String reason = trailers == null ? null : trailers.get(AMULET_REASON);
+      if (reason == null && trailers != null) {
+        reason = trailers.get(AMULET_ERROR);
+      }
+      String message = address + ": " + status.getCode() + ": " + status.getDescription();
+      boolean nodeFailed;
+      // NOT_FOUND from a node behind the map's creation: another node may take it.
+      boolean nodeBehind = false;
+      switch (status.getCode()) {
+        case UNAVAILABLE:
+          nodeFailed = !QUORUM_NOT_REACHED.equals(reason);
+          break;
+        case DEADLINE_EXCEEDED:
+        case CANCELLED:
+        case UNKNOWN:
+          nodeFailed = true;
+          break;
+        case NOT_FOUND:
+          // The node may not have executed the map's creation yet: if the
+          // newest partition map (the answering node's, if newer than the
+          // cached one) has the map, the node is behind; it took nothing.
+          refreshMap(address);
+          nodeFailed = routing.knows(map);
+          nodeBehind = nodeFailed;
+          break;
+        default:
+          nodeFailed = false;
+          break;
+      }
+      if (!nodeFailed) {
+        if (QUORUM_NOT_REACHED.equals(reason)) {
+          throw AmuletException.withReason(
+              AmuletException.Kind.UNAVAILABLE,
+              message + (write ? " (the write may have taken effect at some replicas)" : ""),
+              reason);
+        }
+        throw AmuletException.fromStatus(status, reason);
+      }
+      failed.add(address);
+      String next = nextEventualNode(address, failed);
+      if (write && !nodeBehind && !connectionRefused(error)) {
+        throw new AmuletException(
+            AmuletException.Kind.OUTCOME_UNKNOWN,
+            message + " (the node failed before answering: the write may have taken effect)");
+      }
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        if (nodeBehind) {
+          throw AmuletException.fromStatus(status, reason);
+        }
+        throw new AmuletException(
+            AmuletException.Kind.UNAVAILABLE,
+            "gave up after " + config.operationTimeout() + ": " + message);
+      }
+      if (next == null) {
+        // Every node failed once: pause, look for new nodes, go round again.
+        sleepNanos(Math.min(backoff, left));
+        backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
+        refreshMap(null);
+        failed.clear();
+        failed.add(address);
+        next = nextEventualNode(address, failed);
+        if (next == null) {
+          next = address;
+        }
+      }
+      address = next;
+    }
+  }
+
+  /** Whether the call failed because its connection was refused: the node surely did not take it. */
+  static boolean connectionRefused(Throwable e) {
+    for (int depth = 0; e != null && depth < 16; depth++, e = e.getCause()) {
+      if (e instanceof java.net.ConnectException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The nodes eventual requests may go to: those of the partition map, else the seeds. */
+  private List<String> eventualCandidates() {
+    Set<String> all = new LinkedHashSet<>();
+    Routing r = routing;
+    if (r != null) {
+      all.addAll(r.addresses.values());
+    }
+    if (all.isEmpty()) {
+      all.addAll(seeds);
+    }
+    return new ArrayList<>(all);
+  }
+
+  /** The node eventual requests go to; chosen at random the first time. */
+  String currentEventualNode() {
+    String current = eventualNode.get();
+    if (current != null) {
+      return current;
+    }
+    List<String> all = eventualCandidates();
+    eventualNode.compareAndSet(null, all.get(ThreadLocalRandom.current().nextInt(all.size())));
+    return eventualNode.get();
+  }
+
+  /** Makes {@code address} the node eventual requests go to (tests). */
+  void useEventualNode(String address) {
+    eventualNode.set(Objects.requireNonNull(address));
+  }
+
+  /**
+   * After {@code failedAddress} failed: makes another node current (unless
+   * another thread already moved on) and returns a node not in {@code
+   * failed} to try next, or null if every node is in it.
+   */
+  private String nextEventualNode(String failedAddress, Set<String> failed) {
+    String current = eventualNode.get();
+    if (current != null && !current.equals(failedAddress) && !failed.contains(current)) {
+      return current;
+    }
+    List<String> left = eventualCandidates();
+    left.removeAll(failed);
+    if (left.isEmpty()) {
+      return null;
+    }
+    String next = left.get(ThreadLocalRandom.current().nextInt(left.size()));
+    eventualNode.compareAndSet(current, next);
+    return next;
   }
 
   private Session takeSession() {

@@ -34,7 +34,12 @@ public class AmuletException extends RuntimeException {
     FAILED_PRECONDITION,
     /** It may or may not have taken effect (deadline passed while retrying, or reply lost). */
     OUTCOME_UNKNOWN,
-    /** No node answered in time; a read changed nothing. */
+    /**
+     * No node answered in time; a read changed nothing. For an {@link
+     * EventualMap}: also fewer replicas than {@code r} or {@code w}
+     * answered ({@link #reason()} {@code quorum-not-reached}), and then a
+     * write may have taken effect at some replicas.
+     */
     UNAVAILABLE,
     /** A node answered something this client does not understand. */
     PROTOCOL,
@@ -61,16 +66,24 @@ public class AmuletException extends RuntimeException {
   private final Kind kind;
   private final String conflictMap;
   private final byte[] conflictKey;
+  private final String reason;
 
   public AmuletException(Kind kind, String message) {
-    this(kind, message, null, null);
+    this(kind, message, null, null, null);
   }
 
-  private AmuletException(Kind kind, String message, String conflictMap, byte[] conflictKey) {
+  private AmuletException(
+      Kind kind, String message, String conflictMap, byte[] conflictKey, String reason) {
     super(kind + ": " + message);
     this.kind = kind;
     this.conflictMap = conflictMap;
     this.conflictKey = conflictKey;
+    this.reason = reason;
+  }
+
+  /** A {@code kind} with the cluster's {@code amulet-reason} (null: none). */
+  static AmuletException withReason(Kind kind, String message, String reason) {
+    return new AmuletException(kind, message, null, null, reason);
   }
 
   /**
@@ -79,12 +92,24 @@ public class AmuletException extends RuntimeException {
    * transaction's read version.
    */
   public static AmuletException conflict(String map, byte[] key, String message) {
-    return new AmuletException(Kind.CONFLICT, message, map, key == null ? null : key.clone());
+    return new AmuletException(
+        Kind.CONFLICT, message, map, key == null ? null : key.clone(), null);
   }
 
   /** Why it failed. */
   public Kind kind() {
     return kind;
+  }
+
+  /**
+   * The {@code amulet-reason} the cluster gave for the refusal, a stable
+   * kebab-case name (proto/amulet/v1/amulet.proto), or null. Set by the
+   * operations of {@link EventualMap} (e.g. {@code quorum-not-reached} for
+   * {@link Kind#UNAVAILABLE}, {@code not-eventual} for {@link
+   * Kind#FAILED_PRECONDITION}); null for the other operations.
+   */
+  public String reason() {
+    return reason;
   }
 
   /**
@@ -128,27 +153,47 @@ public class AmuletException extends RuntimeException {
 
   /** The exception a final gRPC status means. */
   static RuntimeException fromStatus(Status status) {
+    return fromStatus(status, null);
+  }
+
+  /**
+   * The exception a final gRPC status means, with its {@code amulet-reason}
+   * (null: none; an {@link IllegalArgumentException} names it in its
+   * message).
+   */
+  static RuntimeException fromStatus(Status status, String reason) {
     String message = status.getDescription() == null ? "" : status.getDescription();
+    Kind kind;
     switch (status.getCode()) {
       case INVALID_ARGUMENT:
-        return new IllegalArgumentException(message);
+        return new IllegalArgumentException(reason == null ? message : message + " (" + reason + ")");
       case OUT_OF_RANGE:
-        return new AmuletException(Kind.OUT_OF_RANGE, message);
+        kind = Kind.OUT_OF_RANGE;
+        break;
       case NOT_FOUND:
-        return new AmuletException(Kind.NOT_FOUND, message);
+        kind = Kind.NOT_FOUND;
+        break;
       case ALREADY_EXISTS:
-        return new AmuletException(Kind.ALREADY_EXISTS, message);
+        kind = Kind.ALREADY_EXISTS;
+        break;
       case RESOURCE_EXHAUSTED:
-        return new AmuletException(Kind.RESOURCE_EXHAUSTED, message);
+        kind = Kind.RESOURCE_EXHAUSTED;
+        break;
       case FAILED_PRECONDITION:
-        return new AmuletException(Kind.FAILED_PRECONDITION, message);
+        kind = Kind.FAILED_PRECONDITION;
+        break;
       case UNKNOWN:
       case DEADLINE_EXCEEDED:
-        return new AmuletException(Kind.OUTCOME_UNKNOWN, message);
+        kind = Kind.OUTCOME_UNKNOWN;
+        break;
       case UNAVAILABLE:
-        return new AmuletException(Kind.UNAVAILABLE, message);
+        kind = Kind.UNAVAILABLE;
+        break;
       default:
-        return new AmuletException(Kind.PROTOCOL, status.getCode() + ": " + message);
+        kind = Kind.PROTOCOL;
+        message = status.getCode() + ": " + message;
+        break;
     }
+    return new AmuletException(kind, message, null, null, reason);
   }
 }

@@ -32,11 +32,18 @@ import org.junit.runners.Parameterized;
 
 /**
  * Runs spec/conformance/scenarios.json, then transactions.json, then
- * logs.json (format: spec/conformance/README.md) on the byte-level API
- * ({@link ByteMap}, {@link Transaction} for the txn_* ops: one transaction
- * per name, begun at its first op, and {@link AmuletLog} with {@link
- * AmuletClient#multiAppend} for the log ops) against a live local cluster,
- * one JUnit test per scenario, in file order.
+ * logs.json, then eventual.json (format: spec/conformance/README.md) on the
+ * byte-level API ({@link ByteMap}, {@link Transaction} for the txn_* ops:
+ * one transaction per name, begun at its first op, {@link AmuletLog} with
+ * {@link AmuletClient#multiAppend} for the log ops, and {@link EventualMap}
+ * for the eventual_* ops) against a live local cluster, one JUnit test per
+ * scenario, in file order.
+ *
+ * <p>The eventual_* ops give the reply's values in hex, sorted ascending
+ * (unsigned byte order); {@code save} keeps the reply's {@link Context}
+ * under a label of the scenario, and {@code context} is such a label or
+ * {@code {"raw": HEX}} (bytes sent as they are; absent: {@link
+ * Context#EMPTY}); {@code r} and {@code w} absent are 0 (a majority).
  *
  * <p>Error classes: {@link IllegalArgumentException} (from the server's
  * INVALID_ARGUMENT, or the client's own refusal of a bad map or log name)
@@ -57,9 +64,10 @@ public class ConformanceTest {
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
           "reverse", "nearest", "name", "txn", "fields", "log", "below", "max_entries", "count",
-          "expect", "error");
+          "r", "w", "context", "save", "expect", "error");
   /** The scenario files, run in this order. */
-  static final List<String> FILES = List.of("scenarios.json", "transactions.json", "logs.json");
+  static final List<String> FILES =
+      List.of("scenarios.json", "transactions.json", "logs.json", "eventual.json");
   private static final String RUN =
       String.format("%08x", ThreadLocalRandom.current().nextInt());
   private static AmuletClient client;
@@ -128,11 +136,15 @@ public class ConformanceTest {
     }
   }
 
+  /** Contexts saved by the eventual ops' {@code save}, by label (this scenario's). */
+  private final Map<String, Context> contexts = new HashMap<>();
+
   @Test
   public void scenario() {
     String prefix = "c" + RUN + "-" + index + "-";
     Map<String, Held> snapshots = new HashMap<>();
     Map<String, Transaction> txns = new HashMap<>();
+    contexts.clear();
     try {
       runSteps(prefix, snapshots, txns);
     } finally {
@@ -311,6 +323,9 @@ public class ConformanceTest {
       Transaction tx = txns.computeIfAbsent(step.get("txn").getAsString(), n -> c.transaction());
       return runTxn(op, tx, step, prefix, where);
     }
+    if (op.startsWith("eventual_")) {
+      return runEventual(op, c.eventualMap(prefix + step.get("map").getAsString()), step, where);
+    }
     // The byte map needs a valid name: a bad one fails the step here.
     ByteMap m = step.has("map") ? c.byteMap(prefix + step.get("map").getAsString()) : null;
     switch (op) {
@@ -320,6 +335,15 @@ public class ConformanceTest {
           JsonObject layout = step.has("layout") ? step.getAsJsonObject("layout") : null;
           if (layout == null || layout.has("hash")) {
             c.createMap(mapName);
+          } else if (layout.has("eventual")) {
+            JsonObject e = layout.getAsJsonObject("eventual");
+            for (String k : e.keySet()) {
+              if (!k.equals("replicas") && !k.equals("vnodes")) {
+                throw new AssertionError(where + ": unknown eventual layout key " + k);
+              }
+            }
+            int vnodes = e.has("vnodes") ? e.get("vnodes").getAsInt() : 0;
+            c.createEventualMap(mapName, e.get("replicas").getAsInt(), vnodes);
           } else {
             List<Integer> ids = c.partitionIds();
             List<byte[]> starts = new ArrayList<>();
@@ -520,6 +544,53 @@ public class ConformanceTest {
       default:
         throw new AssertionError(where + ": unknown op " + op + " (the runner is out of date)");
     }
+  }
+
+  /** An eventual_* op on {@code m}: the reply's values, sorted; saves its context if asked. */
+  private JsonElement runEventual(String op, EventualMap m, JsonObject step, String where) {
+    int r = step.has("r") ? step.get("r").getAsInt() : 0;
+    int w = step.has("w") ? step.get("w").getAsInt() : 0;
+    Context context = Context.EMPTY;
+    if (step.has("context")) {
+      JsonElement e = step.get("context");
+      if (e.isJsonObject()) {
+        context = Context.fromBytes(bytes(e.getAsJsonObject().get("raw")));
+      } else {
+        context = contexts.get(e.getAsString());
+        if (context == null) {
+          throw new AssertionError(where + ": no context saved under " + e.getAsString());
+        }
+      }
+    }
+    Versioned reply;
+    switch (op) {
+      case "eventual_get":
+        reply = m.get(bytes(step.get("key")), r);
+        break;
+      case "eventual_put":
+        reply = m.put(bytes(step.get("key")), bytes(step.get("value")), context, w);
+        break;
+      case "eventual_delete":
+        reply = m.delete(bytes(step.get("key")), context, w);
+        break;
+      default:
+        throw new AssertionError(where + ": unknown op " + op + " (the runner is out of date)");
+    }
+    if (step.has("save")) {
+      contexts.put(step.get("save").getAsString(), reply.context());
+    }
+    return sortedValues(reply);
+  }
+
+  /** The values of a reply in hex, ascending in unsigned byte order. */
+  static JsonArray sortedValues(Versioned v) {
+    List<byte[]> values = v.values();
+    values.sort(Arrays::compareUnsigned);
+    JsonArray out = new JsonArray();
+    for (byte[] b : values) {
+      out.add(hex(b));
+    }
+    return out;
   }
 
   /** A txn_* op on {@code tx}. */

@@ -13,13 +13,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.TreeSet;
 import java.util.UUID;
 import org.junit.Test;
 
 /**
- * The transactions and logs examples of clients/java/README.md, verbatim but
- * for the addresses and the names, so that they compile and do what the
- * README says.
+ * The transactions, logs and eventual maps examples of
+ * clients/java/README.md, verbatim but for the addresses and the names, so
+ * that they compile and do what the README says.
  */
 public class ReadmeExampleTest {
   /** The README's {@code transfer}. */
@@ -58,6 +59,40 @@ public class ReadmeExampleTest {
     }
     log.trim(paid[0]);                                      // drops the entries below
     return seen;                                            // [0: signed up, 1: paid]
+  }
+
+  /** The README's {@code union}. */
+  static byte[] union(List<byte[]> siblings, String... add) {  // a cart: "book,pen"
+    TreeSet<String> items = new TreeSet<>(List.of(add));
+    for (byte[] s : siblings) {
+      if (s.length > 0) {
+        items.addAll(List.of(new String(s, UTF_8).split(",")));
+      }
+    }
+    return String.join(",", items).getBytes(UTF_8);
+  }
+
+  /** The README's {@code shop}. */
+  static String shop(AmuletClient client, String carts) {
+    EventualMap cart = client.createEventualMap(carts, 3);     // 3 replicas a key
+    byte[] alice = "alice".getBytes(UTF_8);
+    cart.put(alice, "book".getBytes(UTF_8), Context.EMPTY);    // no context: adds a value
+    cart.put(alice, "pen".getBytes(UTF_8), Context.EMPTY);     // concurrent with it: a sibling
+    Versioned read = cart.get(alice);                          // [book, pen] and their context
+    cart.put(alice, union(read.values()), read.context());     // supersedes both: [book,pen]
+    Versioned now = cart.update(alice, v -> union(v, "ink"));  // get, merge, put with its context
+    return new String(now.values().get(0), UTF_8);             // "book,ink,pen"
+  }
+
+  @Test
+  public void theReadmeEventualExampleMergesSiblings() {
+    String carts = "carts-" + UUID.randomUUID().toString().substring(0, 8);
+    try (AmuletClient client = AmuletClient.connect(DevCluster.get().addresses())) {
+      assertEquals("book,ink,pen", shop(client, carts));
+      Versioned now = client.eventualMap(carts).get("alice".getBytes(UTF_8), 3);
+      assertEquals(1, now.size());
+      assertEquals("book,ink,pen", new String(now.values().get(0), UTF_8));
+    }
   }
 
   @Test

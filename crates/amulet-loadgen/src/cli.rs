@@ -32,6 +32,11 @@ enum BackendKind {
     Memory,
     /// Amulet through its Rust client.
     Amulet,
+    /// An Amulet eventual map (DottedDB; `--amulet-map` + `-dotted`).
+    AmuletEventual,
+    /// An Amulet eventual map on the MerkleDB baseline's store
+    /// (`--amulet-map` + `-merkle`).
+    AmuletMerkle,
 }
 
 #[derive(Parser, Debug)]
@@ -185,7 +190,8 @@ impl Out<'_> {
 }
 
 fn label_for(args: &Args, kind: BackendKind) -> String {
-    let name = format!("{kind:?}").to_ascii_lowercase();
+    let name = clap::ValueEnum::to_possible_value(&kind)
+        .map_or_else(|| format!("{kind:?}"), |v| v.get_name().to_string());
     args.label
         .iter()
         .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_string))
@@ -198,7 +204,11 @@ async fn measure<B: KvBackend>(handles: Vec<B>, suite: &Suite, out: &mut Out<'_>
 
 fn default_connections(kind: BackendKind, clients: usize) -> usize {
     match kind {
-        BackendKind::Etcd | BackendKind::Zookeeper | BackendKind::Amulet => 4.min(clients),
+        BackendKind::Etcd
+        | BackendKind::Zookeeper
+        | BackendKind::Amulet
+        | BackendKind::AmuletEventual
+        | BackendKind::AmuletMerkle => 4.min(clients),
         BackendKind::Redis | BackendKind::Memory => clients,
     }
 }
@@ -233,6 +243,19 @@ async fn run_backend(
                 },
             )
             .await?;
+            measure(handles, suite, out).await;
+        }
+        BackendKind::AmuletEventual | BackendKind::AmuletMerkle => {
+            use crate::backends::amulet_eventual::EventualBackend;
+            let merkle = kind == BackendKind::AmuletMerkle;
+            let map = format!(
+                "{}-{}",
+                args.amulet_map,
+                if merkle { "merkle" } else { "dotted" }
+            );
+            let handles =
+                EventualBackend::connect(&args.amulet_addr, &map, merkle, clients, conns, op_timeout)
+                    .await?;
             measure(handles, suite, out).await;
         }
         BackendKind::Redis => {

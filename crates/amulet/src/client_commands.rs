@@ -107,7 +107,14 @@ pub enum Op {
     /// Drop the map named by --map and its entries.
     DropMap,
     /// Show partitions, streams, replicas, map version and health.
-    Status,
+    Status {
+        /// Also write every node's eventual virtual nodes as CSV rows to
+        /// this file (node, map, replica, keys, tombstones, metadata
+        /// bytes, dot-key map, non-stripped keys, watermark lag,
+        /// anti-entropy bytes sent and received, writes coordinated).
+        #[arg(long)]
+        eventual_csv: Option<std::path::PathBuf>,
+    },
     /// Run a transaction: statements `get KEY`, `put KEY VALUE`, `del
     /// KEY`, `scan [FROM [TO]]`, `map NAME`, in order, committed together
     /// at the end (strictly serializable; see docs/transactions.md).
@@ -328,7 +335,12 @@ async fn execute(
             client.drop_map(&target.map).await?;
             println!("dropped map {:?}", target.map);
         }
-        Op::Status => status(client, addresses).await?,
+        Op::Status { eventual_csv } => {
+            status(client, addresses).await?;
+            if let Some(path) = eventual_csv {
+                crate::eventual_command::status_csv(client, &path).await?;
+            }
+        }
         Op::Txn(args) => crate::txn_command::run(client, &target.map, &args).await?,
         Op::Log(log_op) => crate::log_command::run(client, &log_op).await?,
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {

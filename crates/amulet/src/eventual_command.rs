@@ -72,3 +72,34 @@ pub async fn run(client: &Client, map: &str, op: EventualOp<'_>) -> anyhow::Resu
     }
     Ok(())
 }
+
+/// Every node's eventual virtual nodes as CSV (`amulet status
+/// --eventual-csv FILE`, for benchmarks).
+pub async fn status_csv(client: &Client, path: &std::path::Path) -> anyhow::Result<()> {
+    let mut out = String::from(
+        "node,map,replica,keys,tombstones,metadata_bytes,dot_keys,non_stripped,\
+watermark_lag,sync_bytes_sent,sync_bytes_received,coordinated\n",
+    );
+    for (node, address) in client.node_addresses() {
+        let status = client.status(&address).await?;
+        for e in status.eventual {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                node.0,
+                e.map,
+                e.replica,
+                e.keys,
+                e.tombstones,
+                e.metadata_bytes,
+                e.dot_keys,
+                e.non_stripped,
+                e.watermark_lag,
+                e.sync_bytes_sent,
+                e.sync_bytes_received,
+                e.coordinated
+            ));
+        }
+    }
+    std::fs::write(path, out)?;
+    Ok(())
+}

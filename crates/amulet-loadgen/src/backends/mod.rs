@@ -2,6 +2,7 @@
 //! one.
 
 pub mod amulet;
+pub mod amulet_eventual;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;

@@ -1,0 +1,110 @@
+"""Table II and the metadata table of scripts/bench-eventual.
+
+Usage: eventual_summary.py OUT_DIR  (reads results.csv, eventual-status.csv;
+writes eventual.md and update-latency.png)."""
+
+import csv
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+NAMES = {
+    "amulet-eventual": "DottedDB",
+    "amulet-merkle": "MerkleDB",
+    "etcd": "etcd",
+}
+
+
+def num(row, key):
+    value = row.get(key, "")
+    return float(value) if value not in ("", None) else None
+
+
+def main(out: Path) -> None:
+    rows = [r for r in csv.DictReader(open(out / "results.csv")) if r["workload"] != "load"]
+    # The last row of each (backend, workload): the newest run.
+    latest = {}
+    for r in rows:
+        latest[(r["backend"], r["workload"])] = r
+    lines = ["# Eventual maps on real processes (DottedDB §V, Table II)", ""]
+    lines.append("Latencies in ms (mean / p50 / p99 / p99.9); throughput in ops/s.")
+    lines.append("Ratios: DottedDB over MerkleDB and over etcd (below 1: DottedDB lower).")
+    lines.append("")
+    lines.append("| workload | op | backend | ops/s | mean | p50 | p99 | p99.9 |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    bars = []
+    for workload in sorted({w for _, w in latest}):
+        for op in ("read", "update", "rmw"):
+            figures = {}
+            for backend in NAMES:
+                r = latest.get((backend, workload))
+                if r is None or not num(r, f"{op}_ops"):
+                    continue
+                f = {
+                    "ops": num(r, "ops_per_sec"),
+                    "mean": num(r, f"{op}_mean_us") / 1000,
+                    "p50": num(r, f"{op}_p50_us") / 1000,
+                    "p99": num(r, f"{op}_p99_us") / 1000,
+                    "p999": num(r, f"{op}_p999_us") / 1000,
+                }
+                figures[backend] = f
+                lines.append(
+                    f"| {workload} | {op} | {NAMES[backend]} | {f['ops']:.0f} | {f['mean']:.2f} | "
+                    f"{f['p50']:.2f} | {f['p99']:.2f} | {f['p999']:.2f} |"
+                )
+                bars.append((f"{workload}/{op}\n{NAMES[backend]}", f["mean"], f["p99"]))
+            d = figures.get("amulet-eventual")
+            for other in ("amulet-merkle", "etcd"):
+                o = figures.get(other)
+                if d and o:
+                    lines.append(
+                        f"| {workload} | {op} | DottedDB / {NAMES[other]} | "
+                        f"{d['ops'] / o['ops']:.2f} | {d['mean'] / o['mean']:.2f} | "
+                        f"{d['p50'] / o['p50']:.2f} | {d['p99'] / o['p99']:.2f} | "
+                        f"{d['p999'] / o['p999']:.2f} |"
+                    )
+    status_path = out / "eventual-status.csv"
+    if status_path.exists():
+        lines += ["", "Every virtual node 5 s after the load, summed per map (3 nodes):", ""]
+        lines.append(
+            "| map | virtual nodes | objects | tombstones | metadata bytes | per node | "
+            "dot-key entries | non-stripped | anti-entropy bytes sent |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        sums = defaultdict(lambda: defaultdict(int))
+        nodes = defaultdict(set)
+        for r in csv.DictReader(open(status_path)):
+            s = sums[r["map"]]
+            s["vnodes"] += 1
+            nodes[r["map"]].add(r["node"])
+            for k in ("keys", "tombstones", "metadata_bytes", "dot_keys", "non_stripped", "sync_bytes_sent"):
+                s[k] += int(r[k])
+        for name, s in sorted(sums.items()):
+            per_node = s["metadata_bytes"] / max(1, len(nodes[name]))
+            lines.append(
+                f"| {name} | {s['vnodes']} | {s['keys']} | {s['tombstones']} | {s['metadata_bytes']} | "
+                f"{per_node:.0f} | {s['dot_keys']} | {s['non_stripped']} | {s['sync_bytes_sent']} |"
+            )
+    (out / "eventual.md").write_text("\n".join(lines) + "\n")
+    if bars:
+        fig, ax = plt.subplots(figsize=(max(6, len(bars) * 0.9), 4))
+        xs = range(len(bars))
+        ax.bar([x - 0.2 for x in xs], [b[1] for b in bars], width=0.4, label="mean")
+        ax.bar([x + 0.2 for x in xs], [b[2] for b in bars], width=0.4, label="p99")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([b[0] for b in bars], fontsize=7)
+        ax.set_ylabel("latency (ms)")
+        ax.set_title("Eventual maps: DottedDB, the MerkleDB baseline and etcd (same run)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "update-latency.png", dpi=120)
+    print((out / "eventual.md").read_text())
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -253,9 +253,15 @@ async fn run_backend(
                 args.amulet_map,
                 if merkle { "merkle" } else { "dotted" }
             );
-            let handles =
-                EventualBackend::connect(&args.amulet_addr, &map, merkle, clients, conns, op_timeout)
-                    .await?;
+            let handles = EventualBackend::connect(
+                &args.amulet_addr,
+                &map,
+                merkle,
+                clients,
+                conns,
+                op_timeout,
+            )
+            .await?;
             measure(handles, suite, out).await;
         }
         BackendKind::Redis => {

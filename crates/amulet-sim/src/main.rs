@@ -5,7 +5,7 @@
 
 use amulet_dotted::DottedBug;
 use amulet_sim::dmap::{run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug};
-use amulet_sim::dotted::run_dotted_seed;
+use amulet_sim::dotted::{run_dotted_seed, run_service_seed};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
@@ -55,6 +55,12 @@ struct Arguments {
     /// checked for convergence, causality and leftover metadata.
     #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields", "logs"])]
     dotted: bool,
+    /// Simulate the node's eventual-map service (the code the node runs:
+    /// R/W quorums, forwarding, replication, anti-entropy and strip
+    /// timers, journals, nodes that learn of the map at different
+    /// times), with the same checkers as `--dotted`.
+    #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields", "logs", "dotted"])]
+    dotted_service: bool,
     /// Check a transactional history instead of running seeds: a file of
     /// list-append operations in Elle's JSON format (one op a line, or an
     /// array), judged strictly serializable with the same checker as
@@ -240,6 +246,8 @@ fn main() -> ExitCode {
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
         if arguments.dotted {
             run_dotted_seed(seed, verbose, dotted_bug)
+        } else if arguments.dotted_service {
+            run_service_seed(seed, verbose, dotted_bug)
         } else if arguments.txn {
             run_txn_seed(seed, verbose, dmap_bug)
         } else if arguments.fields {
@@ -255,7 +263,12 @@ fn main() -> ExitCode {
         }
     };
     let command = match (
-        arguments.dmap || arguments.txn || arguments.fields || arguments.logs || arguments.dotted,
+        arguments.dmap
+            || arguments.txn
+            || arguments.fields
+            || arguments.logs
+            || arguments.dotted
+            || arguments.dotted_service,
         arguments.elastic,
         arguments.bug,
     ) {
@@ -264,6 +277,8 @@ fn main() -> ExitCode {
             let mut command = "amulet-sim".to_string();
             if arguments.dotted {
                 command.push_str(" --dotted");
+            } else if arguments.dotted_service {
+                command.push_str(" --dotted-service");
             } else if arguments.txn {
                 command.push_str(" --txn");
             } else if arguments.fields {

@@ -48,6 +48,9 @@ pub struct ServiceConfig {
     pub alive_micros: u64,
     /// What one anti-entropy reply may carry.
     pub budget: SyncBudget,
+    /// A deliberately broken variant for the simulator's checkers (never
+    /// set in production).
+    pub bug: crate::node_state::DottedBug,
 }
 
 impl Default for ServiceConfig {
@@ -63,6 +66,7 @@ impl Default for ServiceConfig {
                 bytes: 1 << 20,
                 dots: 1 << 16,
             },
+            bug: crate::node_state::DottedBug::None,
         }
     }
 }
@@ -338,7 +342,8 @@ impl Service {
                         }
                     }
                     None => {
-                        let replica = Replica::new(id, placement.ring.clone(), placement.merkle);
+                        let replica = Replica::new(id, placement.ring.clone(), placement.merkle)
+                            .with_bug(self.config.bug);
                         let mut local = Local::new(replica);
                         // Spread the timers so replicas do not ask in step.
                         local.next_sync = now

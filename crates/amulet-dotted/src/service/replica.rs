@@ -34,6 +34,14 @@ impl Replica {
         }
     }
 
+    /// The replica with `bug` (DottedDB's store only; for the simulator).
+    pub fn with_bug(self, bug: crate::node_state::DottedBug) -> Replica {
+        match self {
+            Replica::Dotted(s) => Replica::Dotted(s.with_bug(bug)),
+            merkle => merkle,
+        }
+    }
+
     /// Its id.
     pub fn id(&self) -> ReplicaId {
         match self {

@@ -59,7 +59,11 @@ impl EventualBackend {
             }
             maps.push(client.eventual_map(map)?);
         }
-        let name = if merkle { "amulet-merkle" } else { "amulet-eventual" };
+        let name = if merkle {
+            "amulet-merkle"
+        } else {
+            "amulet-eventual"
+        };
         Ok((0..clients)
             .map(|i| EventualBackend {
                 map: maps[connection_for(i, maps.len())].clone(),

@@ -17,8 +17,10 @@ pub mod compare;
 mod faults;
 mod knowledge;
 mod options;
+mod service_swarm;
 
 pub use options::DottedOptions;
+pub use service_swarm::run_service_seed;
 
 use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};

@@ -1,0 +1,568 @@
+//! `amulet-sim --dotted-service`: the node's eventual-map service
+//! (`amulet_dotted::Service`, the code the node runs) under faults. Nodes
+//! that apply the map's placement at different times, clients that read
+//! with R, write with W through random nodes (forwarded to a replica),
+//! write over what they read, write blind and delete; messages lost,
+//! duplicated, delayed and reordered; partitions; crashes that restart a
+//! node from its checkpoint and journal, as the node's runtime keeps them
+//! (every record synced before the messages and replies after it). Then
+//! the faults heal, clients stop, and the timers run to quiescence; the
+//! same checkers as `--dotted` judge the replicas' final state against
+//! every write the journals hold, and every acknowledged write and every
+//! read is checked against them.
+
+use super::{checker, Write};
+use crate::rng::Rng;
+use crate::runner::{SeedOutcome, SeedStats};
+use crate::trace::TraceHash;
+use crate::violation::{Property, Violation};
+use amulet_dotted::service::durable::{Record, Replicas};
+use amulet_dotted::service::message::Versioned;
+use amulet_dotted::{
+    Dot, DottedBug, Input, NodeState, Operation, Output, Placement, ReplicaId, Service,
+    ServiceConfig, VersionVector,
+};
+use amulet_types::{NodeId, TimeMicros};
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
+
+const MAP: &str = "m";
+/// How long the healed phase may run before the replicas must be
+/// quiescent.
+const QUIESCENCE_MICROS_MAX: u64 = 300_000_000;
+/// The configuration version that created the map.
+const VERSION: u64 = 3;
+
+enum Event {
+    Deliver {
+        from: u32,
+        to: u32,
+        bytes: Vec<u8>,
+    },
+    Tick {
+        node: u32,
+    },
+    Place {
+        node: u32,
+    },
+    /// A client's next step, or its request's timeout (`step` names the
+    /// request; a stale one does nothing).
+    Client {
+        client: usize,
+        step: u64,
+    },
+    Crash {
+        node: u32,
+    },
+    Restart {
+        node: u32,
+    },
+}
+
+struct Node {
+    service: Option<Service>,
+    placed: bool,
+    checkpoint: Replicas,
+    journal: Vec<Record>,
+    /// Records not synced yet (only with `--bug ack-before-sync`: the
+    /// runtime sends before it syncs; a crash loses these).
+    unsynced: Vec<Record>,
+    epoch: u32,
+}
+
+struct Client {
+    /// The context of this client's last read of each key.
+    contexts: BTreeMap<Bytes, Vec<u8>>,
+    /// The request in flight: token, key, written value.
+    waiting: Option<(u64, Bytes, Option<Option<Bytes>>)>,
+    /// Requests issued so far.
+    step: u64,
+}
+
+struct World {
+    rng: Rng,
+    now: u64,
+    seq: u64,
+    events: BTreeMap<(u64, u64), Event>,
+    nodes: Vec<Node>,
+    clients: Vec<Client>,
+    placement: Placement,
+    config: ServiceConfig,
+    bug: DottedBug,
+    /// Every coordinated write a synced journal holds, in order, per
+    /// replica: its dot is its position (counters from 1).
+    history: BTreeMap<ReplicaId, Vec<(Bytes, Option<Bytes>, VersionVector)>>,
+    acknowledged: Vec<(Bytes, Option<Bytes>)>,
+    reads: Vec<(Bytes, Vec<Bytes>)>,
+    tokens: u64,
+    /// Token → client.
+    owners: BTreeMap<u64, usize>,
+    side: Option<BTreeSet<u32>>,
+    loss: f64,
+    duplicate: f64,
+    delay_max: u64,
+    faulty_until: u64,
+    trace: TraceHash,
+    stats: (u64, u64, u64, u64),
+}
+
+/// Runs one seed of the service swarm.
+pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome {
+    let mut rng = Rng::new(seed);
+    let node_count = rng.range(3, 5) as u32;
+    let replication = rng.range(2, 3.min(u64::from(node_count))) as u32;
+    let vnodes = node_count * rng.range(1, 3) as u32;
+    let ids: Vec<u32> = (1..=node_count).collect();
+    let placement = Placement::new(replication, vnodes, &ids, VERSION).expect("a valid placement");
+    let mut config = ServiceConfig {
+        sync_interval_micros: rng.range(20_000, 200_000),
+        strip_interval_micros: rng.range(20_000, 200_000),
+        strip_keys: rng.range(1, 64) as usize,
+        bug: if bug == DottedBug::AckBeforeSync {
+            DottedBug::None
+        } else {
+            bug
+        },
+        ..ServiceConfig::default()
+    };
+    if rng.chance(0.5) {
+        config.budget.objects = rng.range(1, 4) as usize;
+        config.budget.dots = rng.range(1, 8) as usize;
+    }
+    let keys = rng.range(2, 8);
+    let clients = rng.range(1, 4) as usize;
+    if verbose {
+        println!(
+            "seed={seed} bug={bug:?} nodes={node_count} replication={replication} ring={:?} keys={keys} clients={clients} config={config:?}",
+            placement.ring.members()
+        );
+    }
+    let mut world = World {
+        now: 0,
+        seq: 0,
+        events: BTreeMap::new(),
+        nodes: Vec::new(),
+        clients: (0..clients)
+            .map(|_| Client {
+                contexts: BTreeMap::new(),
+                waiting: None,
+                step: 0,
+            })
+            .collect(),
+        placement,
+        config,
+        bug,
+        history: BTreeMap::new(),
+        acknowledged: Vec::new(),
+        reads: Vec::new(),
+        tokens: 0,
+        owners: BTreeMap::new(),
+        side: None,
+        loss: *rng.pick(&[0.0, 0.05, 0.3]).expect("listed"),
+        duplicate: *rng.pick(&[0.0, 0.05]).expect("listed"),
+        delay_max: rng.range(100, 20_000),
+        faulty_until: 4_000_000,
+        trace: TraceHash::new(),
+        stats: (0, 0, 0, 0),
+        rng: rng.fork(),
+    };
+    for node in 1..=node_count {
+        let mut service = Service::new(node, 1, config, Replicas::default());
+        service.set_placements(0, VERSION - 1, BTreeMap::new());
+        world.nodes.push(Node {
+            service: Some(service),
+            placed: false,
+            checkpoint: Replicas::default(),
+            journal: Vec::new(),
+            unsynced: Vec::new(),
+            epoch: 1,
+        });
+        // The map's creation reaches nodes at different times.
+        let at = rng.range(0, 300_000);
+        world.at(at, Event::Place { node });
+        world.at(1_000, Event::Tick { node });
+    }
+    for client in 0..clients {
+        world.at(
+            rng.range(300_000, 400_000),
+            Event::Client { client, step: 0 },
+        );
+    }
+    let crashes = rng.chance(0.5);
+    if crashes {
+        for _ in 0..rng.range(1, 3) {
+            let node = rng.range(1, u64::from(node_count)) as u32;
+            world.at(rng.range(500_000, 3_500_000), Event::Crash { node });
+        }
+    }
+    if rng.chance(0.4) {
+        let cut = rng.range(1, u64::from(node_count) - 1) as u32;
+        world.side = Some((1..=cut).collect());
+    }
+    // The faulty phase and 10 s healed; then on, a second at a time, until
+    // every replica is quiescent (small budgets close a few dots per
+    // round) or QUIESCENCE_MICROS_MAX.
+    let mut end = world.faulty_until + 10_000_000;
+    loop {
+        while let Some(((time, _), event)) = world.events.pop_first() {
+            if time > end {
+                world.events.insert((time, 0), event);
+                break;
+            }
+            world.now = time;
+            if time >= world.faulty_until {
+                world.side = None;
+            }
+            world.handle(event, keys);
+        }
+        if world.quiescent() || end >= world.faulty_until + QUIESCENCE_MICROS_MAX {
+            break;
+        }
+        end += 1_000_000;
+    }
+    world.check(verbose)
+}
+
+impl World {
+    fn at(&mut self, delay: u64, event: Event) {
+        self.seq += 1;
+        self.events.insert((self.now + delay, self.seq), event);
+    }
+
+    fn up(&self, node: u32) -> bool {
+        self.nodes[node as usize - 1].service.is_some()
+    }
+
+    fn cut(&self, a: u32, b: u32) -> bool {
+        self.side
+            .as_ref()
+            .is_some_and(|side| side.contains(&a) != side.contains(&b))
+    }
+
+    fn handle(&mut self, event: Event, keys: u64) {
+        let now = self.now;
+        match event {
+            Event::Deliver { from, to, bytes } => {
+                if let Some(service) = self.nodes[to as usize - 1].service.as_mut() {
+                    service
+                        .on_message(now, from, &bytes)
+                        .expect("a sent message decodes");
+                    self.carry_out(to);
+                }
+            }
+            Event::Tick { node } => {
+                let i = node as usize - 1;
+                if let Some(service) = self.nodes[i].service.as_mut() {
+                    service.tick(now);
+                    self.carry_out(node);
+                    // Under the bug the runtime syncs every 50 ms, after
+                    // the replies and messages went out.
+                    if now % 50_000 < 1_000 {
+                        let unsynced = std::mem::take(&mut self.nodes[i].unsynced);
+                        self.sync(node, unsynced);
+                    }
+                    // Now and then a checkpoint folds the journal.
+                    if self.rng.chance(0.01) {
+                        let n = &mut self.nodes[i];
+                        n.checkpoint = n.service.as_ref().expect("up").replicas();
+                        n.journal.clear();
+                    }
+                }
+                self.at(1_000, Event::Tick { node });
+            }
+            Event::Place { node } => {
+                let i = node as usize - 1;
+                self.nodes[i].placed = true;
+                if let Some(service) = self.nodes[i].service.as_mut() {
+                    let placements = BTreeMap::from([(MAP.to_string(), self.placement.clone())]);
+                    service.set_placements(now, VERSION, placements);
+                    self.carry_out(node);
+                }
+            }
+            Event::Client { client, step } => {
+                if step == self.clients[client].step {
+                    self.client_step(client, keys);
+                }
+            }
+            Event::Crash { node } => {
+                let i = node as usize - 1;
+                if self.nodes[i].service.take().is_some() {
+                    self.stats.2 += 1;
+                    // What was not synced is gone.
+                    self.nodes[i].unsynced.clear();
+                    // Its clients' requests go unanswered.
+                    let after = self.rng.range(50_000, 500_000);
+                    self.at(after, Event::Restart { node });
+                }
+            }
+            Event::Restart { node } => {
+                let i = node as usize - 1;
+                let n = &mut self.nodes[i];
+                let mut replicas = n.checkpoint.clone();
+                for record in &n.journal {
+                    replicas.apply(record).expect("a synced journal replays");
+                }
+                n.epoch += 1;
+                let mut service = Service::new(node, n.epoch, self.config, replicas);
+                if n.placed {
+                    let placements = BTreeMap::from([(MAP.to_string(), self.placement.clone())]);
+                    service.set_placements(now, VERSION, placements);
+                }
+                n.service = Some(service);
+                self.carry_out(node);
+            }
+        }
+    }
+
+    /// The runtime: records synced first (late under the bug), then
+    /// messages and replies.
+    fn carry_out(&mut self, node: u32) {
+        let i = node as usize - 1;
+        let outputs = self.nodes[i].service.as_mut().expect("up").drain();
+        let mut records = Vec::new();
+        let mut rest = Vec::new();
+        for output in outputs {
+            match output {
+                Output::Journal(record) => records.push(record),
+                other => rest.push(other),
+            }
+        }
+        if self.bug == DottedBug::AckBeforeSync {
+            self.nodes[i].unsynced.extend(records);
+        } else {
+            self.sync(node, records);
+        }
+        for output in rest {
+            match output {
+                Output::Journal(_) => unreachable!("taken above"),
+                Output::Send { to, bytes } => self.send(node, to, bytes),
+                Output::Reply { token, result } => self.reply(token, result),
+            }
+        }
+    }
+
+    fn sync(&mut self, node: u32, records: Vec<Record>) {
+        for record in records {
+            if let Record::Input {
+                replica,
+                input:
+                    Input::Coordinate {
+                        key,
+                        value,
+                        context,
+                    },
+                ..
+            } = &record
+            {
+                self.history.entry(*replica).or_default().push((
+                    key.clone(),
+                    value.clone(),
+                    context.clone(),
+                ));
+            }
+            self.nodes[node as usize - 1].journal.push(record);
+        }
+    }
+
+    fn send(&mut self, from: u32, to: u32, bytes: Vec<u8>) {
+        let faulty = self.now < self.faulty_until;
+        if self.cut(from, to) || (faulty && self.rng.chance(self.loss)) {
+            self.stats.3 += 1;
+            return;
+        }
+        let copies = if faulty && self.rng.chance(self.duplicate) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let delay = self.rng.range(50, self.delay_max);
+            let bytes = bytes.clone();
+            self.at(delay, Event::Deliver { from, to, bytes });
+        }
+    }
+
+    fn reply(&mut self, token: u64, result: Result<Versioned, amulet_dotted::Refusal>) {
+        let Some(client) = self.owners.remove(&token) else {
+            return;
+        };
+        let Some((waiting, key, written)) = self.clients[client].waiting.take() else {
+            return;
+        };
+        assert_eq!(waiting, token, "a client waits for one request");
+        if let Ok(versioned) = &result {
+            match written {
+                Some(value) => self.acknowledged.push((key.clone(), value)),
+                None => {
+                    self.reads.push((key.clone(), versioned.values.clone()));
+                    self.clients[client]
+                        .contexts
+                        .insert(key.clone(), versioned.context.clone());
+                }
+            }
+            self.trace.event(
+                TimeMicros(self.now),
+                5,
+                NodeId(client as u32),
+                NodeId(0),
+                TraceHash::digest_debug(&versioned.values),
+            );
+        }
+        let think = self.rng.range(1_000, 30_000);
+        let step = self.clients[client].step;
+        self.at(think, Event::Client { client, step });
+    }
+
+    fn client_step(&mut self, client: usize, keys: u64) {
+        if self.now >= self.faulty_until {
+            return;
+        }
+        if let Some((token, _, _)) = self.clients[client].waiting.take() {
+            // Unanswered for 3 s (its node crashed): outcome unknown.
+            self.owners.remove(&token);
+        }
+        self.clients[client].step += 1;
+        let step = self.clients[client].step;
+        let live: Vec<u32> = (1..=self.nodes.len() as u32)
+            .filter(|&n| self.up(n))
+            .collect();
+        let Some(&node) = self.rng.pick(&live) else {
+            self.at(100_000, Event::Client { client, step });
+            return;
+        };
+        let key = Bytes::from(format!("k{}", self.rng.below(keys)));
+        let n = self.placement.ring.replication() as u64;
+        let quorum = self.rng.range(0, n) as u32;
+        let roll = self.rng.unit();
+        let (operation, written) = if roll < 0.35 {
+            (Operation::Get { r: quorum }, None)
+        } else {
+            let context = if self.rng.chance(0.2) {
+                Vec::new()
+            } else {
+                self.clients[client]
+                    .contexts
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            self.stats.0 += 1;
+            let value = if roll < 0.45 {
+                None
+            } else {
+                Some(Bytes::from(format!("c{client}-{}", self.stats.0)))
+            };
+            let operation = Operation::Write {
+                value: value.clone(),
+                context,
+                w: quorum,
+            };
+            (operation, Some(value))
+        };
+        self.tokens += 1;
+        let token = self.tokens;
+        self.owners.insert(token, client);
+        self.clients[client].waiting = Some((token, key.clone(), written));
+        let now = self.now;
+        let service = self.nodes[node as usize - 1]
+            .service
+            .as_mut()
+            .expect("live");
+        service.submit(now, token, MAP, key, operation);
+        self.carry_out(node);
+        self.at(3_000_000, Event::Client { client, step });
+    }
+
+    /// Every node up and every replica without metadata left.
+    fn quiescent(&self) -> bool {
+        self.nodes.iter().all(|n| {
+            n.service.as_ref().is_some_and(|s| {
+                s.status()
+                    .iter()
+                    .all(|r| r.dot_keys == 0 && r.non_stripped == 0 && r.clock_bitmap_bits == 0)
+            })
+        })
+    }
+
+    fn check(self, verbose: bool) -> SeedOutcome {
+        let mut violations = Vec::new();
+        let mut states: Vec<NodeState> = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            let Some(service) = &n.service else {
+                violations.push(Violation::new(
+                    Property::Progress,
+                    format!("node {} is down at the end", i + 1),
+                ));
+                continue;
+            };
+            for id in self.placement.held_by(i as u32 + 1) {
+                match service.replica(MAP, id).and_then(|r| r.dotted()) {
+                    Some(state) => states.push(state.clone()),
+                    None => violations.push(Violation::new(
+                        Property::Progress,
+                        format!("{id} was never made on node {}", i + 1),
+                    )),
+                }
+            }
+        }
+        let mut writes = Vec::new();
+        for (id, coordinated) in &self.history {
+            for (k, (key, value, context)) in coordinated.iter().enumerate() {
+                writes.push(Write {
+                    key: key.clone(),
+                    dot: Dot::new(*id, k as u64 + 1),
+                    value: value.clone(),
+                    context: context.clone(),
+                    lost: false,
+                });
+            }
+        }
+        if violations.is_empty() {
+            violations.extend(checker::check(&states, &writes));
+        }
+        let journaled: BTreeSet<(Bytes, Option<Bytes>)> = writes
+            .iter()
+            .map(|w| (w.key.clone(), w.value.clone()))
+            .collect();
+        for (key, value) in &self.acknowledged {
+            if value.is_some() && !journaled.contains(&(key.clone(), value.clone())) {
+                violations.push(Violation::new(
+                    Property::Causality,
+                    format!("{key:?}: the acknowledged write {value:?} is in no journal"),
+                ));
+            }
+        }
+        for (key, values) in &self.reads {
+            for value in values {
+                if !journaled.contains(&(key.clone(), Some(value.clone()))) {
+                    violations.push(Violation::new(
+                        Property::Causality,
+                        format!("{key:?}: a read returned {value:?}, never durably written"),
+                    ));
+                }
+            }
+        }
+        if verbose {
+            println!(
+                "writes={} acknowledged={} reads={} crashes={} dropped={} violations={}",
+                writes.len(),
+                self.acknowledged.len(),
+                self.reads.len(),
+                self.stats.2,
+                self.stats.3,
+                violations.len()
+            );
+        }
+        let trace_hash = self.trace.value();
+        SeedOutcome {
+            violations,
+            trace_hash,
+            stats: SeedStats {
+                values_proposed: self.stats.0,
+                virtual_micros: self.now,
+                trace_events: self.trace.events(),
+                ..SeedStats::default()
+            },
+        }
+    }
+}

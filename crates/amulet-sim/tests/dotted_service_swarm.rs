@@ -1,0 +1,68 @@
+//! The node's eventual-map service (`amulet_dotted::Service`, the code the
+//! node runs) under the `--dotted-service` swarm: nodes that apply the
+//! map's placement at different times, clients reading with R and writing
+//! with W through random nodes (forwarded to a replica), lost, duplicated
+//! and reordered messages, partitions, crashes that restart a node from its
+//! checkpoint and journal. Once healed and quiescent, every seed is checked
+//! with `--dotted`'s checkers (integrity, convergence, causality, garbage)
+//! against the writes the journals hold, and every acknowledged write and
+//! every read value against them. The long run is `amulet-sim
+//! --dotted-service --seeds 3000`.
+
+use amulet_dotted::DottedBug;
+use amulet_sim::dotted::run_service_seed;
+use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
+
+#[test]
+fn dotteddb_iv_the_nodes_service_converges_on_every_acknowledged_write_without_tombstones() {
+    let summary = run_swarm_replayed_by(7_000_000, 300, "amulet-sim --dotted-service", |seed| {
+        run_service_seed(seed, false, DottedBug::None)
+    });
+    println!(
+        "seeds={} violations={} elapsed={:?}",
+        summary.seeds, summary.violations, summary.elapsed
+    );
+    assert_eq!(
+        summary.violations, 0,
+        "failing seeds {:?}: replay with `amulet-sim --dotted-service --seed N`",
+        summary.failed_seeds
+    );
+}
+
+#[test]
+fn dotteddb_iv_the_service_gives_the_same_trace_hash_for_the_same_seed() {
+    let first = run_service_seed(5, false, DottedBug::None);
+    let second = run_service_seed(5, false, DottedBug::None);
+    assert_eq!(first.trace_hash, second.trace_hash);
+    assert!(first.stats.trace_events > 10, "the seed did something");
+}
+
+/// Asserts one of `seeds` fails with `bug`.
+fn assert_caught(bug: DottedBug, seeds: std::ops::Range<u64>) {
+    let caught = seeds.clone().find_map(|seed| {
+        let outcome = run_catching(seed, &|s| run_service_seed(s, false, bug));
+        outcome.violations.first().map(|v| (seed, v.to_string()))
+    });
+    assert!(caught.is_some(), "no seed of {seeds:?} caught {bug:?}");
+    println!("caught: {caught:?}");
+}
+
+#[test]
+fn dotteddb_journal_a_runtime_that_answers_before_it_syncs_is_caught() {
+    assert_caught(DottedBug::AckBeforeSync, 0..100);
+}
+
+#[test]
+fn dotteddb_iv_g_the_service_closing_a_whole_clock_entry_after_a_cut_reply_is_caught() {
+    assert_caught(DottedBug::SyncAdvancesWholeClock, 0..100);
+}
+
+#[test]
+fn dotteddb_iv_g_the_service_pruning_before_every_peer_is_caught() {
+    assert_caught(DottedBug::PruneBeforeEveryPeer, 0..20);
+}
+
+#[test]
+fn dotteddb_iv_c_the_service_stripping_across_clock_gaps_is_caught_at_seed_271() {
+    assert_caught(DottedBug::StripPastGaps, 271..272);
+}

@@ -29,6 +29,10 @@ var ciScenarios = []string{
 	"partition-minority/snapshot",
 	"kill-coordinator/register",
 	"kill-replica/append", // transactions: Elle list-append, judged by amulet-sim
+	// Eventual maps: siblings, the supersession oracle, convergence within
+	// 5 s of the heal, no tombstones; a restart (finding 1) and a partition.
+	"kill-replica/eventual",
+	"partition-minority/eventual",
 }
 
 type Result struct {
@@ -53,7 +57,7 @@ type Result struct {
 func main() {
 	mode := flag.String("mode", "ci", "ci (a few short scenarios) or long")
 	duration := flag.Duration("duration", 0, "workload time per scenario (default: 35s in ci mode, 10m in long mode)")
-	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank, log), all (every family with register+map+snapshot+log), all-txn (every family with append+bank) or all-log (every family with log) (default: the ci set in ci mode, all in long mode)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank, log, eventual), all (every family with register+map+snapshot+log+eventual), all-txn (every family with append+bank), all-log (every family with log) or all-eventual (every family with eventual) (default: the ci set in ci mode, all in long mode)")
 	bin := flag.String("bin", "", "the amulet binary")
 	out := flag.String("out", "", "output directory (histories, logs, visualisations)")
 	seed := flag.Int64("seed", 0, "random seed (0: from the clock)")
@@ -62,9 +66,9 @@ func main() {
 	checkTimeout := flag.Duration("check-timeout", 0, "porcupine timeout per history (default 60s ci, 300s long)")
 	table := flag.String("table", "", "also write the results table into this markdown file (between the results markers)")
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
-	model := flag.String("model", "register", "model for -check: register, map, log (a log.history.jsonl), or append (an Elle history, judged by amulet-sim)")
+	model := flag.String("model", "register", "model for -check: register, map, log (a log.history.jsonl), eventual (an eventual.history.jsonl, with the eventual.final.json beside it), or append (an Elle history, judged by amulet-sim)")
 	flag.StringVar(&SimBin, "sim", defaultSim(), "amulet-sim, whose --check-history judges the append workload's histories")
-	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads or tail-skips (in the nodes; tests/fault/run builds them with it) or stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view)")
+	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads or tail-skips (in the nodes; tests/fault/run builds them with it), stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view) or eventual-blind-deletes (in this client: eventual deletes sent with a read's context but recorded as having read nothing)")
 	flag.Parse()
 
 	if *check != "" {
@@ -73,6 +77,9 @@ func main() {
 		}
 		if *model == "log" {
 			os.Exit(checkLogFile(*check))
+		}
+		if *model == "eventual" {
+			os.Exit(checkEventualFile(*check))
 		}
 		os.Exit(checkFile(*check, *model))
 	}
@@ -102,7 +109,7 @@ func main() {
 	switch {
 	case *scenarios == "all" || (*scenarios == "" && *mode == "long"):
 		for _, f := range Families {
-			list = append(list, f+"/register+map+snapshot+log")
+			list = append(list, f+"/register+map+snapshot+log+eventual")
 		}
 	case *scenarios == "all-txn":
 		for _, f := range Families {
@@ -111,6 +118,10 @@ func main() {
 	case *scenarios == "all-log":
 		for _, f := range Families {
 			list = append(list, f+"/log")
+		}
+	case *scenarios == "all-eventual":
+		for _, f := range Families {
+			list = append(list, f+"/eventual")
 		}
 	case *scenarios == "":
 		list = ciScenarios
@@ -356,9 +367,15 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 	go func() { nem.Run(ctx, quiet, hold); close(nemDone) }()
 	<-ctx.Done()
 	<-nemDone
+	healedAt := time.Now() // the nemesis has healed for the last time
 	close(stop)
 	if !waitGroupTimeout(&wg, 90*time.Second) {
 		anomaly("harness: workers did not stop within 90 s")
+	}
+	for _, tw := range txns {
+		if h, ok := tw.(healAware); ok {
+			h.Healed(conn, healedAt)
+		}
 	}
 	r.Faults = nem.Injects
 	if crashed := nem.Unexpected(); len(crashed) > 0 {
@@ -419,6 +436,13 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 // closes and returns when they have stopped.
 type backgroundWorkload interface {
 	Background(stop <-chan struct{}, conn *Conn, seed int64)
+}
+
+// healAware is a workload that measures from the last heal (the eventual
+// workload's convergence): Healed is called once its workers have
+// stopped, with the time the nemesis healed for the last time.
+type healAware interface {
+	Healed(conn *Conn, at time.Time)
 }
 
 // extraChecks is a workload with more verdicts and details than Check's

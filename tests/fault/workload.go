@@ -57,6 +57,11 @@ var Workloads = map[string]*Workload{
 	// reads, bounds and trims, checked by porcupine against a model of
 	// the logs, and a final whole read of each log (log.go).
 	"log": {Name: "log", NewTxn: newLogRun},
+	// Eventual maps: read-modify-writes, blind writes (siblings), deletes
+	// and reads on 8 keys of a map with 3 replicas per key, checked
+	// against an oracle of which write superseded which value, with
+	// convergence within 5 s of the heal and no tombstones (eventual.go).
+	"eventual": {Name: "eventual", Map: eventualMap, NewTxn: newEventualRun},
 }
 
 // InjectBug names a deliberately injected bug ("" for none): "stale-reads"
@@ -66,7 +71,9 @@ var Workloads = map[string]*Workload{
 // "local-reads" and "tail-skips" are in the nodes (every replica answers
 // single-partition reads from its own state without ordering them; a
 // TailLog read from inside a log starts one entry late), and the client
-// does nothing different.
+// does nothing different. "eventual-blind-deletes" is in the eventual
+// workload's client: its deletes are sent with a read's context but
+// recorded as having read nothing.
 var InjectBug string
 
 type Recorder struct {

@@ -86,6 +86,15 @@
 // | move-replicas-not-distinct  |                     |                                          |
 // | move-members-must-learn     |                     |                                          |
 // | move-to-idle-node           |                     |                                          |
+// | eventual-replicas           | INVALID_ARGUMENT    | creates an eventual map with 0 replicas, |
+// |                             |                     | more than the nodes, or vnodes out of    |
+// |                             |                     | 1..=1024                                 |
+// | bad-context                 | INVALID_ARGUMENT    | gives a context that does not decode     |
+// | quorum-out-of-bounds        | INVALID_ARGUMENT    | asks for r or w above the replica count  |
+// | not-eventual                | FAILED_PRECONDITION | an eventual op on an ordered map         |
+// | eventual-map                | FAILED_PRECONDITION | an ordered op (Execute) on an eventual   |
+// |                             |                     | map                                      |
+// | quorum-not-reached          | UNAVAILABLE         | eventual op: too few replicas answered   |
 //
 // A request that fails with any of these changed nothing, except
 // DEADLINE_EXCEEDED and UNAVAILABLE (it may have taken effect; resending
@@ -174,6 +183,265 @@ func (Nearest) EnumDescriptor() ([]byte, []int) {
 	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{0}
 }
 
+type EventualGetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Map           string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	R             uint32                 `protobuf:"varint,3,opt,name=r,proto3" json:"r,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventualGetRequest) Reset() {
+	*x = EventualGetRequest{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventualGetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventualGetRequest) ProtoMessage() {}
+
+func (x *EventualGetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventualGetRequest.ProtoReflect.Descriptor instead.
+func (*EventualGetRequest) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *EventualGetRequest) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *EventualGetRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *EventualGetRequest) GetR() uint32 {
+	if x != nil {
+		return x.R
+	}
+	return 0
+}
+
+type EventualPutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Map   string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Key   []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Value []byte                 `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// A context from an earlier reply (empty: supersede nothing).
+	Context       []byte `protobuf:"bytes,4,opt,name=context,proto3" json:"context,omitempty"`
+	W             uint32 `protobuf:"varint,5,opt,name=w,proto3" json:"w,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventualPutRequest) Reset() {
+	*x = EventualPutRequest{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventualPutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventualPutRequest) ProtoMessage() {}
+
+func (x *EventualPutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventualPutRequest.ProtoReflect.Descriptor instead.
+func (*EventualPutRequest) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *EventualPutRequest) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *EventualPutRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *EventualPutRequest) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *EventualPutRequest) GetContext() []byte {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *EventualPutRequest) GetW() uint32 {
+	if x != nil {
+		return x.W
+	}
+	return 0
+}
+
+type EventualDeleteRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Map           string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Context       []byte                 `protobuf:"bytes,3,opt,name=context,proto3" json:"context,omitempty"`
+	W             uint32                 `protobuf:"varint,4,opt,name=w,proto3" json:"w,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventualDeleteRequest) Reset() {
+	*x = EventualDeleteRequest{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventualDeleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventualDeleteRequest) ProtoMessage() {}
+
+func (x *EventualDeleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventualDeleteRequest.ProtoReflect.Descriptor instead.
+func (*EventualDeleteRequest) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EventualDeleteRequest) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *EventualDeleteRequest) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *EventualDeleteRequest) GetContext() []byte {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
+func (x *EventualDeleteRequest) GetW() uint32 {
+	if x != nil {
+		return x.W
+	}
+	return 0
+}
+
+// A key's siblings and the causal context that covers them (for a write,
+// the values at the replica that took it, after it).
+type Versioned struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        [][]byte               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	Context       []byte                 `protobuf:"bytes,2,opt,name=context,proto3" json:"context,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Versioned) Reset() {
+	*x = Versioned{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Versioned) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Versioned) ProtoMessage() {}
+
+func (x *Versioned) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Versioned.ProtoReflect.Descriptor instead.
+func (*Versioned) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Versioned) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *Versioned) GetContext() []byte {
+	if x != nil {
+		return x.Context
+	}
+	return nil
+}
+
 type ReconfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The map version the change was computed from (stale: FAILED_PRECONDITION
@@ -192,7 +460,7 @@ type ReconfigureRequest struct {
 
 func (x *ReconfigureRequest) Reset() {
 	*x = ReconfigureRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -204,7 +472,7 @@ func (x *ReconfigureRequest) String() string {
 func (*ReconfigureRequest) ProtoMessage() {}
 
 func (x *ReconfigureRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[0]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -217,7 +485,7 @@ func (x *ReconfigureRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconfigureRequest.ProtoReflect.Descriptor instead.
 func (*ReconfigureRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{0}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReconfigureRequest) GetMapVersion() uint64 {
@@ -312,7 +580,7 @@ type StreamSpec struct {
 
 func (x *StreamSpec) Reset() {
 	*x = StreamSpec{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +592,7 @@ func (x *StreamSpec) String() string {
 func (*StreamSpec) ProtoMessage() {}
 
 func (x *StreamSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[1]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +605,7 @@ func (x *StreamSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSpec.ProtoReflect.Descriptor instead.
 func (*StreamSpec) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{1}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StreamSpec) GetStream() uint32 {
@@ -385,7 +653,7 @@ type SplitPartition struct {
 
 func (x *SplitPartition) Reset() {
 	*x = SplitPartition{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +665,7 @@ func (x *SplitPartition) String() string {
 func (*SplitPartition) ProtoMessage() {}
 
 func (x *SplitPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[2]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +678,7 @@ func (x *SplitPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitPartition.ProtoReflect.Descriptor instead.
 func (*SplitPartition) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{2}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SplitPartition) GetSource() uint32 {
@@ -458,7 +726,7 @@ type RangeCut struct {
 
 func (x *RangeCut) Reset() {
 	*x = RangeCut{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +738,7 @@ func (x *RangeCut) String() string {
 func (*RangeCut) ProtoMessage() {}
 
 func (x *RangeCut) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[3]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +751,7 @@ func (x *RangeCut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeCut.ProtoReflect.Descriptor instead.
 func (*RangeCut) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{3}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RangeCut) GetMap() string {
@@ -512,7 +780,7 @@ type MergePartitions struct {
 
 func (x *MergePartitions) Reset() {
 	*x = MergePartitions{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -524,7 +792,7 @@ func (x *MergePartitions) String() string {
 func (*MergePartitions) ProtoMessage() {}
 
 func (x *MergePartitions) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[4]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -537,7 +805,7 @@ func (x *MergePartitions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergePartitions.ProtoReflect.Descriptor instead.
 func (*MergePartitions) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{4}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MergePartitions) GetSource() uint32 {
@@ -566,7 +834,7 @@ type ReplaceStream struct {
 
 func (x *ReplaceStream) Reset() {
 	*x = ReplaceStream{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +846,7 @@ func (x *ReplaceStream) String() string {
 func (*ReplaceStream) ProtoMessage() {}
 
 func (x *ReplaceStream) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[5]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +859,7 @@ func (x *ReplaceStream) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceStream.ProtoReflect.Descriptor instead.
 func (*ReplaceStream) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{5}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplaceStream) GetPartition() uint32 {
@@ -624,7 +892,7 @@ type MovePartition struct {
 
 func (x *MovePartition) Reset() {
 	*x = MovePartition{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +904,7 @@ func (x *MovePartition) String() string {
 func (*MovePartition) ProtoMessage() {}
 
 func (x *MovePartition) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[6]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +917,7 @@ func (x *MovePartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MovePartition.ProtoReflect.Descriptor instead.
 func (*MovePartition) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{6}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MovePartition) GetPartition() uint32 {
@@ -681,7 +949,7 @@ type ReconfigureResponse struct {
 
 func (x *ReconfigureResponse) Reset() {
 	*x = ReconfigureResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +961,7 @@ func (x *ReconfigureResponse) String() string {
 func (*ReconfigureResponse) ProtoMessage() {}
 
 func (x *ReconfigureResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[7]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +974,7 @@ func (x *ReconfigureResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconfigureResponse.ProtoReflect.Descriptor instead.
 func (*ReconfigureResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{7}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{11}
 }
 
 type GetPartitionMapRequest struct {
@@ -717,7 +985,7 @@ type GetPartitionMapRequest struct {
 
 func (x *GetPartitionMapRequest) Reset() {
 	*x = GetPartitionMapRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +997,7 @@ func (x *GetPartitionMapRequest) String() string {
 func (*GetPartitionMapRequest) ProtoMessage() {}
 
 func (x *GetPartitionMapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[8]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +1010,7 @@ func (x *GetPartitionMapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPartitionMapRequest.ProtoReflect.Descriptor instead.
 func (*GetPartitionMapRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{8}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{12}
 }
 
 type PartitionMap struct {
@@ -762,7 +1030,7 @@ type PartitionMap struct {
 
 func (x *PartitionMap) Reset() {
 	*x = PartitionMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +1042,7 @@ func (x *PartitionMap) String() string {
 func (*PartitionMap) ProtoMessage() {}
 
 func (x *PartitionMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[9]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +1055,7 @@ func (x *PartitionMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionMap.ProtoReflect.Descriptor instead.
 func (*PartitionMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{9}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PartitionMap) GetVersion() uint64 {
@@ -843,7 +1111,7 @@ type Partition struct {
 
 func (x *Partition) Reset() {
 	*x = Partition{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +1123,7 @@ func (x *Partition) String() string {
 func (*Partition) ProtoMessage() {}
 
 func (x *Partition) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[10]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +1136,7 @@ func (x *Partition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Partition.ProtoReflect.Descriptor instead.
 func (*Partition) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{10}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Partition) GetId() uint32 {
@@ -902,7 +1170,7 @@ type TokenRange struct {
 
 func (x *TokenRange) Reset() {
 	*x = TokenRange{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1182,7 @@ func (x *TokenRange) String() string {
 func (*TokenRange) ProtoMessage() {}
 
 func (x *TokenRange) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[11]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1195,7 @@ func (x *TokenRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRange.ProtoReflect.Descriptor instead.
 func (*TokenRange) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{11}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TokenRange) GetFirstToken() uint32 {
@@ -956,7 +1224,7 @@ type Keyspace struct {
 
 func (x *Keyspace) Reset() {
 	*x = Keyspace{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1236,7 @@ func (x *Keyspace) String() string {
 func (*Keyspace) ProtoMessage() {}
 
 func (x *Keyspace) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[12]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1249,7 @@ func (x *Keyspace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Keyspace.ProtoReflect.Descriptor instead.
 func (*Keyspace) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{12}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Keyspace) GetName() string {
@@ -1004,6 +1272,7 @@ type Layout struct {
 	//
 	//	*Layout_Hash
 	//	*Layout_Range
+	//	*Layout_Eventual
 	Kind          isLayout_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1011,7 +1280,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1023,7 +1292,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[13]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1036,7 +1305,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{13}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Layout) GetKind() isLayout_Kind {
@@ -1064,6 +1333,15 @@ func (x *Layout) GetRange() *RangeLayout {
 	return nil
 }
 
+func (x *Layout) GetEventual() *EventualLayout {
+	if x != nil {
+		if x, ok := x.Kind.(*Layout_Eventual); ok {
+			return x.Eventual
+		}
+	}
+	return nil
+}
+
 type isLayout_Kind interface {
 	isLayout_Kind()
 }
@@ -1076,9 +1354,142 @@ type Layout_Range struct {
 	Range *RangeLayout `protobuf:"bytes,2,opt,name=range,proto3,oneof"`
 }
 
+type Layout_Eventual struct {
+	Eventual *EventualLayout `protobuf:"bytes,3,opt,name=eventual,proto3,oneof"`
+}
+
 func (*Layout_Hash) isLayout_Kind() {}
 
 func (*Layout_Range) isLayout_Kind() {}
+
+func (*Layout_Eventual) isLayout_Kind() {}
+
+// An eventual map (docs/eventual-maps.md): `vnodes` virtual nodes on a
+// token ring (0: 16), each key on `replicas` consecutive ones, placed on
+// distinct nodes. `ring` is filled by the cluster (empty in CreateMap).
+type EventualLayout struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Replicas uint32                 `protobuf:"varint,1,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Vnodes   uint32                 `protobuf:"varint,2,opt,name=vnodes,proto3" json:"vnodes,omitempty"`
+	Ring     []*EventualVnode       `protobuf:"bytes,3,rep,name=ring,proto3" json:"ring,omitempty"`
+	// The MerkleDB baseline's store (per-key version vectors, tombstones,
+	// Merkle-tree anti-entropy) instead of DottedDB's, for comparisons
+	// (DottedDB §V); the same API.
+	Merkle        bool `protobuf:"varint,4,opt,name=merkle,proto3" json:"merkle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventualLayout) Reset() {
+	*x = EventualLayout{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventualLayout) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventualLayout) ProtoMessage() {}
+
+func (x *EventualLayout) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventualLayout.ProtoReflect.Descriptor instead.
+func (*EventualLayout) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EventualLayout) GetReplicas() uint32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *EventualLayout) GetVnodes() uint32 {
+	if x != nil {
+		return x.Vnodes
+	}
+	return 0
+}
+
+func (x *EventualLayout) GetRing() []*EventualVnode {
+	if x != nil {
+		return x.Ring
+	}
+	return nil
+}
+
+func (x *EventualLayout) GetMerkle() bool {
+	if x != nil {
+		return x.Merkle
+	}
+	return false
+}
+
+// A virtual node: its replica id (never reused) and the node holding it.
+type EventualVnode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replica       uint64                 `protobuf:"varint,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	Node          uint32                 `protobuf:"varint,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventualVnode) Reset() {
+	*x = EventualVnode{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventualVnode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventualVnode) ProtoMessage() {}
+
+func (x *EventualVnode) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventualVnode.ProtoReflect.Descriptor instead.
+func (*EventualVnode) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *EventualVnode) GetReplica() uint64 {
+	if x != nil {
+		return x.Replica
+	}
+	return 0
+}
+
+func (x *EventualVnode) GetNode() uint32 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
 
 type HashLayout struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1088,7 +1499,7 @@ type HashLayout struct {
 
 func (x *HashLayout) Reset() {
 	*x = HashLayout{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1511,7 @@ func (x *HashLayout) String() string {
 func (*HashLayout) ProtoMessage() {}
 
 func (x *HashLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[14]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1524,7 @@ func (x *HashLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HashLayout.ProtoReflect.Descriptor instead.
 func (*HashLayout) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{14}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{20}
 }
 
 type RangeLayout struct {
@@ -1125,7 +1536,7 @@ type RangeLayout struct {
 
 func (x *RangeLayout) Reset() {
 	*x = RangeLayout{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1548,7 @@ func (x *RangeLayout) String() string {
 func (*RangeLayout) ProtoMessage() {}
 
 func (x *RangeLayout) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[15]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1561,7 @@ func (x *RangeLayout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeLayout.ProtoReflect.Descriptor instead.
 func (*RangeLayout) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{15}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RangeLayout) GetSplits() []*RangeSplit {
@@ -1170,7 +1581,7 @@ type RangeSplit struct {
 
 func (x *RangeSplit) Reset() {
 	*x = RangeSplit{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1593,7 @@ func (x *RangeSplit) String() string {
 func (*RangeSplit) ProtoMessage() {}
 
 func (x *RangeSplit) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[16]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1606,7 @@ func (x *RangeSplit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RangeSplit.ProtoReflect.Descriptor instead.
 func (*RangeSplit) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{16}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RangeSplit) GetStartKey() []byte {
@@ -1222,7 +1633,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1645,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[17]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1658,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{17}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodeAddress) GetNode() uint32 {
@@ -1276,7 +1687,7 @@ type OpenSessionRequest struct {
 
 func (x *OpenSessionRequest) Reset() {
 	*x = OpenSessionRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1288,7 +1699,7 @@ func (x *OpenSessionRequest) String() string {
 func (*OpenSessionRequest) ProtoMessage() {}
 
 func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[18]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1301,7 +1712,7 @@ func (x *OpenSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSessionRequest.ProtoReflect.Descriptor instead.
 func (*OpenSessionRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{18}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *OpenSessionRequest) GetSession() uint64 {
@@ -1335,7 +1746,7 @@ type CloseSessionRequest struct {
 
 func (x *CloseSessionRequest) Reset() {
 	*x = CloseSessionRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1758,7 @@ func (x *CloseSessionRequest) String() string {
 func (*CloseSessionRequest) ProtoMessage() {}
 
 func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[19]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1771,7 @@ func (x *CloseSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseSessionRequest.ProtoReflect.Descriptor instead.
 func (*CloseSessionRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{19}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CloseSessionRequest) GetSession() uint64 {
@@ -1385,7 +1796,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1808,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[20]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1821,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{20}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{26}
 }
 
 // Routing and exactly-once stamp of a map operation.
@@ -1431,7 +1842,7 @@ type RequestHeader struct {
 
 func (x *RequestHeader) Reset() {
 	*x = RequestHeader{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1854,7 @@ func (x *RequestHeader) String() string {
 func (*RequestHeader) ProtoMessage() {}
 
 func (x *RequestHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[21]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1867,7 @@ func (x *RequestHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestHeader.ProtoReflect.Descriptor instead.
 func (*RequestHeader) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{21}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RequestHeader) GetMapVersion() uint64 {
@@ -1531,7 +1942,7 @@ type MapRequest struct {
 
 func (x *MapRequest) Reset() {
 	*x = MapRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1954,7 @@ func (x *MapRequest) String() string {
 func (*MapRequest) ProtoMessage() {}
 
 func (x *MapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[22]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1967,7 @@ func (x *MapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRequest.ProtoReflect.Descriptor instead.
 func (*MapRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{22}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MapRequest) GetHeader() *RequestHeader {
@@ -2073,7 +2484,7 @@ type CreateLog struct {
 
 func (x *CreateLog) Reset() {
 	*x = CreateLog{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2496,7 @@ func (x *CreateLog) String() string {
 func (*CreateLog) ProtoMessage() {}
 
 func (x *CreateLog) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[23]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2509,7 @@ func (x *CreateLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateLog.ProtoReflect.Descriptor instead.
 func (*CreateLog) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{23}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateLog) GetLog() string {
@@ -2118,7 +2529,7 @@ type DropLog struct {
 
 func (x *DropLog) Reset() {
 	*x = DropLog{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2541,7 @@ func (x *DropLog) String() string {
 func (*DropLog) ProtoMessage() {}
 
 func (x *DropLog) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[24]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2554,7 @@ func (x *DropLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropLog.ProtoReflect.Descriptor instead.
 func (*DropLog) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{24}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DropLog) GetLog() string {
@@ -2164,7 +2575,7 @@ type Append struct {
 
 func (x *Append) Reset() {
 	*x = Append{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2176,7 +2587,7 @@ func (x *Append) String() string {
 func (*Append) ProtoMessage() {}
 
 func (x *Append) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[25]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2189,7 +2600,7 @@ func (x *Append) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Append.ProtoReflect.Descriptor instead.
 func (*Append) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{25}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Append) GetLog() string {
@@ -2220,7 +2631,7 @@ type MultiAppend struct {
 
 func (x *MultiAppend) Reset() {
 	*x = MultiAppend{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2643,7 @@ func (x *MultiAppend) String() string {
 func (*MultiAppend) ProtoMessage() {}
 
 func (x *MultiAppend) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[26]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2656,7 @@ func (x *MultiAppend) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MultiAppend.ProtoReflect.Descriptor instead.
 func (*MultiAppend) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{26}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MultiAppend) GetEntries() []*LogEntry {
@@ -2265,7 +2676,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2277,7 +2688,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[27]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2290,7 +2701,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{27}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LogEntry) GetLog() string {
@@ -2323,7 +2734,7 @@ type ReadLog struct {
 
 func (x *ReadLog) Reset() {
 	*x = ReadLog{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2335,7 +2746,7 @@ func (x *ReadLog) String() string {
 func (*ReadLog) ProtoMessage() {}
 
 func (x *ReadLog) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[28]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2348,7 +2759,7 @@ func (x *ReadLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadLog.ProtoReflect.Descriptor instead.
 func (*ReadLog) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{28}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReadLog) GetLog() string {
@@ -2385,7 +2796,7 @@ type TrimLog struct {
 
 func (x *TrimLog) Reset() {
 	*x = TrimLog{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2808,7 @@ func (x *TrimLog) String() string {
 func (*TrimLog) ProtoMessage() {}
 
 func (x *TrimLog) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[29]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2821,7 @@ func (x *TrimLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrimLog.ProtoReflect.Descriptor instead.
 func (*TrimLog) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{29}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TrimLog) GetLog() string {
@@ -2437,7 +2848,7 @@ type LogBounds struct {
 
 func (x *LogBounds) Reset() {
 	*x = LogBounds{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2860,7 @@ func (x *LogBounds) String() string {
 func (*LogBounds) ProtoMessage() {}
 
 func (x *LogBounds) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[30]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2873,7 @@ func (x *LogBounds) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBounds.ProtoReflect.Descriptor instead.
 func (*LogBounds) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{30}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *LogBounds) GetLog() string {
@@ -2489,7 +2900,7 @@ type BeginTransaction struct {
 
 func (x *BeginTransaction) Reset() {
 	*x = BeginTransaction{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2501,7 +2912,7 @@ func (x *BeginTransaction) String() string {
 func (*BeginTransaction) ProtoMessage() {}
 
 func (x *BeginTransaction) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[31]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2514,7 +2925,7 @@ func (x *BeginTransaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeginTransaction.ProtoReflect.Descriptor instead.
 func (*BeginTransaction) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{31}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BeginTransaction) GetLeaseMicros() uint64 {
@@ -2541,7 +2952,7 @@ type EndTransaction struct {
 
 func (x *EndTransaction) Reset() {
 	*x = EndTransaction{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2553,7 +2964,7 @@ func (x *EndTransaction) String() string {
 func (*EndTransaction) ProtoMessage() {}
 
 func (x *EndTransaction) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[32]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2566,7 +2977,7 @@ func (x *EndTransaction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndTransaction.ProtoReflect.Descriptor instead.
 func (*EndTransaction) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{32}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *EndTransaction) GetReadVersion() uint64 {
@@ -2587,7 +2998,7 @@ type KeyRange struct {
 
 func (x *KeyRange) Reset() {
 	*x = KeyRange{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +3010,7 @@ func (x *KeyRange) String() string {
 func (*KeyRange) ProtoMessage() {}
 
 func (x *KeyRange) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[33]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +3023,7 @@ func (x *KeyRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyRange.ProtoReflect.Descriptor instead.
 func (*KeyRange) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{33}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *KeyRange) GetFrom() *KeyBound {
@@ -2640,7 +3051,7 @@ type ReadConflict struct {
 
 func (x *ReadConflict) Reset() {
 	*x = ReadConflict{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +3063,7 @@ func (x *ReadConflict) String() string {
 func (*ReadConflict) ProtoMessage() {}
 
 func (x *ReadConflict) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[34]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +3076,7 @@ func (x *ReadConflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadConflict.ProtoReflect.Descriptor instead.
 func (*ReadConflict) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{34}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReadConflict) GetMap() string {
@@ -2694,7 +3105,7 @@ type TxnWrite struct {
 
 func (x *TxnWrite) Reset() {
 	*x = TxnWrite{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +3117,7 @@ func (x *TxnWrite) String() string {
 func (*TxnWrite) ProtoMessage() {}
 
 func (x *TxnWrite) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[35]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +3130,7 @@ func (x *TxnWrite) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TxnWrite.ProtoReflect.Descriptor instead.
 func (*TxnWrite) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{35}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TxnWrite) GetMap() string {
@@ -2759,7 +3170,7 @@ type Commit struct {
 
 func (x *Commit) Reset() {
 	*x = Commit{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +3182,7 @@ func (x *Commit) String() string {
 func (*Commit) ProtoMessage() {}
 
 func (x *Commit) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[36]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +3195,7 @@ func (x *Commit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Commit.ProtoReflect.Descriptor instead.
 func (*Commit) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{36}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Commit) GetReadVersion() uint64 {
@@ -2822,7 +3233,7 @@ type ReadAtRequest struct {
 
 func (x *ReadAtRequest) Reset() {
 	*x = ReadAtRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +3245,7 @@ func (x *ReadAtRequest) String() string {
 func (*ReadAtRequest) ProtoMessage() {}
 
 func (x *ReadAtRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[37]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +3258,7 @@ func (x *ReadAtRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadAtRequest.ProtoReflect.Descriptor instead.
 func (*ReadAtRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{37}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReadAtRequest) GetReadVersion() uint64 {
@@ -2877,7 +3288,7 @@ type ReadAtResponse struct {
 
 func (x *ReadAtResponse) Reset() {
 	*x = ReadAtResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +3300,7 @@ func (x *ReadAtResponse) String() string {
 func (*ReadAtResponse) ProtoMessage() {}
 
 func (x *ReadAtResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[38]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +3313,7 @@ func (x *ReadAtResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadAtResponse.ProtoReflect.Descriptor instead.
 func (*ReadAtResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{38}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReadAtResponse) GetResponse() *MapResponse {
@@ -2930,7 +3341,7 @@ type CreateMap struct {
 
 func (x *CreateMap) Reset() {
 	*x = CreateMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3353,7 @@ func (x *CreateMap) String() string {
 func (*CreateMap) ProtoMessage() {}
 
 func (x *CreateMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[39]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3366,7 @@ func (x *CreateMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateMap.ProtoReflect.Descriptor instead.
 func (*CreateMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{39}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateMap) GetMap() string {
@@ -2981,7 +3392,7 @@ type DropMap struct {
 
 func (x *DropMap) Reset() {
 	*x = DropMap{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3404,7 @@ func (x *DropMap) String() string {
 func (*DropMap) ProtoMessage() {}
 
 func (x *DropMap) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[40]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3417,7 @@ func (x *DropMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropMap.ProtoReflect.Descriptor instead.
 func (*DropMap) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{40}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DropMap) GetMap() string {
@@ -3027,7 +3438,7 @@ type Get struct {
 
 func (x *Get) Reset() {
 	*x = Get{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3450,7 @@ func (x *Get) String() string {
 func (*Get) ProtoMessage() {}
 
 func (x *Get) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[41]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3463,7 @@ func (x *Get) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Get.ProtoReflect.Descriptor instead.
 func (*Get) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{41}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Get) GetMap() string {
@@ -3080,7 +3491,7 @@ type ContainsKey struct {
 
 func (x *ContainsKey) Reset() {
 	*x = ContainsKey{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3092,7 +3503,7 @@ func (x *ContainsKey) String() string {
 func (*ContainsKey) ProtoMessage() {}
 
 func (x *ContainsKey) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[42]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3105,7 +3516,7 @@ func (x *ContainsKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainsKey.ProtoReflect.Descriptor instead.
 func (*ContainsKey) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{42}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ContainsKey) GetMap() string {
@@ -3134,7 +3545,7 @@ type Put struct {
 
 func (x *Put) Reset() {
 	*x = Put{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3557,7 @@ func (x *Put) String() string {
 func (*Put) ProtoMessage() {}
 
 func (x *Put) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[43]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3570,7 @@ func (x *Put) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Put.ProtoReflect.Descriptor instead.
 func (*Put) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{43}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Put) GetMap() string {
@@ -3194,7 +3605,7 @@ type Remove struct {
 
 func (x *Remove) Reset() {
 	*x = Remove{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3617,7 @@ func (x *Remove) String() string {
 func (*Remove) ProtoMessage() {}
 
 func (x *Remove) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[44]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3630,7 @@ func (x *Remove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Remove.ProtoReflect.Descriptor instead.
 func (*Remove) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{44}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Remove) GetMap() string {
@@ -3248,7 +3659,7 @@ type PutIfAbsent struct {
 
 func (x *PutIfAbsent) Reset() {
 	*x = PutIfAbsent{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3671,7 @@ func (x *PutIfAbsent) String() string {
 func (*PutIfAbsent) ProtoMessage() {}
 
 func (x *PutIfAbsent) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[45]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3684,7 @@ func (x *PutIfAbsent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutIfAbsent.ProtoReflect.Descriptor instead.
 func (*PutIfAbsent) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{45}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PutIfAbsent) GetMap() string {
@@ -3309,7 +3720,7 @@ type Replace struct {
 
 func (x *Replace) Reset() {
 	*x = Replace{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3732,7 @@ func (x *Replace) String() string {
 func (*Replace) ProtoMessage() {}
 
 func (x *Replace) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[46]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3745,7 @@ func (x *Replace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Replace.ProtoReflect.Descriptor instead.
 func (*Replace) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{46}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Replace) GetMap() string {
@@ -3371,7 +3782,7 @@ type ReplaceIfEquals struct {
 
 func (x *ReplaceIfEquals) Reset() {
 	*x = ReplaceIfEquals{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3794,7 @@ func (x *ReplaceIfEquals) String() string {
 func (*ReplaceIfEquals) ProtoMessage() {}
 
 func (x *ReplaceIfEquals) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[47]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3807,7 @@ func (x *ReplaceIfEquals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceIfEquals.ProtoReflect.Descriptor instead.
 func (*ReplaceIfEquals) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{47}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReplaceIfEquals) GetMap() string {
@@ -3439,7 +3850,7 @@ type RemoveIfEquals struct {
 
 func (x *RemoveIfEquals) Reset() {
 	*x = RemoveIfEquals{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3451,7 +3862,7 @@ func (x *RemoveIfEquals) String() string {
 func (*RemoveIfEquals) ProtoMessage() {}
 
 func (x *RemoveIfEquals) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[48]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3464,7 +3875,7 @@ func (x *RemoveIfEquals) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveIfEquals.ProtoReflect.Descriptor instead.
 func (*RemoveIfEquals) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{48}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RemoveIfEquals) GetMap() string {
@@ -3499,7 +3910,7 @@ type PutAll struct {
 
 func (x *PutAll) Reset() {
 	*x = PutAll{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3511,7 +3922,7 @@ func (x *PutAll) String() string {
 func (*PutAll) ProtoMessage() {}
 
 func (x *PutAll) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[49]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3524,7 +3935,7 @@ func (x *PutAll) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutAll.ProtoReflect.Descriptor instead.
 func (*PutAll) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{49}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *PutAll) GetMap() string {
@@ -3558,7 +3969,7 @@ type MergeFields struct {
 
 func (x *MergeFields) Reset() {
 	*x = MergeFields{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3570,7 +3981,7 @@ func (x *MergeFields) String() string {
 func (*MergeFields) ProtoMessage() {}
 
 func (x *MergeFields) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[50]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3583,7 +3994,7 @@ func (x *MergeFields) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeFields.ProtoReflect.Descriptor instead.
 func (*MergeFields) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{50}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MergeFields) GetMap() string {
@@ -3617,7 +4028,7 @@ type Field struct {
 
 func (x *Field) Reset() {
 	*x = Field{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +4040,7 @@ func (x *Field) String() string {
 func (*Field) ProtoMessage() {}
 
 func (x *Field) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[51]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +4053,7 @@ func (x *Field) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Field.ProtoReflect.Descriptor instead.
 func (*Field) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{51}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Field) GetName() []byte {
@@ -3670,7 +4081,7 @@ type ContainsValue struct {
 
 func (x *ContainsValue) Reset() {
 	*x = ContainsValue{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +4093,7 @@ func (x *ContainsValue) String() string {
 func (*ContainsValue) ProtoMessage() {}
 
 func (x *ContainsValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[52]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +4106,7 @@ func (x *ContainsValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainsValue.ProtoReflect.Descriptor instead.
 func (*ContainsValue) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{52}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ContainsValue) GetMap() string {
@@ -3722,7 +4133,7 @@ type Size struct {
 
 func (x *Size) Reset() {
 	*x = Size{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +4145,7 @@ func (x *Size) String() string {
 func (*Size) ProtoMessage() {}
 
 func (x *Size) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[53]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +4158,7 @@ func (x *Size) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Size.ProtoReflect.Descriptor instead.
 func (*Size) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{53}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Size) GetMap() string {
@@ -3767,7 +4178,7 @@ type IsEmpty struct {
 
 func (x *IsEmpty) Reset() {
 	*x = IsEmpty{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3779,7 +4190,7 @@ func (x *IsEmpty) String() string {
 func (*IsEmpty) ProtoMessage() {}
 
 func (x *IsEmpty) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[54]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3792,7 +4203,7 @@ func (x *IsEmpty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IsEmpty.ProtoReflect.Descriptor instead.
 func (*IsEmpty) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{54}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *IsEmpty) GetMap() string {
@@ -3812,7 +4223,7 @@ type Clear struct {
 
 func (x *Clear) Reset() {
 	*x = Clear{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3824,7 +4235,7 @@ func (x *Clear) String() string {
 func (*Clear) ProtoMessage() {}
 
 func (x *Clear) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[55]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3837,7 +4248,7 @@ func (x *Clear) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Clear.ProtoReflect.Descriptor instead.
 func (*Clear) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{55}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Clear) GetMap() string {
@@ -3857,7 +4268,7 @@ type FirstEntry struct {
 
 func (x *FirstEntry) Reset() {
 	*x = FirstEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +4280,7 @@ func (x *FirstEntry) String() string {
 func (*FirstEntry) ProtoMessage() {}
 
 func (x *FirstEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[56]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +4293,7 @@ func (x *FirstEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FirstEntry.ProtoReflect.Descriptor instead.
 func (*FirstEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{56}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *FirstEntry) GetMap() string {
@@ -3902,7 +4313,7 @@ type LastEntry struct {
 
 func (x *LastEntry) Reset() {
 	*x = LastEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3914,7 +4325,7 @@ func (x *LastEntry) String() string {
 func (*LastEntry) ProtoMessage() {}
 
 func (x *LastEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[57]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3927,7 +4338,7 @@ func (x *LastEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastEntry.ProtoReflect.Descriptor instead.
 func (*LastEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{57}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *LastEntry) GetMap() string {
@@ -3949,7 +4360,7 @@ type NearestEntry struct {
 
 func (x *NearestEntry) Reset() {
 	*x = NearestEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3961,7 +4372,7 @@ func (x *NearestEntry) String() string {
 func (*NearestEntry) ProtoMessage() {}
 
 func (x *NearestEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[58]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3974,7 +4385,7 @@ func (x *NearestEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NearestEntry.ProtoReflect.Descriptor instead.
 func (*NearestEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{58}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NearestEntry) GetMap() string {
@@ -4008,7 +4419,7 @@ type KeyBound struct {
 
 func (x *KeyBound) Reset() {
 	*x = KeyBound{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4020,7 +4431,7 @@ func (x *KeyBound) String() string {
 func (*KeyBound) ProtoMessage() {}
 
 func (x *KeyBound) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[59]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4033,7 +4444,7 @@ func (x *KeyBound) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyBound.ProtoReflect.Descriptor instead.
 func (*KeyBound) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{59}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *KeyBound) GetKey() []byte {
@@ -4065,7 +4476,7 @@ type Range struct {
 
 func (x *Range) Reset() {
 	*x = Range{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4077,7 +4488,7 @@ func (x *Range) String() string {
 func (*Range) ProtoMessage() {}
 
 func (x *Range) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[60]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4090,7 +4501,7 @@ func (x *Range) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Range.ProtoReflect.Descriptor instead.
 func (*Range) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{60}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Range) GetMap() string {
@@ -4140,7 +4551,7 @@ type OpenSnapshot struct {
 
 func (x *OpenSnapshot) Reset() {
 	*x = OpenSnapshot{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4152,7 +4563,7 @@ func (x *OpenSnapshot) String() string {
 func (*OpenSnapshot) ProtoMessage() {}
 
 func (x *OpenSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[61]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4165,7 +4576,7 @@ func (x *OpenSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenSnapshot.ProtoReflect.Descriptor instead.
 func (*OpenSnapshot) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{61}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *OpenSnapshot) GetMap() string {
@@ -4192,7 +4603,7 @@ type ReleaseSnapshot struct {
 
 func (x *ReleaseSnapshot) Reset() {
 	*x = ReleaseSnapshot{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4204,7 +4615,7 @@ func (x *ReleaseSnapshot) String() string {
 func (*ReleaseSnapshot) ProtoMessage() {}
 
 func (x *ReleaseSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[62]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4217,7 +4628,7 @@ func (x *ReleaseSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseSnapshot.ProtoReflect.Descriptor instead.
 func (*ReleaseSnapshot) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{62}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ReleaseSnapshot) GetSnapshot() uint64 {
@@ -4237,7 +4648,7 @@ type Entry struct {
 
 func (x *Entry) Reset() {
 	*x = Entry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4249,7 +4660,7 @@ func (x *Entry) String() string {
 func (*Entry) ProtoMessage() {}
 
 func (x *Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[63]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4673,7 @@ func (x *Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entry.ProtoReflect.Descriptor instead.
 func (*Entry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{63}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Entry) GetKey() []byte {
@@ -4288,7 +4699,7 @@ type OptionalValue struct {
 
 func (x *OptionalValue) Reset() {
 	*x = OptionalValue{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4300,7 +4711,7 @@ func (x *OptionalValue) String() string {
 func (*OptionalValue) ProtoMessage() {}
 
 func (x *OptionalValue) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[64]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4313,7 +4724,7 @@ func (x *OptionalValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionalValue.ProtoReflect.Descriptor instead.
 func (*OptionalValue) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{64}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *OptionalValue) GetValue() []byte {
@@ -4332,7 +4743,7 @@ type OptionalEntry struct {
 
 func (x *OptionalEntry) Reset() {
 	*x = OptionalEntry{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4344,7 +4755,7 @@ func (x *OptionalEntry) String() string {
 func (*OptionalEntry) ProtoMessage() {}
 
 func (x *OptionalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[65]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4357,7 +4768,7 @@ func (x *OptionalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptionalEntry.ProtoReflect.Descriptor instead.
 func (*OptionalEntry) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{65}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *OptionalEntry) GetEntry() *Entry {
@@ -4378,7 +4789,7 @@ type Entries struct {
 
 func (x *Entries) Reset() {
 	*x = Entries{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4390,7 +4801,7 @@ func (x *Entries) String() string {
 func (*Entries) ProtoMessage() {}
 
 func (x *Entries) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[66]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4403,7 +4814,7 @@ func (x *Entries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Entries.ProtoReflect.Descriptor instead.
 func (*Entries) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{66}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Entries) GetEntries() []*Entry {
@@ -4428,7 +4839,7 @@ type Done struct {
 
 func (x *Done) Reset() {
 	*x = Done{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4440,7 +4851,7 @@ func (x *Done) String() string {
 func (*Done) ProtoMessage() {}
 
 func (x *Done) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[67]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4453,7 +4864,7 @@ func (x *Done) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Done.ProtoReflect.Descriptor instead.
 func (*Done) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{67}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{73}
 }
 
 type MapResponse struct {
@@ -4479,7 +4890,7 @@ type MapResponse struct {
 
 func (x *MapResponse) Reset() {
 	*x = MapResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4491,7 +4902,7 @@ func (x *MapResponse) String() string {
 func (*MapResponse) ProtoMessage() {}
 
 func (x *MapResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[68]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4504,7 +4915,7 @@ func (x *MapResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponse.ProtoReflect.Descriptor instead.
 func (*MapResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{68}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *MapResponse) GetResult() isMapResponse_Result {
@@ -4708,7 +5119,7 @@ type Positions struct {
 
 func (x *Positions) Reset() {
 	*x = Positions{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[69]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4720,7 +5131,7 @@ func (x *Positions) String() string {
 func (*Positions) ProtoMessage() {}
 
 func (x *Positions) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[69]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4733,7 +5144,7 @@ func (x *Positions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Positions.ProtoReflect.Descriptor instead.
 func (*Positions) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{69}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *Positions) GetPositions() []uint64 {
@@ -4757,7 +5168,7 @@ type LogEntries struct {
 
 func (x *LogEntries) Reset() {
 	*x = LogEntries{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[70]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4769,7 +5180,7 @@ func (x *LogEntries) String() string {
 func (*LogEntries) ProtoMessage() {}
 
 func (x *LogEntries) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[70]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4782,7 +5193,7 @@ func (x *LogEntries) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntries.ProtoReflect.Descriptor instead.
 func (*LogEntries) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{70}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *LogEntries) GetFrom() uint64 {
@@ -4824,7 +5235,7 @@ type LogBoundsReply struct {
 
 func (x *LogBoundsReply) Reset() {
 	*x = LogBoundsReply{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[71]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4836,7 +5247,7 @@ func (x *LogBoundsReply) String() string {
 func (*LogBoundsReply) ProtoMessage() {}
 
 func (x *LogBoundsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[71]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4849,7 +5260,7 @@ func (x *LogBoundsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogBoundsReply.ProtoReflect.Descriptor instead.
 func (*LogBoundsReply) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{71}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *LogBoundsReply) GetFirst() uint64 {
@@ -4884,7 +5295,7 @@ type TailLogRequest struct {
 
 func (x *TailLogRequest) Reset() {
 	*x = TailLogRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +5307,7 @@ func (x *TailLogRequest) String() string {
 func (*TailLogRequest) ProtoMessage() {}
 
 func (x *TailLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[72]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +5320,7 @@ func (x *TailLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TailLogRequest.ProtoReflect.Descriptor instead.
 func (*TailLogRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{72}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *TailLogRequest) GetLog() string {
@@ -4954,7 +5365,7 @@ type ReadSnapshotRequest struct {
 
 func (x *ReadSnapshotRequest) Reset() {
 	*x = ReadSnapshotRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4966,7 +5377,7 @@ func (x *ReadSnapshotRequest) String() string {
 func (*ReadSnapshotRequest) ProtoMessage() {}
 
 func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[73]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4979,7 +5390,7 @@ func (x *ReadSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*ReadSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{73}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReadSnapshotRequest) GetPartition() uint32 {
@@ -5021,7 +5432,7 @@ type SnapshotPage struct {
 
 func (x *SnapshotPage) Reset() {
 	*x = SnapshotPage{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5033,7 +5444,7 @@ func (x *SnapshotPage) String() string {
 func (*SnapshotPage) ProtoMessage() {}
 
 func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[74]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5046,7 +5457,7 @@ func (x *SnapshotPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPage.ProtoReflect.Descriptor instead.
 func (*SnapshotPage) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{74}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SnapshotPage) GetEntries() []*Entry {
@@ -5071,7 +5482,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5083,7 +5494,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[75]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5096,22 +5507,24 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{75}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{81}
 }
 
 type StatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          uint32                 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
-	MapVersion    uint64                 `protobuf:"varint,2,opt,name=map_version,json=mapVersion,proto3" json:"map_version,omitempty"`
-	Replicas      []*ReplicaStatus       `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	Streams       []*StreamStatus        `protobuf:"bytes,4,rep,name=streams,proto3" json:"streams,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Node       uint32                 `protobuf:"varint,1,opt,name=node,proto3" json:"node,omitempty"`
+	MapVersion uint64                 `protobuf:"varint,2,opt,name=map_version,json=mapVersion,proto3" json:"map_version,omitempty"`
+	Replicas   []*ReplicaStatus       `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Streams    []*StreamStatus        `protobuf:"bytes,4,rep,name=streams,proto3" json:"streams,omitempty"`
+	// The eventual maps' virtual nodes this node holds.
+	Eventual      []*EventualReplicaStatus `protobuf:"bytes,5,rep,name=eventual,proto3" json:"eventual,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5123,7 +5536,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[76]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5136,7 +5549,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{76}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *StatusResponse) GetNode() uint32 {
@@ -5167,6 +5580,157 @@ func (x *StatusResponse) GetStreams() []*StreamStatus {
 	return nil
 }
 
+func (x *StatusResponse) GetEventual() []*EventualReplicaStatus {
+	if x != nil {
+		return x.Eventual
+	}
+	return nil
+}
+
+type EventualReplicaStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Map     string                 `protobuf:"bytes,1,opt,name=map,proto3" json:"map,omitempty"`
+	Replica uint64                 `protobuf:"varint,2,opt,name=replica,proto3" json:"replica,omitempty"`
+	// Objects stored.
+	Keys uint64 `protobuf:"varint,3,opt,name=keys,proto3" json:"keys,omitempty"`
+	// Bits set in the node clock's bitmaps (dots seen out of order).
+	ClockBitmapBits uint64 `protobuf:"varint,4,opt,name=clock_bitmap_bits,json=clockBitmapBits,proto3" json:"clock_bitmap_bits,omitempty"`
+	// Dot-key map entries (versions some peer may still lack).
+	DotKeys uint64 `protobuf:"varint,5,opt,name=dot_keys,json=dotKeys,proto3" json:"dot_keys,omitempty"`
+	// Keys whose stored context is not stripped yet.
+	NonStripped uint64 `protobuf:"varint,6,opt,name=non_stripped,json=nonStripped,proto3" json:"non_stripped,omitempty"`
+	// Dots this replica issued that the least caught-up peer has not
+	// acknowledged by anti-entropy.
+	WatermarkLag uint64 `protobuf:"varint,7,opt,name=watermark_lag,json=watermarkLag,proto3" json:"watermark_lag,omitempty"`
+	// Writes this replica coordinated.
+	Coordinated uint64 `protobuf:"varint,8,opt,name=coordinated,proto3" json:"coordinated,omitempty"`
+	// Anti-entropy reply bytes this replica sent and received.
+	SyncBytesSent     uint64 `protobuf:"varint,9,opt,name=sync_bytes_sent,json=syncBytesSent,proto3" json:"sync_bytes_sent,omitempty"`
+	SyncBytesReceived uint64 `protobuf:"varint,10,opt,name=sync_bytes_received,json=syncBytesReceived,proto3" json:"sync_bytes_received,omitempty"`
+	// Stored objects with no value (the MerkleDB baseline's tombstones).
+	Tombstones uint64 `protobuf:"varint,11,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
+	// Bytes of causality and anti-entropy metadata (clocks, dot-key map,
+	// watermark, stored contexts; for the baseline its hash trees and
+	// per-key clocks).
+	MetadataBytes uint64 `protobuf:"varint,12,opt,name=metadata_bytes,json=metadataBytes,proto3" json:"metadata_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventualReplicaStatus) Reset() {
+	*x = EventualReplicaStatus{}
+	mi := &file_amulet_v1_amulet_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventualReplicaStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventualReplicaStatus) ProtoMessage() {}
+
+func (x *EventualReplicaStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_amulet_v1_amulet_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventualReplicaStatus.ProtoReflect.Descriptor instead.
+func (*EventualReplicaStatus) Descriptor() ([]byte, []int) {
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *EventualReplicaStatus) GetMap() string {
+	if x != nil {
+		return x.Map
+	}
+	return ""
+}
+
+func (x *EventualReplicaStatus) GetReplica() uint64 {
+	if x != nil {
+		return x.Replica
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetKeys() uint64 {
+	if x != nil {
+		return x.Keys
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetClockBitmapBits() uint64 {
+	if x != nil {
+		return x.ClockBitmapBits
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetDotKeys() uint64 {
+	if x != nil {
+		return x.DotKeys
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetNonStripped() uint64 {
+	if x != nil {
+		return x.NonStripped
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetWatermarkLag() uint64 {
+	if x != nil {
+		return x.WatermarkLag
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetCoordinated() uint64 {
+	if x != nil {
+		return x.Coordinated
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetSyncBytesSent() uint64 {
+	if x != nil {
+		return x.SyncBytesSent
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetSyncBytesReceived() uint64 {
+	if x != nil {
+		return x.SyncBytesReceived
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetTombstones() uint64 {
+	if x != nil {
+		return x.Tombstones
+	}
+	return 0
+}
+
+func (x *EventualReplicaStatus) GetMetadataBytes() uint64 {
+	if x != nil {
+		return x.MetadataBytes
+	}
+	return 0
+}
+
 type ReplicaStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Partition uint32                 `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
@@ -5188,7 +5752,7 @@ type ReplicaStatus struct {
 
 func (x *ReplicaStatus) Reset() {
 	*x = ReplicaStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5200,7 +5764,7 @@ func (x *ReplicaStatus) String() string {
 func (*ReplicaStatus) ProtoMessage() {}
 
 func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[77]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5213,7 +5777,7 @@ func (x *ReplicaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{77}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReplicaStatus) GetPartition() uint32 {
@@ -5288,7 +5852,7 @@ type StreamStatus struct {
 
 func (x *StreamStatus) Reset() {
 	*x = StreamStatus{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5300,7 +5864,7 @@ func (x *StreamStatus) String() string {
 func (*StreamStatus) ProtoMessage() {}
 
 func (x *StreamStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[78]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5313,7 +5877,7 @@ func (x *StreamStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStatus.ProtoReflect.Descriptor instead.
 func (*StreamStatus) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{78}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *StreamStatus) GetStream() uint32 {
@@ -5367,7 +5931,7 @@ type MapRequestBatch struct {
 
 func (x *MapRequestBatch) Reset() {
 	*x = MapRequestBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5379,7 +5943,7 @@ func (x *MapRequestBatch) String() string {
 func (*MapRequestBatch) ProtoMessage() {}
 
 func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[79]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5392,7 +5956,7 @@ func (x *MapRequestBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapRequestBatch.ProtoReflect.Descriptor instead.
 func (*MapRequestBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{79}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *MapRequestBatch) GetRequests() []*MapRequest {
@@ -5411,7 +5975,7 @@ type MapResponseBatch struct {
 
 func (x *MapResponseBatch) Reset() {
 	*x = MapResponseBatch{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5423,7 +5987,7 @@ func (x *MapResponseBatch) String() string {
 func (*MapResponseBatch) ProtoMessage() {}
 
 func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[80]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5436,7 +6000,7 @@ func (x *MapResponseBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapResponseBatch.ProtoReflect.Descriptor instead.
 func (*MapResponseBatch) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{80}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *MapResponseBatch) GetOutcomes() []*MapOutcome {
@@ -5460,7 +6024,7 @@ type MapOutcome struct {
 
 func (x *MapOutcome) Reset() {
 	*x = MapOutcome{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5472,7 +6036,7 @@ func (x *MapOutcome) String() string {
 func (*MapOutcome) ProtoMessage() {}
 
 func (x *MapOutcome) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[81]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5485,7 +6049,7 @@ func (x *MapOutcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MapOutcome.ProtoReflect.Descriptor instead.
 func (*MapOutcome) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{81}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *MapOutcome) GetOutcome() isMapOutcome_Outcome {
@@ -5548,7 +6112,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_amulet_v1_amulet_proto_msgTypes[82]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5560,7 +6124,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_amulet_v1_amulet_proto_msgTypes[82]
+	mi := &file_amulet_v1_amulet_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5573,7 +6137,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{82}
+	return file_amulet_v1_amulet_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *Failure) GetCode() uint32 {
@@ -5622,7 +6186,25 @@ var File_amulet_v1_amulet_proto protoreflect.FileDescriptor
 
 const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\n" +
-	"\x16amulet/v1/amulet.proto\x12\tamulet.v1\"\x99\x02\n" +
+	"\x16amulet/v1/amulet.proto\x12\tamulet.v1\"F\n" +
+	"\x12EventualGetRequest\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\f\n" +
+	"\x01r\x18\x03 \x01(\rR\x01r\"v\n" +
+	"\x12EventualPutRequest\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\x12\x18\n" +
+	"\acontext\x18\x04 \x01(\fR\acontext\x12\f\n" +
+	"\x01w\x18\x05 \x01(\rR\x01w\"c\n" +
+	"\x15EventualDeleteRequest\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x18\n" +
+	"\acontext\x18\x03 \x01(\fR\acontext\x12\f\n" +
+	"\x01w\x18\x04 \x01(\rR\x01w\"=\n" +
+	"\tVersioned\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\fR\x06values\x12\x18\n" +
+	"\acontext\x18\x02 \x01(\fR\acontext\"\x99\x02\n" +
 	"\x12ReconfigureRequest\x12\x1f\n" +
 	"\vmap_version\x18\x01 \x01(\x04R\n" +
 	"mapVersion\x121\n" +
@@ -5680,11 +6262,20 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\rR\tpartition\"I\n" +
 	"\bKeyspace\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12)\n" +
-	"\x06layout\x18\x02 \x01(\v2\x11.amulet.v1.LayoutR\x06layout\"m\n" +
+	"\x06layout\x18\x02 \x01(\v2\x11.amulet.v1.LayoutR\x06layout\"\xa6\x01\n" +
 	"\x06Layout\x12+\n" +
 	"\x04hash\x18\x01 \x01(\v2\x15.amulet.v1.HashLayoutH\x00R\x04hash\x12.\n" +
-	"\x05range\x18\x02 \x01(\v2\x16.amulet.v1.RangeLayoutH\x00R\x05rangeB\x06\n" +
-	"\x04kind\"\f\n" +
+	"\x05range\x18\x02 \x01(\v2\x16.amulet.v1.RangeLayoutH\x00R\x05range\x127\n" +
+	"\beventual\x18\x03 \x01(\v2\x19.amulet.v1.EventualLayoutH\x00R\beventualB\x06\n" +
+	"\x04kind\"\x8a\x01\n" +
+	"\x0eEventualLayout\x12\x1a\n" +
+	"\breplicas\x18\x01 \x01(\rR\breplicas\x12\x16\n" +
+	"\x06vnodes\x18\x02 \x01(\rR\x06vnodes\x12,\n" +
+	"\x04ring\x18\x03 \x03(\v2\x18.amulet.v1.EventualVnodeR\x04ring\x12\x16\n" +
+	"\x06merkle\x18\x04 \x01(\bR\x06merkle\"=\n" +
+	"\rEventualVnode\x12\x18\n" +
+	"\areplica\x18\x01 \x01(\x04R\areplica\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\rR\x04node\"\f\n" +
 	"\n" +
 	"HashLayout\"<\n" +
 	"\vRangeLayout\x12-\n" +
@@ -5936,13 +6527,30 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\fSnapshotPage\x12*\n" +
 	"\aentries\x18\x01 \x03(\v2\x10.amulet.v1.EntryR\aentries\x12\x12\n" +
 	"\x04last\x18\x02 \x01(\bR\x04last\"\x0f\n" +
-	"\rStatusRequest\"\xae\x01\n" +
+	"\rStatusRequest\"\xec\x01\n" +
 	"\x0eStatusResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\rR\x04node\x12\x1f\n" +
 	"\vmap_version\x18\x02 \x01(\x04R\n" +
 	"mapVersion\x124\n" +
 	"\breplicas\x18\x03 \x03(\v2\x18.amulet.v1.ReplicaStatusR\breplicas\x121\n" +
-	"\astreams\x18\x04 \x03(\v2\x17.amulet.v1.StreamStatusR\astreams\"\xa5\x02\n" +
+	"\astreams\x18\x04 \x03(\v2\x17.amulet.v1.StreamStatusR\astreams\x12<\n" +
+	"\beventual\x18\x05 \x03(\v2 .amulet.v1.EventualReplicaStatusR\beventual\"\xa7\x03\n" +
+	"\x15EventualReplicaStatus\x12\x10\n" +
+	"\x03map\x18\x01 \x01(\tR\x03map\x12\x18\n" +
+	"\areplica\x18\x02 \x01(\x04R\areplica\x12\x12\n" +
+	"\x04keys\x18\x03 \x01(\x04R\x04keys\x12*\n" +
+	"\x11clock_bitmap_bits\x18\x04 \x01(\x04R\x0fclockBitmapBits\x12\x19\n" +
+	"\bdot_keys\x18\x05 \x01(\x04R\adotKeys\x12!\n" +
+	"\fnon_stripped\x18\x06 \x01(\x04R\vnonStripped\x12#\n" +
+	"\rwatermark_lag\x18\a \x01(\x04R\fwatermarkLag\x12 \n" +
+	"\vcoordinated\x18\b \x01(\x04R\vcoordinated\x12&\n" +
+	"\x0fsync_bytes_sent\x18\t \x01(\x04R\rsyncBytesSent\x12.\n" +
+	"\x13sync_bytes_received\x18\n" +
+	" \x01(\x04R\x11syncBytesReceived\x12\x1e\n" +
+	"\n" +
+	"tombstones\x18\v \x01(\x04R\n" +
+	"tombstones\x12%\n" +
+	"\x0emetadata_bytes\x18\f \x01(\x04R\rmetadataBytes\"\xa5\x02\n" +
 	"\rReplicaStatus\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\rR\tpartition\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\rR\x06stream\x12'\n" +
@@ -5981,7 +6589,7 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\rNEAREST_FLOOR\x10\x01\x12\x13\n" +
 	"\x0fNEAREST_CEILING\x10\x02\x12\x12\n" +
 	"\x0eNEAREST_HIGHER\x10\x03\x12\x11\n" +
-	"\rNEAREST_LOWER\x10\x042\x8e\x06\n" +
+	"\rNEAREST_LOWER\x10\x042\xe0\a\n" +
 	"\x06Amulet\x12M\n" +
 	"\x0fGetPartitionMap\x12!.amulet.v1.GetPartitionMapRequest\x1a\x17.amulet.v1.PartitionMap\x12H\n" +
 	"\vOpenSession\x12\x1d.amulet.v1.OpenSessionRequest\x1a\x1a.amulet.v1.SessionResponse\x12F\n" +
@@ -5993,7 +6601,10 @@ const file_amulet_v1_amulet_proto_rawDesc = "" +
 	"\aTailLog\x12\x19.amulet.v1.TailLogRequest\x1a\x15.amulet.v1.LogEntries0\x01\x12=\n" +
 	"\x06ReadAt\x12\x18.amulet.v1.ReadAtRequest\x1a\x19.amulet.v1.ReadAtResponse\x12=\n" +
 	"\x06Status\x12\x18.amulet.v1.StatusRequest\x1a\x19.amulet.v1.StatusResponse\x12L\n" +
-	"\vReconfigure\x12\x1d.amulet.v1.ReconfigureRequest\x1a\x1e.amulet.v1.ReconfigureResponseb\x06proto3"
+	"\vReconfigure\x12\x1d.amulet.v1.ReconfigureRequest\x1a\x1e.amulet.v1.ReconfigureResponse\x12B\n" +
+	"\vEventualGet\x12\x1d.amulet.v1.EventualGetRequest\x1a\x14.amulet.v1.Versioned\x12B\n" +
+	"\vEventualPut\x12\x1d.amulet.v1.EventualPutRequest\x1a\x14.amulet.v1.Versioned\x12H\n" +
+	"\x0eEventualDelete\x12 .amulet.v1.EventualDeleteRequest\x1a\x14.amulet.v1.Versionedb\x06proto3"
 
 var (
 	file_amulet_v1_amulet_proto_rawDescOnce sync.Once
@@ -6008,200 +6619,216 @@ func file_amulet_v1_amulet_proto_rawDescGZIP() []byte {
 }
 
 var file_amulet_v1_amulet_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 83)
+var file_amulet_v1_amulet_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
 var file_amulet_v1_amulet_proto_goTypes = []any{
 	(Nearest)(0),                   // 0: amulet.v1.Nearest
-	(*ReconfigureRequest)(nil),     // 1: amulet.v1.ReconfigureRequest
-	(*StreamSpec)(nil),             // 2: amulet.v1.StreamSpec
-	(*SplitPartition)(nil),         // 3: amulet.v1.SplitPartition
-	(*RangeCut)(nil),               // 4: amulet.v1.RangeCut
-	(*MergePartitions)(nil),        // 5: amulet.v1.MergePartitions
-	(*ReplaceStream)(nil),          // 6: amulet.v1.ReplaceStream
-	(*MovePartition)(nil),          // 7: amulet.v1.MovePartition
-	(*ReconfigureResponse)(nil),    // 8: amulet.v1.ReconfigureResponse
-	(*GetPartitionMapRequest)(nil), // 9: amulet.v1.GetPartitionMapRequest
-	(*PartitionMap)(nil),           // 10: amulet.v1.PartitionMap
-	(*Partition)(nil),              // 11: amulet.v1.Partition
-	(*TokenRange)(nil),             // 12: amulet.v1.TokenRange
-	(*Keyspace)(nil),               // 13: amulet.v1.Keyspace
-	(*Layout)(nil),                 // 14: amulet.v1.Layout
-	(*HashLayout)(nil),             // 15: amulet.v1.HashLayout
-	(*RangeLayout)(nil),            // 16: amulet.v1.RangeLayout
-	(*RangeSplit)(nil),             // 17: amulet.v1.RangeSplit
-	(*NodeAddress)(nil),            // 18: amulet.v1.NodeAddress
-	(*OpenSessionRequest)(nil),     // 19: amulet.v1.OpenSessionRequest
-	(*CloseSessionRequest)(nil),    // 20: amulet.v1.CloseSessionRequest
-	(*SessionResponse)(nil),        // 21: amulet.v1.SessionResponse
-	(*RequestHeader)(nil),          // 22: amulet.v1.RequestHeader
-	(*MapRequest)(nil),             // 23: amulet.v1.MapRequest
-	(*CreateLog)(nil),              // 24: amulet.v1.CreateLog
-	(*DropLog)(nil),                // 25: amulet.v1.DropLog
-	(*Append)(nil),                 // 26: amulet.v1.Append
-	(*MultiAppend)(nil),            // 27: amulet.v1.MultiAppend
-	(*LogEntry)(nil),               // 28: amulet.v1.LogEntry
-	(*ReadLog)(nil),                // 29: amulet.v1.ReadLog
-	(*TrimLog)(nil),                // 30: amulet.v1.TrimLog
-	(*LogBounds)(nil),              // 31: amulet.v1.LogBounds
-	(*BeginTransaction)(nil),       // 32: amulet.v1.BeginTransaction
-	(*EndTransaction)(nil),         // 33: amulet.v1.EndTransaction
-	(*KeyRange)(nil),               // 34: amulet.v1.KeyRange
-	(*ReadConflict)(nil),           // 35: amulet.v1.ReadConflict
-	(*TxnWrite)(nil),               // 36: amulet.v1.TxnWrite
-	(*Commit)(nil),                 // 37: amulet.v1.Commit
-	(*ReadAtRequest)(nil),          // 38: amulet.v1.ReadAtRequest
-	(*ReadAtResponse)(nil),         // 39: amulet.v1.ReadAtResponse
-	(*CreateMap)(nil),              // 40: amulet.v1.CreateMap
-	(*DropMap)(nil),                // 41: amulet.v1.DropMap
-	(*Get)(nil),                    // 42: amulet.v1.Get
-	(*ContainsKey)(nil),            // 43: amulet.v1.ContainsKey
-	(*Put)(nil),                    // 44: amulet.v1.Put
-	(*Remove)(nil),                 // 45: amulet.v1.Remove
-	(*PutIfAbsent)(nil),            // 46: amulet.v1.PutIfAbsent
-	(*Replace)(nil),                // 47: amulet.v1.Replace
-	(*ReplaceIfEquals)(nil),        // 48: amulet.v1.ReplaceIfEquals
-	(*RemoveIfEquals)(nil),         // 49: amulet.v1.RemoveIfEquals
-	(*PutAll)(nil),                 // 50: amulet.v1.PutAll
-	(*MergeFields)(nil),            // 51: amulet.v1.MergeFields
-	(*Field)(nil),                  // 52: amulet.v1.Field
-	(*ContainsValue)(nil),          // 53: amulet.v1.ContainsValue
-	(*Size)(nil),                   // 54: amulet.v1.Size
-	(*IsEmpty)(nil),                // 55: amulet.v1.IsEmpty
-	(*Clear)(nil),                  // 56: amulet.v1.Clear
-	(*FirstEntry)(nil),             // 57: amulet.v1.FirstEntry
-	(*LastEntry)(nil),              // 58: amulet.v1.LastEntry
-	(*NearestEntry)(nil),           // 59: amulet.v1.NearestEntry
-	(*KeyBound)(nil),               // 60: amulet.v1.KeyBound
-	(*Range)(nil),                  // 61: amulet.v1.Range
-	(*OpenSnapshot)(nil),           // 62: amulet.v1.OpenSnapshot
-	(*ReleaseSnapshot)(nil),        // 63: amulet.v1.ReleaseSnapshot
-	(*Entry)(nil),                  // 64: amulet.v1.Entry
-	(*OptionalValue)(nil),          // 65: amulet.v1.OptionalValue
-	(*OptionalEntry)(nil),          // 66: amulet.v1.OptionalEntry
-	(*Entries)(nil),                // 67: amulet.v1.Entries
-	(*Done)(nil),                   // 68: amulet.v1.Done
-	(*MapResponse)(nil),            // 69: amulet.v1.MapResponse
-	(*Positions)(nil),              // 70: amulet.v1.Positions
-	(*LogEntries)(nil),             // 71: amulet.v1.LogEntries
-	(*LogBoundsReply)(nil),         // 72: amulet.v1.LogBoundsReply
-	(*TailLogRequest)(nil),         // 73: amulet.v1.TailLogRequest
-	(*ReadSnapshotRequest)(nil),    // 74: amulet.v1.ReadSnapshotRequest
-	(*SnapshotPage)(nil),           // 75: amulet.v1.SnapshotPage
-	(*StatusRequest)(nil),          // 76: amulet.v1.StatusRequest
-	(*StatusResponse)(nil),         // 77: amulet.v1.StatusResponse
-	(*ReplicaStatus)(nil),          // 78: amulet.v1.ReplicaStatus
-	(*StreamStatus)(nil),           // 79: amulet.v1.StreamStatus
-	(*MapRequestBatch)(nil),        // 80: amulet.v1.MapRequestBatch
-	(*MapResponseBatch)(nil),       // 81: amulet.v1.MapResponseBatch
-	(*MapOutcome)(nil),             // 82: amulet.v1.MapOutcome
-	(*Failure)(nil),                // 83: amulet.v1.Failure
+	(*EventualGetRequest)(nil),     // 1: amulet.v1.EventualGetRequest
+	(*EventualPutRequest)(nil),     // 2: amulet.v1.EventualPutRequest
+	(*EventualDeleteRequest)(nil),  // 3: amulet.v1.EventualDeleteRequest
+	(*Versioned)(nil),              // 4: amulet.v1.Versioned
+	(*ReconfigureRequest)(nil),     // 5: amulet.v1.ReconfigureRequest
+	(*StreamSpec)(nil),             // 6: amulet.v1.StreamSpec
+	(*SplitPartition)(nil),         // 7: amulet.v1.SplitPartition
+	(*RangeCut)(nil),               // 8: amulet.v1.RangeCut
+	(*MergePartitions)(nil),        // 9: amulet.v1.MergePartitions
+	(*ReplaceStream)(nil),          // 10: amulet.v1.ReplaceStream
+	(*MovePartition)(nil),          // 11: amulet.v1.MovePartition
+	(*ReconfigureResponse)(nil),    // 12: amulet.v1.ReconfigureResponse
+	(*GetPartitionMapRequest)(nil), // 13: amulet.v1.GetPartitionMapRequest
+	(*PartitionMap)(nil),           // 14: amulet.v1.PartitionMap
+	(*Partition)(nil),              // 15: amulet.v1.Partition
+	(*TokenRange)(nil),             // 16: amulet.v1.TokenRange
+	(*Keyspace)(nil),               // 17: amulet.v1.Keyspace
+	(*Layout)(nil),                 // 18: amulet.v1.Layout
+	(*EventualLayout)(nil),         // 19: amulet.v1.EventualLayout
+	(*EventualVnode)(nil),          // 20: amulet.v1.EventualVnode
+	(*HashLayout)(nil),             // 21: amulet.v1.HashLayout
+	(*RangeLayout)(nil),            // 22: amulet.v1.RangeLayout
+	(*RangeSplit)(nil),             // 23: amulet.v1.RangeSplit
+	(*NodeAddress)(nil),            // 24: amulet.v1.NodeAddress
+	(*OpenSessionRequest)(nil),     // 25: amulet.v1.OpenSessionRequest
+	(*CloseSessionRequest)(nil),    // 26: amulet.v1.CloseSessionRequest
+	(*SessionResponse)(nil),        // 27: amulet.v1.SessionResponse
+	(*RequestHeader)(nil),          // 28: amulet.v1.RequestHeader
+	(*MapRequest)(nil),             // 29: amulet.v1.MapRequest
+	(*CreateLog)(nil),              // 30: amulet.v1.CreateLog
+	(*DropLog)(nil),                // 31: amulet.v1.DropLog
+	(*Append)(nil),                 // 32: amulet.v1.Append
+	(*MultiAppend)(nil),            // 33: amulet.v1.MultiAppend
+	(*LogEntry)(nil),               // 34: amulet.v1.LogEntry
+	(*ReadLog)(nil),                // 35: amulet.v1.ReadLog
+	(*TrimLog)(nil),                // 36: amulet.v1.TrimLog
+	(*LogBounds)(nil),              // 37: amulet.v1.LogBounds
+	(*BeginTransaction)(nil),       // 38: amulet.v1.BeginTransaction
+	(*EndTransaction)(nil),         // 39: amulet.v1.EndTransaction
+	(*KeyRange)(nil),               // 40: amulet.v1.KeyRange
+	(*ReadConflict)(nil),           // 41: amulet.v1.ReadConflict
+	(*TxnWrite)(nil),               // 42: amulet.v1.TxnWrite
+	(*Commit)(nil),                 // 43: amulet.v1.Commit
+	(*ReadAtRequest)(nil),          // 44: amulet.v1.ReadAtRequest
+	(*ReadAtResponse)(nil),         // 45: amulet.v1.ReadAtResponse
+	(*CreateMap)(nil),              // 46: amulet.v1.CreateMap
+	(*DropMap)(nil),                // 47: amulet.v1.DropMap
+	(*Get)(nil),                    // 48: amulet.v1.Get
+	(*ContainsKey)(nil),            // 49: amulet.v1.ContainsKey
+	(*Put)(nil),                    // 50: amulet.v1.Put
+	(*Remove)(nil),                 // 51: amulet.v1.Remove
+	(*PutIfAbsent)(nil),            // 52: amulet.v1.PutIfAbsent
+	(*Replace)(nil),                // 53: amulet.v1.Replace
+	(*ReplaceIfEquals)(nil),        // 54: amulet.v1.ReplaceIfEquals
+	(*RemoveIfEquals)(nil),         // 55: amulet.v1.RemoveIfEquals
+	(*PutAll)(nil),                 // 56: amulet.v1.PutAll
+	(*MergeFields)(nil),            // 57: amulet.v1.MergeFields
+	(*Field)(nil),                  // 58: amulet.v1.Field
+	(*ContainsValue)(nil),          // 59: amulet.v1.ContainsValue
+	(*Size)(nil),                   // 60: amulet.v1.Size
+	(*IsEmpty)(nil),                // 61: amulet.v1.IsEmpty
+	(*Clear)(nil),                  // 62: amulet.v1.Clear
+	(*FirstEntry)(nil),             // 63: amulet.v1.FirstEntry
+	(*LastEntry)(nil),              // 64: amulet.v1.LastEntry
+	(*NearestEntry)(nil),           // 65: amulet.v1.NearestEntry
+	(*KeyBound)(nil),               // 66: amulet.v1.KeyBound
+	(*Range)(nil),                  // 67: amulet.v1.Range
+	(*OpenSnapshot)(nil),           // 68: amulet.v1.OpenSnapshot
+	(*ReleaseSnapshot)(nil),        // 69: amulet.v1.ReleaseSnapshot
+	(*Entry)(nil),                  // 70: amulet.v1.Entry
+	(*OptionalValue)(nil),          // 71: amulet.v1.OptionalValue
+	(*OptionalEntry)(nil),          // 72: amulet.v1.OptionalEntry
+	(*Entries)(nil),                // 73: amulet.v1.Entries
+	(*Done)(nil),                   // 74: amulet.v1.Done
+	(*MapResponse)(nil),            // 75: amulet.v1.MapResponse
+	(*Positions)(nil),              // 76: amulet.v1.Positions
+	(*LogEntries)(nil),             // 77: amulet.v1.LogEntries
+	(*LogBoundsReply)(nil),         // 78: amulet.v1.LogBoundsReply
+	(*TailLogRequest)(nil),         // 79: amulet.v1.TailLogRequest
+	(*ReadSnapshotRequest)(nil),    // 80: amulet.v1.ReadSnapshotRequest
+	(*SnapshotPage)(nil),           // 81: amulet.v1.SnapshotPage
+	(*StatusRequest)(nil),          // 82: amulet.v1.StatusRequest
+	(*StatusResponse)(nil),         // 83: amulet.v1.StatusResponse
+	(*EventualReplicaStatus)(nil),  // 84: amulet.v1.EventualReplicaStatus
+	(*ReplicaStatus)(nil),          // 85: amulet.v1.ReplicaStatus
+	(*StreamStatus)(nil),           // 86: amulet.v1.StreamStatus
+	(*MapRequestBatch)(nil),        // 87: amulet.v1.MapRequestBatch
+	(*MapResponseBatch)(nil),       // 88: amulet.v1.MapResponseBatch
+	(*MapOutcome)(nil),             // 89: amulet.v1.MapOutcome
+	(*Failure)(nil),                // 90: amulet.v1.Failure
 }
 var file_amulet_v1_amulet_proto_depIdxs = []int32{
-	3,  // 0: amulet.v1.ReconfigureRequest.split:type_name -> amulet.v1.SplitPartition
-	5,  // 1: amulet.v1.ReconfigureRequest.merge:type_name -> amulet.v1.MergePartitions
-	6,  // 2: amulet.v1.ReconfigureRequest.replace_stream:type_name -> amulet.v1.ReplaceStream
-	7,  // 3: amulet.v1.ReconfigureRequest.move:type_name -> amulet.v1.MovePartition
-	2,  // 4: amulet.v1.SplitPartition.stream:type_name -> amulet.v1.StreamSpec
-	4,  // 5: amulet.v1.SplitPartition.at_keys:type_name -> amulet.v1.RangeCut
-	2,  // 6: amulet.v1.ReplaceStream.stream:type_name -> amulet.v1.StreamSpec
-	2,  // 7: amulet.v1.MovePartition.stream:type_name -> amulet.v1.StreamSpec
-	11, // 8: amulet.v1.PartitionMap.partitions:type_name -> amulet.v1.Partition
-	12, // 9: amulet.v1.PartitionMap.token_ring:type_name -> amulet.v1.TokenRange
-	13, // 10: amulet.v1.PartitionMap.keyspaces:type_name -> amulet.v1.Keyspace
-	18, // 11: amulet.v1.PartitionMap.nodes:type_name -> amulet.v1.NodeAddress
-	14, // 12: amulet.v1.Keyspace.layout:type_name -> amulet.v1.Layout
-	15, // 13: amulet.v1.Layout.hash:type_name -> amulet.v1.HashLayout
-	16, // 14: amulet.v1.Layout.range:type_name -> amulet.v1.RangeLayout
-	17, // 15: amulet.v1.RangeLayout.splits:type_name -> amulet.v1.RangeSplit
-	22, // 16: amulet.v1.MapRequest.header:type_name -> amulet.v1.RequestHeader
-	40, // 17: amulet.v1.MapRequest.create_map:type_name -> amulet.v1.CreateMap
-	41, // 18: amulet.v1.MapRequest.drop_map:type_name -> amulet.v1.DropMap
-	42, // 19: amulet.v1.MapRequest.get:type_name -> amulet.v1.Get
-	43, // 20: amulet.v1.MapRequest.contains_key:type_name -> amulet.v1.ContainsKey
-	44, // 21: amulet.v1.MapRequest.put:type_name -> amulet.v1.Put
-	45, // 22: amulet.v1.MapRequest.remove:type_name -> amulet.v1.Remove
-	46, // 23: amulet.v1.MapRequest.put_if_absent:type_name -> amulet.v1.PutIfAbsent
-	47, // 24: amulet.v1.MapRequest.replace:type_name -> amulet.v1.Replace
-	48, // 25: amulet.v1.MapRequest.replace_if_equals:type_name -> amulet.v1.ReplaceIfEquals
-	49, // 26: amulet.v1.MapRequest.remove_if_equals:type_name -> amulet.v1.RemoveIfEquals
-	50, // 27: amulet.v1.MapRequest.put_all:type_name -> amulet.v1.PutAll
-	53, // 28: amulet.v1.MapRequest.contains_value:type_name -> amulet.v1.ContainsValue
-	54, // 29: amulet.v1.MapRequest.size:type_name -> amulet.v1.Size
-	55, // 30: amulet.v1.MapRequest.is_empty:type_name -> amulet.v1.IsEmpty
-	56, // 31: amulet.v1.MapRequest.clear:type_name -> amulet.v1.Clear
-	57, // 32: amulet.v1.MapRequest.first_entry:type_name -> amulet.v1.FirstEntry
-	58, // 33: amulet.v1.MapRequest.last_entry:type_name -> amulet.v1.LastEntry
-	59, // 34: amulet.v1.MapRequest.nearest_entry:type_name -> amulet.v1.NearestEntry
-	61, // 35: amulet.v1.MapRequest.range:type_name -> amulet.v1.Range
-	62, // 36: amulet.v1.MapRequest.open_snapshot:type_name -> amulet.v1.OpenSnapshot
-	63, // 37: amulet.v1.MapRequest.release_snapshot:type_name -> amulet.v1.ReleaseSnapshot
-	32, // 38: amulet.v1.MapRequest.begin_transaction:type_name -> amulet.v1.BeginTransaction
-	33, // 39: amulet.v1.MapRequest.end_transaction:type_name -> amulet.v1.EndTransaction
-	37, // 40: amulet.v1.MapRequest.commit:type_name -> amulet.v1.Commit
-	51, // 41: amulet.v1.MapRequest.merge_fields:type_name -> amulet.v1.MergeFields
-	24, // 42: amulet.v1.MapRequest.create_log:type_name -> amulet.v1.CreateLog
-	25, // 43: amulet.v1.MapRequest.drop_log:type_name -> amulet.v1.DropLog
-	26, // 44: amulet.v1.MapRequest.append:type_name -> amulet.v1.Append
-	27, // 45: amulet.v1.MapRequest.multi_append:type_name -> amulet.v1.MultiAppend
-	29, // 46: amulet.v1.MapRequest.read_log:type_name -> amulet.v1.ReadLog
-	30, // 47: amulet.v1.MapRequest.trim_log:type_name -> amulet.v1.TrimLog
-	31, // 48: amulet.v1.MapRequest.log_bounds:type_name -> amulet.v1.LogBounds
-	28, // 49: amulet.v1.MultiAppend.entries:type_name -> amulet.v1.LogEntry
-	60, // 50: amulet.v1.KeyRange.from:type_name -> amulet.v1.KeyBound
-	60, // 51: amulet.v1.KeyRange.to:type_name -> amulet.v1.KeyBound
-	34, // 52: amulet.v1.ReadConflict.range:type_name -> amulet.v1.KeyRange
-	35, // 53: amulet.v1.Commit.reads:type_name -> amulet.v1.ReadConflict
-	36, // 54: amulet.v1.Commit.writes:type_name -> amulet.v1.TxnWrite
-	23, // 55: amulet.v1.ReadAtRequest.request:type_name -> amulet.v1.MapRequest
-	69, // 56: amulet.v1.ReadAtResponse.response:type_name -> amulet.v1.MapResponse
-	14, // 57: amulet.v1.CreateMap.layout:type_name -> amulet.v1.Layout
-	64, // 58: amulet.v1.PutAll.entries:type_name -> amulet.v1.Entry
-	52, // 59: amulet.v1.MergeFields.fields:type_name -> amulet.v1.Field
-	0,  // 60: amulet.v1.NearestEntry.nearest:type_name -> amulet.v1.Nearest
-	60, // 61: amulet.v1.Range.from:type_name -> amulet.v1.KeyBound
-	60, // 62: amulet.v1.Range.to:type_name -> amulet.v1.KeyBound
-	64, // 63: amulet.v1.OptionalEntry.entry:type_name -> amulet.v1.Entry
-	64, // 64: amulet.v1.Entries.entries:type_name -> amulet.v1.Entry
-	65, // 65: amulet.v1.MapResponse.value:type_name -> amulet.v1.OptionalValue
-	66, // 66: amulet.v1.MapResponse.entry:type_name -> amulet.v1.OptionalEntry
-	67, // 67: amulet.v1.MapResponse.entries:type_name -> amulet.v1.Entries
-	68, // 68: amulet.v1.MapResponse.done:type_name -> amulet.v1.Done
-	70, // 69: amulet.v1.MapResponse.positions:type_name -> amulet.v1.Positions
-	71, // 70: amulet.v1.MapResponse.log_entries:type_name -> amulet.v1.LogEntries
-	72, // 71: amulet.v1.MapResponse.log_bounds:type_name -> amulet.v1.LogBoundsReply
-	64, // 72: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
-	78, // 73: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
-	79, // 74: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
-	23, // 75: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
-	82, // 76: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
-	69, // 77: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
-	83, // 78: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
-	9,  // 79: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
-	19, // 80: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
-	19, // 81: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
-	20, // 82: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
-	23, // 83: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
-	80, // 84: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
-	74, // 85: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
-	73, // 86: amulet.v1.Amulet.TailLog:input_type -> amulet.v1.TailLogRequest
-	38, // 87: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
-	76, // 88: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
-	1,  // 89: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
-	10, // 90: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
-	21, // 91: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
-	21, // 92: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
-	21, // 93: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
-	69, // 94: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
-	81, // 95: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
-	75, // 96: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
-	71, // 97: amulet.v1.Amulet.TailLog:output_type -> amulet.v1.LogEntries
-	39, // 98: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
-	77, // 99: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
-	8,  // 100: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
-	90, // [90:101] is the sub-list for method output_type
-	79, // [79:90] is the sub-list for method input_type
-	79, // [79:79] is the sub-list for extension type_name
-	79, // [79:79] is the sub-list for extension extendee
-	0,  // [0:79] is the sub-list for field type_name
+	7,  // 0: amulet.v1.ReconfigureRequest.split:type_name -> amulet.v1.SplitPartition
+	9,  // 1: amulet.v1.ReconfigureRequest.merge:type_name -> amulet.v1.MergePartitions
+	10, // 2: amulet.v1.ReconfigureRequest.replace_stream:type_name -> amulet.v1.ReplaceStream
+	11, // 3: amulet.v1.ReconfigureRequest.move:type_name -> amulet.v1.MovePartition
+	6,  // 4: amulet.v1.SplitPartition.stream:type_name -> amulet.v1.StreamSpec
+	8,  // 5: amulet.v1.SplitPartition.at_keys:type_name -> amulet.v1.RangeCut
+	6,  // 6: amulet.v1.ReplaceStream.stream:type_name -> amulet.v1.StreamSpec
+	6,  // 7: amulet.v1.MovePartition.stream:type_name -> amulet.v1.StreamSpec
+	15, // 8: amulet.v1.PartitionMap.partitions:type_name -> amulet.v1.Partition
+	16, // 9: amulet.v1.PartitionMap.token_ring:type_name -> amulet.v1.TokenRange
+	17, // 10: amulet.v1.PartitionMap.keyspaces:type_name -> amulet.v1.Keyspace
+	24, // 11: amulet.v1.PartitionMap.nodes:type_name -> amulet.v1.NodeAddress
+	18, // 12: amulet.v1.Keyspace.layout:type_name -> amulet.v1.Layout
+	21, // 13: amulet.v1.Layout.hash:type_name -> amulet.v1.HashLayout
+	22, // 14: amulet.v1.Layout.range:type_name -> amulet.v1.RangeLayout
+	19, // 15: amulet.v1.Layout.eventual:type_name -> amulet.v1.EventualLayout
+	20, // 16: amulet.v1.EventualLayout.ring:type_name -> amulet.v1.EventualVnode
+	23, // 17: amulet.v1.RangeLayout.splits:type_name -> amulet.v1.RangeSplit
+	28, // 18: amulet.v1.MapRequest.header:type_name -> amulet.v1.RequestHeader
+	46, // 19: amulet.v1.MapRequest.create_map:type_name -> amulet.v1.CreateMap
+	47, // 20: amulet.v1.MapRequest.drop_map:type_name -> amulet.v1.DropMap
+	48, // 21: amulet.v1.MapRequest.get:type_name -> amulet.v1.Get
+	49, // 22: amulet.v1.MapRequest.contains_key:type_name -> amulet.v1.ContainsKey
+	50, // 23: amulet.v1.MapRequest.put:type_name -> amulet.v1.Put
+	51, // 24: amulet.v1.MapRequest.remove:type_name -> amulet.v1.Remove
+	52, // 25: amulet.v1.MapRequest.put_if_absent:type_name -> amulet.v1.PutIfAbsent
+	53, // 26: amulet.v1.MapRequest.replace:type_name -> amulet.v1.Replace
+	54, // 27: amulet.v1.MapRequest.replace_if_equals:type_name -> amulet.v1.ReplaceIfEquals
+	55, // 28: amulet.v1.MapRequest.remove_if_equals:type_name -> amulet.v1.RemoveIfEquals
+	56, // 29: amulet.v1.MapRequest.put_all:type_name -> amulet.v1.PutAll
+	59, // 30: amulet.v1.MapRequest.contains_value:type_name -> amulet.v1.ContainsValue
+	60, // 31: amulet.v1.MapRequest.size:type_name -> amulet.v1.Size
+	61, // 32: amulet.v1.MapRequest.is_empty:type_name -> amulet.v1.IsEmpty
+	62, // 33: amulet.v1.MapRequest.clear:type_name -> amulet.v1.Clear
+	63, // 34: amulet.v1.MapRequest.first_entry:type_name -> amulet.v1.FirstEntry
+	64, // 35: amulet.v1.MapRequest.last_entry:type_name -> amulet.v1.LastEntry
+	65, // 36: amulet.v1.MapRequest.nearest_entry:type_name -> amulet.v1.NearestEntry
+	67, // 37: amulet.v1.MapRequest.range:type_name -> amulet.v1.Range
+	68, // 38: amulet.v1.MapRequest.open_snapshot:type_name -> amulet.v1.OpenSnapshot
+	69, // 39: amulet.v1.MapRequest.release_snapshot:type_name -> amulet.v1.ReleaseSnapshot
+	38, // 40: amulet.v1.MapRequest.begin_transaction:type_name -> amulet.v1.BeginTransaction
+	39, // 41: amulet.v1.MapRequest.end_transaction:type_name -> amulet.v1.EndTransaction
+	43, // 42: amulet.v1.MapRequest.commit:type_name -> amulet.v1.Commit
+	57, // 43: amulet.v1.MapRequest.merge_fields:type_name -> amulet.v1.MergeFields
+	30, // 44: amulet.v1.MapRequest.create_log:type_name -> amulet.v1.CreateLog
+	31, // 45: amulet.v1.MapRequest.drop_log:type_name -> amulet.v1.DropLog
+	32, // 46: amulet.v1.MapRequest.append:type_name -> amulet.v1.Append
+	33, // 47: amulet.v1.MapRequest.multi_append:type_name -> amulet.v1.MultiAppend
+	35, // 48: amulet.v1.MapRequest.read_log:type_name -> amulet.v1.ReadLog
+	36, // 49: amulet.v1.MapRequest.trim_log:type_name -> amulet.v1.TrimLog
+	37, // 50: amulet.v1.MapRequest.log_bounds:type_name -> amulet.v1.LogBounds
+	34, // 51: amulet.v1.MultiAppend.entries:type_name -> amulet.v1.LogEntry
+	66, // 52: amulet.v1.KeyRange.from:type_name -> amulet.v1.KeyBound
+	66, // 53: amulet.v1.KeyRange.to:type_name -> amulet.v1.KeyBound
+	40, // 54: amulet.v1.ReadConflict.range:type_name -> amulet.v1.KeyRange
+	41, // 55: amulet.v1.Commit.reads:type_name -> amulet.v1.ReadConflict
+	42, // 56: amulet.v1.Commit.writes:type_name -> amulet.v1.TxnWrite
+	29, // 57: amulet.v1.ReadAtRequest.request:type_name -> amulet.v1.MapRequest
+	75, // 58: amulet.v1.ReadAtResponse.response:type_name -> amulet.v1.MapResponse
+	18, // 59: amulet.v1.CreateMap.layout:type_name -> amulet.v1.Layout
+	70, // 60: amulet.v1.PutAll.entries:type_name -> amulet.v1.Entry
+	58, // 61: amulet.v1.MergeFields.fields:type_name -> amulet.v1.Field
+	0,  // 62: amulet.v1.NearestEntry.nearest:type_name -> amulet.v1.Nearest
+	66, // 63: amulet.v1.Range.from:type_name -> amulet.v1.KeyBound
+	66, // 64: amulet.v1.Range.to:type_name -> amulet.v1.KeyBound
+	70, // 65: amulet.v1.OptionalEntry.entry:type_name -> amulet.v1.Entry
+	70, // 66: amulet.v1.Entries.entries:type_name -> amulet.v1.Entry
+	71, // 67: amulet.v1.MapResponse.value:type_name -> amulet.v1.OptionalValue
+	72, // 68: amulet.v1.MapResponse.entry:type_name -> amulet.v1.OptionalEntry
+	73, // 69: amulet.v1.MapResponse.entries:type_name -> amulet.v1.Entries
+	74, // 70: amulet.v1.MapResponse.done:type_name -> amulet.v1.Done
+	76, // 71: amulet.v1.MapResponse.positions:type_name -> amulet.v1.Positions
+	77, // 72: amulet.v1.MapResponse.log_entries:type_name -> amulet.v1.LogEntries
+	78, // 73: amulet.v1.MapResponse.log_bounds:type_name -> amulet.v1.LogBoundsReply
+	70, // 74: amulet.v1.SnapshotPage.entries:type_name -> amulet.v1.Entry
+	85, // 75: amulet.v1.StatusResponse.replicas:type_name -> amulet.v1.ReplicaStatus
+	86, // 76: amulet.v1.StatusResponse.streams:type_name -> amulet.v1.StreamStatus
+	84, // 77: amulet.v1.StatusResponse.eventual:type_name -> amulet.v1.EventualReplicaStatus
+	29, // 78: amulet.v1.MapRequestBatch.requests:type_name -> amulet.v1.MapRequest
+	89, // 79: amulet.v1.MapResponseBatch.outcomes:type_name -> amulet.v1.MapOutcome
+	75, // 80: amulet.v1.MapOutcome.response:type_name -> amulet.v1.MapResponse
+	90, // 81: amulet.v1.MapOutcome.failure:type_name -> amulet.v1.Failure
+	13, // 82: amulet.v1.Amulet.GetPartitionMap:input_type -> amulet.v1.GetPartitionMapRequest
+	25, // 83: amulet.v1.Amulet.OpenSession:input_type -> amulet.v1.OpenSessionRequest
+	25, // 84: amulet.v1.Amulet.KeepAlive:input_type -> amulet.v1.OpenSessionRequest
+	26, // 85: amulet.v1.Amulet.CloseSession:input_type -> amulet.v1.CloseSessionRequest
+	29, // 86: amulet.v1.Amulet.Execute:input_type -> amulet.v1.MapRequest
+	87, // 87: amulet.v1.Amulet.ExecuteBatch:input_type -> amulet.v1.MapRequestBatch
+	80, // 88: amulet.v1.Amulet.ReadSnapshot:input_type -> amulet.v1.ReadSnapshotRequest
+	79, // 89: amulet.v1.Amulet.TailLog:input_type -> amulet.v1.TailLogRequest
+	44, // 90: amulet.v1.Amulet.ReadAt:input_type -> amulet.v1.ReadAtRequest
+	82, // 91: amulet.v1.Amulet.Status:input_type -> amulet.v1.StatusRequest
+	5,  // 92: amulet.v1.Amulet.Reconfigure:input_type -> amulet.v1.ReconfigureRequest
+	1,  // 93: amulet.v1.Amulet.EventualGet:input_type -> amulet.v1.EventualGetRequest
+	2,  // 94: amulet.v1.Amulet.EventualPut:input_type -> amulet.v1.EventualPutRequest
+	3,  // 95: amulet.v1.Amulet.EventualDelete:input_type -> amulet.v1.EventualDeleteRequest
+	14, // 96: amulet.v1.Amulet.GetPartitionMap:output_type -> amulet.v1.PartitionMap
+	27, // 97: amulet.v1.Amulet.OpenSession:output_type -> amulet.v1.SessionResponse
+	27, // 98: amulet.v1.Amulet.KeepAlive:output_type -> amulet.v1.SessionResponse
+	27, // 99: amulet.v1.Amulet.CloseSession:output_type -> amulet.v1.SessionResponse
+	75, // 100: amulet.v1.Amulet.Execute:output_type -> amulet.v1.MapResponse
+	88, // 101: amulet.v1.Amulet.ExecuteBatch:output_type -> amulet.v1.MapResponseBatch
+	81, // 102: amulet.v1.Amulet.ReadSnapshot:output_type -> amulet.v1.SnapshotPage
+	77, // 103: amulet.v1.Amulet.TailLog:output_type -> amulet.v1.LogEntries
+	45, // 104: amulet.v1.Amulet.ReadAt:output_type -> amulet.v1.ReadAtResponse
+	83, // 105: amulet.v1.Amulet.Status:output_type -> amulet.v1.StatusResponse
+	12, // 106: amulet.v1.Amulet.Reconfigure:output_type -> amulet.v1.ReconfigureResponse
+	4,  // 107: amulet.v1.Amulet.EventualGet:output_type -> amulet.v1.Versioned
+	4,  // 108: amulet.v1.Amulet.EventualPut:output_type -> amulet.v1.Versioned
+	4,  // 109: amulet.v1.Amulet.EventualDelete:output_type -> amulet.v1.Versioned
+	96, // [96:110] is the sub-list for method output_type
+	82, // [82:96] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_amulet_v1_amulet_proto_init() }
@@ -6209,18 +6836,19 @@ func file_amulet_v1_amulet_proto_init() {
 	if File_amulet_v1_amulet_proto != nil {
 		return
 	}
-	file_amulet_v1_amulet_proto_msgTypes[0].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[4].OneofWrappers = []any{
 		(*ReconfigureRequest_Split)(nil),
 		(*ReconfigureRequest_Merge)(nil),
 		(*ReconfigureRequest_ReplaceStream)(nil),
 		(*ReconfigureRequest_Move)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[2].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[13].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[6].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[17].OneofWrappers = []any{
 		(*Layout_Hash)(nil),
 		(*Layout_Range)(nil),
+		(*Layout_Eventual)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[22].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[28].OneofWrappers = []any{
 		(*MapRequest_CreateMap)(nil),
 		(*MapRequest_DropMap)(nil),
 		(*MapRequest_Get)(nil),
@@ -6254,11 +6882,11 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapRequest_TrimLog)(nil),
 		(*MapRequest_LogBounds)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[35].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[36].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[51].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[64].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[68].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[41].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[42].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[57].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[70].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[74].OneofWrappers = []any{
 		(*MapResponse_Value)(nil),
 		(*MapResponse_Flag)(nil),
 		(*MapResponse_Count)(nil),
@@ -6272,19 +6900,19 @@ func file_amulet_v1_amulet_proto_init() {
 		(*MapResponse_LogEntries)(nil),
 		(*MapResponse_LogBounds)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[73].OneofWrappers = []any{}
-	file_amulet_v1_amulet_proto_msgTypes[81].OneofWrappers = []any{
+	file_amulet_v1_amulet_proto_msgTypes[79].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[88].OneofWrappers = []any{
 		(*MapOutcome_Response)(nil),
 		(*MapOutcome_Failure)(nil),
 	}
-	file_amulet_v1_amulet_proto_msgTypes[82].OneofWrappers = []any{}
+	file_amulet_v1_amulet_proto_msgTypes[89].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_amulet_v1_amulet_proto_rawDesc), len(file_amulet_v1_amulet_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   83,
+			NumMessages:   90,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -86,6 +86,15 @@
 // | move-replicas-not-distinct  |                     |                                          |
 // | move-members-must-learn     |                     |                                          |
 // | move-to-idle-node           |                     |                                          |
+// | eventual-replicas           | INVALID_ARGUMENT    | creates an eventual map with 0 replicas, |
+// |                             |                     | more than the nodes, or vnodes out of    |
+// |                             |                     | 1..=1024                                 |
+// | bad-context                 | INVALID_ARGUMENT    | gives a context that does not decode     |
+// | quorum-out-of-bounds        | INVALID_ARGUMENT    | asks for r or w above the replica count  |
+// | not-eventual                | FAILED_PRECONDITION | an eventual op on an ordered map         |
+// | eventual-map                | FAILED_PRECONDITION | an ordered op (Execute) on an eventual   |
+// |                             |                     | map                                      |
+// | quorum-not-reached          | UNAVAILABLE         | eventual op: too few replicas answered   |
 //
 // A request that fails with any of these changed nothing, except
 // DEADLINE_EXCEEDED and UNAVAILABLE (it may have taken effect; resending
@@ -124,6 +133,9 @@ const (
 	Amulet_ReadAt_FullMethodName          = "/amulet.v1.Amulet/ReadAt"
 	Amulet_Status_FullMethodName          = "/amulet.v1.Amulet/Status"
 	Amulet_Reconfigure_FullMethodName     = "/amulet.v1.Amulet/Reconfigure"
+	Amulet_EventualGet_FullMethodName     = "/amulet.v1.Amulet/EventualGet"
+	Amulet_EventualPut_FullMethodName     = "/amulet.v1.Amulet/EventualPut"
+	Amulet_EventualDelete_FullMethodName  = "/amulet.v1.Amulet/EventualDelete"
 )
 
 // AmuletClient is the client API for Amulet service.
@@ -189,6 +201,25 @@ type AmuletClient interface {
 	// move-needs-checkpoints) that the cluster cannot move partitions as
 	// configured.
 	Reconfigure(ctx context.Context, in *ReconfigureRequest, opts ...grpc.CallOption) (*ReconfigureResponse, error)
+	// Eventual maps (maps created with an EventualLayout; DottedDB,
+	// docs/eventual-maps.md): served by the key's replicas without
+	// ordering, writable on any side of a partition. Any node takes the
+	// request and forwards it to the key's replicas. A read returns every
+	// concurrent value (siblings) and an opaque causal context; a write or
+	// delete given that context supersedes exactly the values the read
+	// returned (a write with an empty context supersedes nothing: it adds a
+	// sibling). `r` and `w` count the replicas that must answer (0: a
+	// majority of the map's replicas; at most the replica count).
+	// Statuses: NOT_FOUND (unknown map), FAILED_PRECONDITION reason
+	// not-eventual (the map is ordered: use Execute), INVALID_ARGUMENT
+	// (reasons bad-context, quorum-out-of-bounds; a key or value too
+	// large), UNAVAILABLE reason quorum-not-reached (fewer than r or w
+	// replicas answered within 2 s: a write may still have taken effect at
+	// some replicas, and then shows as a sibling or is superseded as any
+	// other write).
+	EventualGet(ctx context.Context, in *EventualGetRequest, opts ...grpc.CallOption) (*Versioned, error)
+	EventualPut(ctx context.Context, in *EventualPutRequest, opts ...grpc.CallOption) (*Versioned, error)
+	EventualDelete(ctx context.Context, in *EventualDeleteRequest, opts ...grpc.CallOption) (*Versioned, error)
 }
 
 type amuletClient struct {
@@ -327,6 +358,36 @@ func (c *amuletClient) Reconfigure(ctx context.Context, in *ReconfigureRequest, 
 	return out, nil
 }
 
+func (c *amuletClient) EventualGet(ctx context.Context, in *EventualGetRequest, opts ...grpc.CallOption) (*Versioned, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Versioned)
+	err := c.cc.Invoke(ctx, Amulet_EventualGet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *amuletClient) EventualPut(ctx context.Context, in *EventualPutRequest, opts ...grpc.CallOption) (*Versioned, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Versioned)
+	err := c.cc.Invoke(ctx, Amulet_EventualPut_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *amuletClient) EventualDelete(ctx context.Context, in *EventualDeleteRequest, opts ...grpc.CallOption) (*Versioned, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Versioned)
+	err := c.cc.Invoke(ctx, Amulet_EventualDelete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AmuletServer is the server API for Amulet service.
 // All implementations must embed UnimplementedAmuletServer
 // for forward compatibility.
@@ -390,6 +451,25 @@ type AmuletServer interface {
 	// move-needs-checkpoints) that the cluster cannot move partitions as
 	// configured.
 	Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error)
+	// Eventual maps (maps created with an EventualLayout; DottedDB,
+	// docs/eventual-maps.md): served by the key's replicas without
+	// ordering, writable on any side of a partition. Any node takes the
+	// request and forwards it to the key's replicas. A read returns every
+	// concurrent value (siblings) and an opaque causal context; a write or
+	// delete given that context supersedes exactly the values the read
+	// returned (a write with an empty context supersedes nothing: it adds a
+	// sibling). `r` and `w` count the replicas that must answer (0: a
+	// majority of the map's replicas; at most the replica count).
+	// Statuses: NOT_FOUND (unknown map), FAILED_PRECONDITION reason
+	// not-eventual (the map is ordered: use Execute), INVALID_ARGUMENT
+	// (reasons bad-context, quorum-out-of-bounds; a key or value too
+	// large), UNAVAILABLE reason quorum-not-reached (fewer than r or w
+	// replicas answered within 2 s: a write may still have taken effect at
+	// some replicas, and then shows as a sibling or is superseded as any
+	// other write).
+	EventualGet(context.Context, *EventualGetRequest) (*Versioned, error)
+	EventualPut(context.Context, *EventualPutRequest) (*Versioned, error)
+	EventualDelete(context.Context, *EventualDeleteRequest) (*Versioned, error)
 	mustEmbedUnimplementedAmuletServer()
 }
 
@@ -432,6 +512,15 @@ func (UnimplementedAmuletServer) Status(context.Context, *StatusRequest) (*Statu
 }
 func (UnimplementedAmuletServer) Reconfigure(context.Context, *ReconfigureRequest) (*ReconfigureResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Reconfigure not implemented")
+}
+func (UnimplementedAmuletServer) EventualGet(context.Context, *EventualGetRequest) (*Versioned, error) {
+	return nil, status.Error(codes.Unimplemented, "method EventualGet not implemented")
+}
+func (UnimplementedAmuletServer) EventualPut(context.Context, *EventualPutRequest) (*Versioned, error) {
+	return nil, status.Error(codes.Unimplemented, "method EventualPut not implemented")
+}
+func (UnimplementedAmuletServer) EventualDelete(context.Context, *EventualDeleteRequest) (*Versioned, error) {
+	return nil, status.Error(codes.Unimplemented, "method EventualDelete not implemented")
 }
 func (UnimplementedAmuletServer) mustEmbedUnimplementedAmuletServer() {}
 func (UnimplementedAmuletServer) testEmbeddedByValue()                {}
@@ -638,6 +727,60 @@ func _Amulet_Reconfigure_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Amulet_EventualGet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EventualGetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AmuletServer).EventualGet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Amulet_EventualGet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AmuletServer).EventualGet(ctx, req.(*EventualGetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Amulet_EventualPut_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EventualPutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AmuletServer).EventualPut(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Amulet_EventualPut_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AmuletServer).EventualPut(ctx, req.(*EventualPutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Amulet_EventualDelete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EventualDeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AmuletServer).EventualDelete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Amulet_EventualDelete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AmuletServer).EventualDelete(ctx, req.(*EventualDeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Amulet_ServiceDesc is the grpc.ServiceDesc for Amulet service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -680,6 +823,18 @@ var Amulet_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Reconfigure",
 			Handler:    _Amulet_Reconfigure_Handler,
+		},
+		{
+			MethodName: "EventualGet",
+			Handler:    _Amulet_EventualGet_Handler,
+		},
+		{
+			MethodName: "EventualPut",
+			Handler:    _Amulet_EventualPut_Handler,
+		},
+		{
+			MethodName: "EventualDelete",
+			Handler:    _Amulet_EventualDelete_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

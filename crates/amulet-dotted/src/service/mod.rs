@@ -295,8 +295,13 @@ impl Service {
         version: u64,
         placements: BTreeMap<String, Placement>,
     ) {
-        self.install(now, placements);
-        self.config_version = self.config_version.max(version);
+        if version < self.config_version {
+            // An older configuration than one already applied (never
+            // expected: the host's map only moves forward).
+            return;
+        }
+        self.install(now, version, placements);
+        self.config_version = version;
         let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
             .partition(|(_, _, m)| {
@@ -310,12 +315,19 @@ impl Service {
         self.run_loopback(now);
     }
 
-    fn install(&mut self, now: u64, placements: BTreeMap<String, Placement>) {
+    fn install(&mut self, now: u64, version: u64, placements: BTreeMap<String, Placement>) {
+        // A map this node holds replicas of, made by a configuration newer
+        // than `version`, is not gone: the node restarted and its host
+        // replays the global stream from an older checkpoint. Dropping it
+        // would make its replicas afresh under their old ids once the
+        // configuration catches up, issuing dots twice (the fault suite's
+        // kill families found it).
         let gone: Vec<String> = self
             .local
             .iter()
             .filter(|(map, (created_at, _))| {
-                placements.get(*map).map(|p| p.created_at) != Some(*created_at)
+                *created_at <= version
+                    && placements.get(*map).map(|p| p.created_at) != Some(*created_at)
             })
             .map(|(map, _)| map.clone())
             .collect();

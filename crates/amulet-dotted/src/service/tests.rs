@@ -435,3 +435,34 @@ fn dotteddb_v_b_the_merkle_baseline_serves_the_same_api_repairs_by_tree_exchange
     // The journal rebuilds the baseline's replicas too.
     c.crash_and_recover(2);
 }
+
+#[test]
+fn dotteddb_durability_a_restart_behind_the_maps_creation_keeps_its_replicas_and_their_clocks() {
+    let mut c = Cluster::new(3, 3, 3);
+    for i in 0..5 {
+        c.put(2, &format!("k{i}"), "v", &[], 3);
+    }
+    // Node 2 restarts; its host first replays a configuration from before
+    // the map existed, then catches up.
+    let disk = &c.disks[1];
+    let mut replicas = disk.checkpoint.clone();
+    for record in &disk.journal {
+        replicas.apply(record).unwrap();
+    }
+    let journaled = c.disks[1].journal.len();
+    let mut service = Service::new(2, 9, ServiceConfig::default(), replicas);
+    service.set_placements(c.now, 2, BTreeMap::new());
+    service.set_placements(c.now, 5, c.placements.clone());
+    c.nodes[1] = Some(service);
+    c.carry_out(2);
+    assert!(
+        c.disks[1].journal[journaled..]
+            .iter()
+            .all(|r| !matches!(r, Record::Dropped { .. } | Record::Created { .. })),
+        "nothing dropped or made again"
+    );
+    // Its next write takes a new dot: everyone keeps every value.
+    c.put(2, "k0", "w", &[], 3);
+    c.advance(2_000_000, 20);
+    assert_eq!(c.values(1, "k0", 3), vec!["v", "w"]);
+}

@@ -304,12 +304,17 @@ impl World {
                 }
                 n.epoch += 1;
                 let mut service = Service::new(node, n.epoch, self.config, replicas);
-                if n.placed {
-                    let placements = BTreeMap::from([(MAP.to_string(), self.placement.clone())]);
-                    service.set_placements(now, VERSION, placements);
-                }
+                // The host restarts from an older checkpoint and replays
+                // the global stream: first a configuration from before the
+                // map, the map's creation a moment later.
+                service.set_placements(now, VERSION - 1, BTreeMap::new());
+                let placed = n.placed;
                 n.service = Some(service);
                 self.carry_out(node);
+                if placed {
+                    let after = self.rng.range(0, 300_000);
+                    self.at(after, Event::Place { node });
+                }
             }
         }
     }

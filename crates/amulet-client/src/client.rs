@@ -387,7 +387,7 @@ impl Client {
     }
 
     /// Runs `f` with the client's random generator.
-    fn with_rng<T>(&self, f: impl FnOnce(&mut dyn RngCore) -> T) -> T {
+    pub(crate) fn with_rng<T>(&self, f: impl FnOnce(&mut dyn RngCore) -> T) -> T {
         let mut rng = self.inner.rng.lock().expect("rng lock");
         f(rng.as_mut())
     }
@@ -403,7 +403,7 @@ impl Client {
     }
 
     /// A gRPC client for `address`, connected lazily and reused.
-    fn channel(&self, address: &str) -> Result<AmuletClient<Channel>, Error> {
+    pub(crate) fn channel(&self, address: &str) -> Result<AmuletClient<Channel>, Error> {
         let mut channels = self.inner.channels.lock().expect("channel lock");
         if let Some(client) = channels.get(address) {
             return Ok(client.clone());
@@ -427,35 +427,6 @@ impl Client {
                 )
             })
             .clone())
-    }
-
-    /// A random node other than those in `avoid` (while another is
-    /// known): a request that failed at one goes elsewhere.
-    pub(crate) fn node_avoiding(
-        &self,
-        avoid: &[String],
-    ) -> Result<(AmuletClient<Channel>, String), Error> {
-        let address = {
-            let routing = self.inner.routing.read().expect("routing lock");
-            let mut candidates: Vec<String> = routing
-                .addresses
-                .values()
-                .filter(|a| !avoid.contains(a))
-                .cloned()
-                .collect();
-            if candidates.is_empty() {
-                candidates = routing.addresses.values().cloned().collect();
-            }
-            if candidates.is_empty() {
-                candidates = self.inner.seeds.clone();
-            }
-            let at = self.with_rng(|rng| rng.next_u64()) as usize % candidates.len().max(1);
-            candidates
-                .get(at)
-                .cloned()
-                .ok_or_else(|| Error::Unavailable("no node address known".into()))?
-        };
-        Ok((self.channel(&address)?, address))
     }
 
     fn any_node(&self) -> Result<(AmuletClient<Channel>, String), Error> {

@@ -18,12 +18,14 @@
 //! more only when its node surely never took it (no connection).
 
 use crate::{Client, Error};
+use amulet_api::pb::amulet_client::AmuletClient;
 use amulet_api::{pb, REASON_KEY};
 use amulet_smr::{EventualLayout, Layout};
 use bytes::Bytes;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+use tonic::transport::Channel;
 use tonic::Code;
 
 /// How long one attempt waits (a node answers within its own 2.5 s).
@@ -169,6 +171,33 @@ impl Client {
         }
         self.refresh_map().await;
         known(self)
+    }
+}
+
+impl Client {
+    /// A random node other than those in `avoid` (while another is
+    /// known): a request that failed at one goes elsewhere.
+    pub(crate) fn node_avoiding(
+        &self,
+        avoid: &[String],
+    ) -> Result<(AmuletClient<Channel>, String), Error> {
+        let address = {
+            let known: Vec<String> = self.node_addresses().into_values().collect();
+            let mut candidates: Vec<String> = known
+                .iter()
+                .filter(|a| !avoid.contains(a))
+                .cloned()
+                .collect();
+            if candidates.is_empty() {
+                candidates = known;
+            }
+            let at = self.with_rng(|rng| rng.next_u64()) as usize % candidates.len().max(1);
+            candidates
+                .get(at)
+                .cloned()
+                .ok_or_else(|| Error::Unavailable("no node address known".into()))?
+        };
+        Ok((self.channel(&address)?, address))
     }
 }
 

@@ -2,7 +2,7 @@
 //! each request is checked and handed to the local replica it names; the
 //! replica that received it is the one that answers (DMap §III-B).
 
-use crate::metrics::Metrics;
+use crate::metrics::{op_name, Metrics};
 use crate::node_handle::{HandleError, NodeHandle, PageAnswer, ReadAtAnswer, TailAnswer};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
 use amulet_api::{
@@ -135,46 +135,6 @@ struct Service {
     addresses: BTreeMap<NodeId, String>,
     handle: NodeHandle,
     metrics: Arc<Metrics>,
-}
-
-/// The metric label of a map operation.
-fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
-    use pb::map_request::Op::*;
-    match op {
-        None => "none",
-        Some(CreateMap(_)) => "create_map",
-        Some(DropMap(_)) => "drop_map",
-        Some(Get(_)) => "get",
-        Some(ContainsKey(_)) => "contains_key",
-        Some(Put(_)) => "put",
-        Some(Remove(_)) => "remove",
-        Some(PutIfAbsent(_)) => "put_if_absent",
-        Some(Replace(_)) => "replace",
-        Some(ReplaceIfEquals(_)) => "replace_if_equals",
-        Some(RemoveIfEquals(_)) => "remove_if_equals",
-        Some(PutAll(_)) => "put_all",
-        Some(ContainsValue(_)) => "contains_value",
-        Some(Size(_)) => "size",
-        Some(IsEmpty(_)) => "is_empty",
-        Some(Clear(_)) => "clear",
-        Some(FirstEntry(_)) => "first_entry",
-        Some(LastEntry(_)) => "last_entry",
-        Some(NearestEntry(_)) => "nearest_entry",
-        Some(Range(_)) => "range",
-        Some(OpenSnapshot(_)) => "open_snapshot",
-        Some(ReleaseSnapshot(_)) => "release_snapshot",
-        Some(BeginTransaction(_)) => "begin_transaction",
-        Some(EndTransaction(_)) => "end_transaction",
-        Some(Commit(_)) => "commit",
-        Some(MergeFields(_)) => "merge_fields",
-        Some(CreateLog(_)) => "create_log",
-        Some(DropLog(_)) => "drop_log",
-        Some(Append(_)) => "append",
-        Some(MultiAppend(_)) => "multi_append",
-        Some(ReadLog(_)) => "read_log",
-        Some(TrimLog(_)) => "trim_log",
-        Some(LogBounds(_)) => "log_bounds",
-    }
 }
 
 fn stopped(error: HandleError) -> Status {
@@ -578,53 +538,36 @@ impl pb::amulet_server::Amulet for Service {
                     trimmed_below: s.trimmed_below,
                 })
                 .collect(),
-            eventual: stats
-                .eventual
-                .into_iter()
-                .map(|e| pb::EventualReplicaStatus {
-                    map: e.map,
-                    replica: e.replica.0,
-                    keys: e.keys,
-                    clock_bitmap_bits: e.clock_bitmap_bits,
-                    dot_keys: e.dot_keys,
-                    non_stripped: e.non_stripped,
-                    watermark_lag: e.watermark_lag,
-                    coordinated: e.coordinated,
-                    sync_bytes_sent: e.sync_bytes_sent,
-                    sync_bytes_received: e.sync_bytes_received,
-                    tombstones: e.tombstones,
-                    metadata_bytes: e.metadata_bytes,
-                })
-                .collect(),
+            eventual: crate::eventual_api::status_pb(stats.eventual),
         }))
     }
 
     async fn eventual_get(
         &self,
-        request: Request<pb::EventualGetRequest>,
+        r: Request<pb::EventualGetRequest>,
     ) -> Result<Response<pb::Versioned>, Status> {
         let started = tokio::time::Instant::now();
-        let result = crate::eventual_api::get(&self.handle, request.into_inner()).await;
+        let result = crate::eventual_api::get(&self.handle, r.into_inner()).await;
         self.record("eventual_get", started, &result);
         result.map(Response::new)
     }
 
     async fn eventual_put(
         &self,
-        request: Request<pb::EventualPutRequest>,
+        r: Request<pb::EventualPutRequest>,
     ) -> Result<Response<pb::Versioned>, Status> {
         let started = tokio::time::Instant::now();
-        let result = crate::eventual_api::put(&self.handle, request.into_inner()).await;
+        let result = crate::eventual_api::put(&self.handle, r.into_inner()).await;
         self.record("eventual_put", started, &result);
         result.map(Response::new)
     }
 
     async fn eventual_delete(
         &self,
-        request: Request<pb::EventualDeleteRequest>,
+        r: Request<pb::EventualDeleteRequest>,
     ) -> Result<Response<pb::Versioned>, Status> {
         let started = tokio::time::Instant::now();
-        let result = crate::eventual_api::delete(&self.handle, request.into_inner()).await;
+        let result = crate::eventual_api::delete(&self.handle, r.into_inner()).await;
         self.record("eventual_delete", started, &result);
         result.map(Response::new)
     }

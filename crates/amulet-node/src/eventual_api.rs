@@ -50,6 +50,29 @@ pub(crate) async fn delete(
     run(handle, r.map, r.key, operation).await
 }
 
+/// The eventual virtual nodes of a node's status.
+pub(crate) fn status_pb(
+    eventual: Vec<amulet_dotted::service::ReplicaStatus>,
+) -> Vec<pb::EventualReplicaStatus> {
+    eventual
+        .into_iter()
+        .map(|e| pb::EventualReplicaStatus {
+            map: e.map,
+            replica: e.replica.0,
+            keys: e.keys,
+            clock_bitmap_bits: e.clock_bitmap_bits,
+            dot_keys: e.dot_keys,
+            non_stripped: e.non_stripped,
+            watermark_lag: e.watermark_lag,
+            coordinated: e.coordinated,
+            sync_bytes_sent: e.sync_bytes_sent,
+            sync_bytes_received: e.sync_bytes_received,
+            tombstones: e.tombstones,
+            metadata_bytes: e.metadata_bytes,
+        })
+        .collect()
+}
+
 /// The map name and the sizes, by the limits ordered maps have.
 fn check(map: &str, key: &[u8], value: Option<&Bytes>) -> Result<(), Status> {
     MapName::new(map).map_err(|e| Status::invalid_argument(e.to_string()))?;

@@ -4,6 +4,7 @@
 //! (read from the event loop at each scrape).
 
 use crate::node_handle::NodeStats;
+use amulet_api::pb;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -380,5 +381,45 @@ impl Metrics {
         let registry = self.registry.lock().expect("metrics lock");
         encode(&mut out, &registry).expect("encoding to a string cannot fail");
         out
+    }
+}
+
+/// The metric label of a map operation.
+pub(crate) fn op_name(op: &Option<pb::map_request::Op>) -> &'static str {
+    use pb::map_request::Op::*;
+    match op {
+        None => "none",
+        Some(CreateMap(_)) => "create_map",
+        Some(DropMap(_)) => "drop_map",
+        Some(Get(_)) => "get",
+        Some(ContainsKey(_)) => "contains_key",
+        Some(Put(_)) => "put",
+        Some(Remove(_)) => "remove",
+        Some(PutIfAbsent(_)) => "put_if_absent",
+        Some(Replace(_)) => "replace",
+        Some(ReplaceIfEquals(_)) => "replace_if_equals",
+        Some(RemoveIfEquals(_)) => "remove_if_equals",
+        Some(PutAll(_)) => "put_all",
+        Some(ContainsValue(_)) => "contains_value",
+        Some(Size(_)) => "size",
+        Some(IsEmpty(_)) => "is_empty",
+        Some(Clear(_)) => "clear",
+        Some(FirstEntry(_)) => "first_entry",
+        Some(LastEntry(_)) => "last_entry",
+        Some(NearestEntry(_)) => "nearest_entry",
+        Some(Range(_)) => "range",
+        Some(OpenSnapshot(_)) => "open_snapshot",
+        Some(ReleaseSnapshot(_)) => "release_snapshot",
+        Some(BeginTransaction(_)) => "begin_transaction",
+        Some(EndTransaction(_)) => "end_transaction",
+        Some(Commit(_)) => "commit",
+        Some(MergeFields(_)) => "merge_fields",
+        Some(CreateLog(_)) => "create_log",
+        Some(DropLog(_)) => "drop_log",
+        Some(Append(_)) => "append",
+        Some(MultiAppend(_)) => "multi_append",
+        Some(ReadLog(_)) => "read_log",
+        Some(TrimLog(_)) => "trim_log",
+        Some(LogBounds(_)) => "log_bounds",
     }
 }

@@ -401,7 +401,7 @@ impl PartitionMap {
                 let placement = amulet_dotted::Placement::new(
                     asked.replicas,
                     asked.vnodes,
-                    &self.nodes().iter().map(|n| n.0).collect::<Vec<_>>(),
+                    &self.hosting_nodes().iter().map(|n| n.0).collect::<Vec<_>>(),
                     next.version.0,
                 )
                 .map_err(|e| InvalidMap::EventualReplicas(e.to_string()))?;
@@ -420,19 +420,6 @@ impl PartitionMap {
         next.validate()?;
         *self = next;
         Ok(())
-    }
-
-    /// Every node replicating a partition (where eventual maps' virtual
-    /// nodes go), sorted.
-    pub fn nodes(&self) -> Vec<NodeId> {
-        let mut nodes: Vec<NodeId> = self
-            .partitions
-            .values()
-            .flat_map(|p| p.replicas.iter().copied())
-            .collect();
-        nodes.sort();
-        nodes.dedup();
-        nodes
     }
 
     /// The eventual maps and their placements.

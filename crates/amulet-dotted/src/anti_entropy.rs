@@ -17,7 +17,7 @@ use crate::node_state::{shared, DottedBug, NodeState};
 use crate::object::Object;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// `sync_clock(i, NC_i)`: the asker's id and clock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,12 +32,13 @@ pub struct SyncRequest {
 
 /// `sync_repair(p, NC_p, O)`: the answerer's id, clock and the objects
 /// the asker lacks (stripped, as stored; the asker fills them from
-/// `clock`).
+/// `clock`). The clock travels without its bitmaps: the asker only reads
+/// its bases.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncReply {
     /// The answerer.
     pub from: ReplicaId,
-    /// Its node clock.
+    /// Its node clock's bases (bitmaps dropped).
     pub clock: NodeClock,
     /// Keys and stored objects (an empty object for a key deleted and
     /// forgotten: filled, it carries the delete).
@@ -85,11 +86,23 @@ pub struct SyncApplied {
 }
 
 impl NodeState {
-    /// `anti_entropy`'s message to a peer (Alg. 3).
-    pub fn sync_request(&self) -> SyncRequest {
+    /// `anti_entropy`'s message to `peer` (Alg. 3), carrying only the
+    /// entries `peer` compares: its own, those of the replicas both share
+    /// ranges with, every retired id, and any id this ring does not list
+    /// (a replacement the peer may already know). An entry the peer wants
+    /// and does not find reads as empty there, which only makes it send
+    /// keys this replica already holds (merging is idempotent); never one
+    /// fewer.
+    pub fn sync_request(&self, peer: ReplicaId) -> SyncRequest {
+        let shared = shared(&self.ring.peers(self.id), &self.ring.peers(peer));
+        let members = self.ring.members();
+        let retired = self.ring.retired();
+        let clock = self.clock.restricted(|n| {
+            n == peer || shared.contains(&n) || retired.contains_key(&n) || !members.contains(&n)
+        });
         SyncRequest {
             from: self.id,
-            clock: self.clock.clone(),
+            clock,
             closed: self.closed.iter().copied().collect(),
         }
     }
@@ -98,6 +111,23 @@ impl NodeState {
     /// answerer's own entry is examined first, so a cut reply still
     /// covers a prefix of it.
     pub fn answer_sync(&self, request: &SyncRequest, budget: SyncBudget) -> SyncReply {
+        self.answer_sync_below(request, budget, None)
+    }
+
+    /// [`NodeState::answer_sync`] for the dots at or below `horizon` only
+    /// (per replica id, the largest counter to consider; an id it lacks:
+    /// none). The service passes this replica's clock as it was a moment
+    /// ago: younger dots are still on their way by replication, and
+    /// sending them again would double the bytes of a round for nothing.
+    /// The own entry is covered only up to its horizon, so the asker
+    /// closes nothing it has not been sent.
+    pub fn answer_sync_below(
+        &self,
+        request: &SyncRequest,
+        budget: SyncBudget,
+        horizon: Option<&BTreeMap<ReplicaId, u64>>,
+    ) -> SyncReply {
+        let limit = |n: ReplicaId| horizon.map_or(u64::MAX, |h| h.get(&n).copied().unwrap_or(0));
         let asker = request.from;
         let mut ids = vec![self.id];
         for n in shared(&self.ring.peers(self.id), &self.ring.peers(asker)) {
@@ -128,7 +158,7 @@ impl NodeState {
         if !self.ring.members().contains(&asker) {
             return SyncReply {
                 from: self.id,
-                clock: self.clock.clone(),
+                clock: self.clock.without_bitmaps(),
                 objects: Vec::new(),
                 covered: 0,
                 complete: Vec::new(),
@@ -136,11 +166,12 @@ impl NodeState {
             };
         }
         let own_max = self.clock.entry(self.id).max();
-        let mut covered = own_max;
+        let mut covered = own_max.min(limit(self.id));
         let mut complete = Vec::new();
         'ids: for n in ids {
             let (mine, theirs) = (self.clock.entry(n), request.clock.entry(n));
-            for c in mine.missing_from(&theirs) {
+            let below = limit(n);
+            for c in mine.missing_from(&theirs).take_while(|&c| c <= below) {
                 let full = dots >= budget.dots
                     || objects.len() >= budget.objects
                     || (!objects.is_empty() && bytes >= budget.bytes);
@@ -162,13 +193,14 @@ impl NodeState {
                 sent.insert(key.clone());
                 objects.push((key.clone(), object));
             }
-            if retired.contains(&n) {
+            // Complete only when the horizon hid none of its dots.
+            if retired.contains(&n) && mine.max() <= below {
                 complete.push(n);
             }
         }
         SyncReply {
             from: self.id,
-            clock: self.clock.clone(),
+            clock: self.clock.without_bitmaps(),
             objects,
             covered,
             complete,

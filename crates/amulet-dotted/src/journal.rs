@@ -129,7 +129,7 @@ mod tests {
         let checkpoint = NodeState::decode_checkpoint(&a.encode_checkpoint()).unwrap();
         assert_eq!(checkpoint, a);
         let mut journal = Vec::new();
-        let reply = peer.answer_sync(&a.sync_request(), SyncBudget::default());
+        let reply = peer.answer_sync(&a.sync_request(peer.id()), SyncBudget::default());
         for input in [
             Input::Coordinate {
                 key: b("k"),

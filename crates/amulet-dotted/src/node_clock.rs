@@ -82,6 +82,37 @@ impl NodeClock {
         self.entries.iter().map(|(id, e)| (*id, e.base()))
     }
 
+    /// The clock with every bitmap dropped: what a sync reply carries.
+    /// The asker reads nothing but bases from it (fill, closing the
+    /// answerer's own entry, which never has gaps, and the watermark), so
+    /// the bitmaps, the bulk of a clock under load, stay home.
+    pub fn without_bitmaps(&self) -> NodeClock {
+        let entries = self
+            .entries
+            .iter()
+            .map(|(id, e)| (*id, ClockEntry::from_base(e.base())))
+            .filter(|(_, e)| *e != ClockEntry::default())
+            .collect();
+        NodeClock { entries }
+    }
+
+    /// The clock restricted to the entries `keep` selects: what a sync
+    /// request carries (the entries the answerer compares).
+    pub fn restricted(&self, mut keep: impl FnMut(ReplicaId) -> bool) -> NodeClock {
+        let entries = self
+            .entries
+            .iter()
+            .filter(|(id, _)| keep(**id))
+            .map(|(id, e)| (*id, e.clone()))
+            .collect();
+        NodeClock { entries }
+    }
+
+    /// The largest counter seen from each replica id.
+    pub fn maxes(&self) -> BTreeMap<ReplicaId, u64> {
+        self.entries.iter().map(|(id, e)| (*id, e.max())).collect()
+    }
+
     /// The replica ids with an entry.
     pub fn ids(&self) -> impl Iterator<Item = ReplicaId> + '_ {
         self.entries.keys().copied()

@@ -27,7 +27,7 @@ fn sync_all(nodes: &mut [NodeState], budget: SyncBudget) {
     for a in 0..nodes.len() {
         for p in 0..nodes.len() {
             if a != p {
-                let reply = nodes[p].answer_sync(&nodes[a].sync_request(), budget);
+                let reply = nodes[p].answer_sync(&nodes[a].sync_request(nodes[p].id()), budget);
                 nodes[a].apply_sync(&reply);
                 nodes[a].check_invariants();
             }
@@ -122,10 +122,10 @@ fn dotteddb_iv_g_anti_entropy_sends_only_what_the_asker_lacks() {
         n[0].coordinate(&b(&format!("k{i}")), Some(b("v")), &VersionVector::new())
             .unwrap();
     }
-    let reply = n[0].answer_sync(&n[1].sync_request(), SyncBudget::default());
+    let reply = n[0].answer_sync(&n[1].sync_request(n[0].id()), SyncBudget::default());
     assert_eq!(reply.objects.len(), 20);
     n[1].apply_sync(&reply);
-    let again = n[0].answer_sync(&n[1].sync_request(), SyncBudget::default());
+    let again = n[0].answer_sync(&n[1].sync_request(n[0].id()), SyncBudget::default());
     assert!(
         again.objects.is_empty(),
         "nothing is missing: nothing is sent"
@@ -147,7 +147,7 @@ fn cut_reply_then_write(bug: DottedBug) -> Vec<Bytes> {
         objects: 3,
         ..SyncBudget::default()
     };
-    let reply = n[0].answer_sync(&n[1].sync_request(), budget);
+    let reply = n[0].answer_sync(&n[1].sync_request(n[0].id()), budget);
     assert_eq!(reply.objects.len(), 3);
     n[1].apply_sync(&reply);
     // A client reads the last key at n[1] and writes over what it saw.

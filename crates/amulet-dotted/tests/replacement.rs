@@ -10,7 +10,7 @@ fn b(s: &str) -> Bytes {
 }
 
 fn sync(nodes: &mut [NodeState], a: usize, p: usize) {
-    let reply = nodes[p].answer_sync(&nodes[a].sync_request(), SyncBudget::default());
+    let reply = nodes[p].answer_sync(&nodes[a].sync_request(nodes[p].id()), SyncBudget::default());
     nodes[a].apply_sync(&reply);
     nodes[a].check_invariants();
 }

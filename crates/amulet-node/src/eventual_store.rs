@@ -113,6 +113,11 @@ impl EventualStore {
         !self.pending.is_empty()
     }
 
+    /// Bytes of records waiting for a sync.
+    pub(crate) fn pending_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Writes the appended records and syncs them (one group commit).
     pub(crate) fn sync(&mut self) -> anyhow::Result<()> {
         if self.pending.is_empty() {

@@ -38,6 +38,9 @@ use std::collections::{BTreeMap, VecDeque};
 pub struct ServiceConfig {
     /// Each replica asks one peer for anti-entropy this often.
     pub sync_interval_micros: u64,
+    /// An anti-entropy answer leaves out dots younger than this (they are
+    /// on their way by replication).
+    pub sync_horizon_micros: u64,
     /// Each replica runs a strip pass this often (when it has keys to).
     pub strip_interval_micros: u64,
     /// Keys a strip pass visits.
@@ -57,6 +60,7 @@ impl Default for ServiceConfig {
     fn default() -> ServiceConfig {
         ServiceConfig {
             sync_interval_micros: 200_000,
+            sync_horizon_micros: 100_000,
             strip_interval_micros: 100_000,
             strip_keys: 1024,
             request_timeout_micros: 2_000_000,
@@ -157,6 +161,9 @@ pub enum Operation {
 #[derive(Debug)]
 struct Local {
     replica: Replica,
+    /// When the next anti-entropy round and strip pass run (0: not
+    /// scheduled yet; the first tick spreads them at random so replicas,
+    /// new or recovered, neither ask nor stall the event loop in step).
     next_sync: u64,
     next_strip: u64,
     /// Which peer the next anti-entropy round asks.
@@ -165,6 +172,9 @@ struct Local {
     coordinated: u64,
     sync_bytes_sent: u64,
     sync_bytes_received: u64,
+    /// The clock's largest counters as they were, oldest first: the first
+    /// one at least a horizon old bounds what an anti-entropy answer sends.
+    horizons: VecDeque<(u64, BTreeMap<crate::dot::ReplicaId, u64>)>,
 }
 
 /// One replica's figures for `amulet status` and metrics.
@@ -186,9 +196,9 @@ pub struct ReplicaStatus {
     pub watermark_lag: u64,
     /// Writes coordinated.
     pub coordinated: u64,
-    /// Anti-entropy reply bytes sent.
+    /// Anti-entropy bytes sent (asks and answers).
     pub sync_bytes_sent: u64,
-    /// Anti-entropy reply bytes received.
+    /// Anti-entropy answer bytes received.
     pub sync_bytes_received: u64,
     /// Stored objects with no value (the baseline's tombstones; 0 for
     /// DottedDB once stripped).
@@ -300,7 +310,7 @@ impl Service {
             // expected: the host's map only moves forward).
             return;
         }
-        self.install(now, version, placements);
+        self.install(version, placements);
         self.config_version = version;
         let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
@@ -315,7 +325,7 @@ impl Service {
         self.run_loopback(now);
     }
 
-    fn install(&mut self, now: u64, version: u64, placements: BTreeMap<String, Placement>) {
+    fn install(&mut self, version: u64, placements: BTreeMap<String, Placement>) {
         // A map this node holds replicas of, made by a configuration newer
         // than `version`, is not gone: the node restarted and its host
         // replays the global stream from an older checkpoint. Dropping it
@@ -356,10 +366,7 @@ impl Service {
                     None => {
                         let replica = Replica::new(id, placement.ring.clone(), placement.merkle)
                             .with_bug(self.config.bug);
-                        let mut local = Local::new(replica);
-                        // Spread the timers so replicas do not ask in step.
-                        local.next_sync = now
-                            + next_u64(&mut self.seed) % self.config.sync_interval_micros.max(1);
+                        let local = Local::new(replica);
                         states.insert(id, local);
                         self.out.push(Output::Journal(Record::Created {
                             map: map.clone(),
@@ -590,6 +597,34 @@ impl Local {
             peer_cursor: 0,
             sync_bytes_sent: 0,
             sync_bytes_received: 0,
+            horizons: VecDeque::new(),
+        }
+    }
+
+    /// Takes a snapshot of the clock's largest counters every quarter
+    /// horizon and forgets those older than the newest one past it.
+    fn remember_horizon(&mut self, now: u64, horizon: u64) {
+        let Replica::Dotted(state) = &self.replica else {
+            return;
+        };
+        let due = self
+            .horizons
+            .back()
+            .is_none_or(|(at, _)| now >= at + (horizon / 4).max(1));
+        if due {
+            self.horizons.push_back((now, state.clock().maxes()));
+        }
+        while self.horizons.len() >= 2 && self.horizons[1].0 + horizon <= now {
+            self.horizons.pop_front();
+        }
+    }
+
+    /// What an answer may send now: the newest snapshot at least
+    /// `horizon` old (none yet: nothing).
+    fn horizon(&self, now: u64, horizon: u64) -> BTreeMap<crate::dot::ReplicaId, u64> {
+        match self.horizons.front() {
+            Some((at, maxes)) if at + horizon <= now => maxes.clone(),
+            _ => BTreeMap::new(),
         }
     }
 }
@@ -603,7 +638,7 @@ fn versioned(object: &Object) -> Versioned {
     }
 }
 
-fn next_u64(seed: &mut u64) -> u64 {
+pub(super) fn next_u64(seed: &mut u64) -> u64 {
     *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *seed;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

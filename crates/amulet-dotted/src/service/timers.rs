@@ -5,9 +5,10 @@
 
 use super::durable::Record;
 use super::message::{Failed, Message, To};
+use super::peer::back_to;
 use super::pending::Pending;
 use super::replica::Replica;
-use super::{Output, Refusal, Service};
+use super::{next_u64, Output, Refusal, Service};
 use crate::dot::ReplicaId;
 use crate::journal::Input;
 
@@ -78,6 +79,15 @@ impl Service {
         let mut asks = Vec::new();
         for (map, (created_at, states)) in &mut self.local {
             for (id, local) in states.iter_mut() {
+                local.remember_horizon(now, self.config.sync_horizon_micros);
+                if local.next_sync == 0 {
+                    let (sync, strip) = (
+                        self.config.sync_interval_micros.max(1),
+                        self.config.strip_interval_micros.max(1),
+                    );
+                    local.next_sync = now + next_u64(&mut self.seed) % sync;
+                    local.next_strip = now + next_u64(&mut self.seed) % strip;
+                }
                 if now >= local.next_sync {
                     local.next_sync = now + self.config.sync_interval_micros;
                     let peers: Vec<ReplicaId> = local
@@ -91,11 +101,11 @@ impl Service {
                         let peer = peers[local.peer_cursor % peers.len()];
                         local.peer_cursor = local.peer_cursor.wrapping_add(1);
                         let ask = match &mut local.replica {
-                            Replica::Dotted(state) => Some(Ask::Sync(state.sync_request())),
+                            Replica::Dotted(state) => Some(Ask::Sync(state.sync_request(peer))),
                             Replica::Merkle(node) => node.start_exchange(peer).map(Ask::Exchange),
                         };
                         if let Some(ask) = ask {
-                            asks.push((map.clone(), *created_at, peer, ask));
+                            asks.push((map.clone(), *created_at, *id, peer, ask));
                         }
                     }
                 }
@@ -119,7 +129,7 @@ impl Service {
                 }
             }
         }
-        for (map, created_at, peer, ask) in asks {
+        for (map, created_at, asker, peer, ask) in asks {
             let Some(node) = self.placements.get(&map).and_then(|p| p.node_of(peer)) else {
                 continue;
             };
@@ -128,11 +138,12 @@ impl Service {
                 created_at,
                 replica: peer,
             };
+            let from = back_to(&to, asker);
             let message = match ask {
                 Ask::Sync(request) => Message::SyncAsk { to, request },
                 Ask::Exchange(request) => Message::ExchangeAsk { to, request },
             };
-            self.send(node, message);
+            self.send_anti_entropy(node, &from, message);
         }
         self.run_loopback(now);
     }

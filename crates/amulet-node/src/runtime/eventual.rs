@@ -16,6 +16,8 @@ use tokio::sync::oneshot;
 
 /// A journal this long is folded into a checkpoint.
 const JOURNAL_BYTES_CHECKPOINT: u64 = 64 << 20;
+/// Unsynced journal bytes that are synced even with nothing to send.
+const PENDING_BYTES_SYNC: usize = 1 << 20;
 /// How long a request for a map this node does not know yet waits for
 /// its configuration to catch up (a map created a moment ago elsewhere).
 const UNKNOWN_MAP_WAIT_MICROS: u64 = 1_000_000;
@@ -131,17 +133,26 @@ impl Eventual {
 
     /// Carries out the service's outputs: records appended and synced
     /// once, then messages and replies in order.
+    ///
+    /// A batch with no message or reply (a strip pass, an anti-entropy
+    /// answer merged) is appended but not synced: nothing outside this
+    /// node has seen its effect, and whatever later makes it visible goes
+    /// out behind the next group commit, which syncs these records first.
+    /// A crash loses at most such an invisible suffix. This keeps
+    /// background work off the fsync path the writes wait on.
     pub(crate) fn carry_out(&mut self, transport: Option<&mut Transport>) -> anyhow::Result<()> {
         let outputs = self.service.drain();
         if outputs.is_empty() {
             return Ok(());
         }
+        let mut visible = false;
         for output in &outputs {
-            if let Output::Journal(record) = output {
-                self.store.append(record);
+            match output {
+                Output::Journal(record) => self.store.append(record),
+                Output::Send { .. } | Output::Reply { .. } => visible = true,
             }
         }
-        if self.store.dirty() {
+        if self.store.dirty() && (visible || self.store.pending_bytes() >= PENDING_BYTES_SYNC) {
             self.store.sync()?;
         }
         let mut transport = transport;

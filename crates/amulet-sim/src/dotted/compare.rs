@@ -312,7 +312,7 @@ impl Run {
         let mut touched: Vec<Bytes> = Vec::new();
         match (&self.nodes[a], &self.nodes[p]) {
             (Node::Dotted(asker), Node::Dotted(answerer)) => {
-                let request: SyncRequest = asker.sync_request();
+                let request: SyncRequest = asker.sync_request(answerer.id());
                 add(sizes(&request, &[]), &mut self.bytes);
                 let reply: SyncReply = answerer.answer_sync(&request, SyncBudget::default());
                 add(sizes(&reply, &reply.objects), &mut self.bytes);

@@ -132,8 +132,10 @@ impl World {
                     if p == a {
                         continue;
                     }
-                    let reply = self.nodes[p]
-                        .answer_sync(&self.nodes[a].sync_request(), SyncBudget::default());
+                    let reply = self.nodes[p].answer_sync(
+                        &self.nodes[a].sync_request(self.nodes[p].id()),
+                        SyncBudget::default(),
+                    );
                     self.nodes[a].apply_sync(&reply);
                     self.nodes[a].check_invariants();
                 }

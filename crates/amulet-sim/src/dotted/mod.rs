@@ -429,7 +429,7 @@ impl World {
                         .collect();
                     if let Some(&p) = self.rng.pick(&peers) {
                         let to = self.index(p);
-                        let request = self.nodes[i].sync_request();
+                        let request = self.nodes[i].sync_request(p);
                         let loss = self.options.sync_loss;
                         self.send(i, to, Message::SyncRequest(request), loss);
                     }

@@ -5,7 +5,8 @@
 //! write over what they read, write blind and delete; messages lost,
 //! duplicated, delayed and reordered; partitions; crashes that restart a
 //! node from its checkpoint and journal, as the node's runtime keeps them
-//! (every record synced before the messages and replies after it). Then
+//! (every record synced before the messages and replies after it, a
+//! batch with nothing to send left unsynced until then). Then
 //! the faults heal, clients stop, and the timers run to quiescence; the
 //! same checkers as `--dotted` judge the replicas' final state against
 //! every write the journals hold, and every acknowledged write and every
@@ -64,8 +65,9 @@ struct Node {
     placed: bool,
     checkpoint: Replicas,
     journal: Vec<Record>,
-    /// Records not synced yet (only with `--bug ack-before-sync`: the
-    /// runtime sends before it syncs; a crash loses these).
+    /// Records not synced yet: batches with nothing to send, and with
+    /// `--bug ack-before-sync` everything (the runtime sends before it
+    /// syncs). A crash loses these.
     unsynced: Vec<Record>,
     epoch: u32,
 }
@@ -263,6 +265,9 @@ impl World {
                     }
                     // Now and then a checkpoint folds the journal.
                     if self.rng.chance(0.01) {
+                        // The runtime syncs what waits before it folds.
+                        let unsynced = std::mem::take(&mut self.nodes[i].unsynced);
+                        self.sync(node, unsynced);
                         let n = &mut self.nodes[i];
                         n.checkpoint = n.service.as_ref().expect("up").replicas();
                         n.journal.clear();
@@ -320,22 +325,21 @@ impl World {
     }
 
     /// The runtime: records synced first (late under the bug), then
-    /// messages and replies.
+    /// messages and replies. A batch with nothing to send stays unsynced
+    /// (a crash loses it) until a batch that sends something syncs it.
     fn carry_out(&mut self, node: u32) {
         let i = node as usize - 1;
         let outputs = self.nodes[i].service.as_mut().expect("up").drain();
-        let mut records = Vec::new();
         let mut rest = Vec::new();
         for output in outputs {
             match output {
-                Output::Journal(record) => records.push(record),
+                Output::Journal(record) => self.nodes[i].unsynced.push(record),
                 other => rest.push(other),
             }
         }
-        if self.bug == DottedBug::AckBeforeSync {
-            self.nodes[i].unsynced.extend(records);
-        } else {
-            self.sync(node, records);
+        if self.bug != DottedBug::AckBeforeSync && !rest.is_empty() {
+            let unsynced = std::mem::take(&mut self.nodes[i].unsynced);
+            self.sync(node, unsynced);
         }
         for output in rest {
             match output {

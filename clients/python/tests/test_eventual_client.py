@@ -16,7 +16,6 @@ import grpc
 import pytest
 
 import amulet
-import amulet.client
 from amulet import eventual
 from amulet.v1 import amulet_pb2 as pb
 
@@ -257,7 +256,7 @@ def test_quorum_not_reached_is_raised_and_not_sent_again(fake, where, method):
 
 
 def test_a_write_without_an_answer_is_outcome_unknown_and_a_read_is_resent(fake, monkeypatch):
-    monkeypatch.setattr(amulet.client, "EVENTUAL_QUORUM_WAIT", 0.0)
+    monkeypatch.setattr(eventual, "EVENTUAL_QUORUM_WAIT", 0.0)
     with connect(fake, attempt_timeout=0.3) as client:
         carts = client.eventual_map("carts")
         carts.get(b"k")

@@ -81,10 +81,12 @@ pub fn map_from_pb(
             .collect(),
         keyspaces,
         // Clients route by partitions and layouts; which streams were
-        // created or retired at run time is the nodes' business.
+        // created or retired at run time, and which eventual store each
+        // node has, is the nodes' business.
         streams: BTreeMap::new(),
         retired_streams: Default::default(),
         merged: Default::default(),
+        eventual_stores: Default::default(),
     };
     decoded
         .validate()

@@ -531,7 +531,8 @@ impl Client {
         session: &mut Session,
         command: &MapCommand,
     ) -> Result<(MapReply, String), Error> {
-        let op = command_to_op(command);
+        let op = command_to_op(command)
+            .ok_or_else(|| Error::InvalidArgument(format!("{command:?} is sent by nodes only")))?;
         let placement = PartitionState::placement(command);
         let mut resend = Resend::new(self.now(), &self.inner.timing, command.is_read_only());
         loop {
@@ -640,7 +641,7 @@ impl Client {
                     session: 0,
                     sequence: 0,
                 }),
-                op: Some(command_to_op(command)),
+                op: command_to_op(command),
             }),
         };
         match tokio::time::timeout(self.inner.config.attempt_timeout, channel.read_at(request))

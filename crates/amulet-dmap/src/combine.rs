@@ -43,6 +43,7 @@ pub fn combine(command: &MapCommand, partials: &[MapReply]) -> MapReply {
         | PutAll { .. }
         | Clear { .. }
         | ReleaseSnapshot { .. }
+        | RegisterEventualStore { .. }
         | EndTransaction { .. }
         | CreateLog { .. }
         | DropLog { .. } => MapReply::Done,

@@ -417,6 +417,18 @@ pub enum MapCommand {
         /// The log.
         log: MapName,
     },
+    /// A node registers its eventual store (every partition, through the
+    /// global stream): the node sends it itself, never a client. The
+    /// partition map records it; another incarnation than the recorded
+    /// one replaces the node's eventual replica ids
+    /// (`PartitionMap::register_eventual_store`). Last, so the variants
+    /// before it keep their encoding.
+    RegisterEventualStore {
+        /// The node.
+        node: u32,
+        /// Its eventual store's incarnation.
+        incarnation: u64,
+    },
 }
 
 impl MapCommand {
@@ -446,6 +458,7 @@ impl MapCommand {
             | MergeFields { map, .. }
             | OpenSnapshot { map, .. } => Some(map),
             ReleaseSnapshot { .. }
+            | RegisterEventualStore { .. }
             | BeginTransaction { .. }
             | EndTransaction { .. }
             | Commit { .. }

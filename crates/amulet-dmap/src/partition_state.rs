@@ -315,6 +315,8 @@ impl PartitionState {
                 }
                 Ok(MapReply::Done)
             }
+            // Only the partition map changes (the keyspace change).
+            RegisterEventualStore { .. } => Ok(MapReply::Done),
             ReleaseSnapshot { snapshot } => {
                 // Idempotent: a lease may already have ended it here.
                 self.snapshots.remove(snapshot);

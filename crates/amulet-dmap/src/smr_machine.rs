@@ -70,6 +70,7 @@ impl StateMachine for PartitionState {
             CreateMap { .. }
             | DropMap { .. }
             | ReleaseSnapshot { .. }
+            | RegisterEventualStore { .. }
             | BeginTransaction { .. }
             | EndTransaction { .. } => {
                 return Placement {
@@ -213,6 +214,12 @@ impl StateMachine for PartitionState {
             ),
             (MapCommand::DropMap { map }, MapReply::Done) => {
                 Some(KeyspaceChange::Drop(map.as_str().to_string()))
+            }
+            (MapCommand::RegisterEventualStore { node, incarnation }, MapReply::Done) => {
+                Some(KeyspaceChange::EventualStore {
+                    node: amulet_types::NodeId(*node),
+                    incarnation: *incarnation,
+                })
             }
             (MapCommand::CreateLog { log }, MapReply::Done) => Some(KeyspaceChange::Create(
                 log.as_str().to_string(),

@@ -362,9 +362,27 @@ impl NodeState {
             let more = max_keys - keys.len();
             keys.extend(self.non_stripped.range(..from.clone()).take(more).cloned());
         }
+        // Strip in place: the versions and their dots were recorded when
+        // the object was stored (re-recording them would bring back
+        // dot-key entries already pruned), only the context shrinks.
         for key in &keys {
-            let object = self.storage.get(key).cloned().unwrap_or_default();
-            self.store(key, object);
+            let Some(mut object) = self.storage.remove(key) else {
+                self.non_stripped.remove(key);
+                continue;
+            };
+            self.strip(key, &mut object);
+            let forget = match self.bug {
+                DottedBug::ForgetUnstrippedDeletes => object.values().is_empty(),
+                _ => object.is_forgettable(),
+            };
+            if forget || object.context().is_empty() {
+                self.non_stripped.remove(key);
+            }
+            if forget {
+                self.stats.forgotten += 1;
+            } else {
+                self.storage.insert(key.clone(), object);
+            }
         }
         if keys.len() == max_keys {
             if let Some(last) = keys.last() {

@@ -65,6 +65,15 @@ impl Ring {
         &self.retired
     }
 
+    /// Whether member `id` took the position of a retired id (a
+    /// replacement: it starts from full transfers).
+    pub fn is_replacement(&self, id: ReplicaId) -> bool {
+        self.members
+            .iter()
+            .position(|&m| m == id)
+            .is_some_and(|at| self.retired.values().any(|&r| r == at))
+    }
+
     /// Whether `id` was retired.
     pub fn is_retired(&self, id: ReplicaId) -> bool {
         self.retired.contains_key(&id)

@@ -11,6 +11,12 @@
 //!   removed, so a crash between the rename and the new journal never
 //!   replays a record twice.
 //!
+//! - `incarnation`: this directory's identity, a random non-zero u64 in
+//!   decimal, written (synced, the directory synced) when the directory is
+//!   made. The node registers it in the partition map; a directory made
+//!   afresh where the map names another one is a lost store, and the
+//!   cluster gives the node's eventual replicas new ids (issue 23).
+//!
 //! Recovery replays the journal of the checkpoint's generation up to its
 //! first torn or damaged record (a crash mid-append) and cuts it there: the
 //! records after it were never synced, so nothing they caused was sent.
@@ -36,6 +42,8 @@ pub(crate) struct EventualStore {
     pending: Vec<u8>,
     /// Bytes in the journal (synced or not).
     journal_bytes: u64,
+    /// This directory's identity (see the module's `incarnation`).
+    incarnation: u64,
     /// Whether syncs reach the disk (off when every stream of the node
     /// keeps its log in memory: then writes reach the OS only, which
     /// survives a process crash, not a machine crash).
@@ -49,6 +57,7 @@ impl EventualStore {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let _ = std::fs::remove_file(dir.join("checkpoint.tmp"));
+        let incarnation = read_or_make_incarnation(&dir)?;
         let (generation, mut replicas) = read_checkpoint(&dir.join("checkpoint"))?;
         let journal_path = dir.join(format!("journal-{generation}"));
         let mut good = 0u64;
@@ -91,6 +100,7 @@ impl EventualStore {
             journal,
             pending: Vec::new(),
             journal_bytes: good,
+            incarnation,
             fsync,
         };
         use std::io::Seek;
@@ -106,6 +116,11 @@ impl EventualStore {
         self.pending
             .extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
         self.pending.extend_from_slice(&body);
+    }
+
+    /// This directory's identity.
+    pub(crate) fn incarnation(&self) -> u64 {
+        self.incarnation
     }
 
     /// Whether records wait for a sync.
@@ -219,6 +234,39 @@ fn remove_stale_journals(dir: &Path, generation: u64) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The directory's incarnation: read, or made when the directory has none
+/// (a new directory, or one from before incarnations, whose replicas the
+/// partition map then records as this one's). A file that does not hold
+/// one is an error, not a new identity: that would retire replicas whose
+/// state is here.
+fn read_or_make_incarnation(dir: &Path) -> anyhow::Result<u64> {
+    let path = dir.join("incarnation");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => match text.trim().parse::<u64>() {
+            Ok(n) if n != 0 => Ok(n),
+            _ => bail!("{} does not hold an incarnation: {text:?}", path.display()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let n = loop {
+                let n: u64 = rand::random();
+                if n != 0 {
+                    break n;
+                }
+            };
+            let tmp = dir.join("incarnation.tmp");
+            let mut file =
+                File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+            file.write_all(format!("{n}\n").as_bytes())?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, &path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            File::open(dir)?.sync_all()?;
+            Ok(n)
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 #[cfg(test)]

@@ -143,6 +143,7 @@ impl Node {
         let mut eventual_config = amulet_dotted::ServiceConfig::default();
         eventual_config.budget.bytes = (config.frame_bytes_max() / 4).clamp(64 << 10, 4 << 20);
         let eventual = eventual::Eventual::new(
+            me,
             amulet_dotted::Service::new(me.0, incarnation, eventual_config, eventual_replicas),
             eventual_store,
         );
@@ -546,7 +547,14 @@ impl EventLoop {
         let now = self.now();
         let flushed = self.host.flush(now, &mut self.opener)?;
         self.carry_out()?;
-        self.eventual.after_flush(now, self.host.current_map());
+        if let Some(request) = self.eventual.after_flush(now, self.host.current_map()) {
+            let (reply, answer) = oneshot::channel();
+            let token = self.next_token;
+            self.next_token += 1;
+            self.waiters.insert(token, reply);
+            self.host.submit(now, None, request, token);
+            self.eventual.registering(now, answer);
+        }
         self.eventual.carry_out(self.transport.as_mut())?;
         // Tails wake only when a log changed (the count walks the local
         // replicas, a handful; a watch with nothing new wakes nobody).

@@ -44,6 +44,20 @@ async fn three_nodes_serve_a_linearizable_map() {
         nodes.push(Node::start(config, None, None).await.unwrap());
     }
     let handles: Vec<NodeHandle> = nodes.iter().map(|n| n.handle()).collect();
+    // Each node registers its eventual store through the global stream at
+    // start (a new map version each): wait for the three, then start from
+    // the version they leave.
+    let mut v1 = 0;
+    for _ in 0..500 {
+        let current = handles[0].partition_map().await.unwrap().unwrap();
+        if current.eventual_stores.len() == 3 {
+            v1 = current.version.0;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(v1 > 0, "the nodes registered their eventual stores");
+    let v2 = v1 + 1;
     let session = SessionId(77);
     let map = MapName::new("users").unwrap();
     let req = |version: u64, sequence: u64, body: Body<MapCommand>| ClientRequest {
@@ -56,7 +70,7 @@ async fn three_nodes_serve_a_linearizable_map() {
     let opened = ask(
         &handles[0],
         req(
-            1,
+            v1,
             0,
             Body::OpenSession {
                 lease_micros: 60_000_000,
@@ -70,17 +84,17 @@ async fn three_nodes_serve_a_linearizable_map() {
         layout: Layout::Hash,
     };
     assert_eq!(
-        ask(&handles[0], app(1, 1, create)).await,
+        ask(&handles[0], app(v1, 1, create)).await,
         ClientReply::Done(MapReply::Done)
     );
 
-    // The map version moved to 2: a request still on version 1 is told so.
+    // The map version moved on: a request still on the old one is told so.
     let get = |key: &'static [u8]| MapCommand::Get {
         map: map.clone(),
         key: Bytes::from_static(key),
     };
-    match ask(&handles[1], app(1, 2, get(b"k"))).await {
-        ClientReply::StaleMap(current) => assert_eq!(current.version, MapVersion(2)),
+    match ask(&handles[1], app(v1, 2, get(b"k"))).await {
+        ClientReply::StaleMap(current) => assert_eq!(current.version, MapVersion(v2)),
         other => panic!("expected a stale map, got {other:?}"),
     }
 
@@ -90,12 +104,12 @@ async fn three_nodes_serve_a_linearizable_map() {
         value: Bytes::from_static(b"v1"),
     };
     assert_eq!(
-        ask(&handles[1], app(2, 3, put)).await,
+        ask(&handles[1], app(v2, 3, put)).await,
         ClientReply::Done(MapReply::Value(None))
     );
     // Written through node 2, read through node 3.
     assert_eq!(
-        ask(&handles[2], app(2, 4, get(b"k"))).await,
+        ask(&handles[2], app(v2, 4, get(b"k"))).await,
         ClientReply::Done(MapReply::Value(Some(Bytes::from_static(b"v1"))))
     );
 
@@ -106,14 +120,14 @@ async fn three_nodes_serve_a_linearizable_map() {
         key: Bytes::from_static(b"new"),
         value: Bytes::from_static(b"first"),
     };
-    let first = ask(&handles[0], app(2, 5, put_if_absent.clone())).await;
+    let first = ask(&handles[0], app(v2, 5, put_if_absent.clone())).await;
     assert_eq!(first, ClientReply::Done(MapReply::Value(None)));
-    let retried = ask(&handles[2], app(2, 5, put_if_absent)).await;
+    let retried = ask(&handles[2], app(v2, 5, put_if_absent)).await;
     assert_eq!(retried, first, "the retry replays the recorded reply");
     assert_eq!(
         ask(
             &handles[1],
-            app(2, 6, MapCommand::Size { map: map.clone() })
+            app(v2, 6, MapCommand::Size { map: map.clone() })
         )
         .await,
         ClientReply::Done(MapReply::Count(2))

@@ -62,7 +62,11 @@ fn dotteddb_iv_g_the_service_pruning_before_every_peer_is_caught() {
     assert_caught(DottedBug::PruneBeforeEveryPeer, 0..20);
 }
 
+/// Rare in the service swarm (a gap must sit under a stripped context
+/// when a stale copy comes back): about 1 seed in 100, so the whole
+/// 300-seed budget of the issue is scanned rather than one pinned seed
+/// that any change to the traces moves.
 #[test]
-fn dotteddb_iv_c_the_service_stripping_across_clock_gaps_is_caught_at_seed_271() {
-    assert_caught(DottedBug::StripPastGaps, 271..272);
+fn dotteddb_iv_c_the_service_stripping_across_clock_gaps_is_caught_within_300_seeds() {
+    assert_caught(DottedBug::StripPastGaps, 0..300);
 }

@@ -108,6 +108,13 @@ pub struct PartitionMap {
     /// installed a peer's checkpoint) knows from this that it can go.
     #[serde(default)]
     pub merged: BTreeMap<PartitionId, PartitionId>,
+    /// Each node's eventual store, by the random incarnation its
+    /// directory was made with (issue 23: replica ids are never reused).
+    /// A node hosts eventual replicas only while this names its store; a
+    /// node that comes back with another store (the old one lost) has
+    /// every eventual replica id it held replaced by a new one here.
+    #[serde(default)]
+    pub eventual_stores: BTreeMap<NodeId, u64>,
 }
 
 /// The token of a key: CRC-32C of its bytes (Castagnoli polynomial, as in
@@ -138,6 +145,7 @@ impl PartitionMap {
             streams: BTreeMap::new(),
             retired_streams: BTreeSet::new(),
             merged: BTreeMap::new(),
+            eventual_stores: BTreeMap::new(),
         }
     }
 
@@ -435,6 +443,35 @@ impl PartitionMap {
             .collect()
     }
 
+    /// Records `node`'s eventual store `incarnation`. The same one again
+    /// changes nothing (false). A first one is recorded (a new version).
+    /// Another one means the node's previous store is lost: every eventual
+    /// replica id the node held is retired and replaced by a fresh id at
+    /// its position (`Placement::replace`), which starts from full
+    /// transfers, instead of issuing the lost replica's dots twice.
+    pub fn register_eventual_store(&mut self, node: NodeId, incarnation: u64) -> bool {
+        let previous = self.eventual_stores.get(&node).copied();
+        if previous == Some(incarnation) {
+            return false;
+        }
+        self.eventual_stores.insert(node, incarnation);
+        self.version = MapVersion(self.version.0 + 1);
+        if previous.is_some() {
+            for layout in self.keyspaces.values_mut() {
+                if let Layout::Eventual(EventualLayout {
+                    placement: Some(placement),
+                    ..
+                }) = layout
+                {
+                    for id in placement.held_by(node.0) {
+                        *placement = placement.replace(id);
+                    }
+                }
+            }
+        }
+        true
+    }
+
     /// Removes a keyspace; a new version.
     pub fn drop_keyspace(&mut self, name: &str) -> Result<(), PartitionMapError> {
         self.keyspaces
@@ -510,6 +547,66 @@ mod tests {
         }
         assert_eq!(counts.len(), 3);
         assert!(counts.values().all(|&c| c > 800), "{counts:?}");
+    }
+
+    /// DottedDB (issue 23, no replica id reused): a node's first eventual
+    /// store is recorded; the same one again changes nothing; another one
+    /// (the first lost) gives every eventual replica id the node held a
+    /// fresh id at its position and retires the old one, on every map.
+    #[test]
+    fn dotteddb_a_lost_eventual_store_gets_its_replica_ids_replaced() {
+        let mut m = map(3);
+        let eventual = |merkle| {
+            Layout::Eventual(EventualLayout {
+                replicas: 3,
+                vnodes: 6,
+                placement: None,
+                merkle,
+            })
+        };
+        m.create_keyspace("carts", eventual(false)).unwrap();
+        m.create_keyspace("baseline", eventual(true)).unwrap();
+        let placement = |m: &PartitionMap, name: &str| match &m.keyspaces[name] {
+            Layout::Eventual(EventualLayout {
+                placement: Some(p), ..
+            }) => p.clone(),
+            other => panic!("{other:?}"),
+        };
+        let before = placement(&m, "carts");
+        let held = before.held_by(2);
+        assert_eq!(held.len(), 2);
+        assert!(
+            m.register_eventual_store(NodeId(2), 7),
+            "a first store is recorded"
+        );
+        assert_eq!(placement(&m, "carts"), before, "and replaces nothing");
+        let version = m.version;
+        assert!(
+            !m.register_eventual_store(NodeId(2), 7),
+            "the same store again"
+        );
+        assert_eq!(m.version, version);
+        assert!(m.register_eventual_store(NodeId(2), 8), "another store");
+        assert!(m.version > version);
+        for name in ["carts", "baseline"] {
+            let after = placement(&m, name);
+            let now = after.held_by(2);
+            assert_eq!(now.len(), held.len(), "{name}: as many replicas on node 2");
+            for id in &held {
+                assert!(!now.contains(id), "{name}: {id} was reused");
+                assert!(after.ring.is_retired(*id), "{name}: {id} is retired");
+                assert_eq!(after.node_of(*id), Some(2));
+            }
+            assert!(now.iter().all(|id| after.ring.is_replacement(*id)));
+            for node in [1, 3] {
+                assert_eq!(
+                    after.held_by(node),
+                    before.held_by(node),
+                    "{name}: node {node}"
+                );
+            }
+        }
+        assert_eq!(m.eventual_stores[&NodeId(2)], 8);
     }
 
     /// DMap §III-C, a move: a replica left behind learns from a newer

@@ -28,6 +28,14 @@ pub enum KeyspaceChange {
     Create(String, Layout),
     /// A keyspace is dropped.
     Drop(String),
+    /// A node's eventual store is (re)registered
+    /// ([`crate::PartitionMap::register_eventual_store`]).
+    EventualStore {
+        /// The node.
+        node: amulet_types::NodeId,
+        /// Its store's incarnation.
+        incarnation: u64,
+    },
 }
 
 /// A deterministic service the replicas of a partition execute.

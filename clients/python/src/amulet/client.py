@@ -23,7 +23,7 @@ reference implementation of the client protocol of
 - an eventual map's requests (``EventualGet``/``Put``/``Delete``,
   ``amulet.eventual``) go to the client's current node, which forwards
   them to the key's replicas; they are sent to another node only when the
-  node did not take them (see ``Client._eventual``).
+  node did not take them (see ``amulet.eventual.send``).
 """
 
 from __future__ import annotations
@@ -75,17 +75,6 @@ KEYSPACE_OPS = frozenset({"create_map", "drop_map", "create_log", "drop_log"})
 # a caller must find out about (an unused read version ends by its lease),
 # so it ends in Unavailable rather than OutcomeUnknown.
 READ_VERSION_OPS = frozenset({"begin_transaction", "end_transaction"})
-
-# How long a node waits for an eventual request's r or w replicas before it
-# answers quorum-not-reached (seconds; proto/amulet/v1/amulet.proto): an
-# eventual request's deadline is attempt_timeout plus this, so that the
-# node's own verdict comes first.
-EVENTUAL_QUORUM_WAIT = 2.0
-
-# The amulet-error kinds (or amulet-reason) of a refusal that changed
-# nothing and that another attempt may cure: the node's partition map is
-# stale or behind, or a passing state of the cluster.
-_EVENTUAL_RESEND_KINDS = frozenset({"stale-map", "not-a-replica", "behind", "retryable"})
 
 # Retried statuses without an amulet-error kind: the request may have taken
 # effect (the same sequence makes a resend safe).
@@ -472,120 +461,11 @@ class Client:
         """One request of an eventual map: ``method`` is ``"EventualGet"``
         (``write`` False), ``"EventualPut"`` or ``"EventualDelete"``
         (``write`` True). Returns an ``amulet.Versioned`` or raises an
-        ``AmuletError``.
+        ``AmuletError``. Which node it goes to, and when it is sent to
+        another: ``amulet.eventual.send``."""
+        from amulet.eventual import send
 
-        The request goes to the client's current node (drawn at random
-        first; after a map or log is created or dropped, the node that
-        executed that), which forwards it to the key's replicas. It is sent
-        to another node, one not tried yet (after every node, after a pause
-        doubling from 10 ms to 0.5 s), until ``operation_timeout``, only
-        when the node did not take it:
-
-        - UNAVAILABLE without ``amulet-error`` or ``amulet-reason``: the
-          connection was refused, or the node is stopping or not ready;
-        - a refusal the client handles itself (``stale-map``,
-          ``not-a-replica``, ``behind``, ``retryable``);
-        - NOT_FOUND while the newest partition map the client can get still
-          has the map: the node has not executed its creation yet;
-        - and for a read only, no answer in time (DEADLINE_EXCEEDED,
-          CANCELLED, UNKNOWN): reading again is harmless.
-
-        A write that got no answer in time raises ``OutcomeUnknown`` at once:
-        it may have taken effect, and sending it again would add its value a
-        second time, as a sibling. ``quorum-not-reached`` raises
-        ``QuorumNotReached`` at once, for a read too (another node would
-        wait for the same replicas). Anything else is final
-        (``errors.from_status``). When every resend failed, the last
-        failure is raised: ``Unavailable``, or ``NotFound``.
-
-        A connection broken after the node took a write also ends in
-        UNAVAILABLE without a reason, which gRPC does not tell apart from a
-        refused one; that write is sent again too, and may then show twice
-        (as two siblings of one value) until a write with a context that
-        covers both supersedes them.
-        """
-        from amulet.eventual import Versioned
-
-        if self._closed:
-            raise errors.AmuletError("the client is closed")
-        deadline = time.monotonic() + self.operation_timeout
-        backoff = BACKOFF_MIN
-        tried: set[str] = set()
-        while True:
-            address = self._eventual_address(tried)
-            try:
-                reply = getattr(self._stub(address), method)(
-                    request, timeout=self.attempt_timeout + EVENTUAL_QUORUM_WAIT
-                )
-            except grpc.RpcError as e:
-                # Raises what is final; returns what to raise if no resend works.
-                last = self._eventual_failure(e, address, request.map, write)
-                tried.add(address)
-                if self._eventual_node == address:
-                    self._eventual_node = None
-            else:
-                self._eventual_node = address
-                return Versioned.from_pb(reply)
-            if not self._eventual_untried(tried):
-                # Every node tried in this round: pause, then all again.
-                if time.monotonic() + backoff >= deadline:
-                    raise last
-                time.sleep(backoff)
-                backoff = min(backoff * 2, BACKOFF_MAX)
-                tried.clear()
-            elif time.monotonic() >= deadline:
-                raise last
-
-    def _eventual_untried(self, tried: set[str]) -> list[str]:
-        addresses = list(self._routing.addresses.values()) or list(self.seeds)
-        return [a for a in addresses if a not in tried]
-
-    def _eventual_address(self, tried: set[str]) -> str:
-        """The current node, or (if it failed in this round or is gone from
-        the map) a random one not tried yet, which becomes current."""
-        untried = self._eventual_untried(tried)
-        current = self._eventual_node
-        if current is not None and current in untried:
-            return current
-        address = random.choice(untried or list(self._routing.addresses.values()) or list(self.seeds))
-        self._eventual_node = address
-        return address
-
-    def _eventual_failure(self, error: grpc.RpcError, address: str, map_name: str, write: bool) -> errors.AmuletError:
-        """Raises the error a failed eventual request ends with, or returns
-        the one to raise if no resend succeeds (the request may be sent
-        again: see ``_eventual``)."""
-        code, message = error.code(), error.details() or ""
-        kind = error_kind(error)
-        reason = metadata_value(error, "amulet-reason")
-        if isinstance(reason, bytes):
-            reason = reason.decode(errors="replace")
-        why = f"{address}: {code.name}: {message}"
-        if "quorum-not-reached" in (kind, reason):
-            raise errors.QuorumNotReached(message, code)
-        if kind in _EVENTUAL_RESEND_KINDS:
-            if kind in ("stale-map", "not-a-replica"):
-                self.refresh_map()
-            return errors.Unavailable(f"gave up after {self.operation_timeout}s: {why}", code)
-        if kind == "reply-lost":
-            raise errors.OutcomeUnknown(message, code)
-        if code == grpc.StatusCode.UNAVAILABLE and kind is None and reason is None:
-            # The node did not take it (down, stopping, not ready).
-            return errors.Unavailable(f"gave up after {self.operation_timeout}s: {why}", code)
-        if code in _RETRY_CODES:
-            if write:
-                # The next request tries another node.
-                if self._eventual_node == address:
-                    self._eventual_node = None
-                raise errors.OutcomeUnknown(f"{why} (the write may have taken effect)", code)
-            return errors.Unavailable(f"gave up after {self.operation_timeout}s: {why}", code)
-        if code == grpc.StatusCode.NOT_FOUND:
-            # Eventual requests carry no map version: a node that has not
-            # executed the map's creation yet does not know it.
-            self.refresh_map()
-            if map_name in self._routing.keyspaces:
-                return errors.NotFound(message, code)
-        raise errors.from_status(code, message)
+        return send(self, method, request, write=write)
 
     # ---- cluster ---------------------------------------------------------
 

@@ -17,21 +17,38 @@ context supersedes nothing: it adds a sibling.
 ``r`` and ``w`` are how many of the key's replicas must answer (0: a
 majority of the map's replicas, decided by the node; at most the map's
 replica count, else ``InvalidArgument``). A request goes to the client's
-current node, which forwards it to the key's replicas; see
-``Client._eventual`` for when it is sent to another node.
+current node, which forwards it to the key's replicas; see ``send`` for
+when it is sent to another node.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import grpc
+
 from amulet import errors
+from amulet._rpc import error_kind, metadata_value
+from amulet.client import _RETRY_CODES, BACKOFF_MAX, BACKOFF_MIN, Client
 from amulet.v1 import amulet_pb2 as pb
 
 __all__ = ["Context", "EventualMap", "Versioned"]
 
 _U32_MAX = 2**32 - 1
+
+# How long a node waits for an eventual request's r or w replicas before it
+# answers quorum-not-reached (seconds; proto/amulet/v1/amulet.proto): an
+# eventual request's deadline is attempt_timeout plus this, so that the
+# node's own verdict comes first.
+EVENTUAL_QUORUM_WAIT = 2.0
+
+# The amulet-error kinds (or amulet-reason) of a refusal that changed
+# nothing and that another attempt may cure: the node's partition map is
+# stale or behind, or a passing state of the cluster.
+_EVENTUAL_RESEND_KINDS = frozenset({"stale-map", "not-a-replica", "behind", "retryable"})
 
 
 class Context:
@@ -167,6 +184,130 @@ def put_request(name: str, key, value, context=None, w: int = 0) -> pb.EventualP
 
 def delete_request(name: str, key, context=None, w: int = 0) -> pb.EventualDeleteRequest:
     return pb.EventualDeleteRequest(map=name, key=_bytes(key, "key"), context=context_bytes(context), w=quorum(w, "w"))
+
+
+# ---- sending a request (Client._eventual) ----------------------------------
+
+
+def send(client: Client, method: str, request, *, write: bool) -> Versioned:
+    """One request of an eventual map of ``client``: ``method`` is
+    ``"EventualGet"`` (``write`` False), ``"EventualPut"`` or
+    ``"EventualDelete"`` (``write`` True). Returns an ``amulet.Versioned``
+    or raises an ``AmuletError``.
+
+    The request goes to the client's current node (drawn at random
+    first; after a map or log is created or dropped, the node that
+    executed that), which forwards it to the key's replicas. It is sent
+    to another node, one not tried yet (after every node, after a pause
+    doubling from 10 ms to 0.5 s), until ``operation_timeout``, only
+    when the node did not take it:
+
+    - UNAVAILABLE without ``amulet-error`` or ``amulet-reason``: the
+      connection was refused, or the node is stopping or not ready;
+    - a refusal the client handles itself (``stale-map``,
+      ``not-a-replica``, ``behind``, ``retryable``);
+    - NOT_FOUND while the newest partition map the client can get still
+      has the map: the node has not executed its creation yet;
+    - and for a read only, no answer in time (DEADLINE_EXCEEDED,
+      CANCELLED, UNKNOWN): reading again is harmless.
+
+    A write that got no answer in time raises ``OutcomeUnknown`` at once:
+    it may have taken effect, and sending it again would add its value a
+    second time, as a sibling. ``quorum-not-reached`` raises
+    ``QuorumNotReached`` at once, for a read too (another node would
+    wait for the same replicas). Anything else is final
+    (``errors.from_status``). When every resend failed, the last
+    failure is raised: ``Unavailable``, or ``NotFound``.
+
+    A connection broken after the node took a write also ends in
+    UNAVAILABLE without a reason, which gRPC does not tell apart from a
+    refused one; that write is sent again too, and may then show twice
+    (as two siblings of one value) until a write with a context that
+    covers both supersedes them.
+    """
+    if client._closed:
+        raise errors.AmuletError("the client is closed")
+    deadline = time.monotonic() + client.operation_timeout
+    backoff = BACKOFF_MIN
+    tried: set[str] = set()
+    while True:
+        address = _address(client, tried)
+        try:
+            reply = getattr(client._stub(address), method)(
+                request, timeout=client.attempt_timeout + EVENTUAL_QUORUM_WAIT
+            )
+        except grpc.RpcError as e:
+            # Raises what is final; returns what to raise if no resend works.
+            last = _failure(client, e, address, request.map, write)
+            tried.add(address)
+            if client._eventual_node == address:
+                client._eventual_node = None
+        else:
+            client._eventual_node = address
+            return Versioned.from_pb(reply)
+        if not _untried(client, tried):
+            # Every node tried in this round: pause, then all again.
+            if time.monotonic() + backoff >= deadline:
+                raise last
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+            tried.clear()
+        elif time.monotonic() >= deadline:
+            raise last
+
+
+def _untried(client: Client, tried: set[str]) -> list[str]:
+    addresses = list(client._routing.addresses.values()) or list(client.seeds)
+    return [a for a in addresses if a not in tried]
+
+
+def _address(client: Client, tried: set[str]) -> str:
+    """The current node, or (if it failed in this round or is gone from
+    the map) a random one not tried yet, which becomes current."""
+    untried = _untried(client, tried)
+    current = client._eventual_node
+    if current is not None and current in untried:
+        return current
+    address = random.choice(untried or list(client._routing.addresses.values()) or list(client.seeds))
+    client._eventual_node = address
+    return address
+
+
+def _failure(client: Client, error: grpc.RpcError, address: str, map_name: str, write: bool) -> errors.AmuletError:
+    """Raises the error a failed eventual request ends with, or returns
+    the one to raise if no resend succeeds (the request may be sent
+    again: see ``send``)."""
+    code, message = error.code(), error.details() or ""
+    kind = error_kind(error)
+    reason = metadata_value(error, "amulet-reason")
+    if isinstance(reason, bytes):
+        reason = reason.decode(errors="replace")
+    why = f"{address}: {code.name}: {message}"
+    if "quorum-not-reached" in (kind, reason):
+        raise errors.QuorumNotReached(message, code)
+    if kind in _EVENTUAL_RESEND_KINDS:
+        if kind in ("stale-map", "not-a-replica"):
+            client.refresh_map()
+        return errors.Unavailable(f"gave up after {client.operation_timeout}s: {why}", code)
+    if kind == "reply-lost":
+        raise errors.OutcomeUnknown(message, code)
+    if code == grpc.StatusCode.UNAVAILABLE and kind is None and reason is None:
+        # The node did not take it (down, stopping, not ready).
+        return errors.Unavailable(f"gave up after {client.operation_timeout}s: {why}", code)
+    if code in _RETRY_CODES:
+        if write:
+            # The next request tries another node.
+            if client._eventual_node == address:
+                client._eventual_node = None
+            raise errors.OutcomeUnknown(f"{why} (the write may have taken effect)", code)
+        return errors.Unavailable(f"gave up after {client.operation_timeout}s: {why}", code)
+    if code == grpc.StatusCode.NOT_FOUND:
+        # Eventual requests carry no map version: a node that has not
+        # executed the map's creation yet does not know it.
+        client.refresh_map()
+        if map_name in client._routing.keyspaces:
+            return errors.NotFound(message, code)
+    raise errors.from_status(code, message)
 
 
 class EventualMap:

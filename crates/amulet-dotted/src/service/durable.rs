@@ -46,6 +46,15 @@ pub enum Record {
         /// The map.
         map: String,
     },
+    /// One replica dropped: the placement replaced its id (this node's
+    /// store was declared lost while this copy was away). Last, so the
+    /// variants before it keep their encoding.
+    DroppedReplica {
+        /// The map.
+        map: String,
+        /// The replica.
+        replica: ReplicaId,
+    },
 }
 
 impl Record {
@@ -114,6 +123,11 @@ impl Replicas {
             }
             Record::Dropped { map } => {
                 self.maps.remove(map);
+            }
+            Record::DroppedReplica { map, replica } => {
+                if let Some((_, states)) = self.maps.get_mut(map) {
+                    states.remove(replica);
+                }
             }
         }
         Ok(())

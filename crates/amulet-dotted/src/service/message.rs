@@ -9,6 +9,7 @@ use crate::anti_entropy::{SyncReply, SyncRequest};
 use crate::dot::ReplicaId;
 use crate::merkle::{ExchangeReply, ExchangeRequest};
 use crate::object::Object;
+use crate::replacement::{TransferPage, TransferRequest};
 use crate::version_vector::VersionVector;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,21 @@ pub enum Message {
         /// The answer.
         reply: ExchangeReply,
     },
+    /// A replacement asks a peer for the next page of its full transfer
+    /// (`replacement.rs`).
+    TransferAsk {
+        /// The peer.
+        to: To,
+        /// Which page.
+        request: TransferRequest,
+    },
+    /// A page of a full transfer.
+    TransferAnswer {
+        /// The replacement.
+        to: To,
+        /// The page.
+        page: TransferPage,
+    },
 }
 
 /// Why a forwarded write did not reach its quorum.
@@ -154,7 +170,9 @@ impl Message {
             | Message::SyncAsk { to, .. }
             | Message::SyncAnswer { to, .. }
             | Message::ExchangeAsk { to, .. }
-            | Message::ExchangeAnswer { to, .. } => Some(to),
+            | Message::ExchangeAnswer { to, .. }
+            | Message::TransferAsk { to, .. }
+            | Message::TransferAnswer { to, .. } => Some(to),
             Message::Fetched { .. } | Message::Coordinated { .. } | Message::Replicated { .. } => {
                 None
             }

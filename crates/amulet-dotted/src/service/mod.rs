@@ -166,6 +166,9 @@ struct Local {
     /// new or recovered, neither ask nor stall the event loop in step).
     next_sync: u64,
     next_strip: u64,
+    /// When a replacement asks for its next transfer page (again, if the
+    /// last ask or its answer was lost).
+    next_transfer: u64,
     /// Which peer the next anti-entropy round asks.
     peer_cursor: usize,
     /// Writes coordinated here since the start.
@@ -231,6 +234,13 @@ pub struct Service {
     out: Vec<Output>,
     /// Spreads the replicas' timers (splitmix64).
     seed: u64,
+    /// Whether the cluster's configuration names this node's store as the
+    /// one it knows. While not, no replica is made here: a store made
+    /// afresh where one was lost must not remake the lost replicas under
+    /// their old ids (the cluster gives them new ones once the node has
+    /// registered the new store). Replicas recovered from this store keep
+    /// running: their state is here.
+    hosting: bool,
 }
 
 /// Loopback messages one input may cause at most (a livelock is a bug).
@@ -265,7 +275,14 @@ impl Service {
             loopback: VecDeque::new(),
             out: Vec::new(),
             seed: u64::from(me).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(epoch),
+            hosting: true,
         }
+    }
+
+    /// Whether this node may make replicas (see `hosting`); true unless
+    /// told otherwise. Takes effect at the next `set_placements`.
+    pub fn set_hosting(&mut self, hosting: bool) {
+        self.hosting = hosting;
     }
 
     /// The outputs since the last drain, in the order to carry them out.
@@ -346,7 +363,33 @@ impl Service {
             self.out.push(Output::Journal(Record::Dropped { map }));
         }
         for (map, placement) in &placements {
+            // A replica whose id the placement replaced (this node's store
+            // was declared lost while this copy of it was away) goes: its
+            // position has a new id, which starts from full transfers.
+            if let Some((created_at, states)) = self.local.get_mut(map) {
+                let members = placement.ring.members();
+                let replaced: Vec<ReplicaId> = states
+                    .keys()
+                    .copied()
+                    .filter(|id| *created_at == placement.created_at && !members.contains(id))
+                    .collect();
+                for replica in replaced {
+                    states.remove(&replica);
+                    self.out.push(Output::Journal(Record::DroppedReplica {
+                        map: map.clone(),
+                        replica,
+                    }));
+                }
+            }
             for id in placement.held_by(self.me) {
+                if !self.hosting
+                    && !self
+                        .local
+                        .get(map)
+                        .is_some_and(|(_, states)| states.contains_key(&id))
+                {
+                    continue;
+                }
                 let (_, states) = self
                     .local
                     .entry(map.clone())
@@ -594,6 +637,7 @@ impl Local {
             coordinated: 0,
             next_sync: 0,
             next_strip: 0,
+            next_transfer: 0,
             peer_cursor: 0,
             sync_bytes_sent: 0,
             sync_bytes_received: 0,

@@ -16,10 +16,13 @@ use bytes::Bytes;
 
 impl Service {
     pub(super) fn handle(&mut self, now: u64, from: u32, message: Message, size: u64) {
-        if message
-            .to()
-            .is_some_and(|to| to.created_at > self.config_version)
-        {
+        // Held: a message for a map made by a configuration not applied
+        // here yet, or for a replica placed here that this node may not
+        // make until the configuration names its store.
+        let held = message.to().is_some_and(|to| {
+            to.created_at > self.config_version || (!self.hosting && self.awaits_hosting(to))
+        });
+        if held {
             let deadline = now + self.config.request_timeout_micros;
             self.held.push((deadline, from, message));
             return;
@@ -154,7 +157,45 @@ impl Service {
                 from: peer,
                 reply,
             } => self.on_exchange_answer(from, to, peer, reply, size),
+            Message::TransferAsk { to, request } => {
+                let budget = self.config.budget;
+                let Some(Replica::Dotted(state)) = self.local_mut(&to).map(|l| &l.replica) else {
+                    return;
+                };
+                // None while the asker is not on this replica's ring yet:
+                // it asks again.
+                let Some(page) = state.answer_transfer(&request, budget) else {
+                    return;
+                };
+                let back = back_to(&to, request.from);
+                self.send_anti_entropy(from, &to, Message::TransferAnswer { to: back, page });
+            }
+            Message::TransferAnswer { to, page } => {
+                let Some(local) = self.local_mut(&to) else {
+                    return;
+                };
+                if !matches!(local.replica, Replica::Dotted(_)) {
+                    return;
+                }
+                local.sync_bytes_received += size;
+                let input = Input::ApplyTransfer(page);
+                local.replica.apply(&input);
+                local.replica.check();
+                // The next page at the next tick.
+                local.next_transfer = 0;
+                self.journal(&to, input);
+            }
         }
+    }
+
+    /// Whether `to` is a replica placed on this node and not made yet.
+    fn awaits_hosting(&self, to: &To) -> bool {
+        self.placements.get(&to.map).is_some_and(|p| {
+            p.created_at == to.created_at && p.held_by(self.me).contains(&to.replica)
+        }) && !self
+            .local
+            .get(&to.map)
+            .is_some_and(|(_, states)| states.contains_key(&to.replica))
     }
 
     /// Sends an anti-entropy message (an ask or an answer) on behalf of

@@ -25,10 +25,15 @@ pub enum Replica {
 }
 
 impl Replica {
-    /// A new replica `id` of `ring` that has seen nothing.
+    /// A new replica `id` of `ring` that has seen nothing; for DottedDB, a
+    /// replacement (`id` holds a retired id's position) starts with full
+    /// transfers from its peers. Decided by the ring alone, so replaying
+    /// the journal's `Created` makes the same replica.
     pub fn new(id: ReplicaId, ring: Ring, merkle: bool) -> Replica {
         if merkle {
             Replica::Merkle(MerkleNode::new(id, ring, SEGMENTS_DEFAULT, WIDTH_DEFAULT))
+        } else if ring.is_replacement(id) {
+            Replica::Dotted(NodeState::new_replacement(id, ring))
         } else {
             Replica::Dotted(NodeState::new(id, ring))
         }

@@ -12,6 +12,9 @@ use super::{next_u64, Output, Refusal, Service};
 use crate::dot::ReplicaId;
 use crate::journal::Input;
 
+/// A replacement asks again for a transfer page unanswered this long.
+const TRANSFER_RETRY_MICROS: u64 = 200_000;
+
 /// A replica's anti-entropy round's first message.
 enum Ask {
     Sync(crate::anti_entropy::SyncRequest),
@@ -77,6 +80,7 @@ impl Service {
             }
         }
         let mut asks = Vec::new();
+        let mut transfers = Vec::new();
         for (map, (created_at, states)) in &mut self.local {
             for (id, local) in states.iter_mut() {
                 local.remember_horizon(now, self.config.sync_horizon_micros);
@@ -107,6 +111,16 @@ impl Service {
                         if let Some(ask) = ask {
                             asks.push((map.clone(), *created_at, *id, peer, ask));
                         }
+                    }
+                }
+                if now >= local.next_transfer {
+                    if let Some((peer, request)) = local
+                        .replica
+                        .dotted()
+                        .and_then(|state| state.transfer_request())
+                    {
+                        local.next_transfer = now + TRANSFER_RETRY_MICROS;
+                        transfers.push((map.clone(), *created_at, *id, peer, request));
                     }
                 }
                 if now >= local.next_strip {
@@ -144,6 +158,18 @@ impl Service {
                 Ask::Exchange(request) => Message::ExchangeAsk { to, request },
             };
             self.send_anti_entropy(node, &from, message);
+        }
+        for (map, created_at, asker, peer, request) in transfers {
+            let Some(node) = self.placements.get(&map).and_then(|p| p.node_of(peer)) else {
+                continue;
+            };
+            let to = To {
+                map,
+                created_at,
+                replica: peer,
+            };
+            let from = back_to(&to, asker);
+            self.send_anti_entropy(node, &from, Message::TransferAsk { to, request });
         }
         self.run_loopback(now);
     }

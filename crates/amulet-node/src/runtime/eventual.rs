@@ -6,9 +6,10 @@
 
 use crate::eventual_store::EventualStore;
 use crate::transport::Transport;
+use amulet_dmap::{MapCommand, MapReply};
 use amulet_dotted::service::message::Versioned;
 use amulet_dotted::service::{Operation, Output, ReplicaStatus, Service};
-use amulet_smr::{Layout, PartitionMap};
+use amulet_smr::{Body, ClientReply, ClientRequest, Layout, PartitionMap};
 use amulet_types::{NodeId, TimeMicros};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -16,6 +17,8 @@ use tokio::sync::oneshot;
 
 /// A journal this long is folded into a checkpoint.
 const JOURNAL_BYTES_CHECKPOINT: u64 = 64 << 20;
+/// A registration of this node's store unanswered this long is sent again.
+const REGISTER_RETRY_MICROS: u64 = 1_000_000;
 /// Unsynced journal bytes that are synced even with nothing to send.
 const PENDING_BYTES_SYNC: usize = 1 << 20;
 /// How long a request for a map this node does not know yet waits for
@@ -46,6 +49,12 @@ pub(crate) struct EventualRequest {
 pub(crate) struct Eventual {
     service: Service,
     store: EventualStore,
+    me: NodeId,
+    /// Whether the partition map names this node's store (only then does
+    /// the service make replicas here).
+    hosting: bool,
+    /// The registration in flight: when it was sent, and its answer.
+    registering: Option<(TimeMicros, oneshot::Receiver<ClientReply<MapReply>>)>,
     waiters: BTreeMap<u64, oneshot::Sender<EventualAnswer>>,
     next_token: u64,
     /// Requests for maps not in this node's configuration yet.
@@ -55,10 +64,14 @@ pub(crate) struct Eventual {
 }
 
 impl Eventual {
-    pub(crate) fn new(service: Service, store: EventualStore) -> Eventual {
+    pub(crate) fn new(me: NodeId, mut service: Service, store: EventualStore) -> Eventual {
+        service.set_hosting(false);
         Eventual {
             service,
             store,
+            me,
+            hosting: false,
+            registering: None,
             waiters: BTreeMap::new(),
             next_token: 0,
             deferred: Vec::new(),
@@ -113,10 +126,29 @@ impl Eventual {
     }
 
     /// After the host's flush: a new configuration's placements, and the
-    /// deferred requests retried against it.
-    pub(crate) fn after_flush(&mut self, now: TimeMicros, map: Option<&PartitionMap>) {
-        let Some(map) = map else { return };
-        if map.version.0 != self.placements_version {
+    /// deferred requests retried against it. Returns the registration of
+    /// this node's store to send through the global stream, while the map
+    /// does not name it (again after `REGISTER_RETRY_MICROS` unanswered).
+    pub(crate) fn after_flush(
+        &mut self,
+        now: TimeMicros,
+        map: Option<&PartitionMap>,
+    ) -> Option<ClientRequest<MapCommand>> {
+        let map = map?;
+        let incarnation = self.store.incarnation();
+        let recorded = map.eventual_stores.get(&self.me).copied();
+        let hosting = recorded == Some(incarnation);
+        if map.version.0 != self.placements_version || hosting != self.hosting {
+            if hosting != self.hosting {
+                tracing::info!(
+                    incarnation,
+                    ?recorded,
+                    hosting,
+                    "eventual store registration"
+                );
+            }
+            self.hosting = hosting;
+            self.service.set_hosting(hosting);
             self.placements_version = map.version.0;
             self.service
                 .set_placements(now.0, map.version.0, map.eventual_placements());
@@ -129,6 +161,41 @@ impl Eventual {
                 }
             }
         }
+        if hosting {
+            self.registering = None;
+            return None;
+        }
+        if let Some((sent, answer)) = &mut self.registering {
+            let answered = !matches!(answer.try_recv(), Err(oneshot::error::TryRecvError::Empty));
+            if !answered && now.since(*sent) < REGISTER_RETRY_MICROS {
+                return None;
+            }
+        }
+        if recorded.is_some() {
+            tracing::warn!(
+                incarnation,
+                ?recorded,
+                "this node's eventual store is not the one the cluster knows (lost or replaced): \
+                 registering it, which gives its eventual replicas new ids"
+            );
+        }
+        Some(ClientRequest {
+            map_version: map.version,
+            session: None,
+            body: Body::App(MapCommand::RegisterEventualStore {
+                node: self.me.0,
+                incarnation,
+            }),
+        })
+    }
+
+    /// The registration `after_flush` asked for was submitted.
+    pub(crate) fn registering(
+        &mut self,
+        now: TimeMicros,
+        answer: oneshot::Receiver<ClientReply<MapReply>>,
+    ) {
+        self.registering = Some((now, answer));
     }
 
     /// Carries out the service's outputs: records appended and synced

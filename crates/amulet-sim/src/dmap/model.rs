@@ -279,6 +279,7 @@ fn apply(map: &mut BTreeMap<Bytes, Bytes>, command: &MapCommand) -> MapReply {
         | MultiAppend { .. }
         | ReadLog { .. }
         | TrimLog { .. }
+        | RegisterEventualStore { .. }
         | LogBounds { .. } => {
             panic!("{command:?} is not an operation on the modelled map")
         }

@@ -169,6 +169,10 @@ impl<S: StateMachine> Replica<S> {
         let result = match change {
             KeyspaceChange::Create(name, layout) => next.create_keyspace(&name, layout),
             KeyspaceChange::Drop(name) => next.drop_keyspace(&name),
+            KeyspaceChange::EventualStore { node, incarnation } => {
+                next.register_eventual_store(node, incarnation);
+                Ok(())
+            }
         };
         result.map_err(refusal_of)
     }

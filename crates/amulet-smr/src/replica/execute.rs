@@ -261,6 +261,10 @@ impl<S: StateMachine> Replica<S> {
             let applied = match change {
                 KeyspaceChange::Create(name, layout) => self.map.create_keyspace(&name, layout),
                 KeyspaceChange::Drop(name) => self.map.drop_keyspace(&name),
+                KeyspaceChange::EventualStore { node, incarnation } => {
+                    self.map.register_eventual_store(node, incarnation);
+                    Ok(())
+                }
             };
             // Keyspaces mirror the service's catalog, which every partition
             // holds identically; a refused change means they diverged.

@@ -2,7 +2,6 @@ package io.amulet.client;
 
 import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
-import amulet.v1.AmuletOuterClass.CloseSessionRequest;
 import amulet.v1.AmuletOuterClass.CreateLog;
 import amulet.v1.AmuletOuterClass.CreateMap;
 import amulet.v1.AmuletOuterClass.DropLog;
@@ -14,11 +13,9 @@ import amulet.v1.AmuletOuterClass.Layout;
 import amulet.v1.AmuletOuterClass.MapRequest;
 import amulet.v1.AmuletOuterClass.MapResponse;
 import amulet.v1.AmuletOuterClass.MultiAppend;
-import amulet.v1.AmuletOuterClass.OpenSessionRequest;
 import amulet.v1.AmuletOuterClass.RangeLayout;
 import amulet.v1.AmuletOuterClass.RangeSplit;
 import amulet.v1.AmuletOuterClass.ReadSnapshotRequest;
-import amulet.v1.AmuletOuterClass.RequestHeader;
 import amulet.v1.AmuletOuterClass.SnapshotPage;
 import amulet.v1.AmuletOuterClass.StatusRequest;
 import amulet.v1.AmuletOuterClass.StatusResponse;
@@ -32,22 +29,15 @@ import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
-import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import java.security.SecureRandom;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.Iterator;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 
@@ -86,86 +76,26 @@ public final class AmuletClient implements AutoCloseable {
       Metadata.Key.of("amulet-error", Metadata.ASCII_STRING_MARSHALLER);
   static final Metadata.Key<String> AMULET_REASON =
       Metadata.Key.of("amulet-reason", Metadata.ASCII_STRING_MARSHALLER);
-  /** An eventual map's request: fewer than r or w replicas answered. */
-  static final String QUORUM_NOT_REACHED = "quorum-not-reached";
-  /**
-   * How long a node waits for an eventual map's replicas before it answers
-   * {@code quorum-not-reached}; an eventual request's attempt may take this
-   * much longer than {@link ClientConfig#attemptTimeout()}.
-   */
-  static final Duration EVENTUAL_QUORUM_WAIT = Duration.ofSeconds(2);
-  private static final SecureRandom RANDOM = new SecureRandom();
 
   private final ClientConfig config;
   private final List<String> seeds;
   private volatile Routing routing;
   private final Map<String, ManagedChannel> channels = new ConcurrentHashMap<>();
-  private final Map<String, Batcher> batchers = new ConcurrentHashMap<>();
-  private final List<Session> idleSessions = new ArrayList<>();
   private final ReadVersions readVersions = new ReadVersions(this);
-  /** The node eventual maps' requests go to (null: none chosen yet). */
-  private final AtomicReference<String> eventualNode = new AtomicReference<>();
+  /** How eventual maps' requests are sent (their current node, fail-over). */
+  private final EventualRequests eventualRequests = new EventualRequests(this);
+  /** Runs map and log requests in sessions, as the class comment says. */
+  private final Sessions sessions;
   private volatile boolean closed;
   /** Test hooks: interceptors of every channel. */
   private final io.grpc.ClientInterceptor[] interceptors;
-
-  /** A session and its next sequence number; one operation at a time. */
-  static final class Session {
-    final long id;
-    long nextSequence = 1;
-    long renewedNanos;
-    boolean open;
-
-    Session() {
-      long id;
-      do {
-        id = RANDOM.nextLong();
-      } while (id == 0);
-      this.id = id;
-    }
-  }
-
-  /** One attempt failed in a way the protocol retries. */
-  private static final class Retry extends Exception {
-    private static final long serialVersionUID = 1L;
-    final boolean maybeApplied;
-    /** The replica called the map the attempt was routed by stale. */
-    final boolean staleMap;
-
-    Retry(String why, boolean maybeApplied) {
-      this(why, maybeApplied, false);
-    }
-
-    Retry(String why, boolean maybeApplied, boolean staleMap) {
-      super(why, null, false, false);
-      this.maybeApplied = maybeApplied;
-      this.staleMap = staleMap;
-    }
-  }
-
-  /**
-   * What the attempts of one sequence share: the partition map they are
-   * routed by and the replica the last one failed at.
-   */
-  private static final class Attempts {
-    /**
-     * Kept until a replica calls it stale: under a newer map (another
-     * thread refreshed the cache) the command may belong to another stream
-     * (a partition split or merged in between), whose session record does
-     * not know an execution under the old one, so a resend there could
-     * apply twice. A replica answers a stale-map resend it executed with
-     * its reply.
-     */
-    Routing pinned;
-    /** Where the last attempt failed; the next goes elsewhere if it can. */
-    String failedAt;
-  }
 
   private AmuletClient(
       List<String> seeds, ClientConfig config, io.grpc.ClientInterceptor[] interceptors) {
     this.seeds = List.copyOf(seeds);
     this.config = config;
     this.interceptors = interceptors;
+    this.sessions = new Sessions(this, config);
   }
 
   /** Connects through any of {@code seeds} (client API addresses, host:port). */
@@ -461,26 +391,7 @@ public final class AmuletClient implements AutoCloseable {
       return;
     }
     closed = true;
-    List<Session> idle;
-    synchronized (idleSessions) {
-      idle = new ArrayList<>(idleSessions);
-      idleSessions.clear();
-    }
-    for (Session s : idle) {
-      if (!s.open || routing == null) {
-        continue;
-      }
-      try {
-        stub(anyNode())
-            .closeSession(
-                CloseSessionRequest.newBuilder()
-                    .setSession(s.id)
-                    .setMapVersion(routing.version)
-                    .build());
-      } catch (RuntimeException e) {
-        // Best effort.
-      }
-    }
+    sessions.closeIdle();
     for (ManagedChannel c : channels.values()) {
       c.shutdownNow();
     }
@@ -508,388 +419,6 @@ public final class AmuletClient implements AutoCloseable {
     return name;
   }
 
-  // ---- the protocol ------------------------------------------------------
-
-  private static boolean readOnly(MapRequest.OpCase op) {
-    switch (op) {
-      case GET:
-      case CONTAINS_KEY:
-      case CONTAINS_VALUE:
-      case SIZE:
-      case IS_EMPTY:
-      case FIRST_ENTRY:
-      case LAST_ENTRY:
-      case NEAREST_ENTRY:
-      case RANGE:
-      case READ_LOG:
-      case LOG_BOUNDS:
-      // A begin changes nothing but a read version that ends by its lease.
-      case BEGIN_TRANSACTION:
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  /**
-   * Runs one map request (its op set, no header) in a session, retrying as
-   * the protocol allows.
-   */
-  MapResponse execute(MapRequest op, Placement placement) {
-    if (closed) {
-      throw new IllegalStateException("the client is closed");
-    }
-    Session session = takeSession();
-    String[] answeredBy = new String[1];
-    // Creating or dropping a map or a log changes the partition map's keyspaces.
-    boolean admin =
-        op.getOpCase() == MapRequest.OpCase.CREATE_MAP
-            || op.getOpCase() == MapRequest.OpCase.DROP_MAP
-            || op.getOpCase() == MapRequest.OpCase.CREATE_LOG
-            || op.getOpCase() == MapRequest.OpCase.DROP_LOG;
-    try {
-      return executeIn(session, op, placement, answeredBy);
-    } finally {
-      // The sequence is used up whatever happened: a later operation must
-      // not be mistaken for a resend of this one.
-      session.nextSequence++;
-      giveBack(session);
-      if (admin) {
-        // The map version moved; the node that answered has the new map.
-        refreshMap(answeredBy[0]);
-        if (answeredBy[0] != null) {
-          // It executed the change: eventual requests go there next.
-          eventualNode.set(answeredBy[0]);
-        }
-      }
-    }
-  }
-
-  private MapResponse executeIn(Session s, MapRequest op, Placement placement, String[] answeredBy) {
-    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
-    long backoff = BACKOFF_MIN_NANOS;
-    boolean maybeApplied = false;
-    String last;
-    Attempts attempts = new Attempts();
-    while (true) {
-      try {
-        ensureSession(s);
-        return attempt(s, op, placement, answeredBy, attempts);
-      } catch (Retry r) {
-        maybeApplied |= r.maybeApplied;
-        last = r.getMessage();
-        if (r.staleMap) {
-          attempts.pinned = null;
-        }
-      }
-      if (System.nanoTime() + backoff >= deadline) {
-        String why = "gave up after " + config.operationTimeout() + ": " + last;
-        if (maybeApplied && !readOnly(op.getOpCase())) {
-          throw new AmuletException(AmuletException.Kind.OUTCOME_UNKNOWN, why);
-        }
-        throw new AmuletException(AmuletException.Kind.UNAVAILABLE, why);
-      }
-      sleepNanos(backoff);
-      backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
-    }
-  }
-
-  private void ensureSession(Session s) throws Retry {
-    long now = System.nanoTime();
-    if (s.open && now - s.renewedNanos <= config.sessionLease().toNanos() / 2) {
-      return;
-    }
-    String address = anyNode();
-    OpenSessionRequest request =
-        OpenSessionRequest.newBuilder()
-            .setSession(s.id)
-            .setLeaseMicros(config.sessionLease().toNanos() / 1000)
-            .setMapVersion(routing.version)
-            .build();
-    try {
-      AmuletGrpc.AmuletBlockingStub stub = attemptStub(address);
-      if (s.open) {
-        stub.keepAlive(request);
-      } else {
-        stub.openSession(request);
-      }
-    } catch (StatusRuntimeException e) {
-      onError(e, s, address);
-    }
-    s.open = true;
-    s.renewedNanos = now;
-  }
-
-  private MapResponse attempt(
-      Session s, MapRequest op, Placement placement, String[] answeredBy, Attempts attempts)
-      throws Retry {
-    if (attempts.pinned == null) {
-      attempts.pinned = routing;
-    }
-    Routing r = attempts.pinned;
-    int partition = r.partitionsFor(placement).get(0);
-    List<String> replicas = new ArrayList<>(r.replicaAddresses(partition));
-    if (replicas.isEmpty()) {
-      throw new AmuletException(
-          AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
-    }
-    if (replicas.size() > 1) {
-      replicas.remove(attempts.failedAt);
-    }
-    String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
-    attempts.failedAt = address;
-    MapRequest request =
-        op.toBuilder()
-            .setHeader(
-                RequestHeader.newBuilder()
-                    .setMapVersion(r.version)
-                    .setPartition(partition)
-                    .setSession(s.id)
-                    .setSequence(s.nextSequence))
-            .build();
-    try {
-      MapResponse response;
-      // A commit goes alone: ExecuteBatch's Failure carries no conflict
-      // map and key (amulet-conflict-map, amulet-conflict-key-bin).
-      if (config.batchesInFlight() == 0 || op.getOpCase() == MapRequest.OpCase.COMMIT) {
-        response = attemptStub(address).execute(request);
-      } else {
-        response =
-            batchers
-                .computeIfAbsent(
-                    address,
-                    a ->
-                        new Batcher(
-                            channel(a), config.batchesInFlight(), config.attemptTimeout().toMillis()))
-                .execute(request, config.attemptTimeout().toMillis());
-      }
-      answeredBy[0] = address;
-      attempts.failedAt = null;
-      return response;
-    } catch (StatusRuntimeException e) {
-      onError(e, s, address);
-      throw new AssertionError("onError always throws");
-    }
-  }
-
-  /** Throws Retry for what the protocol retries, else the final error. */
-  private void onError(StatusRuntimeException e, Session s, String address) throws Retry {
-    Status status = e.getStatus();
-    Metadata trailers = e.getTrailers();
-    String kind = trailers == null ? null : trailers.get(AMULET_ERROR);
-    String message = address + ": " + status.getCode() + ": " + status.getDescription();
-    if (kind != null) {
-      switch (kind) {
-        case "stale-map":
-        case "not-a-replica":
-          refreshMap(null);
-          throw new Retry(message, false, true);
-        case "session-expired":
-          s.open = false;
-          throw new Retry(message, false);
-        case "behind":
-        case "retryable":
-          // Not ordered (behind), or refused for a passing state of the
-          // cluster (retryable): resend with the same sequence.
-          throw new Retry(message, false);
-        case "stale-sequence":
-          throw new AmuletException(
-              AmuletException.Kind.PROTOCOL, "the session ran ahead of this client");
-        case "reply-lost":
-          throw new AmuletException(AmuletException.Kind.OUTCOME_UNKNOWN, message);
-        case "conflict":
-        case "read-version-too-old":
-          // A transaction's commit was refused; nothing applied.
-          throw AmuletException.fromStatus(status, kind, trailers);
-        default:
-          break;
-      }
-    }
-    switch (status.getCode()) {
-      case DEADLINE_EXCEEDED:
-      case UNAVAILABLE:
-      case CANCELLED:
-      case UNKNOWN:
-        throw new Retry(message, true);
-      default:
-        throw AmuletException.fromStatus(status);
-    }
-  }
-
-  // ---- eventual maps -----------------------------------------------------
-
-  /**
-   * Runs one eventual map request ({@code call} on a stub of the current
-   * node), failing over as {@link #eventualMap} says.
-   */
-  <T> T eventual(
-      String map,
-      boolean write,
-      java.util.function.Function<AmuletGrpc.AmuletBlockingStub, T> call) {
-    if (closed) {
-      throw new IllegalStateException("the client is closed");
-    }
-    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
-    long backoff = BACKOFF_MIN_NANOS;
-    Set<String> failed = new HashSet<>();
-    String address = currentEventualNode();
-    while (true) {
-      StatusRuntimeException error;
-      try {
-        return call.apply(
-            AmuletGrpc.newBlockingStub(channel(address))
-                .withDeadlineAfter(
-                    config.attemptTimeout().plus(EVENTUAL_QUORUM_WAIT).toMillis(),
-                    TimeUnit.MILLISECONDS));
-      } catch (StatusRuntimeException e) {
-        error = e;
-      }
-      Status status = error.getStatus();
-      Metadata trailers = error.getTrailers();
-      String reason = trailers == null ? null : trailers.get(AMULET_REASON);
-      if (reason == null && trailers != null) {
-        reason = trailers.get(AMULET_ERROR);
-      }
-      String message = address + ": " + status.getCode() + ": " + status.getDescription();
-      boolean nodeFailed;
-      // NOT_FOUND from a node behind the map's creation: another node may take it.
-      boolean nodeBehind = false;
-      switch (status.getCode()) {
-        case UNAVAILABLE:
-          nodeFailed = !QUORUM_NOT_REACHED.equals(reason);
-          break;
-        case DEADLINE_EXCEEDED:
-        case CANCELLED:
-        case UNKNOWN:
-          nodeFailed = true;
-          break;
-        case NOT_FOUND:
-          // The node may not have executed the map's creation yet: if the
-          // newest partition map (the answering node's, if newer than the
-          // cached one) has the map, the node is behind; it took nothing.
-          refreshMap(address);
-          nodeFailed = routing.knows(map);
-          nodeBehind = nodeFailed;
-          break;
-        default:
-          nodeFailed = false;
-          break;
-      }
-      if (!nodeFailed) {
-        if (QUORUM_NOT_REACHED.equals(reason)) {
-          throw AmuletException.withReason(
-              AmuletException.Kind.UNAVAILABLE,
-              message + (write ? " (the write may have taken effect at some replicas)" : ""),
-              reason);
-        }
-        throw AmuletException.fromStatus(status, reason);
-      }
-      failed.add(address);
-      String next = nextEventualNode(address, failed);
-      if (write && !nodeBehind && !connectionRefused(error)) {
-        throw new AmuletException(
-            AmuletException.Kind.OUTCOME_UNKNOWN,
-            message + " (the node failed before answering: the write may have taken effect)");
-      }
-      long left = deadline - System.nanoTime();
-      if (left <= 0) {
-        if (nodeBehind) {
-          throw AmuletException.fromStatus(status, reason);
-        }
-        throw new AmuletException(
-            AmuletException.Kind.UNAVAILABLE,
-            "gave up after " + config.operationTimeout() + ": " + message);
-      }
-      if (next == null) {
-        // Every node failed once: pause, look for new nodes, go round again.
-        sleepNanos(Math.min(backoff, left));
-        backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
-        refreshMap(null);
-        failed.clear();
-        failed.add(address);
-        next = nextEventualNode(address, failed);
-        if (next == null) {
-          next = address;
-        }
-      }
-      address = next;
-    }
-  }
-
-  /** Whether the call failed because its connection was refused: the node surely did not take it. */
-  static boolean connectionRefused(Throwable e) {
-    for (int depth = 0; e != null && depth < 16; depth++, e = e.getCause()) {
-      if (e instanceof java.net.ConnectException) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** The nodes eventual requests may go to: those of the partition map, else the seeds. */
-  private List<String> eventualCandidates() {
-    Set<String> all = new LinkedHashSet<>();
-    Routing r = routing;
-    if (r != null) {
-      all.addAll(r.addresses.values());
-    }
-    if (all.isEmpty()) {
-      all.addAll(seeds);
-    }
-    return new ArrayList<>(all);
-  }
-
-  /** The node eventual requests go to; chosen at random the first time. */
-  String currentEventualNode() {
-    String current = eventualNode.get();
-    if (current != null) {
-      return current;
-    }
-    List<String> all = eventualCandidates();
-    eventualNode.compareAndSet(null, all.get(ThreadLocalRandom.current().nextInt(all.size())));
-    return eventualNode.get();
-  }
-
-  /** Makes {@code address} the node eventual requests go to (tests). */
-  void useEventualNode(String address) {
-    eventualNode.set(Objects.requireNonNull(address));
-  }
-
-  /**
-   * After {@code failedAddress} failed: makes another node current (unless
-   * another thread already moved on) and returns a node not in {@code
-   * failed} to try next, or null if every node is in it.
-   */
-  private String nextEventualNode(String failedAddress, Set<String> failed) {
-    String current = eventualNode.get();
-    if (current != null && !current.equals(failedAddress) && !failed.contains(current)) {
-      return current;
-    }
-    List<String> left = eventualCandidates();
-    left.removeAll(failed);
-    if (left.isEmpty()) {
-      return null;
-    }
-    String next = left.get(ThreadLocalRandom.current().nextInt(left.size()));
-    eventualNode.compareAndSet(current, next);
-    return next;
-  }
-
-  private Session takeSession() {
-    synchronized (idleSessions) {
-      if (!idleSessions.isEmpty()) {
-        return idleSessions.remove(idleSessions.size() - 1);
-      }
-    }
-    return new Session();
-  }
-
-  private void giveBack(Session s) {
-    synchronized (idleSessions) {
-      idleSessions.add(s);
-    }
-  }
-
   // ---- channels and the map ----------------------------------------------
 
   private ManagedChannel channel(String address) {
@@ -910,16 +439,14 @@ public final class AmuletClient implements AutoCloseable {
         });
   }
 
-  private AmuletGrpc.AmuletBlockingStub stub(String address) {
+  /** A stub of {@code address} whose calls end after the attempt timeout. */
+  AmuletGrpc.AmuletBlockingStub stub(String address) {
     return AmuletGrpc.newBlockingStub(channel(address))
         .withDeadlineAfter(config.attemptTimeout().toMillis(), TimeUnit.MILLISECONDS);
   }
 
-  private AmuletGrpc.AmuletBlockingStub attemptStub(String address) {
-    return stub(address);
-  }
-
-  private String anyNode() {
+  /** A random node of the cached map, else a random seed. */
+  String anyNode() {
     Routing r = routing;
     List<String> all = r == null ? seeds : new ArrayList<>(r.addresses.values());
     if (all.isEmpty()) {
@@ -950,12 +477,35 @@ public final class AmuletClient implements AutoCloseable {
     return routing;
   }
 
+  /**
+   * Runs one map request (its op set, no header) in a session, retrying as
+   * the protocol allows.
+   */
+  MapResponse execute(MapRequest op, Placement placement) {
+    return sessions.execute(op, placement);
+  }
+
+  /** The seed addresses given to {@link #connect}. */
+  List<String> seeds() {
+    return seeds;
+  }
+
+  /** Whether {@link #close} was called. */
+  boolean isClosed() {
+    return closed;
+  }
+
+  /** How this client's eventual maps send their requests. */
+  EventualRequests eventualRequests() {
+    return eventualRequests;
+  }
+
   /** The read versions this client's transactions share. */
   ReadVersions readVersions() {
     return readVersions;
   }
 
-  /** The channel to {@code address} (transactions' reads). */
+  /** The channel to {@code address} (transactions' reads, batchers, eventual requests). */
   ManagedChannel channelAt(String address) {
     return channel(address);
   }

@@ -93,7 +93,8 @@ public final class EventualMap {
             .setKey(bs(key, "key"))
             .setR(quorum(r, "r"))
             .build();
-    return Versioned.of(client.eventual(name, false, stub -> stub.eventualGet(request)));
+    return Versioned.of(
+        client.eventualRequests().send(name, false, stub -> stub.eventualGet(request)));
   }
 
   /** {@link #put(byte[], byte[], Context, int)} acknowledged by a majority. */
@@ -119,7 +120,8 @@ public final class EventualMap {
             .setContext(Objects.requireNonNull(context, "context").toByteString())
             .setW(quorum(w, "w"))
             .build();
-    return Versioned.of(client.eventual(name, true, stub -> stub.eventualPut(request)));
+    return Versioned.of(
+        client.eventualRequests().send(name, true, stub -> stub.eventualPut(request)));
   }
 
   /** {@link #delete(byte[], Context, int)} acknowledged by a majority. */
@@ -143,7 +145,8 @@ public final class EventualMap {
             .setContext(Objects.requireNonNull(context, "context").toByteString())
             .setW(quorum(w, "w"))
             .build();
-    return Versioned.of(client.eventual(name, true, stub -> stub.eventualDelete(request)));
+    return Versioned.of(
+        client.eventualRequests().send(name, true, stub -> stub.eventualDelete(request)));
   }
 
   /** {@link #update(byte[], Function, int, int)} with majorities. */

@@ -187,14 +187,14 @@ public class EventualMapTest {
       EventualMap m = c.createEventualMap(fresh("carts"), 3);
       byte[] k = utf8("k");
       m.put(k, utf8("a"), Context.EMPTY, 3);
-      c.useEventualNode(cluster.addresses().get(0));
+      c.eventualRequests().useNode(cluster.addresses().get(0));
       cluster.killNode(1);
       // The current node is gone: the read goes to another node.
       Versioned read = m.get(k, 2);
       assertEquals(List.of("a"), sorted(read));
-      assertTrue(!c.currentEventualNode().equals(cluster.addresses().get(0)));
+      assertTrue(!c.eventualRequests().currentNode().equals(cluster.addresses().get(0)));
       // A write whose connection is refused goes elsewhere too.
-      c.useEventualNode(cluster.addresses().get(0));
+      c.eventualRequests().useNode(cluster.addresses().get(0));
       assertEquals(List.of("b"), sorted(m.put(k, utf8("b"), read.context(), 2)));
       // Two replicas of three answer: w = 3 cannot be reached.
       long start = System.nanoTime();

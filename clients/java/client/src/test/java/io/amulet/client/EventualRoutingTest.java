@@ -228,7 +228,7 @@ public class EventualRoutingTest {
 
   @Test
   public void requestsCarryTheirArgumentsAndRepliesTheirValues() {
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     EventualMap m = client.eventualMap("carts");
     Versioned got = m.get(utf8("k"), 3);
     assertEquals(List.of("a", "b"), got.values().stream().map(EventualRoutingTest::str).toList());
@@ -266,7 +266,7 @@ public class EventualRoutingTest {
 
   @Test
   public void updateWritesWithTheReadsContext() {
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     EventualMap m = client.eventualMap("carts");
     List<String> seen = new ArrayList<>();
     m.update(
@@ -328,7 +328,7 @@ public class EventualRoutingTest {
 
   @Test
   public void refusalsKeepTheirKindAndReason() {
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     EventualMap m = client.eventualMap("carts");
     a.mode = Mode.BAD_CONTEXT;
     IllegalArgumentException bad =
@@ -345,12 +345,12 @@ public class EventualRoutingTest {
     // None of them is a node failure: nothing went elsewhere.
     assertEquals(3, a.eventualCalls.get());
     assertEquals(0, b.eventualCalls.get());
-    assertEquals(a.address, client.currentEventualNode());
+    assertEquals(a.address, client.eventualRequests().currentNode());
   }
 
   @Test
   public void quorumNotReachedIsNeverResent() {
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     EventualMap m = client.eventualMap("carts");
     a.mode = Mode.QUORUM_NOT_REACHED;
     AmuletException read = assertThrows(AmuletException.class, () -> m.get(utf8("k"), 3));
@@ -364,44 +364,44 @@ public class EventualRoutingTest {
     assertEquals(2, a.eventualCalls.get());
     assertEquals(0, b.eventualCalls.get());
     // The node answered: it stays current.
-    assertEquals(a.address, client.currentEventualNode());
+    assertEquals(a.address, client.eventualRequests().currentNode());
   }
 
   @Test
   public void readsFailOverFromADeadNode() {
-    client.useEventualNode(dead);
+    client.eventualRequests().useNode(dead);
     Versioned got = client.eventualMap("carts").get(utf8("k"));
     String took = str(got.values().get(0));
     assertTrue(took, took.equals("a") || took.equals("b"));
     assertEquals(1, a.eventualCalls.get() + b.eventualCalls.get());
     // The node that answered is current now.
-    assertEquals(took.equals("a") ? a.address : b.address, client.currentEventualNode());
+    assertEquals(took.equals("a") ? a.address : b.address, client.eventualRequests().currentNode());
   }
 
   @Test
   public void writesFailOverFromARefusedConnection() {
-    client.useEventualNode(dead);
+    client.eventualRequests().useNode(dead);
     client.eventualMap("carts").put(utf8("k"), utf8("v"), Context.EMPTY);
     assertEquals(1, a.eventualCalls.get() + b.eventualCalls.get());
-    client.useEventualNode(dead);
+    client.eventualRequests().useNode(dead);
     client.eventualMap("carts").delete(utf8("k"), Context.EMPTY);
     assertEquals(2, a.eventualCalls.get() + b.eventualCalls.get());
   }
 
   @Test
   public void readsFailOverFromAStoppingNode() {
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     a.mode = Mode.STOPPING;
     Versioned got = client.eventualMap("carts").get(utf8("k"));
     assertEquals("b", str(got.values().get(0)));
     assertEquals(1, a.eventualCalls.get());
     assertEquals(1, b.eventualCalls.get());
-    assertEquals(b.address, client.currentEventualNode());
+    assertEquals(b.address, client.eventualRequests().currentNode());
   }
 
   @Test
   public void writesToAStoppingNodeAreNotResent() {
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     a.mode = Mode.STOPPING;
     EventualMap m = client.eventualMap("carts");
     AmuletException e =
@@ -411,7 +411,7 @@ public class EventualRoutingTest {
     assertEquals(0, b.eventualCalls.get());
     // The next request goes to another node (b, or the dead one, which
     // refuses: then one of the others).
-    assertTrue(!client.currentEventualNode().equals(a.address));
+    assertTrue(!client.eventualRequests().currentNode().equals(a.address));
     a.mode = Mode.OK;
     m.put(utf8("k"), utf8("v"), Context.EMPTY);
     assertEquals(2, a.eventualCalls.get() + b.eventualCalls.get());
@@ -421,7 +421,7 @@ public class EventualRoutingTest {
   public void aReadWithEveryNodeDownGivesUpAtTheOperationTimeout() throws InterruptedException {
     a.mode = Mode.STOPPING;
     b.mode = Mode.STOPPING;
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     long start = System.nanoTime();
     AmuletException e =
         assertThrows(AmuletException.class, () -> client.eventualMap("carts").get(utf8("k")));
@@ -441,7 +441,7 @@ public class EventualRoutingTest {
   @Test
   public void notFoundFromANodeBehindTheCreationGoesElsewhere() {
     maps.add("carts");
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     a.mode = Mode.NOT_FOUND;
     // A write too: NOT_FOUND is a verdict, the node took nothing.
     Versioned put = client.eventualMap("carts").put(utf8("k"), utf8("v"), Context.EMPTY);
@@ -449,7 +449,7 @@ public class EventualRoutingTest {
     assertEquals(1, a.eventualCalls.get());
     assertEquals(1, b.eventualCalls.get());
     // A map the newest partition map does not have is not found at once.
-    client.useEventualNode(a.address);
+    client.eventualRequests().useNode(a.address);
     AmuletException missing =
         assertThrows(AmuletException.class, () -> client.eventualMap("other").get(utf8("k")));
     assertEquals(AmuletException.Kind.NOT_FOUND, missing.kind());
@@ -459,9 +459,9 @@ public class EventualRoutingTest {
 
   @Test
   public void theNodeThatCreatedAMapTakesTheNextRequests() {
-    client.useEventualNode(dead);
+    client.eventualRequests().useNode(dead);
     client.createEventualMap("carts", 2);
-    String current = client.currentEventualNode();
+    String current = client.eventualRequests().currentNode();
     assertTrue(current, current.equals(a.address) || current.equals(b.address));
   }
 
@@ -475,7 +475,7 @@ public class EventualRoutingTest {
 
   @Test
   public void valuesComeBackAsGiven() {
-    client.useEventualNode(b.address);
+    client.eventualRequests().useNode(b.address);
     Versioned v = client.eventualMap("carts").get(utf8("k"));
     assertArrayEquals(utf8("b"), v.values().get(0));
     assertArrayEquals(utf8("b"), v.values().get(1));

@@ -19,6 +19,13 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+impl SyncRequest {
+    /// The bases of the clock the ask carries.
+    pub fn bases(&self) -> Vec<(ReplicaId, u64)> {
+        self.clock.bases().collect()
+    }
+}
+
 /// `sync_clock(i, NC_i)`: the asker's id and clock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SyncRequest {
@@ -206,6 +213,36 @@ impl NodeState {
             complete,
             closed: self.closed.iter().copied().collect(),
         }
+    }
+
+    /// What an ask told of its sender: a peer's bases are as good a report
+    /// in its ask as in its answer (both are its clock when sent, and the
+    /// watermark only rises), so the answerer's watermark learns them and
+    /// its dot-key map is pruned with them. Alg. 3 learns only from
+    /// answers; learning from both directions halves the time a dot-key
+    /// entry waits for a peer's report. Returns the entries pruned.
+    pub fn note_peer_bases(&mut self, peer: ReplicaId, bases: &[(ReplicaId, u64)]) -> usize {
+        let peers = self.ring.peers(self.id);
+        if peer == self.id || !peers.contains(&peer) {
+            return 0;
+        }
+        for &(id, base) in bases {
+            if peers.contains(&id) {
+                self.watermark.update_cell(peer, id, base);
+            }
+        }
+        let own = self.clock.clone();
+        self.watermark.update_peer(self.id, &own, &peers);
+        let ring = self.ring.clone();
+        let me = self.id;
+        let pruned = match self.bug {
+            DottedBug::PruneBeforeEveryPeer => self.dot_keys.prune(&self.watermark, |_| vec![me]),
+            _ => self
+                .dot_keys
+                .prune(&self.watermark, |n| shared(&peers, &ring.peers(n))),
+        };
+        self.stats.dot_keys_pruned += pruned as u64;
+        pruned
     }
 
     /// `sync_repair` (Alg. 3): merges the reply's objects (filled from the

@@ -52,6 +52,15 @@ pub enum Input {
         /// Keys it visits.
         max_keys: usize,
     },
+    /// The bases a peer's anti-entropy ask carried (the watermark learns
+    /// them as from an answer). Last, so the variants before it keep
+    /// their encoding.
+    PeerBases {
+        /// The asker.
+        peer: crate::dot::ReplicaId,
+        /// Its clock's bases.
+        bases: Vec<(crate::dot::ReplicaId, u64)>,
+    },
 }
 
 impl NodeState {
@@ -82,6 +91,9 @@ impl NodeState {
             }
             Input::Strip { max_keys } => {
                 self.strip_some(*max_keys);
+            }
+            Input::PeerBases { peer, bases } => {
+                self.note_peer_bases(*peer, bases);
             }
         }
     }

@@ -123,6 +123,14 @@ impl Service {
                 let reply = state.answer_sync_below(&request, budget, Some(&horizon));
                 let back = back_to(&to, request.from);
                 self.send_anti_entropy(from, &to, Message::SyncAnswer { to: back, reply });
+                let input = Input::PeerBases {
+                    peer: request.from,
+                    bases: request.bases(),
+                };
+                if let Some(local) = self.local_mut(&to) {
+                    local.replica.apply(&input);
+                    self.journal(&to, input);
+                }
             }
             Message::SyncAnswer { to, reply } => {
                 let Some(local) = self.local_mut(&to) else {

@@ -317,6 +317,9 @@ impl Run {
                 let reply: SyncReply = answerer.answer_sync(&request, SyncBudget::default());
                 add(sizes(&reply, &reply.objects), &mut self.bytes);
                 touched.extend(reply.objects.iter().map(|(k, _)| k.clone()));
+                if let Node::Dotted(answerer) = &mut self.nodes[p] {
+                    answerer.note_peer_bases(request.from, &request.bases());
+                }
                 if let Node::Dotted(asker) = &mut self.nodes[a] {
                     asker.apply_sync(&reply);
                 }

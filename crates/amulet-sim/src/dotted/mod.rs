@@ -494,6 +494,13 @@ impl World {
                 self.commit(to);
                 let budget = self.options.budget;
                 let reply = self.nodes[to].answer_sync(&request, budget);
+                self.apply(
+                    to,
+                    Input::PeerBases {
+                        peer: request.from,
+                        bases: request.bases(),
+                    },
+                );
                 if reply.covered < self.nodes[to].clock().entry(self.nodes[to].id()).max() {
                     self.stats.cut_replies += 1;
                 }

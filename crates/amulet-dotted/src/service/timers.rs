@@ -15,10 +15,12 @@ use crate::journal::Input;
 /// A replacement asks again for a transfer page unanswered this long.
 const TRANSFER_RETRY_MICROS: u64 = 200_000;
 
-/// A replica's anti-entropy round's first message.
+/// A replica's anti-entropy round's (or transfer's) next message.
 enum Ask {
     Sync(crate::anti_entropy::SyncRequest),
     Exchange(crate::merkle::ExchangeRequest),
+    /// A replacement's next full-transfer page.
+    Transfer(crate::replacement::TransferRequest),
 }
 
 impl Service {
@@ -80,7 +82,6 @@ impl Service {
             }
         }
         let mut asks = Vec::new();
-        let mut transfers = Vec::new();
         for (map, (created_at, states)) in &mut self.local {
             for (id, local) in states.iter_mut() {
                 local.remember_horizon(now, self.config.sync_horizon_micros);
@@ -120,7 +121,7 @@ impl Service {
                         .and_then(|state| state.transfer_request())
                     {
                         local.next_transfer = now + TRANSFER_RETRY_MICROS;
-                        transfers.push((map.clone(), *created_at, *id, peer, request));
+                        asks.push((map.clone(), *created_at, *id, peer, Ask::Transfer(request)));
                     }
                 }
                 if now >= local.next_strip {
@@ -156,20 +157,9 @@ impl Service {
             let message = match ask {
                 Ask::Sync(request) => Message::SyncAsk { to, request },
                 Ask::Exchange(request) => Message::ExchangeAsk { to, request },
+                Ask::Transfer(request) => Message::TransferAsk { to, request },
             };
             self.send_anti_entropy(node, &from, message);
-        }
-        for (map, created_at, asker, peer, request) in transfers {
-            let Some(node) = self.placements.get(&map).and_then(|p| p.node_of(peer)) else {
-                continue;
-            };
-            let to = To {
-                map,
-                created_at,
-                replica: peer,
-            };
-            let from = back_to(&to, asker);
-            self.send_anti_entropy(node, &from, Message::TransferAsk { to, request });
         }
         self.run_loopback(now);
     }

@@ -231,15 +231,26 @@ impl NodeState {
                 self.watermark.update_cell(peer, id, base);
             }
         }
+        self.prune_dot_keys(&peers)
+    }
+
+    /// Raises this replica's own watermark row to its clock and prunes the
+    /// dot-key map by the watermark. Returns the entries pruned.
+    fn prune_dot_keys(&mut self, peers: &[ReplicaId]) -> usize {
         let own = self.clock.clone();
-        self.watermark.update_peer(self.id, &own, &peers);
-        let ring = self.ring.clone();
+        self.watermark.update_peer(self.id, &own, peers);
+        let ring = &self.ring;
         let me = self.id;
         let pruned = match self.bug {
-            DottedBug::PruneBeforeEveryPeer => self.dot_keys.prune(&self.watermark, |_| vec![me]),
-            _ => self
-                .dot_keys
-                .prune(&self.watermark, |n| shared(&peers, &ring.peers(n))),
+            DottedBug::PruneBeforeEveryPeer => {
+                self.dot_keys
+                    .prune(&self.watermark, |_| vec![me], |_| vec![me])
+            }
+            _ => self.dot_keys.prune(
+                &self.watermark,
+                |n| shared(peers, &ring.peers(n)),
+                |key| ring.replicas(key),
+            ),
         };
         self.stats.dot_keys_pruned += pruned as u64;
         pruned
@@ -284,17 +295,7 @@ impl NodeState {
         }
         let peers = self.ring.peers(self.id);
         self.watermark.update_peer(p, &reply.clock, &peers);
-        let own = self.clock.clone();
-        self.watermark.update_peer(self.id, &own, &peers);
-        let ring = self.ring.clone();
-        let me = self.id;
-        applied.pruned = match self.bug {
-            DottedBug::PruneBeforeEveryPeer => self.dot_keys.prune(&self.watermark, |_| vec![me]),
-            _ => self
-                .dot_keys
-                .prune(&self.watermark, |n| shared(&peers, &ring.peers(n))),
-        };
-        self.stats.dot_keys_pruned += applied.pruned as u64;
+        applied.pruned = self.prune_dot_keys(&peers);
         self.close_and_forget_retired();
         applied
     }

@@ -16,8 +16,8 @@ pub struct DotKeyMap {
     by_id: BTreeMap<ReplicaId, BTreeMap<u64, Bytes>>,
     /// Entries over all ids.
     len: usize,
-    /// Per id, the counter up to which entries were pruned (for the
-    /// invariants: a version's entry is here or was pruned).
+    /// Per id, the largest counter pruned (for the invariants: a
+    /// version's entry is here or no newer than a pruned one).
     pruned_through: BTreeMap<ReplicaId, u64>,
 }
 
@@ -55,25 +55,56 @@ impl DotKeyMap {
         self.len == 0
     }
 
-    /// Removes every dot `(n, c)` with `c` at most the smallest base any
-    /// peer of `n` reported for `n` (Alg. 3's last loop): every peer that
-    /// could need it has it. Returns the entries removed.
+    /// Removes every dot `(n, c)` that every replica which could ask for
+    /// it has (Alg. 3's last loop): all of `n`'s dots up to the smallest
+    /// base any peer of `n` reported for `n`, and above that each dot whose
+    /// key's own replicas (`replicas_of`) all reported a base for `n` at
+    /// least its counter. Only a replica of the key ever receives it from
+    /// this map (anti-entropy sends an asker only keys it holds), and a
+    /// replica's base never falls (a lost store takes a new id), so the
+    /// other peers of `n` need not be waited for. Returns the entries
+    /// removed.
     pub fn prune(
         &mut self,
         watermark: &Watermark,
         peers_of: impl Fn(ReplicaId) -> Vec<ReplicaId>,
+        replicas_of: impl Fn(&Bytes) -> Vec<ReplicaId>,
     ) -> usize {
         let mut removed = 0;
         let pruned_through = &mut self.pruned_through;
         self.by_id.retain(|&n, dots| {
-            let known_by_all = watermark.min_over(n, &peers_of(n));
-            let kept = dots.split_off(&(known_by_all + 1));
+            let peers = peers_of(n);
+            let known_by_all = watermark.min_over(n, &peers);
+            let kept = dots.split_off(&(known_by_all.saturating_add(1)));
             if !dots.is_empty() {
                 let through = pruned_through.entry(n).or_insert(0);
                 *through = (*through).max(known_by_all);
             }
             removed += dots.len();
             *dots = kept;
+            // A key's replicas are among `n`'s peers, so no dot above the
+            // largest base any of them reported can go.
+            let known_by_some = peers
+                .iter()
+                .map(|&p| watermark.get(p, n))
+                .max()
+                .unwrap_or(0);
+            let mut above = dots.split_off(&(known_by_some.saturating_add(1)));
+            let mut highest = 0;
+            let before = dots.len();
+            dots.retain(|&c, key| {
+                let keep = watermark.min_over(n, &replicas_of(key)) < c;
+                if !keep {
+                    highest = c;
+                }
+                keep
+            });
+            removed += before - dots.len();
+            dots.append(&mut above);
+            if highest > 0 {
+                let through = pruned_through.entry(n).or_insert(0);
+                *through = (*through).max(highest);
+            }
             !dots.is_empty()
         });
         self.len -= removed;
@@ -136,34 +167,73 @@ mod tests {
         let peers_of = |_n: ReplicaId| Vec::new();
         let mut wm = Watermark::new();
         let mut d = k5();
-        assert_eq!(d.prune(&wm, peers_of), 0);
+        assert_eq!(d.prune(&wm, peers_of, |_| Vec::new()), 0);
         assert_eq!(d.len(), 5);
         wm.update_cell(id('a'), id('c'), 1);
         assert_eq!(
-            d.clone().prune(&wm, |_| vec![id('a')]),
+            d.clone().prune(&wm, |_| vec![id('a')], |_| Vec::new()),
             0,
             "row a has no column a yet"
         );
         wm.update_cell(id('a'), id('a'), 2);
         let mut pruned = k5();
-        assert_eq!(pruned.prune(&wm, |_| vec![id('a')]), 2);
+        assert_eq!(pruned.prune(&wm, |_| vec![id('a')], |_| Vec::new()), 2);
         assert_eq!(remaining(&pruned), vec![('b', 2), ('b', 4), ('c', 20)]);
-        d.prune(&wm, |n| {
-            if n == id('a') {
-                vec![id('a')]
-            } else {
-                vec![id('a'), id('z')]
-            }
-        });
+        d.prune(
+            &wm,
+            |n| {
+                if n == id('a') {
+                    vec![id('a')]
+                } else {
+                    vec![id('a'), id('z')]
+                }
+            },
+            |_| Vec::new(),
+        );
         assert_eq!(remaining(&d), vec![('b', 2), ('b', 4), ('c', 20)]);
         wm.update_cell(id('b'), id('b'), 10);
         wm.update_cell(id('z'), id('c'), 190);
         wm.update_cell(id('c'), id('c'), 200);
-        d.prune(&wm, |n| match n {
-            n if n == id('b') => vec![id('b')],
-            n if n == id('c') => vec![id('z'), id('c')],
-            _ => vec![],
-        });
+        d.prune(
+            &wm,
+            |n| match n {
+                n if n == id('b') => vec![id('b')],
+                n if n == id('c') => vec![id('z'), id('c')],
+                _ => vec![],
+            },
+            |_| Vec::new(),
+        );
+        assert!(d.is_empty());
+    }
+
+    // A dot whose key's own replicas all have it goes before every peer
+    // of its replica id has reported: only a replica of the key is ever
+    // sent the key by anti-entropy.
+    #[test]
+    fn dotteddb_iv_g_an_entry_goes_once_its_keys_replicas_have_the_dot() {
+        let peers = |_n: ReplicaId| vec![id('a'), id('b'), id('c'), id('d')];
+        let replicas = |k: &Bytes| match &k[..] {
+            b"ab" => vec![id('a'), id('b')],
+            _ => vec![id('c'), id('d')],
+        };
+        let mut d = DotKeyMap::new();
+        d.add(Dot::new(id('a'), 1), &key("ab"));
+        d.add(Dot::new(id('a'), 2), &key("cd"));
+        d.add(Dot::new(id('a'), 3), &key("ab"));
+        let mut wm = Watermark::new();
+        wm.update_cell(id('a'), id('a'), 3);
+        wm.update_cell(id('b'), id('a'), 2);
+        assert_eq!(d.prune(&wm, peers, replicas), 1, "c and d never reported");
+        assert_eq!(remaining(&d), vec![('a', 2), ('a', 3)]);
+        assert!(d.holds_or_pruned(Dot::new(id('a'), 1)));
+        wm.update_cell(id('c'), id('a'), 1);
+        wm.update_cell(id('d'), id('a'), 9);
+        assert_eq!(d.prune(&wm, peers, replicas), 0, "c lacks a:2");
+        wm.update_cell(id('c'), id('a'), 2);
+        assert_eq!(d.prune(&wm, peers, replicas), 1);
+        assert_eq!(remaining(&d), vec![('a', 3)], "b lacks a:3");
+        wm.update_cell(id('b'), id('a'), 3);
+        assert_eq!(d.prune(&wm, peers, replicas), 1);
         assert!(d.is_empty());
     }
 }

@@ -53,14 +53,16 @@ pub enum Input {
         max_keys: usize,
     },
     /// The bases a peer's anti-entropy ask carried (the watermark learns
-    /// them as from an answer). Last, so the variants before it keep
-    /// their encoding.
+    /// them as from an answer).
     PeerBases {
         /// The asker.
         peer: crate::dot::ReplicaId,
         /// Its clock's bases.
         bases: Vec<(crate::dot::ReplicaId, u64)>,
     },
+    /// A coordinator's skip hint, applied after its replicated object
+    /// (`skips.rs`). Last, so the variants before it keep their encoding.
+    Skips(crate::skips::Skips),
 }
 
 impl NodeState {
@@ -95,12 +97,16 @@ impl NodeState {
             Input::PeerBases { peer, bases } => {
                 self.note_peer_bases(*peer, bases);
             }
+            Input::Skips(skips) => {
+                self.note_skips(skips);
+            }
         }
     }
 
     /// The state a restart rebuilds: `checkpoint` with `synced` replayed.
     pub fn recover(checkpoint: &NodeState, synced: &[Input]) -> NodeState {
         let mut state = checkpoint.clone();
+        state.issued.reset();
         for input in synced {
             state.apply(input);
         }

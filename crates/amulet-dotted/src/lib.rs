@@ -31,6 +31,7 @@ pub mod placement;
 pub mod replacement;
 pub mod ring;
 pub mod service;
+pub mod skips;
 pub mod version_vector;
 pub mod watermark;
 
@@ -50,5 +51,6 @@ pub use placement::{Placement, PlacementError};
 pub use replacement::{Transfer, TransferPage, TransferRequest};
 pub use ring::Ring;
 pub use service::{Operation, Output, Refusal, Service, ServiceConfig};
+pub use skips::Skips;
 pub use version_vector::{ContextError, VersionVector};
 pub use watermark::Watermark;

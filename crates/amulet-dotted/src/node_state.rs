@@ -43,6 +43,10 @@ pub enum DottedBug {
     /// before its journal is synced (`journal.rs`); the core itself runs
     /// as without a bug.
     AckBeforeSync,
+    /// A replication message's skip hint leaves out the coordinator's
+    /// earlier dots for the receiver's keys (`skips.rs`): the receiver
+    /// counts versions it never got as seen.
+    SkipsOwnKeys,
 }
 
 /// Why a replica refused a client write.
@@ -114,6 +118,10 @@ pub struct NodeState {
     /// Closed ids still in the clock → peers known to have closed them
     /// too (the id is forgotten when all have).
     pub(crate) closed_by: BTreeMap<ReplicaId, BTreeSet<ReplicaId>>,
+    /// Own dots issued per peer, for skip hints (volatile: restarts
+    /// from the own base after a restart or a ring change).
+    #[serde(skip)]
+    pub(crate) issued: crate::skips::Issued,
     pub(crate) stats: NodeStats,
     pub(crate) bug: DottedBug,
 }
@@ -135,6 +143,7 @@ impl NodeState {
             retiring: BTreeMap::new(),
             closed: BTreeSet::new(),
             closed_by: BTreeMap::new(),
+            issued: crate::skips::Issued::default(),
             stats: NodeStats::default(),
             bug: DottedBug::None,
         }
@@ -252,6 +261,13 @@ impl NodeState {
         let own = self.clock.entry(self.id);
         assert!(!own.has_gaps(), "{}'s own entry has gaps", self.id);
         let dot = Dot::new(self.id, own.base() + 1);
+        self.issued.start(own.base());
+        let others = self
+            .ring
+            .replicas(key)
+            .into_iter()
+            .filter(|r| *r != self.id);
+        self.issued.record(dot.counter, others);
         let mut object = self.fetch(key);
         object.discard(context);
         object.add(dot, value);
@@ -398,6 +414,13 @@ impl NodeState {
     /// clock (16 per entry, 8 per bitmap word), the dot-key map (16 + key
     /// per entry), the watermark (16 per cell), the non-stripped keys.
     pub fn metadata_bytes(&self) -> usize {
+        let [clock, dkm, wm, nsk] = self.metadata_parts();
+        clock + dkm + wm + nsk
+    }
+
+    /// [`NodeState::metadata_bytes`] by structure: clock, dot-key map,
+    /// watermark, non-stripped keys.
+    pub fn metadata_parts(&self) -> [usize; 4] {
         let clock: usize = self
             .clock
             .entries()
@@ -405,7 +428,7 @@ impl NodeState {
             .sum();
         let dkm: usize = self.dot_keys.iter().map(|(_, k)| 16 + k.len()).sum();
         let nsk: usize = self.non_stripped.iter().map(Bytes::len).sum();
-        clock + dkm + 16 * self.watermark.cells() + nsk
+        [clock, dkm, 16 * self.watermark.cells(), nsk]
     }
 
     /// Bytes of the stored objects' clocks: 16 per version dot and per

@@ -122,6 +122,7 @@ impl NodeState {
             .filter(|r| !self.ring.is_retired(*r))
             .collect();
         self.ring = ring;
+        self.issued.reset();
         for r in newly {
             if self.ring.peers(r).contains(&self.id) {
                 self.retiring.insert(r, BTreeSet::new());

@@ -142,6 +142,9 @@ enum BugArg {
     /// Eventual maps: a write is answered and replicated before its
     /// journal is synced (a crash then reissues its dot).
     AckBeforeSync,
+    /// Eventual maps: a replication message's skip hint leaves out the
+    /// coordinator's earlier dots for the receiver's keys.
+    SkipsOwnKeys,
 }
 
 impl BugArg {
@@ -176,6 +179,7 @@ impl BugArg {
             BugArg::PruneBeforeEveryPeer => DottedBug::PruneBeforeEveryPeer,
             BugArg::CloseWithoutCoverage => DottedBug::CloseWithoutCoverage,
             BugArg::ReuseReplicaId => DottedBug::ReuseReplicaId,
+            BugArg::SkipsOwnKeys => DottedBug::SkipsOwnKeys,
             _ => DottedBug::None,
         }
     }
@@ -212,7 +216,8 @@ impl BugArg {
             | BugArg::AckBeforeSync
             | BugArg::PruneBeforeEveryPeer
             | BugArg::CloseWithoutCoverage
-            | BugArg::ReuseReplicaId => Bug::None,
+            | BugArg::ReuseReplicaId
+            | BugArg::SkipsOwnKeys => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,

@@ -31,8 +31,8 @@ fn dotteddb_iv_the_nodes_service_converges_on_every_acknowledged_write_without_t
 
 #[test]
 fn dotteddb_iv_the_service_gives_the_same_trace_hash_for_the_same_seed() {
-    let first = run_service_seed(5, false, DottedBug::None);
-    let second = run_service_seed(5, false, DottedBug::None);
+    let first = run_service_seed(8, false, DottedBug::None);
+    let second = run_service_seed(8, false, DottedBug::None);
     assert_eq!(first.trace_hash, second.trace_hash);
     assert!(first.stats.trace_events > 10, "the seed did something");
 }
@@ -69,4 +69,9 @@ fn dotteddb_iv_g_the_service_pruning_before_every_peer_is_caught() {
 #[test]
 fn dotteddb_iv_c_the_service_stripping_across_clock_gaps_is_caught_within_300_seeds() {
     assert_caught(DottedBug::StripPastGaps, 0..300);
+}
+
+#[test]
+fn dotteddb_iv_g_the_service_sending_a_skip_hint_that_leaves_out_the_receivers_keys_is_caught() {
+    assert_caught(DottedBug::SkipsOwnKeys, 0..100);
 }

@@ -101,3 +101,8 @@ fn dotteddb_iv_f_staggered_ring_changes_regressions() {
         );
     }
 }
+
+#[test]
+fn dotteddb_iv_g_a_skip_hint_that_leaves_out_the_receivers_own_keys_is_caught() {
+    assert_caught(DottedBug::SkipsOwnKeys);
+}

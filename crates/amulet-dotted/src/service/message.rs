@@ -91,6 +91,9 @@ pub enum Message {
         key: Bytes,
         /// The coordinated object.
         object: Object,
+        /// Which of the coordinator's other recent dots were for this
+        /// replica's keys (`skips.rs`).
+        skips: Option<crate::skips::Skips>,
     },
     /// The replica merged it (and synced the merge).
     Replicated {

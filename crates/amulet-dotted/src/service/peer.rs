@@ -80,6 +80,7 @@ impl Service {
                 to,
                 key,
                 object,
+                skips,
             } => {
                 let Some(local) = self.local_mut(&to) else {
                     return;
@@ -91,6 +92,14 @@ impl Service {
                 local.replica.apply(&input);
                 local.replica.check();
                 self.journal(&to, input);
+                if let Some(skips) = skips {
+                    let input = Input::Skips(skips);
+                    if let Some(local) = self.local_mut(&to) {
+                        local.replica.apply(&input);
+                        local.replica.check();
+                    }
+                    self.journal(&to, input);
+                }
                 self.send(from, Message::Replicated { op });
             }
             Message::Replicated { op } => {
@@ -309,6 +318,17 @@ impl Service {
         local.replica.check();
         local.coordinated += 1;
         let ring = local.replica.ring().clone();
+        // The dot just issued (the baseline sends no hints).
+        let own_dot = local
+            .replica
+            .dotted()
+            .map(|s| crate::dot::Dot::new(to.replica, s.clock().base(to.replica)));
+        let hints: Vec<(ReplicaId, Option<crate::skips::Skips>)> = ring
+            .replicas(&key)
+            .into_iter()
+            .filter(|r| *r != to.replica)
+            .map(|r| (r, own_dot.and_then(|d| local.replica.skips_for(r, d))))
+            .collect();
         let input = Input::Coordinate {
             key: key.clone(),
             value,
@@ -316,11 +336,6 @@ impl Service {
         };
         self.journal(&to, input);
         let reply = versioned(&object);
-        let others: Vec<ReplicaId> = ring
-            .replicas(&key)
-            .into_iter()
-            .filter(|r| *r != to.replica)
-            .collect();
         let needed = w.saturating_sub(1);
         let replicate_op = self.op();
         if needed == 0 {
@@ -344,7 +359,7 @@ impl Service {
             .get(&to.map)
             .map(|p| p.nodes.clone())
             .unwrap_or_default();
-        for replica in others {
+        for (replica, skips) in hints {
             let Some(&node) = nodes.get(&replica) else {
                 continue;
             };
@@ -357,6 +372,7 @@ impl Service {
                 },
                 key: key.clone(),
                 object: object.clone(),
+                skips,
             };
             self.send(node, message);
         }

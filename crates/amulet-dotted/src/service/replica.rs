@@ -90,6 +90,15 @@ impl Replica {
         }
     }
 
+    /// The skip hint for replicating own dot `dot` to `to` (`skips.rs`;
+    /// the baseline sends none).
+    pub fn skips_for(&self, to: ReplicaId, dot: crate::dot::Dot) -> Option<crate::skips::Skips> {
+        match self {
+            Replica::Dotted(s) => s.skips_for(to, dot),
+            Replica::Merkle(_) => None,
+        }
+    }
+
     /// Applies a journaled input exactly as the live call did. The
     /// baseline journals writes, merges and ring changes only (its
     /// anti-entropy ends in merges).
@@ -109,8 +118,8 @@ impl Replica {
                     m.update(key, object);
                 }
                 Input::SetRing(ring) => m.set_ring(ring.clone()),
-                // The baseline keeps no watermark.
-                Input::PeerBases { .. } => {}
+                // The baseline keeps no watermark and sends no hints.
+                Input::PeerBases { .. } | Input::Skips(_) => {}
                 other => panic!("the baseline never journals {other:?}"),
             },
         }

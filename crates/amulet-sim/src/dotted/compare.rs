@@ -17,7 +17,7 @@
 use crate::rng::Rng;
 use amulet_dotted::merkle::ExchangeReply;
 use amulet_dotted::{
-    Dot, MerkleNode, NodeState, Object, ReplicaId, Ring, SyncBudget, SyncReply, SyncRequest,
+    Dot, MerkleNode, NodeState, Object, ReplicaId, Ring, Skips, SyncBudget, SyncReply, SyncRequest,
     VersionVector,
 };
 use bytes::Bytes;
@@ -112,6 +112,10 @@ pub struct Measured {
     pub unreplicated: u64,
 }
 
+/// A replication message in flight: arrival, replica slot, key, object,
+/// the coordinator's skip hint.
+type Flight = (u64, usize, Bytes, Object, Option<Skips>);
+
 enum Node {
     Dotted(Box<NodeState>),
     Merkle(MerkleNode),
@@ -131,10 +135,21 @@ impl Node {
         }
         .expect("the coordinator replicates the key")
     }
-    fn update(&mut self, key: &Bytes, object: &Object) {
+    /// The skip hint for replicating the dot just coordinated here to
+    /// `to` (DottedDB only).
+    fn skips_for(&self, to: ReplicaId) -> Option<Skips> {
+        match self {
+            Node::Dotted(n) => n.skips_for(to, Dot::new(n.id(), n.clock().base(n.id()))),
+            Node::Merkle(_) => None,
+        }
+    }
+    fn update(&mut self, key: &Bytes, object: &Object, skips: Option<&Skips>) {
         match self {
             Node::Dotted(n) => {
                 n.update(key, object);
+                if let Some(skips) = skips {
+                    n.note_skips(skips);
+                }
             }
             Node::Merkle(n) => {
                 n.update(key, object);
@@ -278,7 +293,8 @@ impl Run {
             let object =
                 self.nodes[c].coordinate(&key, Bytes::from(vec![7u8; 100]), &VersionVector::new());
             for r in &replicas[1..] {
-                self.nodes[run_slot(&self.ring, *r)].update(&key, &object);
+                let skips = self.nodes[c].skips_for(*r);
+                self.nodes[run_slot(&self.ring, *r)].update(&key, &object, skips.as_ref());
             }
         }
         for _ in 0..3 {
@@ -418,7 +434,7 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
     let end = scale.seconds * 1_000_000;
     let step = 1_000_000 / scale.rate;
     // Replication messages in flight: (arrival, replica, key, object).
-    let mut flight: VecDeque<(u64, usize, Bytes, Object)> = VecDeque::new();
+    let mut flight: VecDeque<Flight> = VecDeque::new();
     let mut next_ae: Vec<u64> = (0..run.nodes.len())
         .map(|_| run.rng.below(interval_micros.max(1)))
         .collect();
@@ -428,8 +444,8 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
         now += step;
         // Deliver what arrived.
         while flight.front().is_some_and(|(t, ..)| *t <= now) {
-            let (_, r, key, object) = flight.pop_front().expect("checked");
-            run.nodes[r].update(&key, &object);
+            let (_, r, key, object, skips) = flight.pop_front().expect("checked");
+            run.nodes[r].update(&key, &object, skips.as_ref());
             run.settle(r, &key, now);
         }
         // One read-modify-write update at a random replica of a random key.
@@ -446,11 +462,12 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
             .max()
             .expect("the new version");
         writes += 1;
-        for r in &replicas {
-            let r = run_slot(&run.ring, *r);
+        for id in &replicas {
+            let r = run_slot(&run.ring, *id);
             if r == c {
                 continue;
             }
+            let skips = run.nodes[c].skips_for(*id);
             run.pending
                 .entry((key.clone(), r))
                 .or_default()
@@ -459,7 +476,7 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
                 let delay = run.rng.range(1_000, 5_000);
                 let at = now + delay;
                 let place = flight.partition_point(|(t, ..)| *t <= at);
-                flight.insert(place, (at, r, key.clone(), object.clone()));
+                flight.insert(place, (at, r, key.clone(), object.clone(), skips));
             }
         }
         // Anti-entropy (and, for DottedDB, strip passes) when due.
@@ -479,6 +496,21 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
     }
     let seconds = scale.seconds as f64;
     let metadata: usize = run.nodes.iter().map(Node::metadata_bytes).sum();
+    if std::env::var_os("DOTTED_PARTS").is_some() {
+        let mut parts = [0usize; 4];
+        for n in &run.nodes {
+            if let Node::Dotted(n) = n {
+                for (p, x) in parts.iter_mut().zip(n.metadata_parts()) {
+                    *p += x;
+                }
+            }
+        }
+        eprintln!(
+            "{:?} parts per vnode clock/dkm/wm/nsk {:?}",
+            config,
+            parts.map(|p| p / run.nodes.len())
+        );
+    }
     let clocks: usize = run.nodes.iter().map(Node::object_clock_bytes).sum();
     let unreplicated = run.pending.values().map(|w| w.len() as u64).sum();
     let measured = Measured {
@@ -537,7 +569,8 @@ pub fn deletes(
         live.insert(key.clone(), !delete);
         for r in &replicas[1..] {
             if !run.rng.chance(DELETES_CHURN_LOSS) {
-                run.nodes[run_slot(&run.ring, *r)].update(&key, &object);
+                let skips = run.nodes[c].skips_for(*r);
+                run.nodes[run_slot(&run.ring, *r)].update(&key, &object, skips.as_ref());
             }
         }
         if now >= next_ae {
@@ -599,7 +632,7 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
         .collect();
     // Per replica: (key, dot, time written) not yet there and stripped.
     let mut waiting: Vec<Vec<(Bytes, Dot, u64)>> = vec![Vec::new(); run.nodes.len()];
-    let mut flight: VecDeque<(u64, usize, Bytes, Object)> = VecDeque::new();
+    let mut flight: VecDeque<Flight> = VecDeque::new();
     let mut latencies = Vec::new();
     let mut now = 0;
     let end = seconds * 1_000_000;
@@ -623,8 +656,8 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
     while now < end {
         now += step;
         while flight.front().is_some_and(|(t, ..)| *t <= now) {
-            let (_, r, key, object) = flight.pop_front().expect("checked");
-            run.nodes[r].update(&key, &object);
+            let (_, r, key, object, skips) = flight.pop_front().expect("checked");
+            run.nodes[r].update(&key, &object, skips.as_ref());
             settle(&run.nodes[r], &mut waiting[r], now, &mut latencies);
         }
         let key = Run::key(run.rng.below(scale.keys as u64) as usize);
@@ -638,16 +671,17 @@ pub fn strip_latency(strip_micros: u64, loss: f64, rate: u64, seconds: u64, seed
             };
             n.clock().base(ReplicaId(c as u64 + 1))
         });
-        for r in &replicas {
-            let r = run_slot(&run.ring, *r);
+        for id in &replicas {
+            let r = run_slot(&run.ring, *id);
             if r == c {
                 continue;
             }
+            let skips = run.nodes[c].skips_for(*id);
             waiting[r].push((key.clone(), dot, now));
             if !run.rng.chance(loss) {
                 let at = now + run.rng.range(1_000, 5_000);
                 let place = flight.partition_point(|(t, ..)| *t <= at);
-                flight.insert(place, (at, r, key.clone(), object.clone()));
+                flight.insert(place, (at, r, key.clone(), object.clone(), skips));
             }
         }
         let due: Vec<usize> = (0..run.nodes.len())
@@ -702,10 +736,11 @@ pub fn churn(system: System, replication: usize, seconds: u64, seed: u64) -> Vec
         let c = run_slot(&run.ring, *run.rng.pick(&replicas).expect("replicas"));
         let context = run.nodes[c].fetch(&key).read_context();
         let object = run.nodes[c].coordinate(&key, Bytes::from_static(b"v"), &context);
-        for r in &replicas {
-            let r = run_slot(&run.ring, *r);
+        for id in &replicas {
+            let r = run_slot(&run.ring, *id);
             if r != c && !run.rng.chance(DELETES_CHURN_LOSS) {
-                run.nodes[r].update(&key, &object);
+                let skips = run.nodes[c].skips_for(*id);
+                run.nodes[r].update(&key, &object, skips.as_ref());
             }
         }
         if now >= next_replace {

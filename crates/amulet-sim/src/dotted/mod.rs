@@ -26,7 +26,7 @@ use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
 use crate::trace::TraceHash;
 use amulet_dotted::{
-    Dot, DottedBug, Input, NodeState, Object, ReplicaId, Ring, SyncReply, SyncRequest,
+    Dot, DottedBug, Input, NodeState, Object, ReplicaId, Ring, Skips, SyncReply, SyncRequest,
     TransferPage, TransferRequest, VersionVector,
 };
 use amulet_types::{NodeId, TimeMicros};
@@ -57,6 +57,7 @@ enum Message {
         key: Bytes,
         object: Object,
         seen: BTreeSet<Dot>,
+        skips: Option<Skips>,
     },
     SyncRequest(SyncRequest),
     /// With what the answerer had seen of each key sent (the oracle's).
@@ -478,7 +479,12 @@ impl World {
 
     fn deliver(&mut self, from: usize, to: usize, message: Message) {
         match message {
-            Message::Replicate { key, object, seen } => {
+            Message::Replicate {
+                key,
+                object,
+                seen,
+                skips,
+            } => {
                 self.knowledge.learn(to, &key, &seen);
                 self.trace.event(
                     TimeMicros(self.now),
@@ -488,6 +494,9 @@ impl World {
                     TraceHash::digest_debug(&object),
                 );
                 self.apply(to, Input::Update { key, object });
+                if let Some(skips) = skips {
+                    self.apply(to, Input::Skips(skips));
+                }
             }
             Message::SyncRequest(request) => {
                 // A reply describes only synced state (journal.rs).
@@ -681,6 +690,7 @@ impl World {
                     key: key.clone(),
                     object: object.clone(),
                     seen: coordinator_seen.clone(),
+                    skips: self.nodes[coordinator].skips_for(r, dot),
                 };
                 if !self.send(coordinator, to, message, loss) {
                     self.stats.replicate_lost += 1;

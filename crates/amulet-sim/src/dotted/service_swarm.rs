@@ -18,7 +18,7 @@ use crate::runner::{SeedOutcome, SeedStats};
 use crate::trace::TraceHash;
 use crate::violation::{Property, Violation};
 use amulet_dotted::service::durable::{Record, Replicas};
-use amulet_dotted::service::message::Versioned;
+use amulet_dotted::service::message::{Message, Versioned};
 use amulet_dotted::{
     Dot, DottedBug, Input, NodeState, Operation, Output, Placement, ReplicaId, Service,
     ServiceConfig, VersionVector,
@@ -101,6 +101,8 @@ struct World {
     owners: BTreeMap<u64, usize>,
     side: Option<BTreeSet<u32>>,
     loss: f64,
+    /// Replication messages only (so that only anti-entropy repairs).
+    replicate_loss: f64,
     duplicate: f64,
     delay_max: u64,
     faulty_until: u64,
@@ -162,6 +164,7 @@ pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome
         side: None,
         loss: *rng.pick(&[0.0, 0.05, 0.3]).expect("listed"),
         duplicate: *rng.pick(&[0.0, 0.05]).expect("listed"),
+        replicate_loss: *rng.pick(&[0.0, 0.0, 1.0]).expect("listed"),
         delay_max: rng.range(100, 20_000),
         faulty_until: 4_000_000,
         trace: TraceHash::new(),
@@ -376,6 +379,14 @@ impl World {
     fn send(&mut self, from: u32, to: u32, bytes: Vec<u8>) {
         let faulty = self.now < self.faulty_until;
         if self.cut(from, to) || (faulty && self.rng.chance(self.loss)) {
+            self.stats.3 += 1;
+            return;
+        }
+        if faulty
+            && self.replicate_loss > 0.0
+            && matches!(Message::decode(&bytes), Ok(Message::Replicate { .. }))
+            && self.rng.chance(self.replicate_loss)
+        {
             self.stats.3 += 1;
             return;
         }

@@ -241,16 +241,21 @@ impl NodeState {
         self.watermark.update_peer(self.id, &own, peers);
         let ring = &self.ring;
         let me = self.id;
+        let watermark = &self.watermark;
         let pruned = match self.bug {
             DottedBug::PruneBeforeEveryPeer => {
                 self.dot_keys
-                    .prune(&self.watermark, |_| vec![me], |_| vec![me])
+                    .prune(watermark, |_| vec![me], |n, _| watermark.get(me, n))
             }
-            _ => self.dot_keys.prune(
-                &self.watermark,
-                |n| shared(peers, &ring.peers(n)),
-                |key| ring.replicas(key),
-            ),
+            _ => {
+                // Per entry a hash and a few cells, no allocation.
+                let groups = ring.group_replicas();
+                self.dot_keys.prune(
+                    watermark,
+                    |n| shared(peers, &ring.peers(n)),
+                    |n, key| watermark.min_over(n, &groups[ring.group(key)]),
+                )
+            }
         };
         self.stats.dot_keys_pruned += pruned as u64;
         pruned

@@ -58,8 +58,8 @@ impl DotKeyMap {
     /// Removes every dot `(n, c)` that every replica which could ask for
     /// it has (Alg. 3's last loop): all of `n`'s dots up to the smallest
     /// base any peer of `n` reported for `n`, and above that each dot whose
-    /// key's own replicas (`replicas_of`) all reported a base for `n` at
-    /// least its counter. Only a replica of the key ever receives it from
+    /// key's own replicas all reported a base for `n` at least its counter
+    /// (`known_for_key(n, key)`: the smallest base they reported). Only a replica of the key ever receives it from
     /// this map (anti-entropy sends an asker only keys it holds), and a
     /// replica's base never falls (a lost store takes a new id), so the
     /// other peers of `n` need not be waited for. Returns the entries
@@ -68,7 +68,7 @@ impl DotKeyMap {
         &mut self,
         watermark: &Watermark,
         peers_of: impl Fn(ReplicaId) -> Vec<ReplicaId>,
-        replicas_of: impl Fn(&Bytes) -> Vec<ReplicaId>,
+        known_for_key: impl Fn(ReplicaId, &Bytes) -> u64,
     ) -> usize {
         let mut removed = 0;
         let pruned_through = &mut self.pruned_through;
@@ -93,7 +93,7 @@ impl DotKeyMap {
             let mut highest = 0;
             let before = dots.len();
             dots.retain(|&c, key| {
-                let keep = watermark.min_over(n, &replicas_of(key)) < c;
+                let keep = known_for_key(n, key) < c;
                 if !keep {
                     highest = c;
                 }
@@ -167,17 +167,17 @@ mod tests {
         let peers_of = |_n: ReplicaId| Vec::new();
         let mut wm = Watermark::new();
         let mut d = k5();
-        assert_eq!(d.prune(&wm, peers_of, |_| Vec::new()), 0);
+        assert_eq!(d.prune(&wm, peers_of, |_, _| 0), 0);
         assert_eq!(d.len(), 5);
         wm.update_cell(id('a'), id('c'), 1);
         assert_eq!(
-            d.clone().prune(&wm, |_| vec![id('a')], |_| Vec::new()),
+            d.clone().prune(&wm, |_| vec![id('a')], |_, _| 0),
             0,
             "row a has no column a yet"
         );
         wm.update_cell(id('a'), id('a'), 2);
         let mut pruned = k5();
-        assert_eq!(pruned.prune(&wm, |_| vec![id('a')], |_| Vec::new()), 2);
+        assert_eq!(pruned.prune(&wm, |_| vec![id('a')], |_, _| 0), 2);
         assert_eq!(remaining(&pruned), vec![('b', 2), ('b', 4), ('c', 20)]);
         d.prune(
             &wm,
@@ -188,7 +188,7 @@ mod tests {
                     vec![id('a'), id('z')]
                 }
             },
-            |_| Vec::new(),
+            |_, _| 0,
         );
         assert_eq!(remaining(&d), vec![('b', 2), ('b', 4), ('c', 20)]);
         wm.update_cell(id('b'), id('b'), 10);
@@ -201,7 +201,7 @@ mod tests {
                 n if n == id('c') => vec![id('z'), id('c')],
                 _ => vec![],
             },
-            |_| Vec::new(),
+            |_, _| 0,
         );
         assert!(d.is_empty());
     }
@@ -223,17 +223,25 @@ mod tests {
         let mut wm = Watermark::new();
         wm.update_cell(id('a'), id('a'), 3);
         wm.update_cell(id('b'), id('a'), 2);
-        assert_eq!(d.prune(&wm, peers, replicas), 1, "c and d never reported");
+        assert_eq!(
+            d.prune(&wm, peers, |n, k| wm.min_over(n, &replicas(k))),
+            1,
+            "c and d never reported"
+        );
         assert_eq!(remaining(&d), vec![('a', 2), ('a', 3)]);
         assert!(d.holds_or_pruned(Dot::new(id('a'), 1)));
         wm.update_cell(id('c'), id('a'), 1);
         wm.update_cell(id('d'), id('a'), 9);
-        assert_eq!(d.prune(&wm, peers, replicas), 0, "c lacks a:2");
+        assert_eq!(
+            d.prune(&wm, peers, |n, k| wm.min_over(n, &replicas(k))),
+            0,
+            "c lacks a:2"
+        );
         wm.update_cell(id('c'), id('a'), 2);
-        assert_eq!(d.prune(&wm, peers, replicas), 1);
+        assert_eq!(d.prune(&wm, peers, |n, k| wm.min_over(n, &replicas(k))), 1);
         assert_eq!(remaining(&d), vec![('a', 3)], "b lacks a:3");
         wm.update_cell(id('b'), id('a'), 3);
-        assert_eq!(d.prune(&wm, peers, replicas), 1);
+        assert_eq!(d.prune(&wm, peers, |n, k| wm.min_over(n, &replicas(k))), 1);
         assert!(d.is_empty());
     }
 }

@@ -93,7 +93,21 @@ impl Ring {
     /// The replica group of `key`: the position owning its range (its
     /// replicas are the group's `n` positions from there).
     pub fn group(&self, key: &[u8]) -> usize {
-        self.positions(key)[0]
+        let m = self.members.len() as u128;
+        ((u128::from(token(key)) * m) >> 64) as usize
+    }
+
+    /// The replicas of every group, indexed by group (what `replicas`
+    /// gives for a key of that group).
+    pub fn group_replicas(&self) -> Vec<Vec<ReplicaId>> {
+        let len = self.members.len();
+        (0..len)
+            .map(|owner| {
+                (0..self.replication)
+                    .map(|i| self.members[(owner + i) % len])
+                    .collect()
+            })
+            .collect()
     }
 
     /// The groups `id` replicates (the owner positions whose `n`
@@ -109,8 +123,7 @@ impl Ring {
     }
 
     fn positions(&self, key: &[u8]) -> Vec<usize> {
-        let m = self.members.len() as u128;
-        let owner = ((u128::from(token(key)) * m) >> 64) as usize;
+        let owner = self.group(key);
         (0..self.replication)
             .map(|i| (owner + i) % self.members.len())
             .collect()

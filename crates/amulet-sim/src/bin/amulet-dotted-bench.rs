@@ -41,7 +41,7 @@ fn main() -> std::io::Result<()> {
         width: 4,
     };
     let mut rows = String::from(
-        "system,leaves,objects_per_leaf,state_changed,loss,config,ae_bytes_per_s,object_data_per_s,object_meta_per_s,sync_meta_per_s,metadata_bytes_per_vnode,object_clock_bytes_per_vnode,repl_p50_ms,repl_p95_ms,repl_p99_ms,repl_max_ms,unreplicated\n",
+        "system,leaves,objects_per_leaf,state_changed,loss,config,ae_bytes_per_s,object_data_per_s,object_meta_per_s,sync_meta_per_s,metadata_bytes_per_vnode,object_clock_bytes_per_vnode,repl_p50_ms,repl_p95_ms,repl_p99_ms,repl_max_ms,unreplicated,clock_bytes_per_vnode,dot_key_bytes_per_vnode,watermark_bytes_per_vnode,non_stripped_bytes_per_vnode\n",
     );
     let mut latency = String::from("system,config,quantile,latency_ms\n");
     let letter = |high: bool| if high { "H" } else { "L" };
@@ -71,7 +71,7 @@ fn main() -> std::io::Result<()> {
                 };
                 writeln!(
                     rows,
-                    "{label},{leaves},{per_leaf:.1},{},{},{name},{:.0},{:.0},{:.0},{:.0},{:.0},{:.0},{:.1},{:.1},{:.1},{:.1},{}",
+                    "{label},{leaves},{per_leaf:.1},{},{},{name},{:.0},{:.0},{:.0},{:.0},{:.0},{:.0},{:.1},{:.1},{:.1},{:.1},{},{:.0},{:.0},{:.0},{:.0}",
                     config.state_changed,
                     config.loss,
                     m.ae_bytes_per_s,
@@ -84,7 +84,11 @@ fn main() -> std::io::Result<()> {
                     q(0.95),
                     q(0.99),
                     q(1.0),
-                    m.unreplicated
+                    m.unreplicated,
+                    m.metadata_parts_per_vnode[0],
+                    m.metadata_parts_per_vnode[1],
+                    m.metadata_parts_per_vnode[2],
+                    m.metadata_parts_per_vnode[3],
                 )
                 .expect("a string");
                 // The CDF at every half percent (the raw latencies are

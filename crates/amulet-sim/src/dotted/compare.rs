@@ -104,6 +104,9 @@ pub struct Measured {
     /// Node metadata per virtual node at the end (DottedDB: clock,
     /// dot-key map, watermark, non-stripped keys; MerkleDB: hash trees).
     pub metadata_per_vnode: f64,
+    /// DottedDB's share of it by structure: clock, dot-key map,
+    /// watermark, non-stripped keys (zeros for MerkleDB).
+    pub metadata_parts_per_vnode: [f64; 4],
     /// The stored objects' clocks per virtual node at the end.
     pub object_clocks_per_vnode: f64,
     /// Replication latencies (write to stored at another replica), ms.
@@ -496,20 +499,15 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
     }
     let seconds = scale.seconds as f64;
     let metadata: usize = run.nodes.iter().map(Node::metadata_bytes).sum();
-    if std::env::var_os("DOTTED_PARTS").is_some() {
-        let mut parts = [0usize; 4];
-        for n in &run.nodes {
-            if let Node::Dotted(n) = n {
-                for (p, x) in parts.iter_mut().zip(n.metadata_parts()) {
-                    *p += x;
-                }
+    // DottedDB's node metadata by structure (clock, dot-key map,
+    // watermark, non-stripped keys); zero for the baseline.
+    let mut parts = [0usize; 4];
+    for node in &run.nodes {
+        if let Node::Dotted(n) = node {
+            for (sum, part) in parts.iter_mut().zip(n.metadata_parts()) {
+                *sum += part;
             }
         }
-        eprintln!(
-            "{:?} parts per vnode clock/dkm/wm/nsk {:?}",
-            config,
-            parts.map(|p| p / run.nodes.len())
-        );
     }
     let clocks: usize = run.nodes.iter().map(Node::object_clock_bytes).sum();
     let unreplicated = run.pending.values().map(|w| w.len() as u64).sum();
@@ -519,6 +517,7 @@ fn run_keeping_state(config: Config, scale: Scale, seed: u64) -> (Run, Measured)
         object_meta_per_s: run.bytes.2 as f64 / seconds,
         sync_meta_per_s: run.bytes.0.saturating_sub(run.bytes.1 + run.bytes.2) as f64 / seconds,
         metadata_per_vnode: metadata as f64 / run.nodes.len() as f64,
+        metadata_parts_per_vnode: parts.map(|p| p as f64 / run.nodes.len() as f64),
         object_clocks_per_vnode: clocks as f64 / run.nodes.len() as f64,
         latencies_ms: run.latencies_ms.clone(),
         unreplicated,

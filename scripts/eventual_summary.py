@@ -96,6 +96,24 @@ def main(out: Path) -> None:
                     f"| {i + 1} | {workload} | {op} | {a['ops'] / b['ops']:.2f} | "
                     f"{a['p50'] / b['p50']:.2f} | {a['p99'] / b['p99']:.2f} |"
                 )
+    cpu_path = out / "cpu-eventual.csv"
+    if cpu_path.exists():
+        cpu = defaultdict(list)
+        for r in csv.DictReader(open(cpu_path)):
+            cpu[r["backend"]].append(float(r["cpu_us_per_op"]))
+        if cpu:
+            lines += [
+                "",
+                "Node CPU per operation (the three nodes' user + system time over the "
+                "backend's run, load included, divided by its operations; each run, then the median):",
+                "",
+                "| backend | runs (µs/op) | median µs/op |",
+                "|---|---|---|",
+            ]
+            for backend in MAPS:
+                if cpu.get(backend):
+                    runs_us = ", ".join(f"{x:.0f}" for x in cpu[backend])
+                    lines.append(f"| {NAMES[backend]} | {runs_us} | {median(cpu[backend]):.0f} |")
     if per_round:
         lines += [
             "",

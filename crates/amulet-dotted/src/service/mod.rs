@@ -13,6 +13,7 @@
 //! acknowledged or replicated, and a sync reply describes only synced
 //! state. Nothing here reads a clock or draws an unseeded number.
 
+pub mod batch;
 pub mod durable;
 pub mod message;
 mod peer;

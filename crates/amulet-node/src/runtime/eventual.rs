@@ -7,6 +7,7 @@
 use crate::eventual_store::EventualStore;
 use crate::transport::Transport;
 use amulet_dmap::{MapCommand, MapReply};
+use amulet_dotted::service::batch::Batch;
 use amulet_dotted::service::message::Versioned;
 use amulet_dotted::service::{Operation, Output, ReplicaStatus, Service};
 use amulet_smr::{Body, ClientReply, ClientRequest, Layout, PartitionMap};
@@ -208,24 +209,22 @@ impl Eventual {
     /// A crash loses at most such an invisible suffix. This keeps
     /// background work off the fsync path the writes wait on.
     pub(crate) fn carry_out(&mut self, transport: Option<&mut Transport>) -> anyhow::Result<()> {
-        let outputs = self.service.drain();
-        if outputs.is_empty() {
+        let batch = Batch::split(self.service.drain());
+        if batch.is_empty() {
             return Ok(());
         }
-        let mut visible = false;
-        for output in &outputs {
-            match output {
-                Output::Journal(record) => self.store.append(record),
-                Output::Send { .. } | Output::Reply { .. } => visible = true,
-            }
+        for record in &batch.records {
+            self.store.append(record);
         }
-        if self.store.dirty() && (visible || self.store.pending_bytes() >= PENDING_BYTES_SYNC) {
+        if self.store.dirty()
+            && (batch.must_sync() || self.store.pending_bytes() >= PENDING_BYTES_SYNC)
+        {
             self.store.sync()?;
         }
         let mut transport = transport;
-        for output in outputs {
+        for output in batch.visible {
             match output {
-                Output::Journal(_) => {}
+                Output::Journal(_) => unreachable!("records are split off"),
                 Output::Send { to, bytes } => {
                     if let Some(t) = transport.as_deref_mut() {
                         t.send_eventual(NodeId(to), Bytes::from(bytes));

@@ -14,6 +14,7 @@
 //! completed at once (its bytes counted message by message); replication
 //! messages take 1–5 ms and are lost at the configured rate.
 
+use super::compare_node::Node;
 use crate::rng::Rng;
 use amulet_dotted::merkle::ExchangeReply;
 use amulet_dotted::{
@@ -118,66 +119,6 @@ pub struct Measured {
 /// A replication message in flight: arrival, replica slot, key, object,
 /// the coordinator's skip hint.
 type Flight = (u64, usize, Bytes, Object, Option<Skips>);
-
-enum Node {
-    Dotted(Box<NodeState>),
-    Merkle(MerkleNode),
-}
-
-impl Node {
-    fn fetch(&self, key: &[u8]) -> Object {
-        match self {
-            Node::Dotted(n) => n.fetch(key),
-            Node::Merkle(n) => n.fetch(key),
-        }
-    }
-    fn coordinate(&mut self, key: &Bytes, value: Bytes, context: &VersionVector) -> Object {
-        match self {
-            Node::Dotted(n) => n.coordinate(key, Some(value), context),
-            Node::Merkle(n) => n.coordinate(key, Some(value), context),
-        }
-        .expect("the coordinator replicates the key")
-    }
-    /// The skip hint for replicating the dot just coordinated here to
-    /// `to` (DottedDB only).
-    fn skips_for(&self, to: ReplicaId) -> Option<Skips> {
-        match self {
-            Node::Dotted(n) => n.skips_for(to, Dot::new(n.id(), n.clock().base(n.id()))),
-            Node::Merkle(_) => None,
-        }
-    }
-    fn update(&mut self, key: &Bytes, object: &Object, skips: Option<&Skips>) {
-        match self {
-            Node::Dotted(n) => {
-                n.update(key, object);
-                if let Some(skips) = skips {
-                    n.note_skips(skips);
-                }
-            }
-            Node::Merkle(n) => {
-                n.update(key, object);
-            }
-        }
-    }
-    fn metadata_bytes(&self) -> usize {
-        match self {
-            Node::Dotted(n) => n.metadata_bytes(),
-            Node::Merkle(n) => n.metadata_bytes(),
-        }
-    }
-    fn object_clock_bytes(&self) -> usize {
-        match self {
-            Node::Dotted(n) => n.object_clock_bytes(),
-            Node::Merkle(n) => n.object_clock_bytes(),
-        }
-    }
-    fn stored_keys(&self) -> usize {
-        match self {
-            Node::Dotted(n) => n.stored_keys(),
-            Node::Merkle(n) => n.stored_keys(),
-        }
-    }
-}
 
 /// Bytes of a message by category: (total, object data, object
 /// metadata), each as encoded (postcard): data is the keys and values of

@@ -14,6 +14,7 @@
 
 mod checker;
 pub mod compare;
+mod compare_node;
 mod faults;
 mod knowledge;
 mod options;

@@ -17,6 +17,7 @@ use crate::rng::Rng;
 use crate::runner::{SeedOutcome, SeedStats};
 use crate::trace::TraceHash;
 use crate::violation::{Property, Violation};
+use amulet_dotted::service::batch::Batch;
 use amulet_dotted::service::durable::{Record, Replicas};
 use amulet_dotted::service::message::{Message, Versioned};
 use amulet_dotted::{
@@ -332,21 +333,16 @@ impl World {
     /// (a crash loses it) until a batch that sends something syncs it.
     fn carry_out(&mut self, node: u32) {
         let i = node as usize - 1;
-        let outputs = self.nodes[i].service.as_mut().expect("up").drain();
-        let mut rest = Vec::new();
-        for output in outputs {
-            match output {
-                Output::Journal(record) => self.nodes[i].unsynced.push(record),
-                other => rest.push(other),
-            }
-        }
-        if self.bug != DottedBug::AckBeforeSync && !rest.is_empty() {
+        let batch = Batch::split(self.nodes[i].service.as_mut().expect("up").drain());
+        let must_sync = batch.must_sync();
+        self.nodes[i].unsynced.extend(batch.records);
+        if self.bug != DottedBug::AckBeforeSync && must_sync {
             let unsynced = std::mem::take(&mut self.nodes[i].unsynced);
             self.sync(node, unsynced);
         }
-        for output in rest {
+        for output in batch.visible {
             match output {
-                Output::Journal(_) => unreachable!("taken above"),
+                Output::Journal(_) => unreachable!("records are split off"),
                 Output::Send { to, bytes } => self.send(node, to, bytes),
                 Output::Reply { token, result } => self.reply(token, result),
             }

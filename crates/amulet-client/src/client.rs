@@ -49,6 +49,13 @@ struct Inner {
     batchers: Mutex<HashMap<String, Batcher>>,
     sessions: SessionPool,
     read_versions: ReadVersions,
+    /// This client's seed for its own replica of each partition
+    /// (`routing::preferred`), when `config.one_replica_per_partition`.
+    prefer: Option<u64>,
+    /// Nodes that did not answer an attempt (or were catching up), and
+    /// until when commands go elsewhere: a client that prefers one replica
+    /// must not send every operation to a dead one first.
+    suspects: Mutex<BTreeMap<NodeId, TimeMicros>>,
 }
 
 /// A connection to an Amulet cluster; cheap to clone, shared by tasks.
@@ -108,11 +115,15 @@ impl Client {
             for seed in &seeds {
                 match fetch_map(&config, seed).await {
                     Ok(routing) => {
+                        let mut rng = env.rng;
+                        let prefer = config.one_replica_per_partition.then(|| rng.next_u64());
                         let inner = Inner {
+                            prefer,
+                            suspects: Mutex::new(BTreeMap::new()),
                             config,
                             timing,
                             clock: env.clock,
-                            rng: Mutex::new(env.rng),
+                            rng: Mutex::new(rng),
                             seeds,
                             routing: RwLock::new(routing),
                             channels: Mutex::new(HashMap::new()),
@@ -440,11 +451,49 @@ impl Client {
         Ok((self.channel(&address)?, address))
     }
 
+    /// `reachable` without the nodes suspected now, unless that leaves
+    /// none.
+    fn unsuspected(&self, reachable: Vec<NodeId>) -> Vec<NodeId> {
+        let suspects = self.inner.suspects.lock().expect("suspects lock");
+        if suspects.is_empty() {
+            return reachable;
+        }
+        let now = self.now();
+        let rest: Vec<NodeId> = reachable
+            .iter()
+            .copied()
+            .filter(|n| suspects.get(n).is_none_or(|until| *until <= now))
+            .collect();
+        if rest.is_empty() {
+            reachable
+        } else {
+            rest
+        }
+    }
+
+    /// Learns from an attempt's outcome at `node`: no answer, or a replica
+    /// still catching up, makes it a suspect for two attempt timeouts; an
+    /// executed command clears it.
+    fn judge<R>(&self, node: NodeId, outcome: &Outcome<R>) {
+        let mut suspects = self.inner.suspects.lock().expect("suspects lock");
+        match outcome {
+            Outcome::NoAnswer(_) | Outcome::Behind(_) => {
+                let span = self.inner.timing.attempt_timeout_micros.saturating_mul(2);
+                let until = TimeMicros(self.now().0.saturating_add(span));
+                suspects.insert(node, until);
+            }
+            Outcome::Done(_) => {
+                suspects.remove(&node);
+            }
+            _ => {}
+        }
+    }
+
     /// A random replica's address for `partition`.
     pub(crate) fn replica_of(&self, partition: PartitionId) -> Result<String, Error> {
         let routing = self.inner.routing.read().expect("routing lock");
         let reachable = routing.reachable();
-        self.with_rng(|rng| routing::replica(&routing.map, partition, None, &reachable, rng))
+        self.with_rng(|rng| routing::replica(&routing.map, partition, None, &reachable, None, rng))
             .and_then(|node| routing.addresses.get(&node).cloned())
             .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))
     }
@@ -535,10 +584,13 @@ impl Client {
             .ok_or_else(|| Error::InvalidArgument(format!("{command:?} is sent by nodes only")))?;
         let placement = PartitionState::placement(command);
         let mut resend = Resend::new(self.now(), &self.inner.timing, command.is_read_only());
+        if let Some(seed) = self.inner.prefer {
+            resend = resend.preferring(seed);
+        }
         loop {
             let (request, address) = {
                 let routing = self.inner.routing.read().expect("routing lock");
-                let reachable = routing.reachable();
+                let reachable = self.unsuspected(routing.reachable());
                 let request = self.with_rng(|rng| {
                     resend.next_request(
                         session,
@@ -572,6 +624,9 @@ impl Client {
                     self.attempt(request, &address).await
                 }
             };
+            if let Request::Command { to, .. } = &request {
+                self.judge(*to, &outcome);
+            }
             match resend.on_outcome(outcome, session, self.now()) {
                 Next::Done(reply) => return Ok((reply, address)),
                 Next::Continue => {}

@@ -22,6 +22,12 @@ pub struct ClientConfig {
     /// while all are busy ride together in the next one. 0 turns batching
     /// off (one Execute call per operation).
     pub batches_in_flight: usize,
+    /// Send every command of a partition to one replica this client
+    /// prefers (another while it does not answer), so that concurrent
+    /// operations share batches; false: a random replica each time. Each
+    /// client draws its own preference, so many clients spread over the
+    /// replicas.
+    pub one_replica_per_partition: bool,
     /// Lease of a transaction's read version: a transaction that has not
     /// committed this long after its first read conflicts
     /// (`ReadVersionTooOld`) and runs again.
@@ -38,6 +44,7 @@ impl Default for ClientConfig {
             snapshot_lease: Duration::from_secs(300),
             range_entries: 1_000,
             batches_in_flight: 2,
+            one_replica_per_partition: true,
             transaction_lease: Duration::from_secs(10),
         }
     }

@@ -120,6 +120,11 @@ struct Args {
     /// Execute call per operation.
     #[arg(long, default_value_t = amulet_client::ClientConfig::default().batches_in_flight)]
     amulet_batches_in_flight: usize,
+    /// Amulet: each operation to a random replica of its partition instead
+    /// of the one its client prefers (the clients' default before
+    /// 2026-11-28; for comparisons).
+    #[arg(long)]
+    amulet_random_replica: bool,
     /// Logs (Amulet) or streams (Redis) the `append` workload spreads its
     /// appends over, picked by the key.
     #[arg(long, default_value_t = 1)]
@@ -234,8 +239,11 @@ async fn run_backend(
                 &args.amulet_map,
                 clients,
                 conns,
-                op_timeout,
-                args.amulet_batches_in_flight,
+                crate::backends::amulet::Routing {
+                    op_timeout,
+                    batches_in_flight: args.amulet_batches_in_flight,
+                    random_replica: args.amulet_random_replica,
+                },
                 if args.workloads.contains(&Workload::Append) {
                     args.log_count
                 } else {

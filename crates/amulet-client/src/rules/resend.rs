@@ -175,6 +175,9 @@ pub struct Resend {
     sent: Option<(Request, TimeMicros)>,
     /// Why the last attempt failed, for the error at the deadline.
     last: String,
+    /// The client's seed for its own replica of a partition
+    /// (`routing::preferred`); `None`: a random replica each attempt.
+    prefer: Option<u64>,
 }
 
 impl Resend {
@@ -188,7 +191,15 @@ impl Resend {
             pinned: None,
             sent: None,
             last: String::from("no attempt yet"),
+            prefer: None,
         }
+    }
+
+    /// The same attempts, each command sent to the replica `seed` prefers
+    /// among those not left out (`routing::preferred`).
+    pub fn preferring(mut self, seed: u64) -> Resend {
+        self.prefer = Some(seed);
+        self
     }
 
     /// The request to send now for a command placed at `placement`:
@@ -226,9 +237,18 @@ impl Resend {
             // node whose replicas all moved away answers "not a replica"
             // with the newest map it executed, so the client follows
             // the partition by refreshing its map.
-            let to = replica(pinned, partition, session.failed_at(), reachable, rng).ok_or_else(
-                || Error::Protocol(format!("no address for a replica of {partition}")),
-            )?;
+            // The preferred replica for a first attempt; after a failure,
+            // a random other one, as without a preference: a resend that
+            // only avoided the last failure would alternate between two
+            // replicas and never try a third (`amulet-sim --dmap --seed
+            // 75`: a preferring client that resent that way completed
+            // nothing after the heal).
+            let avoid = session.failed_at();
+            let prefer = self.prefer.filter(|_| avoid.is_none());
+            let to =
+                replica(pinned, partition, avoid, reachable, prefer, rng).ok_or_else(|| {
+                    Error::Protocol(format!("no address for a replica of {partition}"))
+                })?;
             Request::Command {
                 to,
                 partition,

@@ -23,16 +23,18 @@ pub fn partition_for(map: &PartitionMap, placement: &Placement) -> Option<Partit
         .or_else(|| map.partitions.keys().next().copied())
 }
 
-/// A random replica of `partition` by `map` among `reachable` (ascending:
-/// the nodes the caller can address), other than `avoid` when the
-/// partition has another: a replica that just failed (down, partitioned
-/// away, catching up) should not get the resend too. `None` when no
-/// replica is reachable.
+/// A replica of `partition` by `map` among `reachable` (ascending: the
+/// nodes the caller can address), other than `avoid` when the partition
+/// has another: a replica that just failed (down, partitioned away,
+/// catching up) should not get the resend too. With `prefer`, the
+/// client's own replica ([`preferred`]); without, a random one. `None`
+/// when no replica is reachable.
 pub fn replica(
     map: &PartitionMap,
     partition: PartitionId,
     avoid: Option<NodeId>,
     reachable: &[NodeId],
+    prefer: Option<u64>,
     rng: &mut (impl RngCore + ?Sized),
 ) -> Option<NodeId> {
     let mut replicas: Vec<NodeId> = map
@@ -49,7 +51,34 @@ pub fn replica(
     if replicas.len() > 1 {
         replicas.retain(|n| Some(*n) != avoid);
     }
-    pick(&replicas, rng)
+    match prefer {
+        Some(seed) => preferred(&replicas, seed),
+        None => pick(&replicas, rng),
+    }
+}
+
+/// The replica a client with `seed` sends to among `candidates`: the one
+/// with the highest score of (seed, node) (rendezvous hashing). A client
+/// that sends every operation of a partition to one replica fills its
+/// batches (`batcher.rs`) where one that spreads them over N replicas
+/// sends N times as many calls, each carrying a third; the nodes' cost is
+/// mostly per call. Many clients, each with its own seed, still spread
+/// over the replicas; and when the preferred one is left out (it failed,
+/// it is not reachable), each client moves to its next-highest one, not
+/// all to the same, and comes back when it returns.
+pub fn preferred(candidates: &[NodeId], seed: u64) -> Option<NodeId> {
+    candidates
+        .iter()
+        .copied()
+        .max_by_key(|n| (score(seed, *n), n.0))
+}
+
+/// A well-mixed 64-bit function of (seed, node) (SplitMix64's finalizer).
+fn score(seed: u64, node: NodeId) -> u64 {
+    let mut z = seed ^ u64::from(node.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// A random node among `nodes`, `None` when there is none.

@@ -162,12 +162,13 @@ fn a_partition_with_one_reachable_replica_gets_the_resend_there() {
             PartitionId(1),
             Some(NodeId(2)),
             &[NodeId(2)],
+            None,
             &mut rng,
         );
         assert_eq!(to, Some(NodeId(2)));
     }
     assert_eq!(
-        routing::replica(&map, PartitionId(1), None, &[NodeId(4)], &mut rng),
+        routing::replica(&map, PartitionId(1), None, &[NodeId(4)], None, &mut rng),
         None
     );
 }
@@ -513,4 +514,76 @@ fn the_grpc_path_and_the_simulator_read_a_replica_s_answer_alike() {
         let outcome = Outcome::<()>::from_status(&tonic::Status::new(code, "broken"));
         assert_eq!(outcome, Outcome::NoAnswer("broken".into()));
     }
+}
+
+#[test]
+fn dmap_iii_b_a_preferring_client_sends_every_command_of_a_partition_to_one_replica() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let session = open_session(TimeMicros(0));
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..50 {
+        let mut resend = Resend::new(TimeMicros(0), &timing(), false).preferring(42);
+        let (to, _, _, _) = command(&mut resend, &session, TimeMicros(0), &map_v1(), &mut rng);
+        seen.insert(to);
+    }
+    assert_eq!(seen.len(), 1, "one replica for one seed: {seen:?}");
+    // Without a preference the same commands spread.
+    let mut spread = std::collections::BTreeSet::new();
+    for _ in 0..50 {
+        let mut resend = Resend::new(TimeMicros(0), &timing(), false);
+        let (to, _, _, _) = command(&mut resend, &session, TimeMicros(0), &map_v1(), &mut rng);
+        spread.insert(to);
+    }
+    assert_eq!(spread.len(), 3);
+}
+
+#[test]
+fn dmap_iii_b_a_preferring_client_resends_elsewhere_and_comes_back() {
+    let mut rng = StdRng::seed_from_u64(6);
+    for seed in 0..100 {
+        let mut session = open_session(TimeMicros(0));
+        let mut resend = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
+        let (first, ..) = command(&mut resend, &session, TimeMicros(0), &map_v1(), &mut rng);
+        let now = TimeMicros(2 * SECOND_MICROS);
+        let next = resend.on_outcome::<()>(Outcome::NoAnswer("timeout".into()), &mut session, now);
+        assert_eq!(next, Next::Retry { refresh_map: false });
+        let until = resend.pause(now).expect("before the deadline");
+        let (second, ..) = command(&mut resend, &session, until, &map_v1(), &mut rng);
+        assert_ne!(
+            second, first,
+            "seed {seed}: resent to the replica that failed"
+        );
+        let next = resend.on_outcome(Outcome::Done(()), &mut session, until);
+        assert_eq!(next, Next::Done(()));
+        // The next operation goes to the preferred replica again.
+        let mut resend = Resend::new(until, &timing(), false).preferring(seed);
+        let (third, ..) = command(&mut resend, &session, until, &map_v1(), &mut rng);
+        assert_eq!(third, first, "seed {seed}");
+    }
+}
+
+#[test]
+fn dmap_iii_b_preferred_replicas_spread_over_clients_and_move_apart() {
+    let nodes = [NodeId(1), NodeId(2), NodeId(3)];
+    let mut count = [0u32; 3];
+    let mut moved_to = [0u32; 3];
+    for seed in 0..3_000u64 {
+        let seed = seed.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        let first = routing::preferred(&nodes, seed).expect("a candidate");
+        count[first.0 as usize - 1] += 1;
+        // Left without node 1, the clients that preferred it split over
+        // the other two rather than all moving to one.
+        let rest = [NodeId(2), NodeId(3)];
+        let next = routing::preferred(&rest, seed).expect("a candidate");
+        if first == NodeId(1) {
+            moved_to[next.0 as usize - 1] += 1;
+        } else {
+            assert_eq!(next, first, "a client whose replica stayed keeps it");
+        }
+    }
+    for c in count {
+        assert!((850..=1_150).contains(&c), "uneven: {count:?}");
+    }
+    assert!(moved_to[1] > 350 && moved_to[2] > 350, "{moved_to:?}");
+    assert_eq!(routing::preferred(&[], 1), None);
 }

@@ -24,28 +24,45 @@ pub fn log_index(key: &[u8], count: usize) -> usize {
     (hash % count.max(1) as u64) as usize
 }
 
+/// How the load generator's Amulet clients send their operations.
+#[derive(Clone, Copy, Debug)]
+pub struct Routing {
+    /// Bounds one operation, retries included.
+    pub op_timeout: Duration,
+    /// [`ClientConfig::batches_in_flight`].
+    pub batches_in_flight: usize,
+    /// The opposite of [`ClientConfig::one_replica_per_partition`].
+    pub random_replica: bool,
+}
+
+impl Routing {
+    /// The clients' configuration.
+    pub fn config(&self) -> ClientConfig {
+        ClientConfig {
+            operation_timeout: self.op_timeout,
+            attempt_timeout: self.op_timeout.min(Duration::from_secs(2)),
+            batches_in_flight: self.batches_in_flight,
+            one_replica_per_partition: !self.random_replica,
+            ..Default::default()
+        }
+    }
+}
+
 impl AmuletBackend {
     /// Opens `connections` clients through `seeds` (client API
     /// addresses), creates `map` if needed, and returns `clients` handles
-    /// spread over the clients round-robin. `op_timeout` bounds one
-    /// operation, retries included; `batches_in_flight` is
-    /// [`ClientConfig::batches_in_flight`]. With `logs` > 0 it also
-    /// creates the logs `{map}-log-0` .. (if absent) for `append`.
+    /// spread over the clients round-robin. `routing` sets how the clients
+    /// send ([`Routing::config`]). With `logs` > 0 it also creates the logs
+    /// `{map}-log-0` .. (if absent) for `append`.
     pub async fn connect(
         seeds: &[String],
         map: &str,
         clients: usize,
         connections: usize,
-        op_timeout: Duration,
-        batches_in_flight: usize,
+        routing: Routing,
         logs: usize,
     ) -> anyhow::Result<Vec<AmuletBackend>> {
-        let config = ClientConfig {
-            operation_timeout: op_timeout,
-            attempt_timeout: op_timeout.min(Duration::from_secs(2)),
-            batches_in_flight,
-            ..Default::default()
-        };
+        let config = routing.config();
         let mut maps = Vec::new();
         for _ in 0..connections.max(1) {
             let client = Client::connect_with(seeds.to_vec(), config.clone()).await?;

@@ -168,6 +168,10 @@ pub struct SimClient {
     routed_by: Vec<(u64, Arc<PartitionMap>)>,
     /// After a failed attempt, when to send the next one.
     resume_at: Option<u64>,
+    /// The seed of the replica it prefers (`Resend::preferring`, the
+    /// gRPC client's default), for the clients with an odd session id;
+    /// the others send to a random replica each attempt.
+    prefer: Option<u64>,
 }
 
 impl SimClient {
@@ -187,6 +191,7 @@ impl SimClient {
             attempts: None,
             routed_by: Vec::new(),
             resume_at: None,
+            prefer: (session.0 % 2 == 1).then(|| session.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         }
     }
 
@@ -200,7 +205,11 @@ impl SimClient {
 
     /// Starts an operation's attempts at `now`.
     fn begin(&mut self, now: u64, read_only: bool) {
-        self.attempts = Some(Resend::new(TimeMicros(now), &timing(), read_only));
+        let attempts = Resend::new(TimeMicros(now), &timing(), read_only);
+        self.attempts = Some(match self.prefer {
+            Some(seed) => attempts.preferring(seed),
+            None => attempts,
+        });
         self.first_tag = self.tag + 1;
         self.routed_by.clear();
         self.resume_at = None;

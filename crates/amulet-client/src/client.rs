@@ -451,24 +451,18 @@ impl Client {
         Ok((self.channel(&address)?, address))
     }
 
-    /// `reachable` without the nodes suspected now, unless that leaves
-    /// none.
-    fn unsuspected(&self, reachable: Vec<NodeId>) -> Vec<NodeId> {
+    /// The nodes suspected now (no answer lately, or behind).
+    fn suspects(&self) -> Vec<NodeId> {
         let suspects = self.inner.suspects.lock().expect("suspects lock");
         if suspects.is_empty() {
-            return reachable;
+            return Vec::new();
         }
         let now = self.now();
-        let rest: Vec<NodeId> = reachable
+        suspects
             .iter()
-            .copied()
-            .filter(|n| suspects.get(n).is_none_or(|until| *until <= now))
-            .collect();
-        if rest.is_empty() {
-            reachable
-        } else {
-            rest
-        }
+            .filter(|(_, until)| **until > now)
+            .map(|(node, _)| *node)
+            .collect()
     }
 
     /// Learns from an attempt's outcome at `node`: no answer, or a replica
@@ -493,9 +487,11 @@ impl Client {
     pub(crate) fn replica_of(&self, partition: PartitionId) -> Result<String, Error> {
         let routing = self.inner.routing.read().expect("routing lock");
         let reachable = routing.reachable();
-        self.with_rng(|rng| routing::replica(&routing.map, partition, None, &reachable, None, rng))
-            .and_then(|node| routing.addresses.get(&node).cloned())
-            .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))
+        self.with_rng(|rng| {
+            routing::replica(&routing.map, partition, None, &reachable, &[], None, rng)
+        })
+        .and_then(|node| routing.addresses.get(&node).cloned())
+        .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))
     }
 
     /// The partitions a command touches, by the cached map.
@@ -587,10 +583,14 @@ impl Client {
         if let Some(seed) = self.inner.prefer {
             resend = resend.preferring(seed);
         }
+        let suspects = self.suspects();
+        if !suspects.is_empty() {
+            resend = resend.suspecting(suspects);
+        }
         loop {
             let (request, address) = {
                 let routing = self.inner.routing.read().expect("routing lock");
-                let reachable = self.unsuspected(routing.reachable());
+                let reachable = routing.reachable();
                 let request = self.with_rng(|rng| {
                     resend.next_request(
                         session,

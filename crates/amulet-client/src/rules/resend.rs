@@ -178,6 +178,9 @@ pub struct Resend {
     /// The client's seed for its own replica of a partition
     /// (`routing::preferred`); `None`: a random replica each attempt.
     prefer: Option<u64>,
+    /// Nodes the client suspects (no answer lately, or behind): left out
+    /// wherever another candidate remains.
+    suspects: Vec<NodeId>,
 }
 
 impl Resend {
@@ -192,7 +195,16 @@ impl Resend {
             sent: None,
             last: String::from("no attempt yet"),
             prefer: None,
+            suspects: Vec::new(),
         }
+    }
+
+    /// The same attempts, leaving out `suspects` wherever another
+    /// candidate remains: when opening a session, any other node; for a
+    /// command, another replica of its partition.
+    pub fn suspecting(mut self, suspects: Vec<NodeId>) -> Resend {
+        self.suspects = suspects;
+        self
     }
 
     /// The same attempts, each command sent to the replica `seed` prefers
@@ -222,7 +234,17 @@ impl Resend {
             "one request in flight at a time: feed the last one's outcome first"
         );
         let request = if session.needs_opening(now, self.timing.session_lease_micros) {
-            let to = any_node(reachable, rng)
+            let trusted: Vec<NodeId> = reachable
+                .iter()
+                .copied()
+                .filter(|n| !self.suspects.contains(n))
+                .collect();
+            let nodes = if trusted.is_empty() {
+                reachable
+            } else {
+                &trusted
+            };
+            let to = any_node(nodes, rng)
                 .ok_or_else(|| Error::Unavailable("no node address known".into()))?;
             Request::OpenSession {
                 to,
@@ -245,10 +267,16 @@ impl Resend {
             // nothing after the heal).
             let avoid = session.failed_at();
             let prefer = self.prefer.filter(|_| avoid.is_none());
-            let to =
-                replica(pinned, partition, avoid, reachable, prefer, rng).ok_or_else(|| {
-                    Error::Protocol(format!("no address for a replica of {partition}"))
-                })?;
+            let to = replica(
+                pinned,
+                partition,
+                avoid,
+                reachable,
+                &self.suspects,
+                prefer,
+                rng,
+            )
+            .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))?;
             Request::Command {
                 to,
                 partition,

@@ -26,14 +26,16 @@ pub fn partition_for(map: &PartitionMap, placement: &Placement) -> Option<Partit
 /// A replica of `partition` by `map` among `reachable` (ascending: the
 /// nodes the caller can address), other than `avoid` when the partition
 /// has another: a replica that just failed (down, partitioned away,
-/// catching up) should not get the resend too. With `prefer`, the
-/// client's own replica ([`preferred`]); without, a random one. `None`
-/// when no replica is reachable.
+/// catching up) should not get the resend too, and other than the
+/// client's `suspects` when the partition has a replica not suspected.
+/// With `prefer`, the client's own replica ([`preferred`]); without, a
+/// random one. `None` when no replica is reachable.
 pub fn replica(
     map: &PartitionMap,
     partition: PartitionId,
     avoid: Option<NodeId>,
     reachable: &[NodeId],
+    suspects: &[NodeId],
     prefer: Option<u64>,
     rng: &mut (impl RngCore + ?Sized),
 ) -> Option<NodeId> {
@@ -48,6 +50,11 @@ pub fn replica(
                 .collect()
         })
         .unwrap_or_default();
+    // Per partition, not over all nodes: a partition whose replicas are
+    // all suspected still gets one.
+    if replicas.iter().any(|n| !suspects.contains(n)) {
+        replicas.retain(|n| !suspects.contains(n));
+    }
     if replicas.len() > 1 {
         replicas.retain(|n| Some(*n) != avoid);
     }

@@ -162,13 +162,22 @@ fn a_partition_with_one_reachable_replica_gets_the_resend_there() {
             PartitionId(1),
             Some(NodeId(2)),
             &[NodeId(2)],
+            &[],
             None,
             &mut rng,
         );
         assert_eq!(to, Some(NodeId(2)));
     }
     assert_eq!(
-        routing::replica(&map, PartitionId(1), None, &[NodeId(4)], None, &mut rng),
+        routing::replica(
+            &map,
+            PartitionId(1),
+            None,
+            &[NodeId(4)],
+            &[],
+            None,
+            &mut rng
+        ),
         None
     );
 }
@@ -586,4 +595,63 @@ fn dmap_iii_b_preferred_replicas_spread_over_clients_and_move_apart() {
     }
     assert!(moved_to[1] > 350 && moved_to[2] > 350, "{moved_to:?}");
     assert_eq!(routing::preferred(&[], 1), None);
+}
+
+#[test]
+fn dmap_iii_b_suspects_are_left_out_per_partition_while_it_has_another_replica() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let map = map_v1();
+    let all = all_nodes();
+    for seed in 0..200u64 {
+        // Node 1 suspected: partition 1 goes to 2 or 3, whatever the seed
+        // prefers.
+        let to = routing::replica(
+            &map,
+            PartitionId(1),
+            None,
+            &all,
+            &[NodeId(1)],
+            Some(seed),
+            &mut rng,
+        );
+        assert!(matches!(to, Some(NodeId(2)) | Some(NodeId(3))), "{to:?}");
+        // Every replica of partition 1 suspected (nodes elsewhere are
+        // not): it still gets one of them.
+        let suspects = [NodeId(1), NodeId(2), NodeId(3)];
+        let to = routing::replica(
+            &map,
+            PartitionId(1),
+            None,
+            &all,
+            &suspects,
+            Some(seed),
+            &mut rng,
+        );
+        assert!(to.is_some_and(|n| n.0 <= 3), "{to:?}");
+    }
+    // Through the rules: a preferring client whose replica is suspected
+    // sends elsewhere, and opens sessions elsewhere too.
+    let session = open_session(TimeMicros(0));
+    for seed in 0..100u64 {
+        let mut plain = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
+        let (preferred, ..) = command(&mut plain, &session, TimeMicros(0), &map, &mut rng);
+        let mut resend = Resend::new(TimeMicros(0), &timing(), false)
+            .preferring(seed)
+            .suspecting(vec![preferred]);
+        let (to, ..) = command(&mut resend, &session, TimeMicros(0), &map, &mut rng);
+        assert_ne!(to, preferred, "seed {seed}");
+    }
+    let fresh = Session::with_id(SessionId(9));
+    let suspects: Vec<NodeId> = all.iter().copied().filter(|n| n.0 != 5).collect();
+    let mut resend = Resend::new(TimeMicros(0), &timing(), false).suspecting(suspects);
+    let request = resend
+        .next_request(&fresh, TimeMicros(0), &map, &key("k"), &all, &mut rng)
+        .expect("routable");
+    assert_eq!(
+        request,
+        Request::OpenSession {
+            to: NodeId(5),
+            map_version: map.version
+        }
+    );
 }

@@ -49,8 +49,17 @@ import java.util.regex.Pattern;
  *   <li>the partition map is cached and fetched again when a node answers
  *       {@code stale-map} or {@code not-a-replica}, and after a map or log
  *       is created or dropped;
- *   <li>each operation goes to a random replica of the first partition it
- *       involves, stamped with the cached map version;
+ *   <li>each operation goes to a replica of the first partition it
+ *       involves, stamped with the cached map version: with {@link
+ *       ClientConfig#oneReplicaPerPartition()} (the default) the replica this
+ *       client prefers (rendezvous hashing of a seed it draws at connect,
+ *       the Rust client's function), so operations issued at once share
+ *       batches; a replica that gave no answer or answered {@code behind} is
+ *       left out for two attempt timeouts, and a resend after a failed
+ *       attempt goes to a random other replica. Without it, each attempt
+ *       goes to a random replica (not the one that just failed). A
+ *       transaction's reads at its read version, snapshots and log tails go
+ *       to a random replica either way;
  *   <li>each operation runs in a session (random id) at the session's next
  *       sequence number, one operation in flight per session; after
  *       DEADLINE_EXCEEDED, UNAVAILABLE, an attempt timeout, {@code behind} or
@@ -493,6 +502,11 @@ public final class AmuletClient implements AutoCloseable {
   /** Whether {@link #close} was called. */
   boolean isClosed() {
     return closed;
+  }
+
+  /** How map and log commands choose their replica (tests). */
+  ReplicaChooser replicas() {
+    return sessions.replicas();
   }
 
   /** How this client's eventual maps send their requests. */

@@ -16,6 +16,7 @@ public final class ClientConfig {
   private final int rangeEntries;
   private final int batchesInFlight;
   private final Duration transactionLease;
+  private final boolean oneReplicaPerPartition;
 
   private ClientConfig(
       Duration attemptTimeout,
@@ -25,9 +26,11 @@ public final class ClientConfig {
       int pageEntries,
       int rangeEntries,
       int batchesInFlight,
-      Duration transactionLease) {
+      Duration transactionLease,
+      boolean oneReplicaPerPartition) {
     this.batchesInFlight = batchesInFlight;
     this.transactionLease = transactionLease;
+    this.oneReplicaPerPartition = oneReplicaPerPartition;
     this.attemptTimeout = attemptTimeout;
     this.operationTimeout = operationTimeout;
     this.sessionLease = sessionLease;
@@ -38,12 +41,12 @@ public final class ClientConfig {
 
   /**
    * The defaults: 2 s per attempt, 30 s per operation, 120 s session lease,
-   * 10 s transaction lease.
+   * 10 s transaction lease, one replica per partition.
    */
   public static ClientConfig defaults() {
     return new ClientConfig(
         Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(120),
-        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10));
+        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10), true);
   }
 
   /** How long one attempt may take before it is resent elsewhere. */
@@ -77,31 +80,31 @@ public final class ClientConfig {
   }
 
   public ClientConfig withAttemptTimeout(Duration d) {
-    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease);
+    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
   }
 
   public ClientConfig withOperationTimeout(Duration d) {
-    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease);
+    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
   }
 
   public ClientConfig withSessionLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease);
+    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
   }
 
   public ClientConfig withSnapshotLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
   }
 
   /** Entries per snapshot page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withPageEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
   }
 
   /** Entries per range page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withRangeEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease, oneReplicaPerPartition);
   }
 
   /**
@@ -118,7 +121,7 @@ public final class ClientConfig {
       throw new IllegalArgumentException("batches in flight " + n + " < 0");
     }
     return new ClientConfig(
-        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease);
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease, oneReplicaPerPartition);
   }
 
   /**
@@ -138,7 +141,31 @@ public final class ClientConfig {
     }
     return new ClientConfig(
         attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, d);
+        batchesInFlight, d, oneReplicaPerPartition);
+  }
+
+  /**
+   * Whether every map and log command of a partition goes to one replica
+   * this client prefers (default true), so that the operations its threads
+   * issue at once share ExecuteBatch calls ({@link #batchesInFlight()}):
+   * the client draws a random seed when it connects and prefers, of each
+   * partition's replicas, the one with the highest score of (seed, node)
+   * (rendezvous hashing, the Rust client's function), so many clients
+   * spread over the replicas. A replica that gave no answer or answered
+   * {@code behind} is left out for two attempt timeouts (each of its
+   * clients moves to its next-highest one, then comes back); a resend after
+   * a failed attempt goes to a random other replica. False: every attempt
+   * goes to a random replica. Transactions' reads at their read version,
+   * snapshots and log tails pick a random replica either way.
+   */
+  public boolean oneReplicaPerPartition() {
+    return oneReplicaPerPartition;
+  }
+
+  public ClientConfig withOneReplicaPerPartition(boolean on) {
+    return new ClientConfig(
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
+        batchesInFlight, transactionLease, on);
   }
 
   private static void checkPage(int n) {

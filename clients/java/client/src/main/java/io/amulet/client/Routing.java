@@ -220,6 +220,52 @@ final class Routing {
     return out;
   }
 
+  /** The replicas of a partition whose client address is known, in the map's order. */
+  List<Integer> replicasWithAddress(int partition) {
+    List<Integer> out = new ArrayList<>();
+    for (int node : partitions.getOrDefault(partition, List.of())) {
+      if (addresses.containsKey(node)) {
+        out.add(node);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The replica a client with {@code seed} sends to among {@code
+   * candidates}: the one with the highest {@link #score} (compared
+   * unsigned; a tie to the larger node id), as crates/amulet-client's
+   * {@code routing::preferred} (rendezvous hashing). Many clients, each with
+   * its own seed, spread over the replicas; when the preferred one is left
+   * out, each moves to its next-highest, not all to the same. Null for no
+   * candidate.
+   */
+  static Integer preferred(List<Integer> candidates, long seed) {
+    Integer best = null;
+    long bestScore = 0;
+    for (int node : candidates) {
+      long score = score(seed, node);
+      int c = best == null ? 1 : Long.compareUnsigned(score, bestScore);
+      if (c > 0 || (c == 0 && Integer.compareUnsigned(node, best) > 0)) {
+        best = node;
+        bestScore = score;
+      }
+    }
+    return best;
+  }
+
+  /**
+   * A well-mixed 64-bit function of (seed, node id): SplitMix64's finalizer
+   * of {@code seed ^ (node * 0x9E3779B97F4A7C15)}, bit for bit the Rust
+   * client's {@code routing::score} (node ids are unsigned 32-bit).
+   */
+  static long score(long seed, int node) {
+    long z = seed ^ (Integer.toUnsignedLong(node) * 0x9E3779B97F4A7C15L);
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    return z ^ (z >>> 31);
+  }
+
   static ByteString bytes(byte[] b) {
     return ByteString.copyFrom(b);
   }

@@ -14,7 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * How a client runs its map and log requests: each in a session, at the
@@ -29,6 +28,8 @@ final class Sessions {
   private final AmuletClient client;
   private final ClientConfig config;
   private final Map<String, Batcher> batchers = new ConcurrentHashMap<>();
+  /** The replica each attempt goes to: the preferred one, or a random one. */
+  private final ReplicaChooser replicas;
   private final List<Session> idleSessions = new ArrayList<>();
 
   /** A session and its next sequence number; one operation at a time. */
@@ -53,15 +54,18 @@ final class Sessions {
     final boolean maybeApplied;
     /** The replica called the map the attempt was routed by stale. */
     final boolean staleMap;
+    /** The node gave no answer, or is behind: left out for a while ({@link ReplicaChooser}). */
+    final boolean suspect;
 
     Retry(String why, boolean maybeApplied) {
-      this(why, maybeApplied, false);
+      this(why, maybeApplied, false, false);
     }
 
-    Retry(String why, boolean maybeApplied, boolean staleMap) {
+    Retry(String why, boolean maybeApplied, boolean staleMap, boolean suspect) {
       super(why, null, false, false);
       this.maybeApplied = maybeApplied;
       this.staleMap = staleMap;
+      this.suspect = suspect;
     }
   }
 
@@ -79,13 +83,23 @@ final class Sessions {
      * its reply.
      */
     Routing pinned;
-    /** Where the last attempt failed; the next goes elsewhere if it can. */
-    String failedAt;
+    /**
+     * The node the last attempt failed at (null after none or a success):
+     * the next goes to a random other one if there is one, not to the
+     * preferred one.
+     */
+    Integer failedAt;
   }
 
   Sessions(AmuletClient client, ClientConfig config) {
     this.client = client;
     this.config = config;
+    this.replicas = new ReplicaChooser(config);
+  }
+
+  /** How this client chooses the replica of an attempt (tests). */
+  ReplicaChooser replicas() {
+    return replicas;
   }
 
   private static boolean readOnly(MapRequest.OpCase op) {
@@ -206,16 +220,9 @@ final class Sessions {
     }
     Routing r = attempts.pinned;
     int partition = r.partitionsFor(placement).get(0);
-    List<String> replicas = new ArrayList<>(r.replicaAddresses(partition));
-    if (replicas.isEmpty()) {
-      throw new AmuletException(
-          AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
-    }
-    if (replicas.size() > 1) {
-      replicas.remove(attempts.failedAt);
-    }
-    String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
-    attempts.failedAt = address;
+    int node = replicas.choose(r, partition, attempts.failedAt);
+    String address = r.addresses.get(node);
+    attempts.failedAt = node;
     MapRequest request =
         op.toBuilder()
             .setHeader(
@@ -243,11 +250,19 @@ final class Sessions {
                             config.attemptTimeout().toMillis()))
                 .execute(request, config.attemptTimeout().toMillis());
       }
+      replicas.executed(node);
       answeredBy[0] = address;
       attempts.failedAt = null;
       return response;
     } catch (StatusRuntimeException e) {
-      onError(e, s, address);
+      try {
+        onError(e, s, address);
+      } catch (Retry retry) {
+        if (retry.suspect) {
+          replicas.suspect(node);
+        }
+        throw retry;
+      }
       throw new AssertionError("onError always throws");
     }
   }
@@ -263,14 +278,17 @@ final class Sessions {
         case "stale-map":
         case "not-a-replica":
           client.refreshMap(null);
-          throw new Retry(message, false, true);
+          throw new Retry(message, false, true, false);
         case "session-expired":
           s.open = false;
           throw new Retry(message, false);
         case "behind":
+          // Not ordered (catching up): resend with the same sequence,
+          // elsewhere for a while.
+          throw new Retry(message, false, false, true);
         case "retryable":
-          // Not ordered (behind), or refused for a passing state of the
-          // cluster (retryable): resend with the same sequence.
+          // Refused for a passing state of the cluster: resend with the
+          // same sequence.
           throw new Retry(message, false);
         case "stale-sequence":
           throw new AmuletException(
@@ -290,7 +308,9 @@ final class Sessions {
       case UNAVAILABLE:
       case CANCELLED:
       case UNKNOWN:
-        throw new Retry(message, true);
+        // No answer (in time): resend with the same sequence, elsewhere
+        // for a while.
+        throw new Retry(message, true, false, true);
       default:
         throw AmuletException.fromStatus(status);
     }

@@ -3,7 +3,7 @@
 use crate::batcher::Batcher;
 use crate::env::{ClientEnv, Clock};
 use crate::read_versions::ReadVersions;
-use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Timing};
+use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Suspects, Timing};
 use crate::session_pool::SessionPool;
 use crate::{ClientConfig, DLog, DMap, Error};
 use amulet_api::pb::{self, amulet_client::AmuletClient};
@@ -55,7 +55,7 @@ struct Inner {
     /// Nodes that did not answer an attempt (or were catching up), and
     /// until when commands go elsewhere: a client that prefers one replica
     /// must not send every operation to a dead one first.
-    suspects: Mutex<BTreeMap<NodeId, TimeMicros>>,
+    suspects: Mutex<Suspects>,
 }
 
 /// A connection to an Amulet cluster; cheap to clone, shared by tasks.
@@ -119,7 +119,7 @@ impl Client {
                         let prefer = config.one_replica_per_partition.then(|| rng.next_u64());
                         let inner = Inner {
                             prefer,
-                            suspects: Mutex::new(BTreeMap::new()),
+                            suspects: Mutex::new(Suspects::default()),
                             config,
                             timing,
                             clock: env.clock,
@@ -403,7 +403,7 @@ impl Client {
         f(rng.as_mut())
     }
 
-    fn map_version(&self) -> u64 {
+    pub(crate) fn map_version(&self) -> u64 {
         self.inner
             .routing
             .read()
@@ -440,7 +440,7 @@ impl Client {
             .clone())
     }
 
-    fn any_node(&self) -> Result<(AmuletClient<Channel>, String), Error> {
+    pub(crate) fn any_node(&self) -> Result<(AmuletClient<Channel>, String), Error> {
         let address = {
             let routing = self.inner.routing.read().expect("routing lock");
             let node = self.with_rng(|rng| routing::any_node(&routing.reachable(), rng));
@@ -449,38 +449,6 @@ impl Client {
                 .ok_or_else(|| Error::Unavailable("no node address known".into()))?
         };
         Ok((self.channel(&address)?, address))
-    }
-
-    /// The nodes suspected now (no answer lately, or behind).
-    fn suspects(&self) -> Vec<NodeId> {
-        let suspects = self.inner.suspects.lock().expect("suspects lock");
-        if suspects.is_empty() {
-            return Vec::new();
-        }
-        let now = self.now();
-        suspects
-            .iter()
-            .filter(|(_, until)| **until > now)
-            .map(|(node, _)| *node)
-            .collect()
-    }
-
-    /// Learns from an attempt's outcome at `node`: no answer, or a replica
-    /// still catching up, makes it a suspect for two attempt timeouts; an
-    /// executed command clears it.
-    fn judge<R>(&self, node: NodeId, outcome: &Outcome<R>) {
-        let mut suspects = self.inner.suspects.lock().expect("suspects lock");
-        match outcome {
-            Outcome::NoAnswer(_) | Outcome::Behind(_) => {
-                let span = self.inner.timing.attempt_timeout_micros.saturating_mul(2);
-                let until = TimeMicros(self.now().0.saturating_add(span));
-                suspects.insert(node, until);
-            }
-            Outcome::Done(_) => {
-                suspects.remove(&node);
-            }
-            _ => {}
-        }
     }
 
     /// A random replica's address for `partition`.
@@ -583,7 +551,12 @@ impl Client {
         if let Some(seed) = self.inner.prefer {
             resend = resend.preferring(seed);
         }
-        let suspects = self.suspects();
+        let suspects = self
+            .inner
+            .suspects
+            .lock()
+            .expect("suspects lock")
+            .at(self.now());
         if !suspects.is_empty() {
             resend = resend.suspecting(suspects);
         }
@@ -625,7 +598,11 @@ impl Client {
                 }
             };
             if let Request::Command { to, .. } = &request {
-                self.judge(*to, &outcome);
+                // Two attempt timeouts: long enough that a dead node costs
+                // one timeout per client, short enough to come back soon.
+                let span = self.inner.timing.attempt_timeout_micros.saturating_mul(2);
+                let mut suspects = self.inner.suspects.lock().expect("suspects lock");
+                suspects.judge(*to, &outcome, self.now(), span);
             }
             match resend.on_outcome(outcome, session, self.now()) {
                 Next::Done(reply) => return Ok((reply, address)),
@@ -750,38 +727,6 @@ impl Client {
         .await
         .map_err(|_| Status::deadline_exceeded(format!("{address} did not answer in time")))?
         .map(|r| r.into_inner())
-    }
-}
-
-impl Client {
-    /// Opens a tail of `log` from position `from` at a random replica of
-    /// the partition holding it (by the cached map).
-    pub(crate) async fn tail_log(
-        &self,
-        log: &amulet_dmap::MapName,
-        from: u64,
-    ) -> Result<tonic::Streaming<pb::LogEntries>, Status> {
-        let command = MapCommand::LogBounds { log: log.clone() };
-        let address = match self.partitions_for(&command).first() {
-            Some(partition) => self.replica_of(*partition),
-            // A log the cached map does not know (yet): any node can say
-            // whether it exists, and sends its newer map if it does.
-            None => self.any_node().map(|(_, address)| address),
-        }
-        .map_err(|e| Status::unavailable(e.to_string()))?;
-        let mut channel = self
-            .channel(&address)
-            .map_err(|e| Status::unavailable(e.to_string()))?;
-        let request = pb::TailLogRequest {
-            log: log.to_string(),
-            from,
-            max_bytes: 0,
-            map_version: self.map_version(),
-        };
-        tokio::time::timeout(self.inner.config.attempt_timeout, channel.tail_log(request))
-            .await
-            .map_err(|_| Status::deadline_exceeded(format!("{address} did not answer in time")))?
-            .map(|r| r.into_inner())
     }
 }
 

@@ -294,3 +294,35 @@ fn is_final(status: &Status) -> bool {
         || (status.code() == Code::FailedPrecondition
             && error_kind(status) != Some(ErrorKind::NotAReplica))
 }
+
+impl Client {
+    /// Opens a tail of `log` from position `from` at a random replica of
+    /// the partition holding it (by the cached map).
+    pub(crate) async fn tail_log(
+        &self,
+        log: &MapName,
+        from: u64,
+    ) -> Result<tonic::Streaming<pb::LogEntries>, Status> {
+        let command = MapCommand::LogBounds { log: log.clone() };
+        let address = match self.partitions_for(&command).first() {
+            Some(partition) => self.replica_of(*partition),
+            // A log the cached map does not know (yet): any node can say
+            // whether it exists, and sends its newer map if it does.
+            None => self.any_node().map(|(_, address)| address),
+        }
+        .map_err(|e| Status::unavailable(e.to_string()))?;
+        let mut channel = self
+            .channel(&address)
+            .map_err(|e| Status::unavailable(e.to_string()))?;
+        let request = pb::TailLogRequest {
+            log: log.to_string(),
+            from,
+            max_bytes: 0,
+            map_version: self.map_version(),
+        };
+        tokio::time::timeout(self.config().attempt_timeout, channel.tail_log(request))
+            .await
+            .map_err(|_| Status::deadline_exceeded(format!("{address} did not answer in time")))?
+            .map(|r| r.into_inner())
+    }
+}

@@ -8,6 +8,7 @@ pub mod outcome;
 pub mod resend;
 pub mod routing;
 pub mod session;
+pub mod suspects;
 
 #[cfg(test)]
 mod tests;
@@ -15,3 +16,4 @@ mod tests;
 pub use outcome::Outcome;
 pub use resend::{Backoff, Next, Request, Resend, Timing};
 pub use session::Session;
+pub use suspects::Suspects;

@@ -655,3 +655,21 @@ fn dmap_iii_b_suspects_are_left_out_per_partition_while_it_has_another_replica()
         }
     );
 }
+
+#[test]
+fn dmap_iii_b_a_node_without_answer_is_suspected_for_its_span_and_cleared_by_an_execution() {
+    let mut suspects = crate::rules::Suspects::default();
+    let t = |us| TimeMicros(us);
+    suspects.judge::<()>(NodeId(2), &Outcome::NoAnswer("timeout".into()), t(10), 100);
+    suspects.judge::<()>(
+        NodeId(3),
+        &Outcome::Behind("catching up".into()),
+        t(20),
+        100,
+    );
+    suspects.judge::<()>(NodeId(1), &Outcome::StaleMap("stale".into()), t(20), 100);
+    assert_eq!(suspects.at(t(109)), vec![NodeId(2), NodeId(3)]);
+    assert_eq!(suspects.at(t(110)), vec![NodeId(3)], "node 2's span ended");
+    suspects.judge(NodeId(3), &Outcome::Done(()), t(50), 100);
+    assert_eq!(suspects.at(t(50)), vec![NodeId(2)], "node 3 executed");
+}

@@ -6,7 +6,6 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
-import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.EventualDeleteRequest;
 import amulet.v1.AmuletOuterClass.EventualGetRequest;
@@ -15,13 +14,10 @@ import amulet.v1.AmuletOuterClass.MapRequest;
 import amulet.v1.AmuletOuterClass.MapResponse;
 import com.google.protobuf.ByteString;
 import io.grpc.Metadata;
-import io.grpc.Server;
 import io.grpc.Status;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -57,41 +53,19 @@ public class EventualRoutingTest {
   }
 
   /** A fake node: the partition map of the test, sessions, and eventual requests as its mode says. */
-  final class FakeNode extends AmuletGrpc.AmuletImplBase {
+  final class FakeNode extends FakeNodeServer {
     final String name;
     volatile Mode mode = Mode.OK;
     final AtomicInteger eventualCalls = new AtomicInteger();
     final List<Object> requests = new CopyOnWriteArrayList<>();
-    Server server;
-    String address;
 
     FakeNode(String name) {
       this.name = name;
     }
 
-    void start() throws IOException {
-      server =
-          NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
-              .addService(this)
-              .build()
-              .start();
-      address = "127.0.0.1:" + server.getPort();
-    }
-
     @Override
-    public void getPartitionMap(
-        AmuletOuterClass.GetPartitionMapRequest request,
-        StreamObserver<AmuletOuterClass.PartitionMap> out) {
-      out.onNext(partitionMap());
-      out.onCompleted();
-    }
-
-    @Override
-    public void openSession(
-        AmuletOuterClass.OpenSessionRequest request,
-        StreamObserver<AmuletOuterClass.SessionResponse> out) {
-      out.onNext(AmuletOuterClass.SessionResponse.getDefaultInstance());
-      out.onCompleted();
+    AmuletOuterClass.PartitionMap partitionMap() {
+      return EventualRoutingTest.this.partitionMap();
     }
 
     @Override

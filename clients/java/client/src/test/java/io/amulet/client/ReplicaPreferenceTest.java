@@ -7,18 +7,13 @@ import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
-import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.MapRequest;
 import amulet.v1.AmuletOuterClass.MapResponse;
 import io.grpc.Metadata;
-import io.grpc.Server;
 import io.grpc.Status;
-import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -45,6 +40,11 @@ public class ReplicaPreferenceTest {
 
   /** One partition (0) on nodes 1, 2, 3, all with an address. */
   static Routing threeReplicas(String... addresses) {
+    return Routing.fromProto(threeReplicaMap(addresses));
+  }
+
+  /** The map of {@link #threeReplicas}; default addresses when none are given. */
+  static AmuletOuterClass.PartitionMap threeReplicaMap(String... addresses) {
     AmuletOuterClass.PartitionMap.Builder m =
         AmuletOuterClass.PartitionMap.newBuilder()
             .setVersion(1)
@@ -66,7 +66,7 @@ public class ReplicaPreferenceTest {
       String address = addresses.length == 0 ? "127.0.0.1:" + (7100 + node) : addresses[node - 1];
       m.addNodes(AmuletOuterClass.NodeAddress.newBuilder().setNode(node).setAddress(address));
     }
-    return Routing.fromProto(m.build());
+    return m.build();
   }
 
   /** A chooser with {@code seed} (null: random) on a clock the test moves. */
@@ -332,7 +332,7 @@ public class ReplicaPreferenceTest {
   }
 
   /** A fake node: the test's partition map, sessions, and commands as its mode says. */
-  final class FakeNode extends AmuletGrpc.AmuletImplBase {
+  final class FakeNode extends FakeNodeServer {
     final int id;
     volatile Mode mode = Mode.OK;
     /** Commands received (each request of a batch counts). */
@@ -340,36 +340,14 @@ public class ReplicaPreferenceTest {
     /** Commands executed. */
     final AtomicInteger executed = new AtomicInteger();
     final AtomicInteger batchCalls = new AtomicInteger();
-    Server server;
-    String address;
 
     FakeNode(int id) {
       this.id = id;
     }
 
-    void start() throws IOException {
-      server =
-          NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
-              .addService(this)
-              .build()
-              .start();
-      address = "127.0.0.1:" + server.getPort();
-    }
-
     @Override
-    public void getPartitionMap(
-        AmuletOuterClass.GetPartitionMapRequest request,
-        StreamObserver<AmuletOuterClass.PartitionMap> out) {
-      out.onNext(partitionMap());
-      out.onCompleted();
-    }
-
-    @Override
-    public void openSession(
-        AmuletOuterClass.OpenSessionRequest request,
-        StreamObserver<AmuletOuterClass.SessionResponse> out) {
-      out.onNext(AmuletOuterClass.SessionResponse.getDefaultInstance());
-      out.onCompleted();
+    AmuletOuterClass.PartitionMap partitionMap() {
+      return ReplicaPreferenceTest.this.partitionMap();
     }
 
     /** Null when the node executed it; else the status it fails with (null too when silent). */
@@ -452,29 +430,10 @@ public class ReplicaPreferenceTest {
   private AmuletOuterClass.PartitionMap partitionMap() {
     String[] addresses = new String[3];
     for (int i = 0; i < 3; i++) {
+      assertEquals(i + 1, nodes.get(i).id);
       addresses[i] = nodes.get(i).address;
     }
-    AmuletOuterClass.PartitionMap.Builder m =
-        AmuletOuterClass.PartitionMap.newBuilder()
-            .setVersion(1)
-            .addPartitions(
-                AmuletOuterClass.Partition.newBuilder()
-                    .setId(0)
-                    .setStream(1)
-                    .addReplicas(1)
-                    .addReplicas(2)
-                    .addReplicas(3))
-            .addTokenRing(AmuletOuterClass.TokenRange.newBuilder().setFirstToken(0).setPartition(0))
-            .addKeyspaces(
-                AmuletOuterClass.Keyspace.newBuilder()
-                    .setName("m")
-                    .setLayout(
-                        AmuletOuterClass.Layout.newBuilder()
-                            .setHash(AmuletOuterClass.HashLayout.getDefaultInstance())));
-    for (FakeNode n : nodes) {
-      m.addNodes(AmuletOuterClass.NodeAddress.newBuilder().setNode(n.id).setAddress(n.address));
-    }
-    return m.build();
+    return threeReplicaMap(addresses);
   }
 
   private AmuletClient startCluster(ClientConfig config) throws IOException {

@@ -1,0 +1,49 @@
+package io.amulet.client;
+
+import amulet.v1.AmuletGrpc;
+import amulet.v1.AmuletOuterClass;
+import io.grpc.Server;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.stub.StreamObserver;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+
+/**
+ * A node faked in the test's JVM: a gRPC server on 127.0.0.1 that answers
+ * the partition map its test gives and opens every session; a test
+ * overrides the calls it checks.
+ */
+abstract class FakeNodeServer extends AmuletGrpc.AmuletImplBase {
+  Server server;
+  String address;
+
+  /** The partition map this node answers with. */
+  abstract AmuletOuterClass.PartitionMap partitionMap();
+
+  /** Starts the server on a free port of 127.0.0.1. */
+  void start() throws IOException {
+    server =
+        NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
+            .addService(this)
+            .build()
+            .start();
+    address = "127.0.0.1:" + server.getPort();
+  }
+
+  @Override
+  public void getPartitionMap(
+      AmuletOuterClass.GetPartitionMapRequest request,
+      StreamObserver<AmuletOuterClass.PartitionMap> out) {
+    out.onNext(partitionMap());
+    out.onCompleted();
+  }
+
+  @Override
+  public void openSession(
+      AmuletOuterClass.OpenSessionRequest request,
+      StreamObserver<AmuletOuterClass.SessionResponse> out) {
+    out.onNext(AmuletOuterClass.SessionResponse.getDefaultInstance());
+    out.onCompleted();
+  }
+}

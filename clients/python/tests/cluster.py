@@ -3,7 +3,15 @@
 <repo>/target/release/amulet. Base ports are drawn from 22000-22990 (this
 client's share of the machine's test ports); every wait is bounded and the
 cluster is stopped on every path, with `--seconds` as a last resort if this
-process is killed."""
+process is killed.
+
+`amulet dev` turns TLS on by default: it writes a CA, the nodes'
+certificates and the user `admin`'s in `<dir>/tls`, and the nodes then
+require a user certificate of that CA on every connection. Once the
+cluster is up, `DevCluster.tls` is the `amulet.TlsFiles` of `admin`
+(`TlsFiles.from_dir(<dir>/tls)`), to pass as `Client(..., tls=...)`.
+`DevCluster(insecure=True)` starts it with `--insecure` instead (plain TCP,
+`tls` is False, i.e. plaintext)."""
 
 from __future__ import annotations
 
@@ -41,11 +49,27 @@ def _ports_free(ports) -> bool:
     return True
 
 
+def _dev_env() -> dict[str, str]:
+    """The environment of `amulet dev`: without the TLS settings of the
+    shell running the tests (its own checks would present `AMULET_USER`'s
+    certificate, which it does not create)."""
+    return {k: v for k, v in os.environ.items() if k not in ("AMULET_TLS_DIR", "AMULET_USER")}
+
+
 class DevCluster:
-    def __init__(self) -> None:
+    def __init__(self, insecure: bool = False) -> None:
+        self.insecure = insecure
         self.process: subprocess.Popen | None = None
         self.dir: tempfile.TemporaryDirectory | None = None
         self.addresses: list[str] = []
+        # What clients of the cluster pass as tls=: the user admin's files
+        # (an amulet.TlsFiles) once it started, False if it is insecure.
+        self.tls = None
+
+    @property
+    def tls_dir(self) -> Path:
+        """Where `amulet dev` wrote the CA, node and admin files."""
+        return Path(self.dir.name) / "tls"
 
     def start(self) -> "DevCluster":
         binary = amulet_bin()
@@ -59,9 +83,10 @@ class DevCluster:
             log = open(Path(self.dir.name) / "dev.log", "wb")
             self.process = subprocess.Popen(
                 [str(binary), "dev", "--dir", self.dir.name, "--base-port", str(base),
-                 "--storage", "memory", "--seconds", str(LIFETIME_SECONDS)],
+                 "--storage", "memory", "--seconds", str(LIFETIME_SECONDS)]
+                + (["--insecure"] if self.insecure else []),
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,
+                start_new_session=True, env=_dev_env(),
             )
             log.close()
             self.addresses = [f"127.0.0.1:{base + i}" for i in (1, 2, 3)]
@@ -82,10 +107,13 @@ class DevCluster:
                 raise RuntimeError(f"amulet dev exited with {self.process.returncode}: {self.log()[-2000:]}")
             if "serving clients" in self.log():
                 try:
-                    with amulet.Client(self.addresses, operation_timeout=5.0) as client:
+                    # The files are written before the nodes start.
+                    tls = False if self.insecure else amulet.TlsFiles.from_dir(self.tls_dir)
+                    with amulet.Client(self.addresses, tls=tls, operation_timeout=5.0) as client:
                         client.map("default").raw.size()
+                    self.tls = tls
                     return
-                except amulet.AmuletError:
+                except (amulet.AmuletError, ValueError):
                     pass
             time.sleep(0.2)
         raise RuntimeError(f"amulet dev not ready in {START_TIMEOUT}s: {self.log()[-2000:]}")
@@ -97,6 +125,7 @@ class DevCluster:
             return ""
 
     def stop(self) -> None:
+        self.tls = None
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             # SIGTERM lets `amulet dev` stop its nodes; then the whole

@@ -1,3 +1,4 @@
+import os
 import secrets
 import signal
 import sys
@@ -9,12 +10,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster import DevCluster  # noqa: E402
 
+# What a client given no tls= reads (amulet.tls.TLS_DIR_ENV, USER_ENV).
+_TLS_ENV = ("AMULET_TLS_DIR", "AMULET_USER")
+_saved_env: dict[str, str] = {}
+
+
+def pytest_configure(config):
+    """The tests say which TLS files each client uses (the dev cluster's
+    ``cluster.tls``, or plaintext for the fake nodes): a developer's
+    AMULET_TLS_DIR or AMULET_USER must not change what they see, so both
+    are unset for the session (and put back at its end)."""
+    for name in _TLS_ENV:
+        value = os.environ.pop(name, None)
+        if value is not None:
+            _saved_env[name] = value
+
+
+def pytest_unconfigure(config):
+    os.environ.update(_saved_env)
+    _saved_env.clear()
+
 
 @pytest.fixture(scope="session")
 def cluster():
-    """One `amulet dev` cluster for the whole test session, stopped at the
-    end whatever happens: also on Ctrl-C and on SIGTERM, which becomes a
-    KeyboardInterrupt so that pytest tears the fixtures down."""
+    """One `amulet dev` cluster for the whole test session, with TLS (as
+    `amulet dev` starts it by default: clients pass ``tls=cluster.tls``),
+    stopped at the end whatever happens: also on Ctrl-C and on SIGTERM,
+    which becomes a KeyboardInterrupt so that pytest tears the fixtures
+    down."""
 
     def interrupted(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -31,9 +54,10 @@ def cluster():
 
 @pytest.fixture(scope="session")
 def client(cluster):
+    """A client of the session's cluster, with its admin TLS files."""
     import amulet
 
-    with amulet.Client(cluster.addresses) as c:
+    with amulet.Client(cluster.addresses, tls=cluster.tls) as c:
         yield c
 
 

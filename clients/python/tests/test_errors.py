@@ -140,7 +140,7 @@ def test_no_seeds_and_dead_seeds():
 
 
 def test_closed_client_refuses_operations(cluster, fresh_map_name):
-    c = amulet.Client(cluster.addresses)
+    c = amulet.Client(cluster.addresses, tls=cluster.tls)
     c.create_map(fresh_map_name)
     c.close()
     c.close()

@@ -53,7 +53,7 @@ def test_siblings_and_contexts(client, carts):
     assert sorted(seen.values) == [b"book", b"pen"] and seen.context
     # The context survives as bytes (another process, a cookie, ...).
     stored = bytes(seen.context)
-    with amulet.Client(client.seeds) as other:
+    with amulet.Client(client.seeds, tls=client.tls) as other:
         again = amulet.Context.from_bytes(stored)
         written = other.eventual_map(carts.name).put(b"alice", b"book+pen", again, w=3)
     assert written.values == [b"book+pen"]

@@ -178,7 +178,7 @@ def test_unknown_and_dropped_logs(client, fresh_map_name):
 def test_a_log_created_by_another_client_is_found(cluster, client, fresh_map_name):
     """The other client's cached partition map predates the log: the
     cluster's stale-map answer makes it fetch the map and route again."""
-    with amulet.Client(cluster.addresses) as other:
+    with amulet.Client(cluster.addresses, tls=cluster.tls) as other:
         stale = other.log(fresh_map_name)
         client.create_log(fresh_map_name).append(b"a")
         assert stale.append(b"b") == 1

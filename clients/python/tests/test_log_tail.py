@@ -138,7 +138,7 @@ def test_a_tail_streams_from_a_replica_of_the_logs_partition(client, fresh_map_n
 def test_a_tail_of_a_log_the_cached_map_does_not_know(cluster, client, fresh_map_name):
     """The other client's map predates the log: its tail opens at any node,
     which streams it or sends the newer map."""
-    with amulet.Client(cluster.addresses) as other:
+    with amulet.Client(cluster.addresses, tls=cluster.tls) as other:
         stale = other.log(fresh_map_name)
         client.create_log(fresh_map_name).append(b"a")
         with stale.tail(0) as tail:
@@ -273,7 +273,7 @@ def test_a_silent_stream_is_reopened(log, monkeypatch):
 
 
 def test_a_tail_that_cannot_reconnect_is_unavailable(cluster, fresh_map_name, monkeypatch):
-    with amulet.Client(cluster.addresses, operation_timeout=2.0) as client:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, operation_timeout=2.0) as client:
         log = client.create_log(fresh_map_name)
         log.append(b"a")
         _TailSpy(client, monkeypatch, lambda: _FakeTailCall([], grpc.StatusCode.UNAVAILABLE))

@@ -192,7 +192,7 @@ def test_random_ops_match_a_sorted_dict(client, fresh_map_name):
 def test_range_iteration_pages(cluster, fresh_map_name):
     """items_between reads pages of range_entries; bounds, reverse and
     limit hold across page boundaries."""
-    with amulet.Client(cluster.addresses, range_entries=7) as small:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, range_entries=7) as small:
         m = small.create_map(fresh_map_name)
         m.update({i: str(i).encode() for i in range(100)})
         assert list(m.irange()) == list(range(100))
@@ -294,7 +294,7 @@ def test_unencodable_key_is_a_type_error_and_sends_nothing(m):
 def test_iteration_reads_one_snapshot(cluster, fresh_map_name):
     """Iteration sees the map as of its start while writers change it, holds
     at most a page per partition, and releases the snapshot at the end."""
-    with amulet.Client(cluster.addresses, page_entries=50) as c:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, page_entries=50) as c:
         m = c.create_map(fresh_map_name)
         m.update({i: b"v%d" % i for i in range(1000)})
         seen = []
@@ -425,7 +425,7 @@ def test_client_resends_a_lost_reply_with_the_same_sequence(client, fresh_map_na
             sent.append((request.header.session, request.header.sequence))
             if len(sent) == 1:
                 # Another writer gets in between the execution and the resend.
-                with amulet.Client(client.seeds) as other:
+                with amulet.Client(client.seeds, tls=client.tls) as other:
                     assert other.bytes_map(fresh_map_name).put(key, b"other") == b"mine"
                 raise _LostReply()
             return reply
@@ -484,7 +484,7 @@ def test_an_expired_session_is_reopened(cluster, fresh_map_name):
     replicated clock has moved on; the client opens it again and the
     operation goes through."""
     seen = []
-    with amulet.Client(cluster.addresses, session_lease=1.0) as c:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, session_lease=1.0) as c:
         real = c._on_error
 
         def spy(error, slot, address):
@@ -497,7 +497,7 @@ def test_an_expired_session_is_reopened(cluster, fresh_map_name):
         time.sleep(1.5)
         # Replicated time moves only with ordered commands: another
         # client's write carries it past the lease.
-        with amulet.Client(cluster.addresses) as other:
+        with amulet.Client(cluster.addresses, tls=cluster.tls) as other:
             other.map(fresh_map_name)["x"] = b"y"
         m["b"] = b"2"
         assert dict(m) == {"a": b"1", "b": b"2", "x": b"y"}

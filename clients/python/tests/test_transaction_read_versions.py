@@ -125,7 +125,7 @@ def test_transactions_started_together_share_a_begin_on_a_live_cluster(cluster, 
     begin, and the others, started before it was sent, join it while it is
     in flight (unless a thread is slower than a whole begin)."""
     count = 8
-    with amulet.Client(cluster.addresses) as own:
+    with amulet.Client(cluster.addresses, tls=cluster.tls) as own:
         begins = []
         execute = own.execute
 
@@ -154,7 +154,7 @@ def test_transactions_started_together_share_a_begin_on_a_live_cluster(cluster, 
 
 
 def test_a_busy_client_ends_its_read_versions_in_later_begins(cluster, name):
-    with amulet.Client(cluster.addresses) as own:
+    with amulet.Client(cluster.addresses, tls=cluster.tls) as own:
         versions = own._read_versions
         seen = []
         for _ in range(3):

@@ -297,7 +297,7 @@ def test_a_finished_transaction_refuses_more_and_a_with_block_abandons(client, r
 
 
 def test_read_version_too_old(cluster, fresh_map_name, caplog):
-    with amulet.Client(cluster.addresses, transaction_lease=0.3) as short:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, transaction_lease=0.3) as short:
         short.create_map(fresh_map_name)
         tx = short.transaction()
         assert tx.get(fresh_map_name, b"k") is None
@@ -407,7 +407,7 @@ def test_a_read_at_an_ended_read_version_is_final(client, raw, name, monkeypatch
 
 def test_the_typed_view_of_a_transaction(cluster, fresh_map_name):
     # Small pages, so iteration reads several ranges.
-    with amulet.Client(cluster.addresses, range_entries=3) as small:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, range_entries=3) as small:
         typed = small.create_map(fresh_map_name, value_codec=codecs.JSON)
         typed.update({i: {"n": i} for i in range(10)})
         typed["s"] = "str"
@@ -489,7 +489,7 @@ def test_transact_returns_commits_and_propagates_other_errors(client, raw, name)
 
 
 def test_transact_gives_up_after_the_operation_timeout(cluster, fresh_map_name, caplog):
-    with amulet.Client(cluster.addresses, operation_timeout=1.0) as impatient:
+    with amulet.Client(cluster.addresses, tls=cluster.tls, operation_timeout=1.0) as impatient:
         impatient.create_map(fresh_map_name)
         raw = impatient.bytes_map(fresh_map_name)
         calls = []

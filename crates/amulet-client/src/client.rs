@@ -16,7 +16,7 @@ use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
 use tonic::Status;
 
 /// Largest reply accepted (a range read of many large values).
@@ -45,6 +45,8 @@ struct Inner {
     rng: Mutex<Box<dyn RngCore + Send>>,
     seeds: Vec<String>,
     routing: RwLock<Routing>,
+    /// `config.tls`'s files, read once; `None`: plain TCP.
+    tls: Option<ClientTlsConfig>,
     channels: Mutex<HashMap<String, AmuletClient<Channel>>>,
     batchers: Mutex<HashMap<String, Batcher>>,
     sessions: SessionPool,
@@ -108,12 +110,17 @@ impl Client {
         if seeds.is_empty() {
             return Err(Error::InvalidArgument("no seed address given".into()));
         }
+        let tls = config
+            .tls
+            .as_ref()
+            .map(crate::tls::client_tls)
+            .transpose()?;
         let timing = Timing::from(&config);
         let mut backoff = Backoff::new(env.clock.now(), timing.operation_timeout_micros, &timing);
         let mut last = String::new();
         loop {
             for seed in &seeds {
-                match fetch_map(&config, seed).await {
+                match fetch_map(&config, tls.as_ref(), seed).await {
                     Ok(routing) => {
                         let mut rng = env.rng;
                         let prefer = config.one_replica_per_partition.then(|| rng.next_u64());
@@ -126,6 +133,7 @@ impl Client {
                             rng: Mutex::new(rng),
                             seeds,
                             routing: RwLock::new(routing),
+                            tls,
                             channels: Mutex::new(HashMap::new()),
                             batchers: Mutex::new(HashMap::new()),
                             sessions: SessionPool::default(),
@@ -135,12 +143,27 @@ impl Client {
                             inner: Arc::new(inner),
                         });
                     }
+                    // Credentials do not get better by retrying.
+                    Err(e @ (Error::Unauthenticated(_) | Error::PermissionDenied(_))) => {
+                        return Err(e)
+                    }
                     Err(e) => last = format!("{seed}: {e}"),
                 }
             }
             let Some(until) = backoff.pause(env.clock.now()) else {
+                let how = match &config.tls {
+                    Some(files) => format!(
+                        "over TLS, trusting {} and presenting {}; nodes must present a \
+                         certificate from that CA naming amulet-node",
+                        files.ca.display(),
+                        files.cert.display()
+                    ),
+                    None => "over plain TCP; if the cluster requires TLS, give the client its \
+                             files (ClientConfig::tls, or AMULET_TLS_DIR)"
+                        .to_string(),
+                };
                 return Err(Error::Unavailable(format!(
-                    "no seed answered with a partition map ({last})"
+                    "no seed answered with a partition map ({last}; {how})"
                 )));
             };
             sleep_until(env.clock.as_ref(), until).await;
@@ -419,7 +442,7 @@ impl Client {
         if let Some(client) = channels.get(address) {
             return Ok(client.clone());
         }
-        let client = new_client(&self.inner.config, address)?;
+        let client = new_client(&self.inner.config, self.inner.tls.as_ref(), address)?;
         channels.insert(address.to_string(), client.clone());
         Ok(client)
     }
@@ -481,7 +504,7 @@ impl Client {
 
     /// Fetches the map from the node at `address`; keeps it if newer.
     async fn refresh_map_from(&self, address: &str) {
-        if let Ok(routing) = fetch_map(&self.inner.config, address).await {
+        if let Ok(routing) = fetch_map(&self.inner.config, self.inner.tls.as_ref(), address).await {
             let mut current = self.inner.routing.write().expect("routing lock");
             if routing.map.version >= current.map.version {
                 *current = routing;
@@ -751,9 +774,20 @@ async fn sleep_until(clock: &dyn Clock, until: TimeMicros) {
 const STREAM_WINDOW_BYTES: u32 = 8 << 20;
 const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
 
-fn new_client(config: &ClientConfig, address: &str) -> Result<AmuletClient<Channel>, Error> {
-    let endpoint = Endpoint::from_shared(format!("http://{address}"))
-        .map_err(|e| Error::InvalidArgument(format!("bad address {address:?}: {e}")))?
+fn new_client(
+    config: &ClientConfig,
+    tls: Option<&ClientTlsConfig>,
+    address: &str,
+) -> Result<AmuletClient<Channel>, Error> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
+        .map_err(|e| Error::InvalidArgument(format!("bad address {address:?}: {e}")))?;
+    if let Some(tls) = tls {
+        endpoint = endpoint
+            .tls_config(tls.clone())
+            .map_err(|e| Error::InvalidArgument(format!("TLS files: {e}")))?;
+    }
+    let endpoint = endpoint
         .connect_timeout(config.attempt_timeout)
         .tcp_nodelay(true)
         // HTTP/2's default window is 64 KiB: a large reply or a tail's
@@ -763,8 +797,12 @@ fn new_client(config: &ClientConfig, address: &str) -> Result<AmuletClient<Chann
     Ok(AmuletClient::new(endpoint.connect_lazy()).max_decoding_message_size(REPLY_BYTES_MAX))
 }
 
-async fn fetch_map(config: &ClientConfig, address: &str) -> Result<Routing, Error> {
-    let mut client = new_client(config, address)?;
+async fn fetch_map(
+    config: &ClientConfig,
+    tls: Option<&ClientTlsConfig>,
+    address: &str,
+) -> Result<Routing, Error> {
+    let mut client = new_client(config, tls, address)?;
     let reply = tokio::time::timeout(
         config.attempt_timeout,
         client.get_partition_map(pb::GetPartitionMapRequest {}),

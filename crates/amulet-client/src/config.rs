@@ -1,5 +1,6 @@
 //! Client settings.
 
+use amulet_tls::TlsFiles;
 use std::time::Duration;
 
 /// How a [`crate::Client`] behaves.
@@ -32,6 +33,12 @@ pub struct ClientConfig {
     /// committed this long after its first read conflicts
     /// (`ReadVersionTooOld`) and runs again.
     pub transaction_lease: Duration,
+    /// TLS: trust only the cluster CA in `ca`, present the user
+    /// certificate `cert` with `key`, and require node certificates
+    /// (`amulet-node`). `None`: plain TCP. The default is
+    /// `AMULET_TLS_DIR`'s files for user `AMULET_USER` (`admin`) when that
+    /// variable is set ([`TlsFiles::from_env`]).
+    pub tls: Option<TlsFiles>,
 }
 
 impl Default for ClientConfig {
@@ -46,6 +53,16 @@ impl Default for ClientConfig {
             batches_in_flight: 2,
             one_replica_per_partition: true,
             transaction_lease: Duration::from_secs(10),
+            tls: TlsFiles::from_env(),
         }
+    }
+}
+
+impl ClientConfig {
+    /// With TLS as user `user` of the directory `dir` in `amulet cert`'s
+    /// layout (`ca.pem`, `<user>.pem`, `<user>.key`).
+    pub fn with_tls_dir(mut self, dir: impl AsRef<std::path::Path>, user: &str) -> ClientConfig {
+        self.tls = Some(TlsFiles::user(dir.as_ref(), user));
+        self
     }
 }

@@ -42,6 +42,13 @@ pub enum Error {
     /// attempt that never reached a node changed nothing.
     #[error("unavailable: {0}")]
     Unavailable(String),
+    /// The node did not accept the client's credentials (with TLS: a
+    /// certificate naming no user, or a node's); nothing changed.
+    #[error("unauthenticated: {0}")]
+    Unauthenticated(String),
+    /// The client's user may not do this; nothing changed.
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
     /// A node answered something this client does not understand.
     #[error("protocol error: {0}")]
     Protocol(String),
@@ -119,6 +126,8 @@ impl Error {
             Code::ResourceExhausted => Error::ResourceExhausted(message),
             Code::Unknown | Code::DeadlineExceeded => Error::OutcomeUnknown(message),
             Code::Unavailable => Error::Unavailable(message),
+            Code::Unauthenticated => Error::Unauthenticated(message),
+            Code::PermissionDenied => Error::PermissionDenied(message),
             _ => Error::Protocol(format!("{:?}: {message}", status.code())),
         }
     }

@@ -46,9 +46,11 @@ mod read_versions;
 pub mod rules;
 mod session_pool;
 mod snapshot;
+mod tls;
 mod transaction;
 
 pub use amulet_dmap::{field_record, KeyBound, Nearest};
+pub use amulet_tls::TlsFiles;
 pub use amulet_tuple as tuple;
 pub use bytes::Bytes;
 pub use client::Client;

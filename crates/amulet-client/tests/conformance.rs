@@ -216,6 +216,8 @@ struct Runner {
     txns: HashMap<String, Transaction>,
     /// Eventual maps' contexts saved by `save`.
     contexts: HashMap<String, Context>,
+    /// The cluster's TLS files, for raw gRPC calls.
+    tls: amulet_client::TlsFiles,
 }
 
 impl Runner {
@@ -650,9 +652,22 @@ impl Runner {
                 .iter()
                 .find_map(|n| addresses.get(n))
                 .expect("a replica with an address");
-            let mut raw = AmuletClient::connect(format!("http://{address}"))
+            let read = |p: &std::path::Path| std::fs::read(p).expect("TLS file");
+            let tls = tonic::transport::ClientTlsConfig::new()
+                .ca_certificate(tonic::transport::Certificate::from_pem(read(&self.tls.ca)))
+                .identity(tonic::transport::Identity::from_pem(
+                    read(&self.tls.cert),
+                    read(&self.tls.key),
+                ))
+                .domain_name(amulet_tls::NODE_SERVER_NAME);
+            let channel = tonic::transport::Endpoint::from_shared(format!("https://{address}"))
+                .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?
+                .tls_config(tls)
+                .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?
+                .connect()
                 .await
                 .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+            let mut raw = AmuletClient::new(channel);
             let mut stream = raw
                 .read_snapshot(pb::ReadSnapshotRequest {
                     partition: partition.0,
@@ -698,7 +713,12 @@ async fn scenarios() {
     }
 
     let cluster = DevCluster::start();
-    let client = Client::connect(cluster.addresses.clone())
+    // `amulet dev` turns TLS on: the conformance scenarios run over it.
+    let config = amulet_client::ClientConfig {
+        tls: Some(cluster.tls()),
+        ..Default::default()
+    };
+    let client = Client::connect_with(cluster.addresses.clone(), config)
         .await
         .expect("connect to the cluster");
     let run_id = format!(
@@ -718,6 +738,7 @@ async fn scenarios() {
             snapshots: HashMap::new(),
             txns: HashMap::new(),
             contexts: HashMap::new(),
+            tls: cluster.tls(),
         };
         for (i, step) in scenario
             .get("steps")

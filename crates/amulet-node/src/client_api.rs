@@ -10,6 +10,7 @@ use amulet_api::{
 };
 use amulet_dmap::{MapError, MapName, MapReply};
 use amulet_smr::{Body, ClientReply, ClientRequest};
+use amulet_tls::TlsContext;
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -18,8 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::{ReceiverStream, TcpListenerStream};
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::Stream;
+use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Response, Status};
 
 /// How long a request may wait to be ordered and executed before the
@@ -47,6 +49,7 @@ pub(crate) struct ClientApi {
     local_addr: SocketAddr,
     shutdown: oneshot::Sender<()>,
     task: JoinHandle<()>,
+    accept_task: JoinHandle<()>,
 }
 
 impl ClientApi {
@@ -56,17 +59,13 @@ impl ClientApi {
         me: NodeId,
         addresses: BTreeMap<NodeId, String>,
         handle: NodeHandle,
+        tls: Option<Arc<TlsContext>>,
     ) -> anyhow::Result<ClientApi> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot bind the client API on {listen}: {e}"))?;
         let local_addr = listener.local_addr()?;
-        // Small requests and replies: Nagle would hold each for an ACK.
-        let incoming = TcpListenerStream::new(listener).map(|stream| {
-            stream.inspect(|s| {
-                let _ = s.set_nodelay(true);
-            })
-        });
+        let (incoming, accept_task) = crate::api_connection::accept(listener, tls);
         let metrics = Arc::new(Metrics::new());
         let service = Service {
             me,
@@ -76,9 +75,10 @@ impl ClientApi {
         };
         // `GET /metrics` (Prometheus text format) on the same port, over
         // HTTP/1.1 as scrapers speak it.
-        let routes = tonic::service::Routes::new(
+        let routes = tonic::service::Routes::new(InterceptedService::new(
             AmuletServer::new(service).max_decoding_message_size(REQUEST_BYTES_MAX),
-        )
+            crate::api_connection::authenticate,
+        ))
         .into_axum_router()
         .route(
             "/metrics",
@@ -114,6 +114,7 @@ impl ClientApi {
             local_addr,
             shutdown,
             task,
+            accept_task,
         })
     }
 
@@ -124,6 +125,7 @@ impl ClientApi {
 
     /// Stops accepting, lets running requests finish, and returns.
     pub(crate) async fn stop(self) {
+        self.accept_task.abort();
         let _ = self.shutdown.send(());
         // Streams in flight end with the node; do not wait on them long.
         let _ = tokio::time::timeout(Duration::from_secs(2), self.task).await;

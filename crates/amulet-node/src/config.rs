@@ -107,6 +107,30 @@ pub struct NodeConfig {
     /// Partitioned replication, if the cluster serves DMap.
     #[serde(default)]
     pub smr: Option<SmrEntry>,
+    /// TLS on the peer transport and the client API; without it, both
+    /// are plain TCP (and the node says so in its log).
+    #[serde(default)]
+    pub tls: Option<TlsEntry>,
+}
+
+/// Where a node's TLS files are: `dir` holds `ca.pem`, `node-<id>.pem` and
+/// `node-<id>.key` (what `amulet cert` writes); `ca`, `cert` and `key`
+/// name files elsewhere (each overrides the one from `dir`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsEntry {
+    /// A directory in `amulet cert`'s layout.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// The cluster CA's certificate.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// This node's certificate chain.
+    #[serde(default)]
+    pub cert: Option<PathBuf>,
+    /// This node's private key.
+    #[serde(default)]
+    pub key: Option<PathBuf>,
 }
 
 /// A configuration that cannot run, with what is wrong.
@@ -143,6 +167,28 @@ impl NodeConfig {
         let config: NodeConfig = toml::from_str(text)?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// This node's TLS files, if the configuration has `[tls]`.
+    pub fn tls_files(&self) -> Result<Option<amulet_tls::TlsFiles>, ConfigError> {
+        let Some(tls) = &self.tls else {
+            return Ok(None);
+        };
+        let from_dir = tls
+            .dir
+            .as_deref()
+            .map(|dir| amulet_tls::TlsFiles::node(dir, self.me()));
+        let pick = |explicit: &Option<PathBuf>, from_dir: Option<PathBuf>, what: &str| {
+            explicit
+                .clone()
+                .or(from_dir)
+                .ok_or_else(|| invalid(format!("[tls] names no {what}: give `dir` or `{what}`")))
+        };
+        Ok(Some(amulet_tls::TlsFiles {
+            ca: pick(&tls.ca, from_dir.as_ref().map(|f| f.ca.clone()), "ca")?,
+            cert: pick(&tls.cert, from_dir.as_ref().map(|f| f.cert.clone()), "cert")?,
+            key: pick(&tls.key, from_dir.as_ref().map(|f| f.key.clone()), "key")?,
+        }))
     }
 
     /// This node.

@@ -1,14 +1,17 @@
-//! Connections peers open to us: accept, check the Hello, decode frames.
-//! Anything a peer sends that does not decode closes that connection with
-//! a warning; it never stops the node.
+//! Connections peers open to us: accept, prove who the peer is (with TLS:
+//! a node certificate from the cluster CA, whose node id the Hello must
+//! claim), check the Hello, decode frames. Anything a peer sends that does
+//! not decode closes that connection with a warning; it never stops the
+//! node.
 
+use amulet_tls::{identity_of, Identity, TlsContext};
 use amulet_types::NodeId;
 use amulet_wire::{DecodeError, Frame, FrameDecoder, Hello};
 use bytes::BytesMut;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -25,6 +28,8 @@ pub struct InboundSpec {
     pub peers: BTreeSet<NodeId>,
     /// Largest frame accepted.
     pub frame_bytes_max: usize,
+    /// With TLS, peers must present a node certificate from the CA.
+    pub tls: Option<Arc<TlsContext>>,
 }
 
 /// Why an inbound connection was closed.
@@ -52,7 +57,17 @@ pub async fn accept_loop(
                 let spec = spec.clone();
                 let inbound = inbound.clone();
                 tokio::spawn(async move {
-                    match read_connection(stream, &spec, inbound).await {
+                    let _ = stream.set_nodelay(true);
+                    let read = match &spec.tls {
+                        None => read_connection(stream, None, &spec, inbound).await,
+                        Some(tls) => match handshake(stream, tls).await {
+                            Ok((stream, node)) => {
+                                read_connection(stream, Some(node), &spec, inbound).await
+                            }
+                            Err(error) => Err(error),
+                        },
+                    };
+                    match read {
                         Ok(()) | Err(Closed::Eof) => {
                             tracing::debug!(%addr, "inbound connection closed")
                         }
@@ -71,12 +86,45 @@ pub async fn accept_loop(
     }
 }
 
-async fn read_connection(
-    mut stream: TcpStream,
+/// The TLS handshake (the peer's certificate chain verified against the
+/// CA by rustls) and the node id its certificate names.
+async fn handshake(
+    stream: TcpStream,
+    tls: &TlsContext,
+) -> Result<
+    (
+        amulet_tls::tokio_rustls::server::TlsStream<TcpStream>,
+        NodeId,
+    ),
+    Closed,
+> {
+    let acceptor = amulet_tls::tokio_rustls::TlsAcceptor::from(tls.server());
+    let stream = tokio::time::timeout(HELLO_TIMEOUT, acceptor.accept(stream))
+        .await
+        .map_err(|_| Closed::Refused("no TLS handshake in time".into()))?
+        .map_err(|e| Closed::Refused(format!("TLS handshake refused: {e}")))?;
+    let leaf = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .ok_or_else(|| Closed::Refused("no peer certificate".into()))?;
+    match identity_of(leaf) {
+        Ok(Identity::Node(node)) => Ok((stream, node)),
+        Ok(other) => Err(Closed::Refused(format!(
+            "{other}'s certificate on the peer port: only nodes may connect here"
+        ))),
+        Err(error) => Err(Closed::Refused(error.to_string())),
+    }
+}
+
+/// Reads a peer's frames; `proven` is the node its certificate names.
+async fn read_connection<S: AsyncRead + Unpin>(
+    mut stream: S,
+    proven: Option<NodeId>,
     spec: &InboundSpec,
     inbound: mpsc::Sender<(NodeId, Frame)>,
 ) -> Result<(), Closed> {
-    let _ = stream.set_nodelay(true);
     let mut decoder = FrameDecoder::new(spec.frame_bytes_max);
     let mut buffer = BytesMut::with_capacity(256 * 1024);
     let hello = tokio::time::timeout(
@@ -86,6 +134,12 @@ async fn read_connection(
     .await
     .map_err(|_| Closed::Refused("no Hello in time".into()))??;
     check_hello(&hello, spec)?;
+    if let Some(node) = proven.filter(|node| *node != hello.node) {
+        return Err(Closed::Refused(format!(
+            "the Hello claims {} but the certificate is {node}'s",
+            hello.node
+        )));
+    }
     let peer = hello.node;
     tracing::debug!(%peer, incarnation = hello.incarnation, "peer connected");
     loop {
@@ -111,8 +165,8 @@ fn peer_error(peer: NodeId, error: DecodeError) -> Closed {
     Closed::Refused(format!("{peer} sent undecodable bytes: {error}"))
 }
 
-async fn read_hello(
-    stream: &mut TcpStream,
+async fn read_hello<S: AsyncRead + Unpin>(
+    stream: &mut S,
     decoder: &mut FrameDecoder,
     buffer: &mut BytesMut,
 ) -> Result<Hello, Closed> {

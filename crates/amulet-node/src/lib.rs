@@ -6,6 +6,7 @@
 //! measures throughput and latency without a client protocol.
 #![deny(missing_docs)]
 
+mod api_connection;
 mod checkpoint_store;
 mod client_api;
 pub mod config;

@@ -147,7 +147,20 @@ impl Node {
             amulet_dotted::Service::new(me.0, incarnation, eventual_config, eventual_replicas),
             eventual_store,
         );
+        let tls = match config.tls_files()? {
+            Some(files) => {
+                let context = amulet_tls::TlsContext::load(files)
+                    .map_err(|e| anyhow::anyhow!("node {me}: {e}"))?;
+                tracing::info!(node = %me, cert = %context.files().cert.display(), "TLS on: peers and clients authenticate with certificates from the cluster CA");
+                Some(Arc::new(context))
+            }
+            None => {
+                tracing::warn!(node = %me, "TLS is off (no [tls] in the configuration): any process that reaches the peer or client port is trusted");
+                None
+            }
+        };
         let spec = TransportSpec {
+            tls: tls.clone(),
             hello: Hello {
                 cluster: config.cluster,
                 node: me,
@@ -194,7 +207,8 @@ impl Node {
         let api = match config.client_listen()? {
             Some(listen) => {
                 let api =
-                    ClientApi::start(listen, me, config.client_addresses()?, handle.clone()).await;
+                    ClientApi::start(listen, me, config.client_addresses()?, handle.clone(), tls)
+                        .await;
                 match api {
                     Ok(api) => Some(api),
                     Err(error) => {

@@ -1,10 +1,12 @@
-//! Peer links over TCP: one outbound connection per peer (written by its
+//! Peer links over TCP (TLS with mutual node authentication when the node
+//! has TLS files): one outbound connection per peer (written by its
 //! own task, see [`crate::outbound`]) and the connections peers open to us
 //! (read by [`crate::inbound`]). Messages are fire-and-forget: a message
 //! to a peer that is down is dropped, and Ring Paxos retries.
 
 use crate::inbound::{accept_loop, InboundSpec};
 use crate::outbound::{peer_writer, OutboundSpec};
+use amulet_tls::TlsContext;
 use amulet_types::NodeId;
 use amulet_wire::{Envelope, Frame, Hello};
 use std::collections::BTreeMap;
@@ -34,6 +36,8 @@ pub struct TransportSpec {
     pub peers: BTreeMap<NodeId, SocketAddr>,
     /// Largest frame accepted from a peer.
     pub frame_bytes_max: usize,
+    /// TLS with mutual node authentication, or plain TCP.
+    pub tls: Option<Arc<TlsContext>>,
 }
 
 /// The running links.
@@ -60,6 +64,7 @@ impl Transport {
             me: spec.hello.node,
             peers: spec.peers.keys().copied().collect(),
             frame_bytes_max: spec.frame_bytes_max,
+            tls: spec.tls.clone(),
         });
         let accept_task = tokio::spawn(accept_loop(listener, inbound, inbound_tx));
         let mut writers = BTreeMap::new();
@@ -72,6 +77,7 @@ impl Transport {
                 addr: *addr,
                 hello: spec.hello,
                 queued: queued.clone(),
+                tls: spec.tls.clone(),
             };
             writer_tasks.push(tokio::spawn(peer_writer(outbound, rx)));
             let queue = PeerQueue {

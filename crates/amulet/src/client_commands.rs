@@ -5,7 +5,7 @@
 
 use crate::dev::{ClusterFile, DEFAULT_DIR, DEFAULT_MAP};
 use amulet_api::storage_from_name;
-use amulet_client::{Bytes, Client, ClientConfig, KeyBound};
+use amulet_client::{Bytes, Client, ClientConfig, KeyBound, TlsFiles};
 use amulet_smr::{Reconfiguration, StreamSpec};
 use amulet_types::{NodeId, PartitionId, StreamId};
 use anyhow::Context;
@@ -26,6 +26,15 @@ pub struct Target {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 10, global = true)]
     timeout_secs: u64,
+    /// TLS: the directory holding `ca.pem`, `USER.pem` and `USER.key`
+    /// (`amulet cert`'s layout); default: the `amulet dev` cluster's
+    /// `./amulet-data/tls` when no --addr is given, else $AMULET_TLS_DIR
+    /// (unset: plain TCP).
+    #[arg(long, global = true)]
+    tls_dir: Option<std::path::PathBuf>,
+    /// TLS: the user whose certificate is presented.
+    #[arg(long, default_value = "admin", global = true, env = "AMULET_USER")]
+    user: String,
 }
 
 /// One client operation.
@@ -175,13 +184,25 @@ pub enum Op {
     },
 }
 
-fn addresses(target: &Target) -> anyhow::Result<Vec<String>> {
+/// The addresses to connect to, and the TLS files (if any) to use.
+fn addresses(target: &Target) -> anyhow::Result<(Vec<String>, Option<TlsFiles>)> {
+    let explicit = target
+        .tls_dir
+        .as_deref()
+        .map(|dir| TlsFiles::user(dir, &target.user));
     if !target.addr.is_empty() {
-        return Ok(target.addr.clone());
+        let tls = explicit.or_else(TlsFiles::from_env);
+        return Ok((target.addr.clone(), tls));
     }
     match ClusterFile::read(Path::new(DEFAULT_DIR))? {
-        Some(cluster) => Ok(cluster.client_addresses()),
-        None => Ok((1..=3).map(|i| format!("127.0.0.1:{}", 7100 + i)).collect()),
+        Some(cluster) => {
+            let tls = explicit.or_else(|| cluster.user_tls(Path::new(DEFAULT_DIR), &target.user));
+            Ok((cluster.client_addresses(), tls))
+        }
+        None => Ok((
+            (1..=3).map(|i| format!("127.0.0.1:{}", 7100 + i)).collect(),
+            explicit.or_else(TlsFiles::from_env),
+        )),
     }
 }
 
@@ -198,9 +219,10 @@ pub fn run(target: Target, op: Op) -> anyhow::Result<()> {
 }
 
 async fn run_async(target: Target, op: Op) -> anyhow::Result<()> {
-    let addresses = addresses(&target)?;
+    let (addresses, tls) = addresses(&target)?;
     let config = ClientConfig {
         operation_timeout: Duration::from_secs(target.timeout_secs.max(1)),
+        tls,
         ..Default::default()
     };
     let client = Client::connect_with(addresses.clone(), config)

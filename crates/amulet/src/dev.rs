@@ -20,6 +20,8 @@ pub const DEFAULT_MAP: &str = "default";
 /// for it when no address is given.
 pub const DEFAULT_DIR: &str = "amulet-data";
 const CLUSTER_FILE: &str = "cluster.json";
+/// Where `amulet dev` keeps its CA and certificates, under its directory.
+pub const TLS_DIR: &str = "tls";
 
 /// Options of `amulet dev`.
 #[derive(clap::Args)]
@@ -42,6 +44,12 @@ pub struct DevArgs {
     /// Stop after this many seconds (default: run until Ctrl-C).
     #[arg(long)]
     seconds: Option<u64>,
+    /// A new cluster without TLS: peers and clients unauthenticated, over
+    /// plain TCP. (By default `amulet dev` creates a CA, node
+    /// certificates and the user `admin`'s in `DIR/tls`, and the nodes
+    /// require them.)
+    #[arg(long)]
+    insecure: bool,
 }
 
 /// What `amulet dev` writes once and reads again on every run.
@@ -60,6 +68,10 @@ pub struct ClusterFile {
     /// Times the cluster was started.
     #[serde(default)]
     pub runs: u64,
+    /// Whether nodes require TLS (certificates in `tls/`); clusters made
+    /// before TLS have none.
+    #[serde(default)]
+    pub tls: bool,
 }
 
 impl ClusterFile {
@@ -79,6 +91,12 @@ impl ClusterFile {
         let path = dir.join(CLUSTER_FILE);
         std::fs::write(&path, serde_json::to_string_pretty(self)?)
             .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The TLS files of user `user`, if the cluster in `dir` has TLS.
+    pub fn user_tls(&self, dir: &Path, user: &str) -> Option<amulet_client::TlsFiles> {
+        self.tls
+            .then(|| amulet_client::TlsFiles::user(&dir.join(TLS_DIR), user))
     }
 
     /// The client API addresses.
@@ -113,11 +131,20 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
                 partitions: args.partitions,
                 storage: args.storage.clone(),
                 runs: 0,
+                tls: !args.insecure,
             }
         }
     };
     cluster.runs += 1;
     cluster.write(&args.dir)?;
+    let tls_dir = std::path::absolute(args.dir.join(TLS_DIR))?;
+    if cluster.tls {
+        let nodes: Vec<_> = (1..=u32::from(NODES)).map(amulet_types::NodeId).collect();
+        amulet_tls::create::create_dev(&tls_dir, &nodes)
+            .with_context(|| format!("cannot create the TLS files in {}", tls_dir.display()))?;
+    } else {
+        println!("amulet dev: TLS is off (--insecure): anyone who reaches the ports is trusted");
+    }
     let exe = std::env::current_exe().context("cannot find the amulet executable")?;
     println!(
         "amulet dev: {} partitions x {NODES} replicas, {} storage, data in {} (run {})",
@@ -131,7 +158,7 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
     for node in 1..=u32::from(NODES) {
         let data_dir = std::path::absolute(args.dir.join(format!("node-{node}")))?;
         let config_path = args.dir.join(format!("node-{node}.toml"));
-        let text = local_dmap_cluster_toml(
+        let mut text = local_dmap_cluster_toml(
             cluster.cluster,
             &cluster.peer_ports,
             &cluster.client_ports,
@@ -140,6 +167,12 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
             cluster.partitions,
             &cluster.storage,
         );
+        if cluster.tls {
+            text.push_str(&format!(
+                "\n[tls]\ndir = {:?}\n",
+                tls_dir.display().to_string()
+            ));
+        }
         std::fs::write(&config_path, text)?;
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -163,7 +196,8 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let used = runtime.block_on(use_cluster(&addresses, cluster.runs));
+    let tls = cluster.user_tls(&args.dir, amulet_tls::create::DEV_USER_NAME);
+    let used = runtime.block_on(use_cluster(&addresses, cluster.runs, tls.clone()));
     if let Err(error) = used {
         stop(&mut children)?;
         return Err(error.context(format!(
@@ -172,6 +206,14 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         )));
     }
     println!("serving clients on {}", addresses.join(", "));
+    if let Some(tls) = &tls {
+        println!(
+            "TLS on: clients trust {} and present {} (libraries: export AMULET_TLS_DIR={})",
+            tls.ca.display(),
+            tls.cert.display(),
+            tls_dir.display()
+        );
+    }
     println!("try, in another terminal:  amulet put hello world && amulet get hello && amulet scan && amulet status");
     match args.seconds {
         Some(s) => println!("stopping in {s} s (or on Ctrl-C)"),
@@ -210,9 +252,14 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
 
 /// Waits for the cluster, makes sure the default map exists, and uses it:
 /// records this run, and shows what earlier runs left.
-async fn use_cluster(addresses: &[String], run: u64) -> anyhow::Result<()> {
+async fn use_cluster(
+    addresses: &[String],
+    run: u64,
+    tls: Option<amulet_client::TlsFiles>,
+) -> anyhow::Result<()> {
     let config = amulet_client::ClientConfig {
         operation_timeout: Duration::from_secs(60),
+        tls,
         ..Default::default()
     };
     let client = amulet_client::Client::connect_with(addresses.to_vec(), config).await?;

@@ -2,6 +2,7 @@
 //! (`amulet node`), and use a cluster (`amulet get/put/del/scan/...`).
 
 mod bench_scan;
+mod cert_command;
 mod client_commands;
 mod dev;
 mod eventual_command;
@@ -38,6 +39,10 @@ enum Command {
     /// Start a local cluster (3 partitions x 3 replicas on 127.0.0.1, data
     /// in ./amulet-data) and serve it until Ctrl-C.
     Dev(dev::DevArgs),
+    /// Create TLS certificates: a cluster CA, node and client
+    /// certificates signed by it.
+    #[command(subcommand)]
+    Cert(cert_command::CertCommand),
     /// The ordering layer alone: three nodes multicast to two streams and
     /// show that they deliver the same values in the same order.
     OrderDemo(order_demo::OrderDemoArgs),
@@ -77,6 +82,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Node(args) => node_command::run(args),
         Command::Dev(args) => dev::run(args),
+        Command::Cert(command) => cert_command::run(command),
         Command::OrderDemo(args) => order_demo::run(args),
         Command::BenchScan(args) => bench_scan::run(args),
         Command::Bench { args } => {

@@ -22,6 +22,11 @@ partitioned ordered map, with named shared logs and eventual maps.
         seen = carts.get(b"alice")                       # siblings + context
         carts.put(b"alice", b"book", seen.context)       # supersedes what it saw
 
+    # Mutual TLS (``amulet dev`` serves it by default): ca.pem, admin.pem,
+    # admin.key of a TLS directory (or set AMULET_TLS_DIR, and AMULET_USER
+    # if not admin). A certificate that names no user: amulet.Unauthenticated.
+    client = amulet.Client("127.0.0.1:7101", tls=amulet.TlsFiles.from_dir("amulet-data/tls"))
+
 See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 """
 
@@ -38,16 +43,19 @@ from amulet.errors import (
     NotFound,
     OutOfRange,
     OutcomeUnknown,
+    PermissionDenied,
     ProtocolError,
     QuorumNotReached,
     ReadVersionTooOldError,
     ResourceExhausted,
+    Unauthenticated,
     Unavailable,
 )
 from amulet.eventual import Context, EventualMap, Versioned
 from amulet.log import DLog, LogBounds, LogEntries, Tail
 from amulet.map import AmuletMap
 from amulet.snapshot import Snapshot
+from amulet.tls import TlsFiles
 from amulet.transaction import Transaction, TransactionMap, transactional
 from amulet.tuple import SingleFloat, Versionstamp, pack, unpack
 
@@ -68,6 +76,7 @@ __all__ = [
     "NotFound",
     "OutOfRange",
     "OutcomeUnknown",
+    "PermissionDenied",
     "ProtocolError",
     "QuorumNotReached",
     "ReadVersionTooOldError",
@@ -75,8 +84,10 @@ __all__ = [
     "SingleFloat",
     "Snapshot",
     "Tail",
+    "TlsFiles",
     "Transaction",
     "TransactionMap",
+    "Unauthenticated",
     "Unavailable",
     "Versioned",
     "Versionstamp",

@@ -3,9 +3,15 @@ channel (see setup.py for why the service stubs are not generated)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import grpc
 
+from amulet.tls import NODE_SERVER_NAME
 from amulet.v1 import amulet_pb2 as pb
+
+if TYPE_CHECKING:
+    from amulet.tls import TlsFiles
 
 # Largest reply accepted: a range read of many large values (as in the
 # Rust client).
@@ -47,20 +53,25 @@ class AmuletStub:
         )
 
 
-def open_channel(address: str) -> grpc.Channel:
-    """An insecure channel to ``address`` (host:port)."""
-    return grpc.insecure_channel(
-        address,
-        options=[
-            ("grpc.max_receive_message_length", REPLY_BYTES_MAX),
-            ("grpc.max_send_message_length", REPLY_BYTES_MAX),
-            # Fail fast and retry elsewhere rather than waiting out a
-            # long reconnect backoff after a node restarts.
-            ("grpc.initial_reconnect_backoff_ms", 100),
-            ("grpc.max_reconnect_backoff_ms", 1000),
-            ("grpc.enable_retries", 0),
-        ],
-    )
+def open_channel(address: str, tls: "TlsFiles | None" = None) -> grpc.Channel:
+    """A channel to ``address`` (host:port): plaintext, or with ``tls``
+    mutually authenticated TLS that trusts only the cluster CA and checks
+    that the node's certificate names ``amulet-node`` (``amulet.tls``)."""
+    options = [
+        ("grpc.max_receive_message_length", REPLY_BYTES_MAX),
+        ("grpc.max_send_message_length", REPLY_BYTES_MAX),
+        # Fail fast and retry elsewhere rather than waiting out a
+        # long reconnect backoff after a node restarts.
+        ("grpc.initial_reconnect_backoff_ms", 100),
+        ("grpc.max_reconnect_backoff_ms", 1000),
+        ("grpc.enable_retries", 0),
+    ]
+    if tls is None:
+        return grpc.insecure_channel(address, options=options)
+    # Whatever address is dialled, the node's certificate must name
+    # amulet-node (every node certificate does, besides node-<id>.amulet).
+    options.append(("grpc.ssl_target_name_override", NODE_SERVER_NAME))
+    return grpc.secure_channel(address, tls.credentials(), options=options)
 
 
 def metadata_value(error: grpc.RpcError, name: str):

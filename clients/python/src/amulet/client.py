@@ -14,6 +14,8 @@ reference implementation of the client protocol of
   DEADLINE_EXCEEDED, UNAVAILABLE, a timeout, ``behind`` or ``retryable`` it
   is resent with the *same* sequence, so it applies at most once however
   often it is sent;
+- UNAUTHENTICATED and PERMISSION_DENIED (``errors.Unauthenticated``,
+  ``errors.PermissionDenied``) are final, when connecting too;
 - ``session-expired`` reopens the session; a session idle for half its
   lease is renewed with KeepAlive before it is used again;
 - a transaction's reads (``ReadAt``) go to a random replica of each
@@ -41,6 +43,8 @@ from amulet._rpc import AmuletStub, error_kind, metadata_value, open_channel
 from amulet.read_versions import ReadVersions
 from amulet.routing import Placement, Routing, UnknownMap
 from amulet.sessions import SessionPool, SessionSlot
+from amulet.tls import TlsFiles, connect_hint
+from amulet.tls import resolve as resolve_tls
 from amulet.v1 import amulet_pb2 as pb
 
 # Pause between attempts, doubled up to BACKOFF_MAX (seconds).
@@ -136,6 +140,13 @@ class Client:
     ``transaction_lease`` is how long a transaction's read version stays
     open after its first read: one that has not committed by then fails
     with ``ReadVersionTooOldError`` (and ``transact`` runs it again).
+
+    ``tls`` is an ``amulet.TlsFiles`` (``TlsFiles.from_dir(dir, user)``):
+    mutually authenticated TLS to every node, trusting only the cluster CA
+    and checking that each node's certificate names ``amulet-node``. Left
+    out, it is ``TlsFiles.from_env()`` (``$AMULET_TLS_DIR`` and
+    ``$AMULET_USER``) if ``AMULET_TLS_DIR`` is set, else plaintext;
+    ``tls=False`` is plaintext whatever the environment says.
     """
 
     def __init__(
@@ -149,6 +160,7 @@ class Client:
         page_entries: int = 1000,
         range_entries: int = 1000,
         transaction_lease: float = 10.0,
+        tls: TlsFiles | bool | None = None,
     ):
         self.seeds = [seeds] if isinstance(seeds, str) else list(seeds)
         if not self.seeds:
@@ -160,6 +172,8 @@ class Client:
         self.page_entries = page_entries
         self.range_entries = range_entries
         self.transaction_lease = transaction_lease
+        # The TLS files of every channel, or None: plaintext.
+        self.tls = resolve_tls(tls)
         self._lock = threading.Lock()
         self._read_versions = ReadVersions()
         self._channels: dict[str, tuple[grpc.Channel, AmuletStub]] = {}
@@ -620,7 +634,7 @@ class Client:
         if kind == "reply-lost":
             raise errors.OutcomeUnknown(message, code)
         if code in _RETRY_CODES:
-            raise _Retry(f"{address}: {code.name}: {message}", maybe_applied=True)
+            raise _Retry(f"{self._peer(address)}: {code.name}: {message}", maybe_applied=True)
         raise errors.from_status(code, message)
 
     # ---- channels and the map --------------------------------------------
@@ -631,10 +645,14 @@ class Client:
         with self._lock:
             entry = self._channels.get(address)
             if entry is None:
-                channel = open_channel(address)
+                channel = open_channel(address, self.tls)
                 entry = (channel, AmuletStub(channel))
                 self._channels[address] = entry
             return entry[1]
+
+    def _peer(self, address: str) -> str:
+        """``address`` for failure messages, saying whether it was over TLS."""
+        return address if self.tls is None else f"{address} (over TLS)"
 
     def _any_node(self) -> tuple[str, AmuletStub]:
         addresses = list(self._routing.addresses.values()) or self.seeds
@@ -656,12 +674,17 @@ class Client:
                 try:
                     return self._fetch_map(seed)
                 except grpc.RpcError as e:
+                    if e.code() in errors.CREDENTIALS_CODES:
+                        # Credentials do not get better by retrying, nor at
+                        # another node of the same cluster.
+                        self.close()
+                        raise errors.from_status(e.code(), f"{self._peer(seed)}: {e.details() or ''}") from None
                     last = f"{seed}: {e.code().name}: {e.details()}"
                 except ValueError as e:
                     last = f"{seed}: {e}"
             if time.monotonic() + backoff >= deadline:
                 self.close()
-                raise errors.Unavailable(f"no seed answered with a partition map ({last})")
+                raise errors.Unavailable(f"no seed answered with a partition map ({last}){connect_hint(self.tls, last)}")
             time.sleep(backoff)
             backoff = min(backoff * 2, BACKOFF_MAX)
 

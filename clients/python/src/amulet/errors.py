@@ -17,6 +17,11 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
     │                       is not a field record; an eventual op on an
     │                       ordered map, an ordered op on an eventual map)
     ├── OutcomeUnknown      the write may or may not have taken effect
+    ├── Unauthenticated     UNAUTHENTICATED: the node did not accept the
+    │                       client's credentials (with TLS: a certificate that
+    │                       names no user, e.g. a node's); not retried
+    ├── PermissionDenied    PERMISSION_DENIED: the client's user may not do
+    │                       this; not retried
     ├── Unavailable         no node answered before the deadline
     │   └── QuorumNotReached  UNAVAILABLE ``quorum-not-reached``: an eventual
     │                       map's read or write heard from fewer than r or w
@@ -26,6 +31,13 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
     │                       written after its read version (``.map``, ``.key``)
     └── ReadVersionTooOldError  ABORTED ``read-version-too-old``: the
                             transaction's read version ended (its lease passed)
+
+A client that cannot connect at all (a plaintext client against a TLS
+cluster, a certificate of another CA, a cluster CA the nodes' certificates
+do not chain to) sees ``Unavailable``: the TLS handshake fails before any
+node answers. A handshake that succeeds with a certificate naming no user
+ends in ``Unauthenticated`` at once: credentials do not get better by
+retrying.
 
 All but ``OutcomeUnknown`` (and ``Unavailable`` after a write was sent,
 ``QuorumNotReached`` of an eventual write included) changed nothing.
@@ -50,6 +62,9 @@ __all__ = [
     "ResourceExhausted",
     "FailedPrecondition",
     "OutcomeUnknown",
+    "Unauthenticated",
+    "PermissionDenied",
+    "CREDENTIALS_REFUSED",
     "Unavailable",
     "QuorumNotReached",
     "ProtocolError",
@@ -107,6 +122,19 @@ class OutcomeUnknown(AmuletError):
     effect."""
 
 
+class Unauthenticated(AmuletError):
+    """The node did not accept the client's credentials (UNAUTHENTICATED):
+    with TLS, the certificate the client presented is of the cluster CA
+    but names no user (a node's certificate, say). Nothing changed. The
+    client does not retry it, at connect time either: give it a user's
+    files (``amulet.TlsFiles.from_dir(dir, user)``)."""
+
+
+class PermissionDenied(AmuletError):
+    """The client's user may not do this (PERMISSION_DENIED); nothing
+    changed. Not retried."""
+
+
 class Unavailable(AmuletError):
     """No node could be reached before the deadline."""
 
@@ -160,6 +188,9 @@ class ReadVersionTooOldError(AmuletError):
     the transaction again (``Client.transact`` does)."""
 
 
+# What the client never retries: the node refused the credentials.
+CREDENTIALS_REFUSED = (Unauthenticated, PermissionDenied)
+
 # What running a transaction again from a new read version may cure.
 TRANSACTION_RETRYABLE = (ConflictError, ReadVersionTooOldError)
 
@@ -174,7 +205,12 @@ _BY_CODE = {
     grpc.StatusCode.UNKNOWN: OutcomeUnknown,
     grpc.StatusCode.DEADLINE_EXCEEDED: OutcomeUnknown,
     grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
 }
+
+# The statuses of CREDENTIALS_REFUSED: final wherever they come from.
+CREDENTIALS_CODES = frozenset({grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED})
 
 
 def from_status(code: grpc.StatusCode, message: str) -> AmuletError:

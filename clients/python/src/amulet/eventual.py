@@ -282,7 +282,7 @@ def _failure(client: Client, error: grpc.RpcError, address: str, map_name: str, 
     reason = metadata_value(error, "amulet-reason")
     if isinstance(reason, bytes):
         reason = reason.decode(errors="replace")
-    why = f"{address}: {code.name}: {message}"
+    why = f"{client._peer(address)}: {code.name}: {message}"
     if "quorum-not-reached" in (kind, reason):
         raise errors.QuorumNotReached(message, code)
     if kind in _EVENTUAL_RESEND_KINDS:

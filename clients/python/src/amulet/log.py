@@ -205,9 +205,10 @@ class DLog:
 # ---- the tail ---------------------------------------------------------------------
 
 # Stream failures that are the tail's own (unknown or dropped log, trimmed
-# past, bad request) rather than the replica's: no other replica would
-# answer differently. FAILED_PRECONDITION is final too unless it is
-# ``not-a-replica`` (the log lives elsewhere: refresh the map, go there).
+# past, bad request, refused credentials) rather than the replica's: no
+# other replica would answer differently. FAILED_PRECONDITION is final too
+# unless it is ``not-a-replica`` (the log lives elsewhere: refresh the
+# map, go there).
 # NOT_FOUND is checked with a linearizable read first: a replica that has
 # not executed the log's creation yet answers it too when the client's
 # cached map is as old as its own (every call carries the cached map's
@@ -215,7 +216,7 @@ class DLog:
 # UNAVAILABLE behind).
 _FINAL_CODES = frozenset(
     {grpc.StatusCode.NOT_FOUND, grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.INVALID_ARGUMENT}
-)
+) | errors.CREDENTIALS_CODES
 
 # What a reader thread hands over after the last message of a stream that
 # ended without a status (the node never ends a tail by itself).
@@ -548,7 +549,7 @@ class Tail:
             self.log.client.refresh_map(address)
         # UNAVAILABLE (a stopped node, or "behind": catching up),
         # DEADLINE_EXCEEDED, a connection failure, ...: elsewhere.
-        self._failed(f"{address}: {code.name}: {message}", address)
+        self._failed(f"{self.log.client._peer(address)}: {code.name}: {message}", address)
 
     def _exists(self) -> bool:
         """Whether the log exists, by a linearizable read of its bounds:

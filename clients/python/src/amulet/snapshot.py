@@ -15,9 +15,10 @@ from amulet import errors
 from amulet.routing import Placement
 from amulet.v1 import amulet_pb2 as pb
 
-# Stream errors that are the snapshot's (released, expired, bad request),
-# not the replica's: no other replica would answer differently.
-_FINAL = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT})
+# Stream errors that are the snapshot's (released, expired, bad request)
+# or the client's (refused credentials), not the replica's: no other
+# replica would answer differently.
+_FINAL = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT}) | errors.CREDENTIALS_CODES
 
 
 class _Source:

@@ -101,6 +101,11 @@ impl DevCluster {
         panic!("could not start an amulet dev cluster: {last}");
     }
 
+    /// The user `admin`'s TLS files `amulet dev` made.
+    pub(crate) fn tls(&self) -> amulet_client::TlsFiles {
+        amulet_client::TlsFiles::user(&self.dir.join("tls"), "admin")
+    }
+
     fn log(&self) -> String {
         let mut text = String::new();
         if let Ok(mut f) = std::fs::File::open(self.dir.join("dev.log")) {

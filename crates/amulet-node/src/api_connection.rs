@@ -1,0 +1,213 @@
+//! Connections to the client API: accepted, TLS handshaken when the node
+//! has TLS (a client certificate from the cluster CA is required, so a
+//! connection without one never reaches gRPC), and tagged with the
+//! identity the certificate names. [`authenticate`] then lets every
+//! request (unary and streaming) through only from a user: a node's
+//! certificate, or one naming nobody, is refused with UNAUTHENTICATED.
+
+use amulet_tls::tokio_rustls::server::TlsStream;
+use amulet_tls::{identity_of, Identity, TlsContext};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Status};
+
+/// A TLS handshake that does not finish this fast is dropped, so
+/// half-open connections do not pile up.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections handshaken and not yet taken by the server.
+const ACCEPTED_QUEUE_MAX: usize = 256;
+
+/// Who is on the other end of a client connection (in every request's
+/// extensions).
+#[derive(Clone, Debug)]
+pub(crate) struct ApiPeer {
+    /// The client's address.
+    pub remote: Option<SocketAddr>,
+    /// `None` on a plain connection; with TLS, the identity the client's
+    /// certificate names, or why it names none.
+    pub identity: Option<Result<Identity, String>>,
+}
+
+/// A client connection, plain or TLS.
+pub(crate) struct ApiStream {
+    io: Io,
+    peer: ApiPeer,
+}
+
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl tonic::transport::server::Connected for ApiStream {
+    type ConnectInfo = ApiPeer;
+
+    fn connect_info(&self) -> ApiPeer {
+        self.peer.clone()
+    }
+}
+
+impl AsyncRead for ApiStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ApiStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.io {
+            Io::Plain(s) => s.is_write_vectored(),
+            Io::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match &mut self.get_mut().io {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Accepts on `listener` until the returned task is aborted; connections
+/// come out of the stream ready for gRPC. Handshakes run in tasks of their
+/// own, so a slow client never holds up the others.
+pub(crate) fn accept(
+    listener: TcpListener,
+    tls: Option<Arc<TlsContext>>,
+) -> (ReceiverStream<std::io::Result<ApiStream>>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel(ACCEPTED_QUEUE_MAX);
+    let task = tokio::spawn(async move {
+        loop {
+            let (tcp, remote) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Typically out of file descriptors: wait, do not spin.
+                    tracing::warn!(%error, "client API accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // Small requests and replies: Nagle would hold each for an ACK.
+            let _ = tcp.set_nodelay(true);
+            let Some(tls) = tls.clone() else {
+                let peer = ApiPeer {
+                    remote: Some(remote),
+                    identity: None,
+                };
+                let stream = ApiStream {
+                    io: Io::Plain(tcp),
+                    peer,
+                };
+                if tx.send(Ok(stream)).await.is_err() {
+                    return;
+                }
+                continue;
+            };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                match handshake(tcp, remote, &tls).await {
+                    Ok(stream) => {
+                        let _ = tx.send(Ok(stream)).await;
+                    }
+                    // Not the node's problem: a client without a valid
+                    // certificate learns it from the handshake's alert.
+                    Err(error) => tracing::debug!(%remote, %error, "client TLS handshake refused"),
+                }
+            });
+        }
+    });
+    (ReceiverStream::new(rx), task)
+}
+
+async fn handshake(
+    tcp: TcpStream,
+    remote: SocketAddr,
+    tls: &TlsContext,
+) -> Result<ApiStream, String> {
+    let acceptor = amulet_tls::tokio_rustls::TlsAcceptor::from(tls.server());
+    let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
+        .await
+        .map_err(|_| "no TLS handshake in time".to_string())?
+        .map_err(|e| e.to_string())?;
+    let identity = match stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+    {
+        Some(leaf) => identity_of(leaf).map_err(|e| e.to_string()),
+        None => Err("no client certificate".to_string()),
+    };
+    Ok(ApiStream {
+        io: Io::Tls(Box::new(stream)),
+        peer: ApiPeer {
+            remote: Some(remote),
+            identity: Some(identity),
+        },
+    })
+}
+
+/// Lets a request through only from a user when the connection is TLS;
+/// plain connections (a node without TLS) pass.
+#[allow(clippy::result_large_err)] // tonic's interceptor signature
+pub(crate) fn authenticate(request: Request<()>) -> Result<Request<()>, Status> {
+    let Some(peer) = request.extensions().get::<ApiPeer>() else {
+        return Ok(request);
+    };
+    let refusal = match &peer.identity {
+        None | Some(Ok(Identity::User(_))) => return Ok(request),
+        Some(Ok(Identity::Node(node))) => format!(
+            "the client presented node {}'s certificate; clients authenticate with a user \
+             certificate (amulet cert create-client)",
+            node.0
+        ),
+        Some(Err(why)) => format!("the client certificate names no Amulet user: {why}"),
+    };
+    tracing::info!(remote = ?peer.remote, %refusal, "client request refused");
+    Err(Status::unauthenticated(refusal))
+}

@@ -21,7 +21,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -114,7 +113,7 @@ func (c *Conn) stub(addr string) pb.AmuletClient {
 	cc, ok := c.conns[addr]
 	if !ok {
 		var err error
-		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(ClientCredentials))
 		if err != nil {
 			panic(err)
 		}

@@ -45,7 +45,36 @@ type Cluster struct {
 	Nodes   []*Node
 	ID      uint64
 	Storage string
-	logf    func(string, ...any)
+	// TLSDir holds the cluster's CA and certificates (`amulet cert`); ""
+	// when the suite runs with -insecure.
+	TLSDir string
+	logf   func(string, ...any)
+}
+
+// Insecure runs the nodes without TLS (-insecure); by default they
+// require certificates, as `amulet dev` does.
+var Insecure bool
+
+// makeCertificates creates the cluster's CA, a certificate per node and
+// the user "fault"'s with `amulet cert`, and makes this client present it.
+func (c *Cluster) makeCertificates() error {
+	c.TLSDir = filepath.Join(c.Dir, "tls")
+	steps := [][]string{{"cert", "create-ca", "--dir", c.TLSDir}}
+	for _, n := range c.Nodes {
+		steps = append(steps, []string{"cert", "create-node", "--dir", c.TLSDir, "--node", fmt.Sprint(n.ID), "--host", n.IP})
+	}
+	steps = append(steps, []string{"cert", "create-client", "--dir", c.TLSDir, "--user", "fault"})
+	for _, s := range steps {
+		if err := run(c.Bin, s...); err != nil {
+			return err
+		}
+	}
+	creds, err := tlsCredentials(c.TLSDir, "fault")
+	if err != nil {
+		return err
+	}
+	ClientCredentials = creds
+	return nil
 }
 
 func run(name string, args ...string) error {
@@ -130,6 +159,11 @@ func NewCluster(bin, dir string, netns bool, logf func(string, ...any)) (*Cluste
 			return nil, err
 		}
 	}
+	if !Insecure {
+		if err := c.makeCertificates(); err != nil {
+			return nil, err
+		}
+	}
 	for _, n := range c.Nodes {
 		if err := os.WriteFile(n.Config, []byte(c.configText(n)), 0o644); err != nil {
 			return nil, err
@@ -186,6 +220,9 @@ func (c *Cluster) configText(n *Node) string {
 	b.WriteString("\n[smr.clients]\n")
 	for _, m := range c.Nodes {
 		fmt.Fprintf(&b, "%d = %q\n", m.ID, m.ClientAddr)
+	}
+	if c.TLSDir != "" {
+		fmt.Fprintf(&b, "\n[tls]\ndir = %q\n", c.TLSDir)
 	}
 	return b.String()
 }

@@ -69,6 +69,7 @@ func main() {
 	model := flag.String("model", "register", "model for -check: register, map, log (a log.history.jsonl), eventual (an eventual.history.jsonl, with the eventual.final.json beside it), or append (an Elle history, judged by amulet-sim)")
 	flag.StringVar(&SimBin, "sim", defaultSim(), "amulet-sim, whose --check-history judges the append workload's histories")
 	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads or tail-skips (in the nodes; tests/fault/run builds them with it), stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view) or eventual-blind-deletes (in this client: eventual deletes sent with a read's context but recorded as having read nothing)")
+	flag.BoolVar(&Insecure, "insecure", false, "run the nodes without TLS (by default they require certificates from a CA the suite makes, and this client presents a user's)")
 	flag.Parse()
 
 	if *check != "" {

@@ -13,7 +13,7 @@
 
 mod common;
 
-use amulet_api::pb::{self, amulet_client::AmuletClient, map_request::Op};
+use amulet_api::pb::{self, map_request::Op};
 use amulet_client::{Bytes, Client, ClientConfig, Error};
 use common::{client_config, raw_execute, replica_status, Cluster, NODES, PARTITIONS};
 use std::collections::BTreeMap;
@@ -42,9 +42,7 @@ fn dmap_iii_acknowledged_writes_survive_sigkill_of_one_replica_per_partition() {
     let partition = client.partition_map().partition_of("kill", &key).unwrap().0;
     let session = 0x5e55_1011u64;
     runtime.block_on(async {
-        let mut raw = AmuletClient::connect(format!("http://{}", cluster.address(1)))
-            .await
-            .unwrap();
+        let mut raw = common::raw_client(&cluster.address(1)).await.unwrap();
         raw.open_session(pb::OpenSessionRequest {
             session,
             lease_micros: 600_000_000,

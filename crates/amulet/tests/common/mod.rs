@@ -1,7 +1,9 @@
 //! The process-test harness shared by `dmap_processes.rs` and
 //! `dmap_repartitioning.rs`: a cluster of three `amulet node` processes on
 //! 127.0.0.1 (each a replica of every partition, sync-durable acceptors),
-//! killed on every path, and helpers that bound every wait.
+//! killed on every path, and helpers that bound every wait. The nodes run
+//! with TLS, as `amulet dev`'s do: one CA per test process
+//! ([`certificates`]), and every client presents its user `admin`.
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -20,6 +22,36 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 pub const NODES: u32 = 3;
+
+/// The test process's CA, node 1-3 and user `admin` certificates, made once.
+pub fn certificates() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("amulet-proc-certs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let nodes: Vec<NodeId> = (1..=NODES).map(NodeId).collect();
+        amulet_tls::create::create_dev(&dir, &nodes).unwrap();
+        dir
+    })
+}
+
+/// A raw gRPC client of `address` over the cluster's TLS.
+pub async fn raw_client(address: &str) -> Result<AmuletClient<tonic::transport::Channel>, tonic::Status> {
+    let dir = certificates();
+    let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
+    let tls = tonic::transport::ClientTlsConfig::new()
+        .ca_certificate(tonic::transport::Certificate::from_pem(read("ca.pem")))
+        .identity(tonic::transport::Identity::from_pem(read("admin.pem"), read("admin.key")))
+        .domain_name(amulet_tls::NODE_SERVER_NAME);
+    let channel = tonic::transport::Endpoint::from_shared(format!("https://{address}"))
+        .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?
+        .tls_config(tls)
+        .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?
+        .connect()
+        .await
+        .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+    Ok(AmuletClient::new(channel))
+}
 pub const PARTITIONS: u32 = 3;
 
 pub struct Cluster {
@@ -74,6 +106,10 @@ impl Cluster {
                 );
                 text = text.replace(smr, &format!("{smr}checkpoint_interval_ms = {ms}\n"));
             }
+            text.push_str(&format!(
+                "\n[tls]\ndir = {:?}\n",
+                certificates().display().to_string()
+            ));
             std::fs::write(cluster.dir.join(format!("node-{node}.toml")), text).unwrap();
             cluster.spawn(node);
         }
@@ -141,7 +177,31 @@ impl Cluster {
             }
             self.children.remove(&node);
         }
+        self.check_no_secrets_logged();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
+    /// No node log holds a line of any private key (docs/security.md:
+    /// secrets never appear in logs).
+    fn check_no_secrets_logged(&self) {
+        let keys: Vec<String> = std::fs::read_dir(certificates())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "key"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        for node in 1..=NODES {
+            let log = self.dir.join(format!("node-{node}.log"));
+            let Ok(text) = std::fs::read_to_string(&log) else {
+                continue;
+            };
+            assert!(!text.contains("PRIVATE KEY"), "{} mentions a private key", log.display());
+            for key in &keys {
+                for line in key.lines().filter(|l| !l.starts_with("-----") && l.len() > 16) {
+                    assert!(!text.contains(line), "{} holds a line of a private key", log.display());
+                }
+            }
+        }
     }
 }
 
@@ -149,6 +209,7 @@ pub fn client_config() -> ClientConfig {
     ClientConfig {
         attempt_timeout: Duration::from_millis(1_500),
         operation_timeout: Duration::from_secs(60),
+        tls: Some(amulet_client::TlsFiles::user(certificates(), "admin")),
         ..Default::default()
     }
 }
@@ -162,9 +223,7 @@ pub async fn raw_execute(
     sequence: u64,
     op: Op,
 ) -> Result<pb::MapResponse, tonic::Status> {
-    let mut raw = AmuletClient::connect(format!("http://{address}"))
-        .await
-        .map_err(|e| tonic::Status::unavailable(e.to_string()))?;
+    let mut raw = raw_client(address).await?;
     let request = pb::MapRequest {
         header: Some(pb::RequestHeader {
             map_version: version,

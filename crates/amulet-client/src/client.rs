@@ -2,12 +2,13 @@
 
 use crate::batcher::Batcher;
 use crate::env::{ClientEnv, Clock};
+use crate::node_channel::{fetch_map, new_client};
 use crate::read_versions::ReadVersions;
 use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Suspects, Timing};
 use crate::session_pool::SessionPool;
 use crate::{ClientConfig, DLog, DMap, Error};
 use amulet_api::pb::{self, amulet_client::AmuletClient};
-use amulet_api::{command_to_op, map_from_pb, reply_from_response};
+use amulet_api::{command_to_op, reply_from_response};
 use amulet_dmap::{MapCommand, MapName, MapReply, PartitionState};
 use amulet_smr::{Layout, PartitionMap, StateMachine};
 use amulet_types::{NodeId, PartitionId, TimeMicros};
@@ -16,18 +17,15 @@ use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tonic::transport::{Channel, ClientTlsConfig, Endpoint};
+use tonic::transport::{Channel, ClientTlsConfig};
 use tonic::Status;
-
-/// Largest reply accepted (a range read of many large values).
-const REPLY_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// The partition map and where the nodes are.
 #[derive(Clone, Debug)]
-struct Routing {
+pub(crate) struct Routing {
     /// Shared, so a request can keep the map it was routed by (cheaply).
-    map: Arc<PartitionMap>,
-    addresses: BTreeMap<NodeId, String>,
+    pub(crate) map: Arc<PartitionMap>,
+    pub(crate) addresses: BTreeMap<NodeId, String>,
 }
 
 impl Routing {
@@ -113,7 +111,7 @@ impl Client {
         let tls = config
             .tls
             .as_ref()
-            .map(crate::tls::client_tls)
+            .map(crate::node_channel::client_tls)
             .transpose()?;
         let timing = Timing::from(&config);
         let mut backoff = Backoff::new(env.clock.now(), timing.operation_timeout_micros, &timing);
@@ -767,53 +765,4 @@ async fn sleep_until(clock: &dyn Clock, until: TimeMicros) {
     if wait_micros > 0 {
         tokio::time::sleep(Duration::from_micros(wait_micros)).await;
     }
-}
-
-/// HTTP/2 flow-control windows of a connection to a node: room for a whole
-/// largest reply (a 4 MiB log read or tail message) in flight.
-const STREAM_WINDOW_BYTES: u32 = 8 << 20;
-const CONNECTION_WINDOW_BYTES: u32 = 16 << 20;
-
-fn new_client(
-    config: &ClientConfig,
-    tls: Option<&ClientTlsConfig>,
-    address: &str,
-) -> Result<AmuletClient<Channel>, Error> {
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
-        .map_err(|e| Error::InvalidArgument(format!("bad address {address:?}: {e}")))?;
-    if let Some(tls) = tls {
-        endpoint = endpoint
-            .tls_config(tls.clone())
-            .map_err(|e| Error::InvalidArgument(format!("TLS files: {e}")))?;
-    }
-    let endpoint = endpoint
-        .connect_timeout(config.attempt_timeout)
-        .tcp_nodelay(true)
-        // HTTP/2's default window is 64 KiB: a large reply or a tail's
-        // 4 MiB messages would stop every 64 KiB for a window update.
-        .initial_stream_window_size(STREAM_WINDOW_BYTES)
-        .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
-    Ok(AmuletClient::new(endpoint.connect_lazy()).max_decoding_message_size(REPLY_BYTES_MAX))
-}
-
-async fn fetch_map(
-    config: &ClientConfig,
-    tls: Option<&ClientTlsConfig>,
-    address: &str,
-) -> Result<Routing, Error> {
-    let mut client = new_client(config, tls, address)?;
-    let reply = tokio::time::timeout(
-        config.attempt_timeout,
-        client.get_partition_map(pb::GetPartitionMapRequest {}),
-    )
-    .await
-    .map_err(|_| Error::Unavailable(format!("{address} did not answer in time")))?
-    .map_err(|s| Error::from_status(&s))?;
-    let (map, addresses) =
-        map_from_pb(reply.into_inner()).map_err(|s| Error::Protocol(s.message().to_string()))?;
-    Ok(Routing {
-        map: Arc::new(map),
-        addresses,
-    })
 }

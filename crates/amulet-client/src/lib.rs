@@ -42,11 +42,11 @@ mod error;
 pub mod eventual;
 mod log;
 mod map;
+mod node_channel;
 mod read_versions;
 pub mod rules;
 mod session_pool;
 mod snapshot;
-mod tls;
 mod transaction;
 
 pub use amulet_dmap::{field_record, KeyBound, Nearest};

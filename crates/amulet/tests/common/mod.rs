@@ -36,12 +36,17 @@ pub fn certificates() -> &'static std::path::Path {
 }
 
 /// A raw gRPC client of `address` over the cluster's TLS.
-pub async fn raw_client(address: &str) -> Result<AmuletClient<tonic::transport::Channel>, tonic::Status> {
+pub async fn raw_client(
+    address: &str,
+) -> Result<AmuletClient<tonic::transport::Channel>, tonic::Status> {
     let dir = certificates();
     let read = |f: &str| std::fs::read(dir.join(f)).unwrap();
     let tls = tonic::transport::ClientTlsConfig::new()
         .ca_certificate(tonic::transport::Certificate::from_pem(read("ca.pem")))
-        .identity(tonic::transport::Identity::from_pem(read("admin.pem"), read("admin.key")))
+        .identity(tonic::transport::Identity::from_pem(
+            read("admin.pem"),
+            read("admin.key"),
+        ))
         .domain_name(amulet_tls::NODE_SERVER_NAME);
     let channel = tonic::transport::Endpoint::from_shared(format!("https://{address}"))
         .map_err(|e| tonic::Status::invalid_argument(e.to_string()))?
@@ -195,10 +200,21 @@ impl Cluster {
             let Ok(text) = std::fs::read_to_string(&log) else {
                 continue;
             };
-            assert!(!text.contains("PRIVATE KEY"), "{} mentions a private key", log.display());
+            assert!(
+                !text.contains("PRIVATE KEY"),
+                "{} mentions a private key",
+                log.display()
+            );
             for key in &keys {
-                for line in key.lines().filter(|l| !l.starts_with("-----") && l.len() > 16) {
-                    assert!(!text.contains(line), "{} holds a line of a private key", log.display());
+                for line in key
+                    .lines()
+                    .filter(|l| !l.starts_with("-----") && l.len() > 16)
+                {
+                    assert!(
+                        !text.contains(line),
+                        "{} holds a line of a private key",
+                        log.display()
+                    );
                 }
             }
         }

@@ -30,6 +30,8 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
 import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -98,21 +100,45 @@ public final class AmuletClient implements AutoCloseable {
   private volatile boolean closed;
   /** Test hooks: interceptors of every channel. */
   private final io.grpc.ClientInterceptor[] interceptors;
+  /** The TLS files of every channel (null: plaintext). */
+  private final TlsFiles tls;
+  /** Their context (null: plaintext). */
+  private final SslContext ssl;
 
   private AmuletClient(
-      List<String> seeds, ClientConfig config, io.grpc.ClientInterceptor[] interceptors) {
+      List<String> seeds,
+      ClientConfig config,
+      io.grpc.ClientInterceptor[] interceptors,
+      TlsFiles tls,
+      SslContext ssl) {
     this.seeds = List.copyOf(seeds);
     this.config = config;
     this.interceptors = interceptors;
+    this.tls = tls;
+    this.ssl = ssl;
     this.sessions = new Sessions(this, config);
   }
 
-  /** Connects through any of {@code seeds} (client API addresses, host:port). */
+  /**
+   * Connects through any of {@code seeds} (client API addresses, host:port),
+   * over TLS when {@link ClientConfig#tlsInUse()} names files (by default:
+   * when {@code AMULET_TLS_DIR} is set).
+   */
   public static AmuletClient connect(List<String> seeds) {
     return connect(seeds, ClientConfig.defaults());
   }
 
-  /** Connects through any of {@code seeds} with {@code config}. */
+  /**
+   * Connects through any of {@code seeds} with {@code config}: over TLS
+   * when {@link ClientConfig#tlsInUse()} names files, else in plaintext.
+   *
+   * @throws IllegalArgumentException naming a TLS file that is missing,
+   *     unreadable or unusable
+   * @throws AmuletException {@link AmuletException.Kind#UNAVAILABLE} when no
+   *     seed answered within the operation timeout, or at once when the TLS
+   *     handshake failed with every seed or, in plaintext, every seed
+   *     answered in TLS (its message says TLS)
+   */
   public static AmuletClient connect(List<String> seeds, ClientConfig config) {
     return connect(seeds, config, new io.grpc.ClientInterceptor[0]);
   }
@@ -123,25 +149,47 @@ public final class AmuletClient implements AutoCloseable {
     if (seeds.isEmpty()) {
       throw new IllegalArgumentException("no seed address given");
     }
-    AmuletClient client = new AmuletClient(seeds, config, interceptors);
+    TlsFiles tls = config.tlsInUse();
+    SslContext ssl = tls == null ? null : tls.sslContext();
+    AmuletClient client = new AmuletClient(seeds, config, interceptors, tls, ssl);
     long deadline = System.nanoTime() + config.operationTimeout().toNanos();
     long backoff = BACKOFF_MIN_NANOS;
     String last = "";
     while (true) {
+      int tlsFailures = 0;
       for (String seed : seeds) {
         try {
           client.routing = client.fetchMap(seed);
           return client;
         } catch (StatusRuntimeException e) {
-          last = seed + ": " + e.getStatus();
+          String tlsFailure = TlsFiles.failure(e);
+          if (tlsFailure != null) {
+            tlsFailures++;
+            last = seed + ": " + tlsFailure;
+          } else if (ssl == null && TlsFiles.answeredInTls(e)) {
+            tlsFailures++;
+            last = seed + ": the node answered in TLS (its first bytes a TLS record, not HTTP/2)"
+                + " and this client connects in plaintext";
+          } else {
+            last = seed + ": " + e.getStatus();
+          }
         } catch (AmuletException e) {
           last = seed + ": " + e.getMessage();
         }
       }
+      // A handshake that failed fails again, and a node that answers in TLS
+      // answers so again: no point waiting for the timeout.
+      if (tlsFailures == seeds.size()) {
+        client.close();
+        throw new AmuletException(
+            AmuletException.Kind.UNAVAILABLE,
+            "no seed answered with a partition map (" + last + ")" + client.connectHint(last));
+      }
       if (System.nanoTime() + backoff >= deadline) {
         client.close();
         throw new AmuletException(
-            AmuletException.Kind.UNAVAILABLE, "no seed answered with a partition map (" + last + ")");
+            AmuletException.Kind.UNAVAILABLE,
+            "no seed answered with a partition map (" + last + ")" + client.connectHint(last));
       }
       sleepNanos(backoff);
       backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
@@ -438,14 +486,51 @@ public final class AmuletClient implements AutoCloseable {
           if (colon < 0) {
             throw new IllegalArgumentException("bad address " + a + ": use host:port");
           }
-          return ManagedChannelBuilder.forAddress(
-                  a.substring(0, colon), Integer.parseInt(a.substring(colon + 1)))
-              .usePlaintext()
+          String host = a.substring(0, colon);
+          int port = Integer.parseInt(a.substring(colon + 1));
+          if (ssl == null) {
+            return ManagedChannelBuilder.forAddress(host, port)
+                .usePlaintext()
+                .maxInboundMessageSize(REPLY_BYTES_MAX)
+                .disableRetry()
+                .intercept(interceptors)
+                .build();
+          }
+          // The address given, the name verified: every node certificate
+          // names amulet-node (TlsFiles#NODE_SERVER_NAME).
+          return NettyChannelBuilder.forAddress(host, port)
+              .sslContext(ssl)
+              .overrideAuthority(TlsFiles.NODE_SERVER_NAME)
               .maxInboundMessageSize(REPLY_BYTES_MAX)
               .disableRetry()
               .intercept(interceptors)
               .build();
         });
+  }
+
+  /** The TLS files this client connects with; null: plaintext. */
+  public TlsFiles tls() {
+    return tls;
+  }
+
+  /**
+   * What a connect that found no seed adds to its message, {@code last}
+   * its last failure: with TLS, what the client trusts and presents; in
+   * plaintext, unless the connection was refused (a node serving TLS
+   * closes a plaintext connection), that the nodes may want TLS.
+   */
+  String connectHint(String last) {
+    if (tls == null) {
+      if (last.toLowerCase(java.util.Locale.ROOT).contains("connection refused")) {
+        return "";
+      }
+      return "; the client connects in plaintext: if the nodes serve TLS, use ClientConfig.withTls,"
+          + " withTlsDir or set " + TlsFiles.TLS_DIR_ENV;
+    }
+    return "; over TLS: the client trusts only the CA of " + tls.ca() + ", presents " + tls.cert()
+        + ", and needs node certificates naming " + TlsFiles.NODE_SERVER_NAME
+        + ": check that the nodes serve TLS with certificates of that CA and trust the CA of the"
+        + " client's certificate";
   }
 
   /** A stub of {@code address} whose calls end after the attempt timeout. */

@@ -163,6 +163,10 @@ public class AmuletException extends RuntimeException {
    */
   static RuntimeException fromStatus(Status status, String reason) {
     String message = status.getDescription() == null ? "" : status.getDescription();
+    String tls = TlsFiles.failure(status.getCause());
+    if (tls != null) {
+      message += " (" + tls + ")";
+    }
     Kind kind;
     switch (status.getCode()) {
       case INVALID_ARGUMENT:

@@ -1,6 +1,9 @@
 package io.amulet.client;
 
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Objects;
+import java.util.function.Function;
 
 /**
  * How an {@link AmuletClient} behaves; the defaults are the Rust client's
@@ -17,6 +20,10 @@ public final class ClientConfig {
   private final int batchesInFlight;
   private final Duration transactionLease;
   private final boolean oneReplicaPerPartition;
+  /** The TLS files (null: plaintext, or {@code AMULET_TLS_DIR} when {@link #tlsSet} is false). */
+  private final TlsFiles tls;
+  /** Whether {@link #withTls}, {@link #withTlsDir} or {@link #withPlaintext} was called. */
+  private final boolean tlsSet;
 
   private ClientConfig(
       Duration attemptTimeout,
@@ -27,7 +34,11 @@ public final class ClientConfig {
       int rangeEntries,
       int batchesInFlight,
       Duration transactionLease,
-      boolean oneReplicaPerPartition) {
+      boolean oneReplicaPerPartition,
+      TlsFiles tls,
+      boolean tlsSet) {
+    this.tls = tls;
+    this.tlsSet = tlsSet;
     this.batchesInFlight = batchesInFlight;
     this.transactionLease = transactionLease;
     this.oneReplicaPerPartition = oneReplicaPerPartition;
@@ -41,12 +52,14 @@ public final class ClientConfig {
 
   /**
    * The defaults: 2 s per attempt, 30 s per operation, 120 s session lease,
-   * 10 s transaction lease, one replica per partition.
+   * 10 s transaction lease, one replica per partition; TLS with the files
+   * of {@code AMULET_TLS_DIR} and {@code AMULET_USER} when that variable is
+   * set, else plaintext ({@link #tlsInUse()}).
    */
   public static ClientConfig defaults() {
     return new ClientConfig(
         Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(120),
-        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10), true);
+        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10), true, null, false);
   }
 
   /** How long one attempt may take before it is resent elsewhere. */
@@ -80,31 +93,31 @@ public final class ClientConfig {
   }
 
   public ClientConfig withAttemptTimeout(Duration d) {
-    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
+    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   public ClientConfig withOperationTimeout(Duration d) {
-    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
+    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   public ClientConfig withSessionLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
+    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   public ClientConfig withSnapshotLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   /** Entries per snapshot page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withPageEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   /** Entries per range page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withRangeEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease, oneReplicaPerPartition);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   /**
@@ -121,7 +134,7 @@ public final class ClientConfig {
       throw new IllegalArgumentException("batches in flight " + n + " < 0");
     }
     return new ClientConfig(
-        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease, oneReplicaPerPartition);
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease, oneReplicaPerPartition, tls, tlsSet);
   }
 
   /**
@@ -141,7 +154,7 @@ public final class ClientConfig {
     }
     return new ClientConfig(
         attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, d, oneReplicaPerPartition);
+        batchesInFlight, d, oneReplicaPerPartition, tls, tlsSet);
   }
 
   /**
@@ -165,7 +178,79 @@ public final class ClientConfig {
   public ClientConfig withOneReplicaPerPartition(boolean on) {
     return new ClientConfig(
         attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, transactionLease, on);
+        batchesInFlight, transactionLease, on, tls, tlsSet);
+  }
+
+  /**
+   * The TLS files set by {@link #withTls} or {@link #withTlsDir}; null when
+   * none were (plaintext, unless {@link #tlsInUse()} finds {@code
+   * AMULET_TLS_DIR}).
+   */
+  public TlsFiles tls() {
+    return tls;
+  }
+
+  /**
+   * Connect over TLS with mutual authentication: trust only the CA
+   * certificate(s) of {@code caPem} (not the JDK's trust store), present the
+   * certificate chain {@code certPem} (leaf first) with its private key
+   * {@code keyPem} (PKCS#8 PEM, {@code -----BEGIN PRIVATE KEY-----}), and
+   * accept only a node certificate naming the DNS name {@value
+   * TlsFiles#NODE_SERVER_NAME}, whatever address the node is reached at.
+   *
+   * @throws IllegalArgumentException naming the first file that is missing
+   *     or unreadable (their contents are checked at {@link AmuletClient#connect})
+   */
+  public ClientConfig withTls(Path caPem, Path certPem, Path keyPem) {
+    return withTls(TlsFiles.of(caPem, certPem, keyPem));
+  }
+
+  /**
+   * {@link #withTls(Path, Path, Path)} with {@code dir/ca.pem}, {@code
+   * dir/<user>.pem} and {@code dir/<user>.key}, the layout {@code amulet
+   * dev} and {@code amulet cert} write (whose dev user is {@code admin}).
+   *
+   * @throws IllegalArgumentException for a bad user name, or naming the
+   *     first file that is missing or unreadable
+   */
+  public ClientConfig withTlsDir(Path dir, String user) {
+    return withTls(TlsFiles.inDir(dir, user));
+  }
+
+  /** {@link #withTls(Path, Path, Path)} with {@code files}. */
+  public ClientConfig withTls(TlsFiles files) {
+    Objects.requireNonNull(files, "files");
+    files.checkReadable();
+    return new ClientConfig(
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
+        batchesInFlight, transactionLease, oneReplicaPerPartition, files, true);
+  }
+
+  /**
+   * Connect in plaintext even if {@code AMULET_TLS_DIR} is set (a node
+   * that requires TLS refuses such a client).
+   */
+  public ClientConfig withPlaintext() {
+    return new ClientConfig(
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
+        batchesInFlight, transactionLease, oneReplicaPerPartition, null, true);
+  }
+
+  /**
+   * The TLS files {@link AmuletClient#connect} uses, null for plaintext:
+   * those of {@link #withTls}/{@link #withTlsDir}; after {@link
+   * #withPlaintext} none; else, when the environment variable {@code
+   * AMULET_TLS_DIR} is set (not empty), that directory's {@code ca.pem},
+   * {@code <user>.pem} and {@code <user>.key}, where the user is {@code
+   * AMULET_USER} (default {@code admin}); else none.
+   */
+  public TlsFiles tlsInUse() {
+    return tlsInUse(System::getenv);
+  }
+
+  /** {@link #tlsInUse()} with the environment {@code env} (tests). */
+  TlsFiles tlsInUse(Function<String, String> env) {
+    return tlsSet ? tls : TlsFiles.fromEnv(env);
   }
 
   private static void checkPage(int n) {

@@ -273,6 +273,10 @@ final class Sessions {
     Metadata trailers = e.getTrailers();
     String kind = trailers == null ? null : trailers.get(AmuletClient.AMULET_ERROR);
     String message = address + ": " + status.getCode() + ": " + status.getDescription();
+    String tls = TlsFiles.failure(status.getCause());
+    if (tls != null) {
+      message += " (" + tls + ")";
+    }
     if (kind != null) {
       switch (kind) {
         case "stale-map":

@@ -201,7 +201,7 @@ public class ByteMapTest {
   public void snapshotMergesPartitionsInKeyOrderWithBoundedMemory() {
     try (AmuletClient small =
         AmuletClient.connect(
-            DevCluster.get().addresses(), ClientConfig.defaults().withPageEntries(50))) {
+            DevCluster.get().addresses(), DevCluster.get().config().withPageEntries(50))) {
       ByteMap m = small.createMap(fresh());
       TreeMap<String, String> expected = new TreeMap<>();
       List<Map.Entry<byte[], byte[]>> batch = new ArrayList<>();

@@ -301,7 +301,7 @@ public class ClientProtocolTest {
             "retryable");
     try (AmuletClient c =
         AmuletClient.connect(
-            DevCluster.get().addresses(), ClientConfig.defaults().withBatchesInFlight(0), refuse)) {
+            DevCluster.get().addresses(), DevCluster.get().config().withBatchesInFlight(0), refuse)) {
       ByteMap m = c.createMap(name);
       assertNull(m.put(b("k"), b("v")));
       assertEquals(3, refuse.sent.size());
@@ -320,7 +320,7 @@ public class ClientProtocolTest {
     Refuse refuse = new Refuse(MapRequest.OpCase.PUT, 1, Status.ABORTED, null);
     try (AmuletClient c =
         AmuletClient.connect(
-            DevCluster.get().addresses(), ClientConfig.defaults().withBatchesInFlight(0), refuse)) {
+            DevCluster.get().addresses(), DevCluster.get().config().withBatchesInFlight(0), refuse)) {
       ByteMap m = c.createMap(name);
       AmuletException e = assertThrows(AmuletException.class, () -> m.put(b("k"), b("v")));
       assertEquals(AmuletException.Kind.PROTOCOL, e.kind());
@@ -334,7 +334,7 @@ public class ClientProtocolTest {
     BreakStreams breaker = new BreakStreams(4);
     try (AmuletClient c =
         AmuletClient.connect(
-            DevCluster.get().addresses(), ClientConfig.defaults().withPageEntries(10), breaker)) {
+            DevCluster.get().addresses(), DevCluster.get().config().withPageEntries(10), breaker)) {
       ByteMap m = c.createMap(name);
       List<java.util.Map.Entry<byte[], byte[]>> entries = new ArrayList<>();
       java.util.TreeSet<String> expected = new java.util.TreeSet<>();
@@ -359,12 +359,12 @@ public class ClientProtocolTest {
 
   @Test
   public void aResendAfterALostReplyAppliesOnceAndGetsTheFirstReply() {
-    lostReplies(ClientConfig.defaults().withBatchesInFlight(0));
+    lostReplies(DevCluster.get().config().withBatchesInFlight(0));
   }
 
   @Test
   public void aResendAfterALostBatchReplyAppliesOnceAndGetsTheFirstReply() {
-    lostReplies(ClientConfig.defaults());
+    lostReplies(DevCluster.get().config());
   }
 
   private void lostReplies(ClientConfig config) {
@@ -393,12 +393,12 @@ public class ClientProtocolTest {
 
   @Test
   public void aResentMergeFieldsAppliesOnce() {
-    resentMergeFields(ClientConfig.defaults().withBatchesInFlight(0));
+    resentMergeFields(DevCluster.get().config().withBatchesInFlight(0));
   }
 
   @Test
   public void aResentBatchedMergeFieldsAppliesOnce() {
-    resentMergeFields(ClientConfig.defaults());
+    resentMergeFields(DevCluster.get().config());
   }
 
   /**
@@ -430,12 +430,12 @@ public class ClientProtocolTest {
 
   @Test
   public void aResentAppendLandsOnce() {
-    resentAppend(ClientConfig.defaults().withBatchesInFlight(0));
+    resentAppend(DevCluster.get().config().withBatchesInFlight(0));
   }
 
   @Test
   public void aResentBatchedAppendLandsOnce() {
-    resentAppend(ClientConfig.defaults());
+    resentAppend(DevCluster.get().config());
   }
 
   /**
@@ -474,7 +474,7 @@ public class ClientProtocolTest {
     dropper.onlyResponses = true;
     try (AmuletClient c =
         AmuletClient.connect(
-            DevCluster.get().addresses(), ClientConfig.defaults().withBatchesInFlight(0), dropper)) {
+            DevCluster.get().addresses(), DevCluster.get().config().withBatchesInFlight(0), dropper)) {
       c.createLog(a);
       c.createLog(bLog);
       try (AmuletClient other = DevCluster.get().client()) {
@@ -509,7 +509,7 @@ public class ClientProtocolTest {
         AmuletClient c =
             AmuletClient.connect(
                 DevCluster.get().addresses(),
-                ClientConfig.defaults().withBatchesInFlight(0),
+                DevCluster.get().config().withBatchesInFlight(0),
                 dropper)) {
       ByteMap m = c.createMap(name);
       dropper.beforeDrop =
@@ -553,7 +553,7 @@ public class ClientProtocolTest {
     List<String> seeds = new ArrayList<>();
     seeds.add("127.0.0.1:1");
     seeds.addAll(DevCluster.get().addresses());
-    try (AmuletClient c = AmuletClient.connect(seeds)) {
+    try (AmuletClient c = AmuletClient.connect(seeds, DevCluster.get().config())) {
       assertEquals(3, c.partitionIds().size());
     }
   }

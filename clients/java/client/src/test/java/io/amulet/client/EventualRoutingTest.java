@@ -176,6 +176,7 @@ public class EventualRoutingTest {
         AmuletClient.connect(
             List.of(a.address),
             ClientConfig.defaults()
+                .withPlaintext()
                 .withAttemptTimeout(Duration.ofSeconds(2))
                 .withOperationTimeout(Duration.ofSeconds(10))
                 .withBatchesInFlight(0));

@@ -3,8 +3,12 @@ package io.amulet.client;
 import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import io.grpc.Server;
+import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.handler.ssl.ClientAuth;
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.stub.StreamObserver;
+import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -23,11 +27,30 @@ abstract class FakeNodeServer extends AmuletGrpc.AmuletImplBase {
 
   /** Starts the server on a free port of 127.0.0.1. */
   void start() throws IOException {
-    server =
+    start(null);
+  }
+
+  /**
+   * Starts the server on a free port of 127.0.0.1 over TLS as a node
+   * serves it: presenting {@code cert} (with {@code key}, PKCS#8 PEM) and
+   * requiring a client certificate issued by {@code ca}.
+   */
+  void startTls(File cert, File key, File ca) throws IOException {
+    start(
+        GrpcSslContexts.forServer(cert, key)
+            .trustManager(ca)
+            .clientAuth(ClientAuth.REQUIRE)
+            .build());
+  }
+
+  private void start(SslContext ssl) throws IOException {
+    NettyServerBuilder b =
         NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
-            .addService(this)
-            .build()
-            .start();
+            .addService(this);
+    if (ssl != null) {
+      b.sslContext(ssl);
+    }
+    server = b.build().start();
     address = "127.0.0.1:" + server.getPort();
   }
 

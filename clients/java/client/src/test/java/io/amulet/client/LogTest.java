@@ -139,7 +139,7 @@ public class LogTest {
     final AtomicInteger calls = new AtomicInteger();
     final AtomicInteger delivered = new AtomicInteger();
     final AtomicInteger boundsReads = new AtomicInteger();
-    final List<String> addresses = Collections.synchronizedList(new ArrayList<>());
+    final List<Channel> channels = Collections.synchronizedList(new ArrayList<>()); // each call's node
     final List<Long> mapVersions = Collections.synchronizedList(new ArrayList<>());
     volatile IntFunction<TailAction> plan = n -> TailAction.pass();
 
@@ -165,7 +165,7 @@ public class LogTest {
         };
       }
       TailAction action = plan.apply(calls.getAndIncrement());
-      addresses.add(next.authority());
+      channels.add(next); // not its authority: amulet-node for every node over TLS
       if (action.held != null) {
         action.held.countDown();
         try {
@@ -250,7 +250,7 @@ public class LogTest {
   static AmuletClient hooked(TailHook hook, Duration operationTimeout) {
     return AmuletClient.connect(
         DevCluster.get().addresses(),
-        ClientConfig.defaults().withOperationTimeout(operationTimeout),
+        DevCluster.get().config().withOperationTimeout(operationTimeout),
         hook);
   }
 
@@ -777,10 +777,10 @@ public class LogTest {
       assertTrue("reconnects " + tail.reconnects(), tail.reconnects() >= 4);
       assertFalse(tail.isPolling());
       // Each stream the node broke was reopened at another replica.
-      List<String> at = new ArrayList<>(hook.addresses);
+      List<Channel> at = new ArrayList<>(hook.channels);
       assertTrue("calls " + at, at.size() >= 5);
       for (int i = 1; i <= 4; i++) {
-        assertTrue("calls " + at, !at.get(i).equals(at.get(i - 1)));
+        assertTrue("calls " + at, at.get(i) != at.get(i - 1));
       }
     } finally {
       appender.shutdownNow();
@@ -957,7 +957,7 @@ public class LogTest {
       // creation yet): one read of the bounds says so, and the stream is
       // reopened elsewhere.
       hook.calls.set(0);
-      hook.addresses.clear();
+      hook.channels.clear();
       hook.boundsReads.set(0);
       hook.plan =
           n ->
@@ -970,8 +970,8 @@ public class LogTest {
         assertEquals(2, hook.calls.get());
         // The start's check and the NOT_FOUND's.
         assertEquals(2, hook.boundsReads.get());
-        List<String> at = new ArrayList<>(hook.addresses);
-        assertTrue("calls " + at, !at.get(1).equals(at.get(0)));
+        List<Channel> at = new ArrayList<>(hook.channels);
+        assertTrue("calls " + at, at.get(1) != at.get(0));
       }
       Object[][] finals = {
         {Status.OUT_OF_RANGE, AmuletException.Kind.OUT_OF_RANGE},

@@ -87,7 +87,7 @@ public class ReadmeExampleTest {
   @Test
   public void theReadmeEventualExampleMergesSiblings() {
     String carts = "carts-" + UUID.randomUUID().toString().substring(0, 8);
-    try (AmuletClient client = AmuletClient.connect(DevCluster.get().addresses())) {
+    try (AmuletClient client = AmuletClient.connect(DevCluster.get().addresses(), DevCluster.get().config())) {
       assertEquals("book,ink,pen", shop(client, carts));
       Versioned now = client.eventualMap(carts).get("alice".getBytes(UTF_8), 3);
       assertEquals(1, now.size());
@@ -100,7 +100,7 @@ public class ReadmeExampleTest {
     String suffix = UUID.randomUUID().toString().substring(0, 8);
     String events = "events-" + suffix;
     String audit = "audit-" + suffix;
-    try (AmuletClient client = AmuletClient.connect(DevCluster.get().addresses())) {
+    try (AmuletClient client = AmuletClient.connect(DevCluster.get().addresses(), DevCluster.get().config())) {
       assertEquals(List.of("0: signed up", "1: paid"), follow(client, events, audit));
       assertEquals(new LogBounds(1, 2), client.log(events).bounds());
       assertEquals(new LogBounds(0, 1), client.log(audit).bounds());
@@ -111,7 +111,7 @@ public class ReadmeExampleTest {
   public void theReadmeTransferCompilesAndMovesMoney() {
     List<String> seeds = DevCluster.get().addresses();
     String name = "accounts-" + UUID.randomUUID().toString().substring(0, 8);
-    try (AmuletClient client = AmuletClient.connect(seeds)) {
+    try (AmuletClient client = AmuletClient.connect(seeds, DevCluster.get().config())) {
       client.createMapIfAbsent(name);
       AmuletMap<String, Long> accounts = client.map(name, KeyCodecs.strings(), ValueCodecs.longs());
       accounts.put("alice", 100L);

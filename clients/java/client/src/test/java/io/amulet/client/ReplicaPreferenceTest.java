@@ -485,6 +485,7 @@ public class ReplicaPreferenceTest {
 
   private static ClientConfig config() {
     return ClientConfig.defaults()
+        .withPlaintext()
         .withAttemptTimeout(ATTEMPT)
         .withOperationTimeout(Duration.ofSeconds(10));
   }

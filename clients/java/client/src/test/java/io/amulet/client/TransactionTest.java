@@ -430,7 +430,7 @@ public class TransactionTest {
     try (AmuletClient shortLease =
         AmuletClient.connect(
             DevCluster.get().addresses(),
-            ClientConfig.defaults()
+            DevCluster.get().config()
                 .withOperationTimeout(Duration.ofSeconds(20))
                 .withTransactionLease(Duration.ofMillis(300)))) {
       Transaction tx = shortLease.transaction();

@@ -7,7 +7,6 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import io.amulet.client.AmuletClient;
-import io.amulet.client.ClientConfig;
 import io.amulet.codec.KeyCodecs;
 import io.amulet.codec.ValueCodecs;
 import io.amulet.testing.DevCluster;
@@ -35,7 +34,7 @@ public class AmuletMapTest {
     client =
         AmuletClient.connect(
             DevCluster.get().addresses(),
-            ClientConfig.defaults()
+            DevCluster.get().config()
                 .withPageEntries(7)
                 .withRangeEntries(5)
                 .withOperationTimeout(Duration.ofSeconds(20)));

@@ -9,7 +9,6 @@ import static org.junit.Assert.fail;
 
 import io.amulet.client.AmuletClient;
 import io.amulet.client.AmuletException;
-import io.amulet.client.ClientConfig;
 import io.amulet.client.Transaction;
 import io.amulet.codec.KeyCodecs;
 import io.amulet.codec.ValueCodecs;
@@ -41,7 +40,7 @@ public class TransactionMapTest {
     client =
         AmuletClient.connect(
             DevCluster.get().addresses(),
-            ClientConfig.defaults().withRangeEntries(4).withOperationTimeout(Duration.ofSeconds(20)));
+            DevCluster.get().config().withRangeEntries(4).withOperationTimeout(Duration.ofSeconds(20)));
   }
 
   @AfterClass

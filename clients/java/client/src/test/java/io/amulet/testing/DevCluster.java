@@ -2,6 +2,7 @@ package io.amulet.testing;
 
 import io.amulet.client.AmuletClient;
 import io.amulet.client.ClientConfig;
+import io.amulet.client.TlsFiles;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -23,6 +24,12 @@ import java.util.stream.Stream;
  * this JVM. Started on first use; stopped by a shutdown hook (SIGTERM, then
  * SIGKILL of the process and its descendants), and `--seconds` stops it
  * anyway if this JVM dies without running the hook. Every wait is bounded.
+ *
+ * <p>The cluster has TLS, as `amulet dev` makes it by default: its nodes
+ * require a client certificate of its CA, and every test connects with
+ * {@link #config()} (the user {@code admin} of {@link #tlsDir()}). A
+ * binary without TLS is refused: the live tests are the client's tests
+ * over TLS.
  */
 public final class DevCluster {
   private static final int PORT_LOW = 21000;
@@ -31,6 +38,7 @@ public final class DevCluster {
   private static final long LIFETIME_SECONDS = 1800;
 
   private static DevCluster shared;
+  private static Boolean binaryHasTls;
 
   private final Process process;
   private final Path dir;
@@ -42,14 +50,63 @@ public final class DevCluster {
     this.addresses = addresses;
   }
 
-  /** The shared cluster, started on first use. */
+  /**
+   * The shared cluster, with TLS, started on first use.
+   *
+   * @throws IllegalStateException if the binary has no TLS ({@link #binaryHasTls()})
+   */
   public static synchronized DevCluster get() {
     if (shared == null) {
+      if (!binaryHasTls()) {
+        throw new IllegalStateException(
+            binary() + " has no TLS (its `amulet dev` has no --insecure): rebuild it"
+                + " (cargo build --release -p amulet) or set AMULET_BIN to one with TLS");
+      }
       shared = start();
       DevCluster c = shared;
       Runtime.getRuntime().addShutdownHook(new Thread(c::stop, "amulet-dev-stop"));
     }
     return shared;
+  }
+
+  /** Whether the binary's `amulet dev` has TLS (and so requires it unless `--insecure`). */
+  public static synchronized boolean binaryHasTls() {
+    if (binaryHasTls == null) {
+      Path binary = binary();
+      try {
+        Process p =
+            new ProcessBuilder(binary.toString(), "dev", "--help")
+                .redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+                .start();
+        String help = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+          throw new IllegalStateException(binary + " dev --help did not end");
+        }
+        binaryHasTls = help.contains("--insecure");
+      } catch (IOException e) {
+        throw new IllegalStateException("cannot run " + binary, e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted");
+      }
+    }
+    return binaryHasTls;
+  }
+
+  /** The cluster's TLS directory, made by `amulet dev`: ca.pem, admin.pem, admin.key, node-N.pem/.key. */
+  public Path tlsDir() {
+    return dir.resolve("cluster").resolve("tls");
+  }
+
+  /**
+   * The configuration every client of this cluster starts from: the
+   * defaults with the user {@code admin}'s TLS files ({@link #tlsDir()}),
+   * whatever {@code AMULET_TLS_DIR} says.
+   */
+  public ClientConfig config() {
+    return ClientConfig.defaults().withTlsDir(tlsDir(), TlsFiles.DEFAULT_USER);
   }
 
   /** Client API addresses of the three nodes. */
@@ -61,7 +118,7 @@ public final class DevCluster {
   public AmuletClient client() {
     return AmuletClient.connect(
         addresses,
-        ClientConfig.defaults()
+        config()
             .withOperationTimeout(Duration.ofSeconds(20))
             .withSnapshotLease(Duration.ofSeconds(60)));
   }
@@ -119,6 +176,7 @@ public final class DevCluster {
       } catch (IOException e) {
         throw new IllegalStateException(e);
       }
+      // No --insecure: TLS, its files in <dir>/cluster/tls.
       ProcessBuilder pb =
           new ProcessBuilder(
                   binary.toString(), "dev", "--dir", dir.resolve("cluster").toString(),
@@ -160,7 +218,7 @@ public final class DevCluster {
       if (log().contains("serving clients")) {
         try (AmuletClient c =
             AmuletClient.connect(
-                addresses, ClientConfig.defaults().withOperationTimeout(Duration.ofSeconds(5)))) {
+                addresses, config().withOperationTimeout(Duration.ofSeconds(5)))) {
           c.byteMap("default").size();
           return;
         } catch (RuntimeException e) {

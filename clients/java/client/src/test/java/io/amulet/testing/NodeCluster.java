@@ -4,6 +4,7 @@ import amulet.v1.AmuletOuterClass.StatusResponse;
 import amulet.v1.AmuletOuterClass.StreamStatus;
 import io.amulet.client.AmuletClient;
 import io.amulet.client.ClientConfig;
+import io.amulet.client.TlsFiles;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -27,9 +28,12 @@ import java.util.stream.Stream;
  * node, for tests that stop and restart nodes (the shared {@link
  * DevCluster} stops as a whole when one of its nodes exits). The
  * configuration is `amulet dev`'s (local_dmap_cluster_toml in
- * crates/amulet-node/src/config.rs). Each node stops when this JVM's end
- * closes its standard input (--stop-on-stdin-eof); {@link #close} stops
- * them all. Every wait is bounded.
+ * crates/amulet-node/src/config.rs), with TLS as `amulet dev` has it: a
+ * CA, node and {@code admin} certificates made by `amulet cert` in {@link
+ * #tlsDir()}, the nodes requiring them of each other and of clients
+ * ({@link #config()}). Each node stops when this JVM's end closes its
+ * standard input (--stop-on-stdin-eof); {@link #close} stops them all.
+ * Every wait is bounded.
  */
 public final class NodeCluster implements AutoCloseable {
   private static final int PORT_LOW = 24000;
@@ -75,6 +79,7 @@ public final class NodeCluster implements AutoCloseable {
       }
       NodeCluster cluster = new NodeCluster(binary, dir, addresses);
       try {
+        cluster.makeCertificates();
         long id = 1 + ThreadLocalRandom.current().nextLong(1L << 40);
         for (int node = 1; node <= NODES; node++) {
           Files.write(
@@ -98,10 +103,53 @@ public final class NodeCluster implements AutoCloseable {
     return addresses;
   }
 
+  /** The TLS directory: ca.pem, node-N.pem/.key, admin.pem/.key. */
+  public Path tlsDir() {
+    return dir.resolve("tls");
+  }
+
+  /** The configuration clients of this cluster start from: the user {@code admin}'s TLS files. */
+  public ClientConfig config() {
+    return ClientConfig.defaults().withTlsDir(tlsDir(), TlsFiles.DEFAULT_USER);
+  }
+
   /** A client of this cluster with short timeouts. */
   public AmuletClient client(Duration operationTimeout) {
-    return AmuletClient.connect(
-        addresses, ClientConfig.defaults().withOperationTimeout(operationTimeout));
+    return AmuletClient.connect(addresses, config().withOperationTimeout(operationTimeout));
+  }
+
+  /** The CA, the three nodes' certificates and admin's, by `amulet cert`. */
+  private void makeCertificates() throws IOException {
+    String tls = tlsDir().toString();
+    cert("create-ca", "--dir", tls);
+    for (int node = 1; node <= NODES; node++) {
+      cert("create-node", "--dir", tls, "--node", Integer.toString(node));
+    }
+    cert("create-client", "--dir", tls, "--user", TlsFiles.DEFAULT_USER);
+  }
+
+  private void cert(String... args) throws IOException {
+    List<String> command = new ArrayList<>(List.of(binary.toString(), "cert"));
+    command.addAll(List.of(args));
+    Process p =
+        new ProcessBuilder(command)
+            .redirectErrorStream(true)
+            .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+            .start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    try {
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        throw new IllegalStateException("amulet cert " + args[0] + " did not end");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted");
+    }
+    if (p.exitValue() != 0) {
+      throw new IllegalStateException(
+          String.join(" ", command) + " exited with " + p.exitValue() + ": " + out);
+    }
   }
 
   private Path config(int node) {
@@ -132,6 +180,7 @@ public final class NodeCluster implements AutoCloseable {
     for (int n = 1; n <= NODES; n++) {
       b.append(n).append(" = \"127.0.0.1:").append(base + n).append("\"\n");
     }
+    b.append("\n[tls]\ndir = \"").append(tlsDir()).append("\"\n");
     return b.toString();
   }
 

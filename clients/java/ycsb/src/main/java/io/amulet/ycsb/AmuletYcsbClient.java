@@ -5,8 +5,10 @@ import io.amulet.client.AmuletException;
 import io.amulet.client.ByteMap;
 import io.amulet.client.ClientConfig;
 import io.amulet.client.FieldRecord;
+import io.amulet.client.TlsFiles;
 import io.amulet.client.Transaction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -38,8 +40,13 @@ import site.ycsb.measurements.Measurements;
  *
  * <p>Properties: {@code amulet.addrs} (client API addresses, comma
  * separated; default 127.0.0.1:7101,127.0.0.1:7102,127.0.0.1:7103), {@code
- * amulet.create} (create the table's map if absent; default true). All the
- * DB instances of a YCSB run share one {@link AmuletClient}.
+ * amulet.create} (create the table's map if absent; default true), {@code
+ * amulet.tlsdir} (connect over TLS with that directory's {@code ca.pem},
+ * {@code <user>.pem} and {@code <user>.key}, as {@code amulet dev} and
+ * {@code amulet cert} write them; default {@code $AMULET_TLS_DIR}, and
+ * plaintext when neither is set) and {@code amulet.user} (default {@code
+ * $AMULET_USER}, else {@code admin}). All the DB instances of a YCSB run
+ * share one {@link AmuletClient}.
  *
  * <p>YCSB+T (Dey et al., ICDE workshops 2014): with {@code
  * amulet.transactional=true} every operation is one transaction run by
@@ -117,15 +124,14 @@ public class AmuletYcsbClient extends DB {
     if (validate) {
       checkValidatable(p);
     }
+    ClientConfig config = clientConfig(p, System::getenv);
     synchronized (LOCK) {
       if (shared == null) {
         STATS.reset();
         validatedTable = null;
         try {
           shared =
-              AmuletClient.connect(
-                  Arrays.asList(addrs.split(",")),
-                  ClientConfig.defaults().withOperationTimeout(Duration.ofSeconds(10)));
+              AmuletClient.connect(Arrays.asList(addrs.split(",")), config);
         } catch (RuntimeException e) {
           throw new DBException("cannot connect to " + addrs + ": " + e, e);
         }
@@ -151,6 +157,31 @@ public class AmuletYcsbClient extends DB {
       users++;
       client = shared;
     }
+  }
+
+  /**
+   * The client's configuration: over TLS with the files of amulet.tlsdir
+   * (else $AMULET_TLS_DIR) for the user amulet.user (else $AMULET_USER,
+   * else admin), in plaintext when no directory is given. A missing file or
+   * a bad user is refused here, before connecting.
+   */
+  static ClientConfig clientConfig(Properties p, Function<String, String> env)
+      throws DBException {
+    ClientConfig config = ClientConfig.defaults().withOperationTimeout(Duration.ofSeconds(10));
+    String dir = p.getProperty("amulet.tlsdir", orEmpty(env.apply(TlsFiles.TLS_DIR_ENV)));
+    if (dir.isEmpty()) {
+      return config.withPlaintext();
+    }
+    String user = p.getProperty("amulet.user", orEmpty(env.apply(TlsFiles.USER_ENV)));
+    try {
+      return config.withTlsDir(Paths.get(dir), user.isEmpty() ? TlsFiles.DEFAULT_USER : user);
+    } catch (IllegalArgumentException e) {
+      throw new DBException("TLS (amulet.tlsdir, else $AMULET_TLS_DIR): " + e.getMessage(), e);
+    }
+  }
+
+  private static String orEmpty(String s) {
+    return s == null ? "" : s;
   }
 
   /**

@@ -28,7 +28,10 @@ import site.ycsb.DBException;
 import site.ycsb.Status;
 import site.ycsb.StringByteIterator;
 
-/** The binding's plain (non-transactional) update, one mergeFields, against a live cluster. */
+/**
+ * The binding's plain (non-transactional) update, one mergeFields, against
+ * a live cluster (over TLS: {@code amulet.tlsdir}).
+ */
 public class UpdateTest {
   private String table;
   private Properties properties;
@@ -41,6 +44,7 @@ public class UpdateTest {
     table = "y-" + UUID.randomUUID().toString().substring(0, 8);
     properties = new Properties();
     properties.setProperty("amulet.addrs", String.join(",", DevCluster.get().addresses()));
+    properties.setProperty("amulet.tlsdir", DevCluster.get().tlsDir().toString());
     properties.setProperty("table", table);
     db = connect();
     client = DevCluster.get().client();

@@ -5,15 +5,25 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
+import io.amulet.client.ClientConfig;
+import io.amulet.client.TlsFiles;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.function.Function;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
 import site.ycsb.DBException;
 
-/** The YCSB+T-style counter of amulet.validate, without a cluster. */
+/** The YCSB+T-style counter of amulet.validate and init's refusals, without a cluster. */
 public class ValidationTest {
+  @Rule public final TemporaryFolder tmp = new TemporaryFolder();
+
   private static byte[] utf8(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }
@@ -91,6 +101,56 @@ public class ValidationTest {
     p.setProperty("workload", TransactionalWorkload.class.getName());
     p.setProperty("dataintegrity", "true");
     assertInitFails(p, "dataintegrity");
+  }
+
+  /** A TLS directory with (empty) files for the users admin and bob. */
+  private Path tlsDir() throws IOException {
+    Path dir = tmp.newFolder("tls").toPath();
+    for (String f : new String[] {"ca.pem", "admin.pem", "admin.key", "bob.pem", "bob.key"}) {
+      Files.write(dir.resolve(f), new byte[0]);
+    }
+    return dir;
+  }
+
+  @Test
+  public void tlsComesFromThePropertiesElseTheEnvironment() throws Exception {
+    Path dir = tlsDir();
+    Function<String, String> none = name -> null;
+    Properties p = new Properties();
+    assertEquals(null, AmuletYcsbClient.clientConfig(p, none).tlsInUse());
+
+    // The environment: AMULET_TLS_DIR, AMULET_USER (default admin).
+    Map<String, String> env = new TreeMap<>();
+    env.put(TlsFiles.TLS_DIR_ENV, dir.toString());
+    ClientConfig fromEnv = AmuletYcsbClient.clientConfig(p, env::get);
+    assertEquals(TlsFiles.inDir(dir, "admin"), fromEnv.tlsInUse());
+    env.put(TlsFiles.USER_ENV, "bob");
+    assertEquals(TlsFiles.inDir(dir, "bob"), AmuletYcsbClient.clientConfig(p, env::get).tlsInUse());
+
+    // The properties win over the environment.
+    p.setProperty("amulet.user", "admin");
+    assertEquals(TlsFiles.inDir(dir, "admin"), AmuletYcsbClient.clientConfig(p, env::get).tlsInUse());
+    p.setProperty("amulet.tlsdir", dir.toString());
+    p.setProperty("amulet.user", "bob");
+    assertEquals(TlsFiles.inDir(dir, "bob"), AmuletYcsbClient.clientConfig(p, none).tlsInUse());
+    // An empty amulet.tlsdir: plaintext, whatever the environment says.
+    p.setProperty("amulet.tlsdir", "");
+    assertEquals(null, AmuletYcsbClient.clientConfig(p, env::get).tlsInUse());
+  }
+
+  @Test
+  public void aMissingTlsFileOrABadUserIsRefusedAtInit() throws Exception {
+    Path dir = tlsDir();
+    Properties p = new Properties();
+    p.setProperty("amulet.addrs", "127.0.0.1:1");
+    p.setProperty("amulet.tlsdir", dir.toString());
+    p.setProperty("amulet.user", "carol");
+    assertInitFails(p, "carol.pem: no such file");
+    p.setProperty("amulet.user", "../bob");
+    assertInitFails(p, "bad TLS user name");
+    p.setProperty("amulet.tlsdir", dir.resolve("nowhere").toString());
+    p.setProperty("amulet.user", "admin");
+    assertInitFails(p, "does not exist");
   }
 
   /** init refuses before it connects, so no cluster is needed. */

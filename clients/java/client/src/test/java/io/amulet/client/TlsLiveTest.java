@@ -1,0 +1,108 @@
+package io.amulet.client;
+
+import static org.junit.Assert.assertArrayEquals;
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import io.amulet.testing.DevCluster;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.Assume;
+import org.junit.BeforeClass;
+import org.junit.ClassRule;
+import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
+
+/**
+ * TLS against real nodes: the shared {@code amulet dev} cluster ({@link
+ * DevCluster#get()}, with TLS, its certificates made by {@code amulet
+ * dev}), which every live test uses over TLS. The refusals of another
+ * CA's certificates need {@code openssl}.
+ */
+public class TlsLiveTest {
+  @ClassRule public static final TemporaryFolder TMP = new TemporaryFolder();
+
+  private static DevCluster cluster;
+
+  @BeforeClass
+  public static void start() {
+    cluster = DevCluster.get();
+  }
+
+  private static ClientConfig config() {
+    return ClientConfig.defaults()
+        .withAttemptTimeout(Duration.ofSeconds(2))
+        .withOperationTimeout(Duration.ofSeconds(10));
+  }
+
+  private static byte[] b(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Test(timeout = 120_000)
+  public void theAdminOfAmuletDevWritesAndReads() {
+    try (AmuletClient c =
+        AmuletClient.connect(cluster.addresses(), config().withTlsDir(cluster.tlsDir(), "admin"))) {
+      c.createMapIfAbsent("tls-live");
+      ByteMap m = c.byteMap("tls-live");
+      for (int i = 0; i < 50; i++) {
+        m.put(b("k" + i), b("v" + i));
+      }
+      for (int i = 0; i < 50; i++) {
+        assertArrayEquals(b("v" + i), m.get(b("k" + i)));
+      }
+      assertEquals(50, m.size());
+      // A snapshot (ReadSnapshot streams) over TLS too.
+      int seen = 0;
+      try (Snapshot s = m.snapshot()) {
+        while (s.hasNext()) {
+          s.next();
+          seen++;
+        }
+      }
+      assertEquals(50, seen);
+    }
+  }
+
+  @Test(timeout = 120_000)
+  public void aPlaintextClientIsRefused() {
+    long start = System.nanoTime();
+    AmuletException e =
+        assertThrows(
+            AmuletException.class,
+            () -> AmuletClient.connect(cluster.addresses(), config().withPlaintext()));
+    long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    assertEquals(e.getMessage(), AmuletException.Kind.UNAVAILABLE, e.kind());
+    // The node alerts in TLS: known at once, not at the operation timeout.
+    assertTrue(e.getMessage(), e.getMessage().contains("the node answered in TLS"));
+    assertTrue(e.getMessage(), e.getMessage().contains("plaintext"));
+    assertTrue("took " + millis + " ms: " + e.getMessage(), millis < 5_000);
+  }
+
+  @Test(timeout = 120_000)
+  public void certificatesOfAnotherCaAreRefused() throws IOException {
+    Assume.assumeTrue("the openssl command is needed", TestCerts.opensslAvailable());
+    Path other = TMP.newFolder("other").toPath();
+    TestCerts.ca(other, "ca");
+    TestCerts.user(other, "ca", other, "admin");
+    Path dev = cluster.tlsDir();
+    // The node refuses a client certificate of another CA.
+    refusedQuickly(config().withTls(dev.resolve("ca.pem"), other.resolve("admin.pem"), other.resolve("admin.key")));
+    // The client refuses nodes whose CA is not the one it trusts.
+    refusedQuickly(config().withTls(other.resolve("ca.pem"), dev.resolve("admin.pem"), dev.resolve("admin.key")));
+  }
+
+  private static void refusedQuickly(ClientConfig config) {
+    long start = System.nanoTime();
+    AmuletException e =
+        assertThrows(AmuletException.class, () -> AmuletClient.connect(cluster.addresses(), config));
+    long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    assertEquals(e.getMessage(), AmuletException.Kind.UNAVAILABLE, e.kind());
+    assertTrue(e.getMessage(), e.getMessage().contains("TLS handshake failed"));
+    assertTrue("took " + millis + " ms: " + e.getMessage(), millis < 5_000);
+  }
+}

@@ -121,7 +121,15 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
     let mut cluster = match ClusterFile::read(&args.dir)? {
-        Some(existing) => existing,
+        Some(existing) => {
+            if args.insecure && existing.tls {
+                println!(
+                    "amulet dev: --insecure is ignored: the cluster in {} was made with TLS and keeps it",
+                    args.dir.display()
+                );
+            }
+            existing
+        }
         None => {
             let base = args.base_port;
             ClusterFile {

@@ -162,6 +162,14 @@ public final class AmuletClient implements AutoCloseable {
           client.routing = client.fetchMap(seed);
           return client;
         } catch (StatusRuntimeException e) {
+          io.grpc.Status.Code code = e.getStatus().getCode();
+          if (code == io.grpc.Status.Code.UNAUTHENTICATED
+              || code == io.grpc.Status.Code.PERMISSION_DENIED) {
+            // Credentials do not get better by retrying.
+            client.close();
+            throw AmuletException.fromStatus(
+                e.getStatus().withDescription(seed + ": " + e.getStatus().getDescription()));
+          }
           String tlsFailure = TlsFiles.failure(e);
           if (tlsFailure != null) {
             tlsFailures++;

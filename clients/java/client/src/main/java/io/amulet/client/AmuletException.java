@@ -41,6 +41,14 @@ public class AmuletException extends RuntimeException {
      * write may have taken effect at some replicas.
      */
     UNAVAILABLE,
+    /**
+     * The node did not accept the client's credentials (with TLS: a
+     * certificate naming no user, or a node's); nothing changed. Never
+     * retried.
+     */
+    UNAUTHENTICATED,
+    /** The client's user may not do this; nothing changed. Never retried. */
+    PERMISSION_DENIED,
     /** A node answered something this client does not understand. */
     PROTOCOL,
     /**
@@ -192,6 +200,12 @@ public class AmuletException extends RuntimeException {
         break;
       case UNAVAILABLE:
         kind = Kind.UNAVAILABLE;
+        break;
+      case UNAUTHENTICATED:
+        kind = Kind.UNAUTHENTICATED;
+        break;
+      case PERMISSION_DENIED:
+        kind = Kind.PERMISSION_DENIED;
         break;
       default:
         kind = Kind.PROTOCOL;

@@ -69,6 +69,23 @@ public class TlsLiveTest {
   }
 
   @Test(timeout = 120_000)
+  public void aNodeCertificateUsedByAClientIsUnauthenticatedAtOnce() {
+    Path dir = cluster.tlsDir();
+    ClientConfig asNode2 =
+        config()
+            .withOperationTimeout(Duration.ofSeconds(30))
+            .withTls(dir.resolve("ca.pem"), dir.resolve("node-2.pem"), dir.resolve("node-2.key"));
+    long start = System.nanoTime();
+    AmuletException e =
+        assertThrows(AmuletException.class, () -> AmuletClient.connect(cluster.addresses(), asNode2));
+    long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    assertEquals(e.getMessage(), AmuletException.Kind.UNAUTHENTICATED, e.kind());
+    assertTrue(e.getMessage(), e.getMessage().contains("node 2"));
+    // Final: not retried until the 30 s operation timeout.
+    assertTrue("refused in " + millis + " ms", millis < 10_000);
+  }
+
+  @Test(timeout = 120_000)
   public void aPlaintextClientIsRefused() {
     long start = System.nanoTime();
     AmuletException e =

@@ -6,6 +6,7 @@
 //! [`tonic::Status`] that says what is wrong with it, never a panic.
 #![deny(missing_docs)]
 
+mod access_codec;
 mod batch_codec;
 mod command_codec;
 mod map_codec;
@@ -19,6 +20,9 @@ pub mod pb {
     tonic::include_proto!("amulet.v1");
 }
 
+pub use access_codec::{
+    access_change_from_pb, access_change_to_pb, access_to_pb, permission_from_pb, permission_to_pb,
+};
 pub use batch_codec::{outcome_from_result, outcome_to_result, BATCH_REQUESTS_MAX};
 pub use command_codec::{command_from_op, command_to_op, layout_from_pb, layout_to_pb};
 pub use map_codec::{map_from_pb, map_to_pb};

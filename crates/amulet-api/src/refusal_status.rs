@@ -40,6 +40,10 @@ fn code_of(refusal: &Refusal) -> Code {
         // An eventual map takes the eventual API.
         Refusal::EventualMap(_) => Code::FailedPrecondition,
         Refusal::ReconfigurationPending => Code::Aborted,
+        // docs/security.md: the sender may not, or is no longer who it was.
+        Refusal::PermissionDenied { .. } => Code::PermissionDenied,
+        Refusal::TokenInvalid => Code::Unauthenticated,
+        Refusal::AccessChange(_) => Code::InvalidArgument,
     }
 }
 
@@ -73,6 +77,12 @@ mod tests {
             Refusal::MoveNeedsCheckpoints,
             Refusal::NoDmap,
             Refusal::EventualMap("m".into()),
+            Refusal::PermissionDenied {
+                user: "u".into(),
+                need: "read on \"m\"".into(),
+            },
+            Refusal::TokenInvalid,
+            Refusal::AccessChange(amulet_smr::AccessError::LastClusterAdmin),
         ];
         refusals.extend(
             [

@@ -9,14 +9,13 @@
 //! waits for nothing and a busy client fills its batches by itself. Each
 //! request keeps its own session, sequence and outcome, exactly as Execute.
 
-use amulet_api::pb::{self, amulet_client::AmuletClient};
+use amulet_api::pb;
 use amulet_api::{outcome_to_result, BATCH_REQUESTS_MAX};
 use prost::Message;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Semaphore};
-use tonic::transport::Channel;
 use tonic::Status;
 
 /// Bytes of requests gathered into one call, well under the node's
@@ -38,7 +37,7 @@ impl Batcher {
     /// answering cannot hold a slot forever. The batcher ends when the
     /// last clone of it is dropped.
     pub(crate) fn start(
-        client: AmuletClient<Channel>,
+        client: crate::node_channel::NodeClient,
         in_flight: usize,
         call_timeout: Duration,
     ) -> Batcher {
@@ -61,7 +60,7 @@ impl Batcher {
 }
 
 async fn run(
-    client: AmuletClient<Channel>,
+    client: crate::node_channel::NodeClient,
     mut requests: mpsc::UnboundedReceiver<(pb::MapRequest, Reply)>,
     in_flight: usize,
     call_timeout: Duration,
@@ -96,7 +95,7 @@ async fn run(
 }
 
 async fn send_batch(
-    mut client: AmuletClient<Channel>,
+    mut client: crate::node_channel::NodeClient,
     mut batch: Vec<(pb::MapRequest, Reply)>,
     call_timeout: Duration,
     unbatched: &AtomicBool,
@@ -146,7 +145,7 @@ async fn send_batch(
 
 /// One Execute call per request, all at once (a node without ExecuteBatch).
 async fn send_each(
-    client: AmuletClient<Channel>,
+    client: crate::node_channel::NodeClient,
     batch: Vec<(pb::MapRequest, Reply)>,
     call_timeout: Duration,
 ) {

@@ -7,7 +7,7 @@ use crate::read_versions::ReadVersions;
 use crate::rules::{routing, Backoff, Next, Outcome, Request, Resend, Session, Suspects, Timing};
 use crate::session_pool::SessionPool;
 use crate::{ClientConfig, DLog, DMap, Error};
-use amulet_api::pb::{self, amulet_client::AmuletClient};
+use amulet_api::pb;
 use amulet_api::{command_to_op, reply_from_response};
 use amulet_dmap::{MapCommand, MapName, MapReply, PartitionState};
 use amulet_smr::{Layout, PartitionMap, StateMachine};
@@ -17,7 +17,7 @@ use rand::RngCore;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tonic::transport::{Channel, ClientTlsConfig};
+use tonic::transport::ClientTlsConfig;
 use tonic::Status;
 
 /// The partition map and where the nodes are.
@@ -45,7 +45,7 @@ struct Inner {
     routing: RwLock<Routing>,
     /// `config.tls`'s files, read once; `None`: plain TCP.
     tls: Option<ClientTlsConfig>,
-    channels: Mutex<HashMap<String, AmuletClient<Channel>>>,
+    channels: Mutex<HashMap<String, crate::node_channel::NodeClient>>,
     batchers: Mutex<HashMap<String, Batcher>>,
     sessions: SessionPool,
     read_versions: ReadVersions,
@@ -435,7 +435,7 @@ impl Client {
     }
 
     /// A gRPC client for `address`, connected lazily and reused.
-    pub(crate) fn channel(&self, address: &str) -> Result<AmuletClient<Channel>, Error> {
+    pub(crate) fn channel(&self, address: &str) -> Result<crate::node_channel::NodeClient, Error> {
         let mut channels = self.inner.channels.lock().expect("channel lock");
         if let Some(client) = channels.get(address) {
             return Ok(client.clone());
@@ -461,7 +461,7 @@ impl Client {
             .clone())
     }
 
-    pub(crate) fn any_node(&self) -> Result<(AmuletClient<Channel>, String), Error> {
+    pub(crate) fn any_node(&self) -> Result<(crate::node_channel::NodeClient, String), Error> {
         let address = {
             let routing = self.inner.routing.read().expect("routing lock");
             let node = self.with_rng(|rng| routing::any_node(&routing.reachable(), rng));
@@ -754,7 +754,7 @@ impl Client {
 /// How an attempt reaches its node.
 enum Sender {
     /// One Execute call.
-    Direct(AmuletClient<Channel>),
+    Direct(crate::node_channel::NodeClient),
     /// In the node's next ExecuteBatch call.
     Batched(Batcher),
 }

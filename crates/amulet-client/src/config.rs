@@ -39,7 +39,26 @@ pub struct ClientConfig {
     /// `AMULET_TLS_DIR`'s files for user `AMULET_USER` (`admin`) when that
     /// variable is set ([`TlsFiles::from_env`]).
     pub tls: Option<TlsFiles>,
+    /// A bearer token (`amt1.ID.SECRET`, from `amulet token create`) sent
+    /// with every request, for a client without a certificate of its own
+    /// (docs/security.md); with TLS only ([`ClientConfig::with_token`]).
+    /// The default is `AMULET_TOKEN` when set.
+    pub token: Option<BearerToken>,
 }
+
+/// A bearer token; `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(pub String);
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<secret>)")
+    }
+}
+
+/// Environment variable holding a bearer token clients send when given
+/// none.
+pub const TOKEN_ENV: &str = "AMULET_TOKEN";
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -54,6 +73,10 @@ impl Default for ClientConfig {
             one_replica_per_partition: true,
             transaction_lease: Duration::from_secs(10),
             tls: TlsFiles::from_env(),
+            token: std::env::var(TOKEN_ENV)
+                .ok()
+                .filter(|t| !t.is_empty())
+                .map(BearerToken),
         }
     }
 }
@@ -63,6 +86,14 @@ impl ClientConfig {
     /// layout (`ca.pem`, `<user>.pem`, `<user>.key`).
     pub fn with_tls_dir(mut self, dir: impl AsRef<std::path::Path>, user: &str) -> ClientConfig {
         self.tls = Some(TlsFiles::user(dir.as_ref(), user));
+        self
+    }
+
+    /// With TLS trusting the CA certificate `ca` and authenticating with
+    /// the bearer token `token` instead of a certificate.
+    pub fn with_token(mut self, ca: impl Into<std::path::PathBuf>, token: &str) -> ClientConfig {
+        self.tls = Some(TlsFiles::ca_only(ca));
+        self.token = Some(BearerToken(token.to_string()));
         self
     }
 }

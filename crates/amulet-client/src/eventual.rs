@@ -18,14 +18,12 @@
 //! more only when its node surely never took it (no connection).
 
 use crate::{Client, Error};
-use amulet_api::pb::amulet_client::AmuletClient;
 use amulet_api::{pb, REASON_KEY};
 use amulet_smr::{EventualLayout, Layout};
 use bytes::Bytes;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
-use tonic::transport::Channel;
 use tonic::Code;
 
 /// How long one attempt waits (a node answers within its own 2.5 s).
@@ -180,7 +178,7 @@ impl Client {
     pub(crate) fn node_avoiding(
         &self,
         avoid: &[String],
-    ) -> Result<(AmuletClient<Channel>, String), Error> {
+    ) -> Result<(crate::node_channel::NodeClient, String), Error> {
         let address = {
             let known: Vec<String> = self.node_addresses().into_values().collect();
             let mut candidates: Vec<String> = known

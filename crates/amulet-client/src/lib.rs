@@ -34,6 +34,7 @@
 //! time and its seed's generator, so both run the same rules.
 #![deny(missing_docs)]
 
+mod access;
 mod batcher;
 mod client;
 mod config;
@@ -54,7 +55,7 @@ pub use amulet_tls::TlsFiles;
 pub use amulet_tuple as tuple;
 pub use bytes::Bytes;
 pub use client::Client;
-pub use config::ClientConfig;
+pub use config::{BearerToken, ClientConfig, TOKEN_ENV};
 pub use env::{ClientEnv, Clock, TokioClock};
 pub use error::Error;
 pub use eventual::{Context, EventualMap, Versioned};

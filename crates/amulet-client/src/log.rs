@@ -290,7 +290,11 @@ impl Tail {
 /// a precondition other than where the log lives) rather than the
 /// replica's. NOT_FOUND is judged apart (see `Tail::next`).
 fn is_final(status: &Status) -> bool {
-    matches!(status.code(), Code::OutOfRange | Code::InvalidArgument)
+    // A revoked permission or token ends the tail (docs/security.md).
+    matches!(
+        status.code(),
+        Code::OutOfRange | Code::InvalidArgument | Code::PermissionDenied | Code::Unauthenticated
+    )
         || (status.code() == Code::FailedPrecondition
             && error_kind(status) != Some(ErrorKind::NotAReplica))
 }

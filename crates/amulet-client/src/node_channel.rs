@@ -12,6 +12,8 @@ use amulet_api::map_from_pb;
 use amulet_api::pb::{self, amulet_client::AmuletClient};
 use amulet_tls::{TlsFiles, NODE_SERVER_NAME};
 use std::sync::Arc;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 /// Largest reply accepted (a range read of many large values).
@@ -24,11 +26,46 @@ pub(crate) fn client_tls(files: &TlsFiles) -> Result<ClientTlsConfig, Error> {
             Error::InvalidArgument(format!("TLS: cannot read {}: {e}", path.display()))
         })
     };
-    let (ca, cert, key) = (read(&files.ca)?, read(&files.cert)?, read(&files.key)?);
-    Ok(ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(ca))
-        .identity(Identity::from_pem(cert, key))
-        .domain_name(NODE_SERVER_NAME))
+    let tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(read(&files.ca)?))
+        .domain_name(NODE_SERVER_NAME);
+    if !files.has_certificate() {
+        return Ok(tls);
+    }
+    let (cert, key) = (read(&files.cert)?, read(&files.key)?);
+    Ok(tls.identity(Identity::from_pem(cert, key)))
+}
+
+/// A node's gRPC client: every request carries the bearer token, if any.
+pub(crate) type NodeClient = AmuletClient<InterceptedService<Channel, Bearer>>;
+
+/// Adds `authorization: Bearer TOKEN` to every request (unary and
+/// streaming) when the client has a token.
+#[derive(Clone)]
+pub(crate) struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Bearer {
+    pub(crate) fn new(config: &ClientConfig) -> Result<Bearer, Error> {
+        config
+            .token
+            .as_ref()
+            .map(|token| {
+                MetadataValue::try_from(format!("Bearer {}", token.0.trim())).map_err(|_| {
+                    Error::InvalidArgument("the bearer token has characters metadata cannot carry".into())
+                })
+            })
+            .transpose()
+            .map(Bearer)
+    }
+}
+
+impl tonic::service::Interceptor for Bearer {
+    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+        if let Some(value) = &self.0 {
+            request.metadata_mut().insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
 }
 
 /// HTTP/2 flow-control windows of a connection to a node: room for a whole
@@ -40,7 +77,12 @@ pub(crate) fn new_client(
     config: &ClientConfig,
     tls: Option<&ClientTlsConfig>,
     address: &str,
-) -> Result<AmuletClient<Channel>, Error> {
+) -> Result<NodeClient, Error> {
+    if config.token.is_some() && tls.is_none() {
+        return Err(Error::InvalidArgument(
+            "a bearer token is sent over TLS only: give the cluster's CA (ClientConfig::with_token)".into(),
+        ));
+    }
     let scheme = if tls.is_some() { "https" } else { "http" };
     let mut endpoint = Endpoint::from_shared(format!("{scheme}://{address}"))
         .map_err(|e| Error::InvalidArgument(format!("bad address {address:?}: {e}")))?;
@@ -56,7 +98,10 @@ pub(crate) fn new_client(
         // 4 MiB messages would stop every 64 KiB for a window update.
         .initial_stream_window_size(STREAM_WINDOW_BYTES)
         .initial_connection_window_size(CONNECTION_WINDOW_BYTES);
-    Ok(AmuletClient::new(endpoint.connect_lazy()).max_decoding_message_size(REPLY_BYTES_MAX))
+    Ok(
+        AmuletClient::with_interceptor(endpoint.connect_lazy(), Bearer::new(config)?)
+            .max_decoding_message_size(REPLY_BYTES_MAX),
+    )
 }
 
 pub(crate) async fn fetch_map(

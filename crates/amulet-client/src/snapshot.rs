@@ -150,7 +150,11 @@ impl Snapshot {
 /// Whether a stream error is the snapshot's (unknown, bad request) rather
 /// than the replica's.
 fn is_final(code: Code) -> bool {
-    matches!(code, Code::NotFound | Code::InvalidArgument)
+    // A revoked permission or token ends the iteration (docs/security.md).
+    matches!(
+        code,
+        Code::NotFound | Code::InvalidArgument | Code::PermissionDenied | Code::Unauthenticated
+    )
 }
 
 impl Drop for Snapshot {

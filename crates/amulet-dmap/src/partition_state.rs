@@ -47,6 +47,8 @@ pub struct SnapshotPage {
     pub entries: Vec<Entry>,
     /// Whether entries remain after the last one.
     pub more: bool,
+    /// The map the snapshot is of.
+    pub map: MapName,
 }
 
 #[derive(Clone, Debug)]
@@ -56,6 +58,9 @@ struct Snapshot {
     /// same everywhere) but not a second copy of its entries. Its pages
     /// are served by the replicas that still hold them.
     entries: Option<Entries>,
+    /// The map it is of, where `entries` are held: page reads need read
+    /// permission on it (docs/security.md).
+    map: Option<MapName>,
     lease_until_micros: u64,
 }
 
@@ -334,6 +339,7 @@ impl PartitionState {
                     ctx.snapshot_id,
                     Snapshot {
                         entries: Some(entries),
+                        map: Some(map.clone()),
                         lease_until_micros,
                     },
                 );
@@ -542,10 +548,10 @@ impl PartitionState {
                 self.limits.range_entries_max
             )));
         }
-        let entries = self
+        let (entries, map) = self
             .snapshots
             .get(&id)
-            .and_then(|s| s.entries.as_ref())
+            .and_then(|s| s.entries.as_ref().zip(s.map.as_ref()))
             .ok_or(MapError::UnknownSnapshot(id))?;
         let from = after.map_or(Bound::Unbounded, Bound::Excluded);
         let mut iter = entries
@@ -553,7 +559,11 @@ impl PartitionState {
             .map(Stored::to_entry);
         let entries: Vec<Entry> = iter.by_ref().take(limit as usize).collect();
         let more = iter.next().is_some();
-        Ok(SnapshotPage { entries, more })
+        Ok(SnapshotPage {
+            entries,
+            more,
+            map: map.clone(),
+        })
     }
 
     /// The open snapshots: id, and whether this replica holds its pages.
@@ -610,6 +620,7 @@ impl PartitionState {
             .map(|(id, lease_until_micros)| {
                 let snapshot = Snapshot {
                     entries: None,
+                    map: None,
                     lease_until_micros,
                 };
                 (id, snapshot)
@@ -680,9 +691,11 @@ impl PartitionState {
         for (id, lease_until_micros) in other.snapshot_leases {
             let snapshot = self.snapshots.entry(id).or_insert(Snapshot {
                 entries: None,
+                map: None,
                 lease_until_micros,
             });
             snapshot.entries = None;
+            snapshot.map = None;
             snapshot.lease_until_micros = snapshot.lease_until_micros.max(lease_until_micros);
         }
     }

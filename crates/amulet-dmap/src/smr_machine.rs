@@ -2,7 +2,7 @@
 //! which commands change the partition map.
 
 use crate::{ExecContext, MapCommand, MapReply, Nearest, PartitionCheckpoint, PartitionState};
-use amulet_smr::{Keys, KeyspaceChange, Placement, StateMachine};
+use amulet_smr::{Keys, KeyspaceChange, Need, Permission, Placement, StateMachine};
 use std::ops::Bound;
 
 impl StateMachine for PartitionState {
@@ -24,6 +24,56 @@ impl StateMachine for PartitionState {
 
     fn absorb(&mut self, other: PartitionCheckpoint) {
         self.absorb_checkpoint(other);
+    }
+
+    fn needs(command: &MapCommand, need: &mut dyn FnMut(Need<'_>)) {
+        use MapCommand::*;
+        use Permission::{Admin, Read, Write};
+        // Logs and maps share one namespace of grants: a grant on a name
+        // covers the map or the log of that name.
+        match command {
+            CreateMap { map, .. } | DropMap { map } => need(Need::Map(map.as_str(), Admin)),
+            CreateLog { log } | DropLog { log } => need(Need::Map(log.as_str(), Admin)),
+            Get { map, .. }
+            | ContainsKey { map, .. }
+            | ContainsValue { map, .. }
+            | Size { map }
+            | IsEmpty { map }
+            | FirstEntry { map }
+            | LastEntry { map }
+            | NearestEntry { map, .. }
+            | Range { map, .. }
+            | OpenSnapshot { map, .. } => need(Need::Map(map.as_str(), Read)),
+            Put { map, .. }
+            | Remove { map, .. }
+            | PutIfAbsent { map, .. }
+            | Replace { map, .. }
+            | ReplaceIfEquals { map, .. }
+            | RemoveIfEquals { map, .. }
+            | PutAll { map, .. }
+            | Clear { map }
+            | MergeFields { map, .. } => need(Need::Map(map.as_str(), Write)),
+            ReadLog { log, .. } | LogBounds { log } => need(Need::Map(log.as_str(), Read)),
+            Append { log, .. } | TrimLog { log, .. } => need(Need::Map(log.as_str(), Write)),
+            MultiAppend { appends } => {
+                for (log, _) in appends {
+                    need(Need::Map(log.as_str(), Write));
+                }
+            }
+            Commit { reads, writes, .. } => {
+                for w in writes {
+                    need(Need::Map(w.map.as_str(), Write));
+                }
+                for r in reads {
+                    need(Need::Map(r.map.as_str(), Read));
+                }
+            }
+            // Name no map: a read version or a snapshot lease is only a
+            // position (the reads made with it are checked themselves).
+            BeginTransaction { .. } | EndTransaction { .. } | ReleaseSnapshot { .. } => {}
+            // Sent by nodes about their own eventual stores.
+            RegisterEventualStore { .. } => need(Need::Cluster),
+        }
     }
 
     fn placement(command: &MapCommand) -> Placement {

@@ -57,6 +57,7 @@ fn dmap_iii_b_c_a_lagging_replica_runs_thousands_of_early_signalled_commands_in_
                 map_version: MapVersion(ahead1.map().version.0),
                 session: None,
                 body: Body::App(MapCommand::Size { map: map_name() }),
+                principal: None,
             };
             ahead1.submit(0, size);
             let Some(Output::Propose { stream, value, .. }) = ahead1.drain().into_iter().next()

@@ -39,6 +39,7 @@ fn request(
         map_version: MapVersion(version),
         session,
         body,
+        principal: None,
     }
 }
 
@@ -335,6 +336,7 @@ fn thesis_4_5_a_second_reconfiguration_before_the_fence_is_refused_retryably() {
                 base_position: 0,
             },
         }),
+        principal: None,
     };
     let first = replica.submit(0, replace(10));
     let second = replica.submit(0, replace(11));
@@ -403,6 +405,7 @@ fn undecodable_delivered_values_are_counted_and_change_nothing() {
         map_version: replica.map().version,
         session: None,
         body: Body::App(MapCommand::Size { map: map_name() }),
+        principal: None,
     };
     replica.on_deliver(stream, &forged.encode());
     assert!(replica.drain().is_empty());

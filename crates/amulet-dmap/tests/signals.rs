@@ -20,6 +20,7 @@ fn size_command(at: &mut Replica<PartitionState>) -> Bytes {
             map_version: version,
             session: None,
             body: Body::App(MapCommand::Size { map: map_name() }),
+            principal: None,
         },
     );
     match at.drain().remove(0) {
@@ -86,6 +87,7 @@ fn a_multi_partition_command_waits_for_every_partition_and_later_commands_wait_b
             key,
             value: Bytes::new(),
         }),
+        principal: None,
     };
     a.submit(0, put);
     let Output::Propose { stream, value, .. } = a.drain().remove(0) else {
@@ -243,6 +245,7 @@ fn proposed(at: &mut Replica<PartitionState>, command: MapCommand) -> (StreamId,
             map_version: version,
             session: None,
             body: Body::App(command),
+            principal: None,
         },
     );
     match at.drain().remove(0) {

@@ -57,6 +57,7 @@ impl Two {
             map_version: submitter.map().version,
             session: None,
             body: Body::App(command),
+            principal: None,
         };
         submitter.submit(0, request);
         let Output::Propose { stream, value, .. } = submitter.drain().remove(0) else {
@@ -375,6 +376,7 @@ fn sconekv_4_a_vote_pushed_out_of_the_signal_cache_is_still_answered() {
         map_version: two.a.map().version,
         session: None,
         body: Body::App(command),
+        principal: None,
     };
     two.a.submit(0, request);
     let Output::Propose { value, .. } = two.a.drain().remove(0) else {

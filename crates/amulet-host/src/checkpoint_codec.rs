@@ -19,7 +19,9 @@ const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// 4: partitions keep logs (DLog); files of format 3 still decode (a
 /// partition's checkpoint reads without its logs: see
 /// `amulet_smr::checkpoint_format`).
-const VERSION: u32 = 4;
+/// 5: replicas keep the access configuration (users, roles, grants,
+/// tokens); files of formats 3 and 4 decode with a new cluster's.
+const VERSION: u32 = 5;
 /// The oldest format this build reads.
 const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;
@@ -196,6 +198,88 @@ pub(crate) mod tests {
         transactions: amulet_dmap::TransactionCheckpoint,
     }
 
+    /// A replica's checkpoint before format 5 (no access configuration).
+    #[derive(Serialize)]
+    struct Format4Replica<C> {
+        partition: amulet_types::PartitionId,
+        map: amulet_smr::PartitionMap,
+        state: C,
+        sessions: amulet_smr::SessionTable<amulet_smr::ClientReply<MapReply>>,
+        local_clock_micros: u64,
+        global_clock_micros: u64,
+        global_position: u64,
+        early_signals: std::collections::BTreeMap<
+            u64,
+            std::collections::BTreeMap<amulet_types::PartitionId, Option<bytes::Bytes>>,
+        >,
+        signal_cache: std::collections::BTreeMap<u64, bytes::Bytes>,
+        undecodable: u64,
+        pending_reconfiguration: Option<amulet_smr::Reconfiguration>,
+        absorbed_signals: std::collections::BTreeMap<
+            amulet_types::PartitionId,
+            (u64, std::collections::BTreeMap<u64, bytes::Bytes>),
+        >,
+        votes: std::collections::BTreeMap<u64, bytes::Bytes>,
+    }
+
+    #[derive(Serialize)]
+    struct Format4Body<C> {
+        replica: Format4Replica<C>,
+        position: MergePosition,
+    }
+
+    fn format_4(current: &DmapBody) -> Vec<u8> {
+        let r = current.replica.clone();
+        let old = Format4Body {
+            replica: Format4Replica {
+                partition: r.partition,
+                map: r.map,
+                state: r.state,
+                sessions: r.sessions,
+                local_clock_micros: r.local_clock_micros,
+                global_clock_micros: r.global_clock_micros,
+                global_position: r.global_position,
+                early_signals: r.early_signals,
+                signal_cache: r.signal_cache,
+                undecodable: r.undecodable,
+                pending_reconfiguration: r.pending_reconfiguration,
+                absorbed_signals: r.absorbed_signals,
+                votes: r.votes,
+            },
+            position: current.position.clone(),
+        };
+        encode_older(&old, 4)
+    }
+
+    /// `body` in the file layout of format `version`.
+    fn encode_older<T: Serialize>(body: &T, version: u32) -> Vec<u8> {
+        let payload = postcard::to_allocvec(body).unwrap();
+        let mut out = MAGIC.to_vec();
+        out.extend(version.to_le_bytes());
+        out.extend(&payload);
+        out.extend((payload.len() as u64).to_le_bytes());
+        out.extend(crc32c::crc32c(&payload).to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn security_a_checkpoint_of_format_4_decodes_with_a_new_clusters_access() {
+        let mut current = body(9);
+        let mut access = amulet_smr::AccessControl::default();
+        access
+            .apply(&amulet_smr::AccessChange::AssignRole {
+                user: "alice".into(),
+                role: "readers".into(),
+            })
+            .unwrap();
+        current.replica.access = std::sync::Arc::new(access);
+        let read: DmapBody = decode_checkpoint(&encode_checkpoint(&current)).unwrap();
+        assert_eq!(read.replica.access, current.replica.access, "format 5 keeps it");
+        let read: DmapBody = decode_checkpoint(&format_4(&current)).expect("format 4 decodes");
+        assert_eq!(read.replica.global_position, 9);
+        assert_eq!(*read.replica.access, amulet_smr::AccessControl::default());
+    }
+
     #[test]
     fn a_checkpoint_of_format_3_decodes_without_logs() {
         let mut current = body(9);
@@ -204,8 +288,8 @@ pub(crate) mod tests {
         entries.insert(b"k", b"v");
         current.replica.state.maps.insert(map.clone(), entries);
         let r = current.replica.clone();
-        let old = CheckpointBody {
-            replica: amulet_smr::ReplicaCheckpoint {
+        let old = Format4Body {
+            replica: Format4Replica {
                 partition: r.partition,
                 map: r.map,
                 state: Format3Partition {
@@ -226,8 +310,7 @@ pub(crate) mod tests {
             },
             position: current.position.clone(),
         };
-        let mut bytes = encode_checkpoint(&old);
-        bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let mut bytes = encode_older(&old, 3);
         let read: DmapBody = decode_checkpoint(&bytes).expect("format 3 decodes");
         assert_eq!(read.replica.global_position, 9);
         assert!(read.replica.state.logs.is_empty());

@@ -51,6 +51,9 @@ pub struct ReplicaBugs {
     /// transaction's read version, a snapshot) complete without the
     /// signal exchange.
     pub begin_without_signals: bool,
+    /// An access change takes effect at the replica that received it when
+    /// it is proposed, before it is ordered.
+    pub access_at_edge: bool,
 }
 
 /// Deliberately broken variants of the host itself, for the simulator to

@@ -74,6 +74,9 @@ pub(crate) fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs
     if bugs.begin_without_signals {
         replica.set_bug_begin_without_signals(true);
     }
+    if bugs.access_at_edge {
+        replica.set_bug_access_at_edge(true);
+    }
 }
 
 impl<S: StateMachine> Host<S> {

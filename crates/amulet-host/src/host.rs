@@ -132,6 +132,9 @@ pub struct Host<S: StateMachine> {
     pub(crate) configured_map: Option<PartitionMap>,
     /// The newest map a replica here has executed, kept when replicas go.
     pub(crate) known_map: Option<PartitionMap>,
+    /// The access configuration of the most advanced replica seen, by its
+    /// global position (kept when replicas go, like `known_map`).
+    pub(crate) known_access: Option<(u64, std::sync::Arc<amulet_smr::AccessControl>)>,
     /// Client requests waiting for their reply, by replica request id.
     pub(crate) pending: BTreeMap<(PartitionId, RequestId), Token>,
     /// The same, by token (to cancel).
@@ -260,9 +263,34 @@ impl<S: StateMachine> Host<S> {
             .or(self.configured_map.as_ref())
     }
 
+    /// The access configuration (docs/security.md) as the most advanced of
+    /// this node's replicas executed it (or the last one that went), for
+    /// what the node judges itself: bearer tokens, and reads served
+    /// without ordering (snapshot pages, tails, reads at a version,
+    /// eventual maps). Ordered requests are judged by the replicas.
+    pub fn access(&self) -> std::sync::Arc<amulet_smr::AccessControl> {
+        self.replicas
+            .values()
+            .map(|r| (r.global_position(), r.access_shared()))
+            .chain(self.known_access.clone())
+            .max_by_key(|(position, _)| *position)
+            .map(|(_, access)| access)
+            .unwrap_or_default()
+    }
+
     /// Remembers the newest map the replicas have executed (before one
     /// goes, and after every flush).
     pub(crate) fn remember_maps(&mut self) {
+        if let Some(replica) = self.replicas.values().max_by_key(|r| r.global_position()) {
+            let position = replica.global_position();
+            if self
+                .known_access
+                .as_ref()
+                .is_none_or(|(known, _)| position > *known)
+            {
+                self.known_access = Some((position, replica.access_shared()));
+            }
+        }
         let newer = self
             .replicas
             .values()

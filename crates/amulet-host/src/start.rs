@@ -106,6 +106,7 @@ impl<S: StateMachine> Host<S> {
             replicas,
             configured_map: map,
             known_map: None,
+            known_access: None,
             pending: BTreeMap::new(),
             requests: BTreeMap::new(),
             checkpointer,

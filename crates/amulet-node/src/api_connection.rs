@@ -1,11 +1,17 @@
 //! Connections to the client API: accepted, TLS handshaken when the node
-//! has TLS (a client certificate from the cluster CA is required, so a
-//! connection without one never reaches gRPC), and tagged with the
-//! identity the certificate names. [`authenticate`] then lets every
-//! request (unary and streaming) through only from a user: a node's
-//! certificate, or one naming nobody, is refused with UNAUTHENTICATED.
+//! has TLS (a client certificate from the cluster CA, or none: a
+//! certificate from anywhere else fails the handshake), and tagged with
+//! the identity the certificate names. [`Authenticate`] then lets every
+//! request (unary and streaming) through only from a user, named by the
+//! connection's certificate or, without one, by a valid bearer token in
+//! the request's `authorization` metadata; anything else (a node's
+//! certificate, one naming nobody, no credential, a malformed, unknown,
+//! forged, revoked or expired token) is refused with UNAUTHENTICATED. The
+//! user goes into the request's extensions as its [`Principal`], which
+//! is ordered with the request and judged by the replicas.
 
 use amulet_tls::tokio_rustls::server::TlsStream;
+use amulet_smr::Principal;
 use amulet_tls::{identity_of, Identity, TlsContext};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -32,8 +38,22 @@ pub(crate) struct ApiPeer {
     /// The client's address.
     pub remote: Option<SocketAddr>,
     /// `None` on a plain connection; with TLS, the identity the client's
-    /// certificate names, or why it names none.
-    pub identity: Option<Result<Identity, String>>,
+    /// certificate names, or why it names none (`Ok(None)`: the client
+    /// presented no certificate).
+    pub identity: Option<Result<Option<Identity>, String>>,
+}
+
+/// Who a request is from, as [`Authenticate`] found: `None` on a node
+/// without TLS (nobody is checked).
+#[derive(Clone, Debug)]
+pub(crate) struct Authenticated(pub Option<Principal>);
+
+/// The principal of a request that passed [`Authenticate`].
+pub(crate) fn principal_of<T>(request: &Request<T>) -> Option<Principal> {
+    request
+        .extensions()
+        .get::<Authenticated>()
+        .and_then(|a| a.0.clone())
 }
 
 /// A client connection, plain or TLS.
@@ -169,7 +189,7 @@ async fn handshake(
     remote: SocketAddr,
     tls: &TlsContext,
 ) -> Result<ApiStream, String> {
-    let acceptor = amulet_tls::tokio_rustls::TlsAcceptor::from(tls.server());
+    let acceptor = amulet_tls::tokio_rustls::TlsAcceptor::from(tls.api_server());
     let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
         .await
         .map_err(|_| "no TLS handshake in time".to_string())?
@@ -180,8 +200,8 @@ async fn handshake(
         .peer_certificates()
         .and_then(|c| c.first())
     {
-        Some(leaf) => identity_of(leaf).map_err(|e| e.to_string()),
-        None => Err("no client certificate".to_string()),
+        Some(leaf) => identity_of(leaf).map(Some).map_err(|e| e.to_string()),
+        None => Ok(None),
     };
     Ok(ApiStream {
         io: Io::Tls(Box::new(stream)),
@@ -192,22 +212,80 @@ async fn handshake(
     })
 }
 
-/// Lets a request through only from a user when the connection is TLS;
-/// plain connections (a node without TLS) pass.
-#[allow(clippy::result_large_err)] // tonic's interceptor signature
-pub(crate) fn authenticate(request: Request<()>) -> Result<Request<()>, Status> {
-    let Some(peer) = request.extensions().get::<ApiPeer>() else {
-        return Ok(request);
-    };
-    let refusal = match &peer.identity {
-        None | Some(Ok(Identity::User(_))) => return Ok(request),
-        Some(Ok(Identity::Node(node))) => format!(
-            "the client presented node {}'s certificate; clients authenticate with a user \
-             certificate (amulet cert create-client)",
-            node.0
-        ),
-        Some(Err(why)) => format!("the client certificate names no Amulet user: {why}"),
-    };
-    tracing::info!(remote = ?peer.remote, %refusal, "client request refused");
-    Err(Status::unauthenticated(refusal))
+/// Lets a request through only from a user when the connection is TLS
+/// (plain connections, a node without TLS, pass as nobody in particular);
+/// tags it with its [`Authenticated`] principal.
+#[derive(Clone)]
+pub(crate) struct Authenticate {
+    /// Tokens are judged by the access configuration this node's replicas
+    /// executed last.
+    pub handle: crate::node_handle::NodeHandle,
+}
+
+impl tonic::service::Interceptor for Authenticate {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        let Some(peer) = request.extensions().get::<ApiPeer>().cloned() else {
+            request.extensions_mut().insert(Authenticated(None));
+            return Ok(request);
+        };
+        let principal = match &peer.identity {
+            None => Ok(None),
+            Some(Ok(Some(Identity::User(user)))) => Ok(Some(Principal::user(user.clone()))),
+            Some(Ok(Some(Identity::Node(node)))) => Err(format!(
+                "the client presented node {}'s certificate; clients authenticate with a user \
+                 certificate (amulet cert create-client) or a bearer token",
+                node.0
+            )),
+            Some(Err(why)) => Err(format!("the client certificate names no Amulet user: {why}")),
+            Some(Ok(None)) => self.token_principal(&request).map(Some),
+        };
+        match principal {
+            Ok(principal) => {
+                request.extensions_mut().insert(Authenticated(principal));
+                Ok(request)
+            }
+            Err(refusal) => {
+                tracing::info!(remote = ?peer.remote, %refusal, "client request refused");
+                Err(Status::unauthenticated(refusal))
+            }
+        }
+    }
+}
+
+impl Authenticate {
+    /// The user a request without a certificate names by its bearer
+    /// token. One message for every bad token, so a guesser learns nothing
+    /// from which check failed; the token itself is never logged.
+    fn token_principal(&self, request: &Request<()>) -> Result<Principal, String> {
+        let Some(header) = request.metadata().get("authorization") else {
+            return Err("no client certificate and no bearer token: present a user \
+                        certificate or send `authorization: Bearer TOKEN`"
+                .to_string());
+        };
+        let invalid = || "the bearer token is not valid (malformed, unknown, revoked or expired)";
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| amulet_tls::bearer(h).ok())
+            .ok_or_else(|| invalid().to_string())?;
+        let access = self.handle.access();
+        let record = access
+            .token(&token.id, &token.digest())
+            .ok_or_else(|| invalid().to_string())?;
+        if record.expires_unix_micros <= unix_micros_now() {
+            return Err(invalid().to_string());
+        }
+        Ok(Principal {
+            user: record.user.clone(),
+            token: Some(token.id),
+        })
+    }
+}
+
+/// Wall-clock µs since the Unix epoch (token expiry is wall-clock time).
+#[allow(clippy::disallowed_methods)] // I/O edge: the wall clock tokens expire by
+pub(crate) fn unix_micros_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }

@@ -9,7 +9,8 @@ use amulet_api::{
     client_reply_to_response, command_from_op, map_to_pb, outcome_from_result, BATCH_REQUESTS_MAX,
 };
 use amulet_dmap::{MapError, MapName, MapReply};
-use amulet_smr::{Body, ClientReply, ClientRequest};
+use crate::api_connection::principal_of;
+use amulet_smr::{Body, ClientReply, ClientRequest, Need, Principal, Refusal, StateMachine};
 use amulet_tls::TlsContext;
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use std::collections::BTreeMap;
@@ -43,6 +44,10 @@ const TAIL_HEARTBEAT: Duration = Duration::from_secs(1);
 /// How long a tail at a position past the log's end here waits for this
 /// replica to get there before it ends with OUT_OF_RANGE.
 const TAIL_PAST_END_WAIT: Duration = Duration::from_secs(10);
+/// A token's lifetime when the request names none, s (a day).
+const TOKEN_TTL_SECONDS_DEFAULT: u64 = 86_400;
+/// The longest token lifetime, s (a year).
+const TOKEN_TTL_SECONDS_MAX: u64 = 365 * 86_400;
 
 /// The running server.
 pub(crate) struct ClientApi {
@@ -77,7 +82,9 @@ impl ClientApi {
         // HTTP/1.1 as scrapers speak it.
         let routes = tonic::service::Routes::new(InterceptedService::new(
             AmuletServer::new(service).max_decoding_message_size(REQUEST_BYTES_MAX),
-            crate::api_connection::authenticate,
+            crate::api_connection::Authenticate {
+                handle: handle.clone(),
+            },
         ))
         .into_axum_router()
         .route(
@@ -153,7 +160,11 @@ impl Service {
     /// then served by the local replica from the version's snapshot;
     /// a replica that has not executed the begin yet is waited for a
     /// little, as for snapshot pages.
-    async fn read_at_version(&self, r: pb::ReadAtRequest) -> Result<pb::ReadAtResponse, Status> {
+    async fn read_at_version(
+        &self,
+        principal: Option<Principal>,
+        r: pb::ReadAtRequest,
+    ) -> Result<pb::ReadAtResponse, Status> {
         let request = r
             .request
             .ok_or_else(|| Status::invalid_argument("ReadAt names no request"))?;
@@ -161,6 +172,9 @@ impl Service {
             .header
             .ok_or_else(|| Status::invalid_argument("the request has no header"))?;
         let command = command_from_op(request.op)?;
+        self.allowed_here(principal.as_ref(), |need| {
+            amulet_dmap::PartitionState::needs(&command, need)
+        })?;
         let partition = PartitionId(header.partition);
         let map_version = MapVersion(header.map_version);
         let deadline = tokio::time::Instant::now() + PAGE_BEHIND_WAIT;
@@ -233,6 +247,7 @@ impl Service {
 
     async fn session_request(
         &self,
+        principal: Option<Principal>,
         session: u64,
         map_version: u64,
         body: Body<amulet_dmap::MapCommand>,
@@ -243,15 +258,19 @@ impl Service {
             Body::CloseSession => "close_session",
             Body::App(_) => "app",
             Body::Reconfigure(_) => "reconfigure",
+            Body::Access(_) => "change_access",
         };
         let started = tokio::time::Instant::now();
-        let result = self.session_request_inner(session, map_version, body).await;
+        let result = self
+            .session_request_inner(principal, session, map_version, body)
+            .await;
         self.record(op, started, &result);
         result
     }
 
     async fn session_request_inner(
         &self,
+        principal: Option<Principal>,
         session: u64,
         map_version: u64,
         body: Body<amulet_dmap::MapCommand>,
@@ -263,6 +282,7 @@ impl Service {
             map_version: MapVersion(map_version),
             session: Some((SessionId(session), 0)),
             body,
+            principal,
         };
         self.submit(None, request).await?;
         Ok(Response::new(pb::SessionResponse {}))
@@ -270,15 +290,26 @@ impl Service {
 
     /// One map request, counted in the metrics by operation and outcome
     /// (Execute and each request of ExecuteBatch alike).
-    async fn execute_recorded(&self, r: pb::MapRequest) -> Result<pb::MapResponse, Status> {
+    async fn execute_recorded(
+        &self,
+        principal: Option<Principal>,
+        r: pb::MapRequest,
+    ) -> Result<pb::MapResponse, Status> {
         let started = tokio::time::Instant::now();
         let op = op_name(&r.op);
-        let result = self.execute_inner(r).await.map(Response::into_inner);
+        let result = self
+            .execute_inner(principal, r)
+            .await
+            .map(Response::into_inner);
         self.record(op, started, &result);
         result
     }
 
-    async fn execute_inner(&self, r: pb::MapRequest) -> Result<Response<pb::MapResponse>, Status> {
+    async fn execute_inner(
+        &self,
+        principal: Option<Principal>,
+        r: pb::MapRequest,
+    ) -> Result<Response<pb::MapResponse>, Status> {
         let header = r
             .header
             .ok_or_else(|| Status::invalid_argument("the request has no header"))?;
@@ -296,6 +327,7 @@ impl Service {
             map_version: MapVersion(header.map_version),
             session,
             body: Body::App(command),
+            principal,
         };
         match self
             .submit(Some(PartitionId(header.partition)), request)
@@ -329,8 +361,10 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::OpenSessionRequest>,
     ) -> Result<Response<pb::SessionResponse>, Status> {
+        let principal = principal_of(&request);
         let r = request.into_inner();
         self.session_request(
+            principal,
             r.session,
             r.map_version,
             Body::OpenSession {
@@ -344,8 +378,10 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::OpenSessionRequest>,
     ) -> Result<Response<pb::SessionResponse>, Status> {
+        let principal = principal_of(&request);
         let r = request.into_inner();
         self.session_request(
+            principal,
             r.session,
             r.map_version,
             Body::KeepAlive {
@@ -359,8 +395,9 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::CloseSessionRequest>,
     ) -> Result<Response<pb::SessionResponse>, Status> {
+        let principal = principal_of(&request);
         let r = request.into_inner();
-        self.session_request(r.session, r.map_version, Body::CloseSession)
+        self.session_request(principal, r.session, r.map_version, Body::CloseSession)
             .await
     }
 
@@ -368,7 +405,8 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::MapRequest>,
     ) -> Result<Response<pb::MapResponse>, Status> {
-        self.execute_recorded(request.into_inner())
+        let principal = principal_of(&request);
+        self.execute_recorded(principal, request.into_inner())
             .await
             .map(Response::new)
     }
@@ -377,6 +415,7 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::MapRequestBatch>,
     ) -> Result<Response<pb::MapResponseBatch>, Status> {
+        let principal = principal_of(&request);
         let requests = request.into_inner().requests;
         if requests.len() > BATCH_REQUESTS_MAX {
             return Err(Status::invalid_argument(format!(
@@ -389,7 +428,10 @@ impl pb::amulet_server::Amulet for Service {
         let outcomes = futures::future::join_all(
             requests
                 .into_iter()
-                .map(|r| async move { outcome_from_result(self.execute_recorded(r).await) }),
+                .map(|r| {
+                    let principal = principal.clone();
+                    async move { outcome_from_result(self.execute_recorded(principal, r).await) }
+                }),
         )
         .await;
         Ok(Response::new(pb::MapResponseBatch { outcomes }))
@@ -400,7 +442,8 @@ impl pb::amulet_server::Amulet for Service {
         request: Request<pb::ReadAtRequest>,
     ) -> Result<Response<pb::ReadAtResponse>, Status> {
         let started = tokio::time::Instant::now();
-        let result = self.read_at_version(request.into_inner()).await;
+        let principal = principal_of(&request);
+        let result = self.read_at_version(principal, request.into_inner()).await;
         self.record("read_at", started, &result);
         result.map(Response::new)
     }
@@ -411,6 +454,7 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::ReadSnapshotRequest>,
     ) -> Result<Response<PageStream>, Status> {
+        let principal = principal_of(&request);
         let r = request.into_inner();
         let limit = if r.page_size == 0 {
             PAGE_ENTRIES_DEFAULT
@@ -420,7 +464,15 @@ impl pb::amulet_server::Amulet for Service {
         let partition = PartitionId(r.partition);
         // The first page is read here, so a bad request fails the call
         // itself rather than its stream.
-        let first = read_page(&self.handle, partition, r.snapshot, r.after, limit).await?;
+        let first = read_page(
+            &self.handle,
+            principal.as_ref(),
+            partition,
+            r.snapshot,
+            r.after,
+            limit,
+        )
+        .await?;
         // One page in flight: the client's reading paces the server, and
         // memory on both sides stays within a page or two.
         let (pages, rx) = mpsc::channel(1);
@@ -434,7 +486,10 @@ impl pb::amulet_server::Amulet for Service {
                 if pages.send(Ok(page)).await.is_err() || last {
                     return;
                 }
-                page = match read_page(&handle, partition, snapshot, after, limit).await {
+                // Judged again at every page: a revocation ends the stream.
+                let page_read =
+                    read_page(&handle, principal.as_ref(), partition, snapshot, after, limit);
+                page = match page_read.await {
                     Ok(page) => page,
                     Err(status) => {
                         let _ = pages.send(Err(status)).await;
@@ -453,6 +508,7 @@ impl pb::amulet_server::Amulet for Service {
         request: Request<pb::TailLogRequest>,
     ) -> Result<Response<TailStream>, Status> {
         let started = tokio::time::Instant::now();
+        let principal = principal_of(&request);
         let r = request.into_inner();
         let log = MapName::new(r.log).map_err(|e| Status::invalid_argument(e.to_string()));
         let result = match log {
@@ -462,6 +518,7 @@ impl pb::amulet_server::Amulet for Service {
                     n => n as usize,
                 };
                 let mut tail = Tail {
+                    principal,
                     handle: self.handle.clone(),
                     metrics: self.metrics.clone(),
                     changes: self.handle.log_changes(),
@@ -486,6 +543,7 @@ impl pb::amulet_server::Amulet for Service {
         request: Request<pb::ReconfigureRequest>,
     ) -> Result<Response<pb::ReconfigureResponse>, Status> {
         let started = tokio::time::Instant::now();
+        let principal = principal_of(&request);
         let result = async {
             let (map_version, change) = amulet_api::reconfiguration_from_pb(request.into_inner())?;
             tracing::info!(?change, map_version, "reconfiguration requested");
@@ -493,6 +551,7 @@ impl pb::amulet_server::Amulet for Service {
                 map_version: MapVersion(map_version),
                 session: None,
                 body: Body::Reconfigure(change),
+                principal,
             };
             self.submit(None, request).await?;
             Ok(Response::new(pb::ReconfigureResponse {}))
@@ -544,12 +603,111 @@ impl pb::amulet_server::Amulet for Service {
         }))
     }
 
+    async fn change_access(
+        &self,
+        request: Request<pb::ChangeAccessRequest>,
+    ) -> Result<Response<pb::ChangeAccessResponse>, Status> {
+        let started = tokio::time::Instant::now();
+        let principal = principal_of(&request);
+        let result = async {
+            let change = amulet_api::access_change_from_pb(request.into_inner())?;
+            tracing::info!(?change, user = ?principal.as_ref().map(|p| &p.user), "access change requested");
+            self.change_access_ordered(principal, change).await?;
+            Ok(Response::new(pb::ChangeAccessResponse {}))
+        }
+        .await;
+        self.record("change_access", started, &result);
+        result
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<pb::CreateTokenRequest>,
+    ) -> Result<Response<pb::CreateTokenResponse>, Status> {
+        let started = tokio::time::Instant::now();
+        let principal = principal_of(&request);
+        let result = async {
+            let r = request.into_inner();
+            let ttl_seconds = match r.ttl_seconds {
+                0 => TOKEN_TTL_SECONDS_DEFAULT,
+                n if n <= TOKEN_TTL_SECONDS_MAX => n,
+                n => {
+                    return Err(Status::invalid_argument(format!(
+                        "token lifetime {n} s outside 1..={TOKEN_TTL_SECONDS_MAX}"
+                    )))
+                }
+            };
+            let token = amulet_tls::Token::generate();
+            let now = crate::api_connection::unix_micros_now();
+            let expires_unix_micros = now.saturating_add(ttl_seconds * 1_000_000);
+            let change = amulet_smr::AccessChange::CreateToken {
+                id: token.id.clone(),
+                record: amulet_smr::TokenRecord {
+                    user: r.user.clone(),
+                    digest: token.digest(),
+                    expires_unix_micros,
+                },
+                now_unix_micros: now,
+            };
+            // Logged by id only: the secret goes to this reply alone.
+            tracing::info!(id = %token.id, user = %r.user, ttl_seconds, "token requested");
+            self.change_access_ordered(principal, change).await?;
+            Ok(Response::new(pb::CreateTokenResponse {
+                token: token.expose(),
+                id: token.id,
+                expires_unix_micros,
+            }))
+        }
+        .await;
+        self.record("create_token", started, &result);
+        result
+    }
+
+    async fn get_access(
+        &self,
+        request: Request<pb::GetAccessRequest>,
+    ) -> Result<Response<pb::AccessConfiguration>, Status> {
+        let principal = principal_of(&request);
+        let access = self.handle.access();
+        allowed_by(&access, principal.as_ref(), |need| need(Need::Cluster))?;
+        Ok(Response::new(amulet_api::access_to_pb(&access)))
+    }
+
+    async fn who_am_i(
+        &self,
+        request: Request<pb::WhoAmIRequest>,
+    ) -> Result<Response<pb::WhoAmIResponse>, Status> {
+        let Some(principal) = principal_of(&request) else {
+            return Ok(Response::new(pb::WhoAmIResponse::default()));
+        };
+        let access = self.handle.access();
+        allowed_by(&access, Some(&principal), |_| {})?;
+        let roles = access
+            .users()
+            .get(&principal.user)
+            .map(|roles| roles.iter().cloned().collect())
+            .unwrap_or_default();
+        Ok(Response::new(pb::WhoAmIResponse {
+            user: principal.user,
+            token: principal.token.unwrap_or_default(),
+            roles,
+            secure: true,
+        }))
+    }
+
     async fn eventual_get(
         &self,
         r: Request<pb::EventualGetRequest>,
     ) -> Result<Response<pb::Versioned>, Status> {
         let started = tokio::time::Instant::now();
-        let result = crate::eventual_api::get(&self.handle, r.into_inner()).await;
+        let principal = principal_of(&r);
+        let r = r.into_inner();
+        let result = match self.allowed_here(principal.as_ref(), |need| {
+            need(Need::Map(&r.map, amulet_smr::Permission::Read))
+        }) {
+            Ok(()) => crate::eventual_api::get(&self.handle, r).await,
+            Err(status) => Err(status),
+        };
         self.record("eventual_get", started, &result);
         result.map(Response::new)
     }
@@ -559,7 +717,14 @@ impl pb::amulet_server::Amulet for Service {
         r: Request<pb::EventualPutRequest>,
     ) -> Result<Response<pb::Versioned>, Status> {
         let started = tokio::time::Instant::now();
-        let result = crate::eventual_api::put(&self.handle, r.into_inner()).await;
+        let principal = principal_of(&r);
+        let r = r.into_inner();
+        let result = match self.allowed_here(principal.as_ref(), |need| {
+            need(Need::Map(&r.map, amulet_smr::Permission::Write))
+        }) {
+            Ok(()) => crate::eventual_api::put(&self.handle, r).await,
+            Err(status) => Err(status),
+        };
         self.record("eventual_put", started, &result);
         result.map(Response::new)
     }
@@ -569,7 +734,14 @@ impl pb::amulet_server::Amulet for Service {
         r: Request<pb::EventualDeleteRequest>,
     ) -> Result<Response<pb::Versioned>, Status> {
         let started = tokio::time::Instant::now();
-        let result = crate::eventual_api::delete(&self.handle, r.into_inner()).await;
+        let principal = principal_of(&r);
+        let r = r.into_inner();
+        let result = match self.allowed_here(principal.as_ref(), |need| {
+            need(Need::Map(&r.map, amulet_smr::Permission::Write))
+        }) {
+            Ok(()) => crate::eventual_api::delete(&self.handle, r).await,
+            Err(status) => Err(status),
+        };
         self.record("eventual_delete", started, &result);
         result.map(Response::new)
     }
@@ -579,6 +751,7 @@ impl pb::amulet_server::Amulet for Service {
 /// snapshot's opening.
 async fn read_page(
     handle: &NodeHandle,
+    principal: Option<&Principal>,
     partition: PartitionId,
     snapshot: u64,
     after: Option<bytes::Bytes>,
@@ -592,6 +765,9 @@ async fn read_page(
             .map_err(stopped)?;
         match answer {
             PageAnswer::Page(page) => {
+                allowed_by(&handle.access(), principal, |need| {
+                    need(Need::Map(page.map.as_str(), amulet_smr::Permission::Read))
+                })?;
                 return Ok(pb::SnapshotPage {
                     entries: page
                         .entries
@@ -636,6 +812,8 @@ async fn read_page(
 /// One open tail: reads the log from the local replica, sends what is
 /// there, and waits for the next change (or a heartbeat's time).
 struct Tail {
+    /// Judged again at every read: a revocation ends the stream.
+    principal: Option<Principal>,
     handle: NodeHandle,
     metrics: Arc<Metrics>,
     changes: tokio::sync::watch::Receiver<u64>,
@@ -682,6 +860,9 @@ impl Tail {
             // Marked seen before the read: a change after it wakes the
             // wait below, so no append slips between read and wait.
             self.changes.borrow_and_update();
+            allowed_by(&self.handle.access(), self.principal.as_ref(), |need| {
+                need(Need::Map(self.log.as_str(), amulet_smr::Permission::Read))
+            })?;
             let answer = self
                 .handle
                 .tail_read(
@@ -766,5 +947,76 @@ fn refusal(reply: ClientReply<MapReply>) -> Status {
     match client_reply_to_response(reply) {
         Err(status) => status,
         Ok(_) => Status::internal("a refusal answered as a success"),
+    }
+}
+
+/// Judges a request this node serves without ordering (snapshot pages,
+/// tails, reads at a version, eventual maps) by `access`, this node's
+/// latest access configuration (docs/security.md): UNAUTHENTICATED for a
+/// token revoked since the request was authenticated, PERMISSION_DENIED for
+/// a missing permission. `None`: a node without TLS, nobody is checked.
+#[allow(clippy::result_large_err)] // tonic's Status
+fn allowed_by(
+    access: &amulet_smr::AccessControl,
+    principal: Option<&Principal>,
+    needs: impl FnOnce(&mut dyn FnMut(Need<'_>)),
+) -> Result<(), Status> {
+    let Some(principal) = principal else {
+        return Ok(());
+    };
+    if !access.authentic(principal) {
+        return Err(amulet_api::refusal_status(&Refusal::TokenInvalid));
+    }
+    let mut missing = None;
+    needs(&mut |need| {
+        if missing.is_none() && !access.allows(principal, need) {
+            missing = Some(match need {
+                Need::Map(map, permission) => format!("{} on {map:?}", permission.name()),
+                Need::Cluster => "cluster admin".to_string(),
+            });
+        }
+    });
+    match missing {
+        None => Ok(()),
+        Some(need) => Err(amulet_api::refusal_status(&Refusal::PermissionDenied {
+            user: principal.user.clone(),
+            need,
+        })),
+    }
+}
+
+impl Service {
+    /// Orders an access change on the global stream; answered once every
+    /// replica will judge by it from its position on.
+    async fn change_access_ordered(
+        &self,
+        principal: Option<Principal>,
+        change: amulet_smr::AccessChange,
+    ) -> Result<(), Status> {
+        let map_version = self
+            .handle
+            .partition_map()
+            .await
+            .map_err(stopped)?
+            .ok_or_else(|| Status::failed_precondition("this cluster serves no DMap"))?
+            .version;
+        let request = ClientRequest {
+            map_version,
+            session: None,
+            body: Body::Access(change),
+            principal,
+        };
+        self.submit(None, request).await?;
+        Ok(())
+    }
+
+    /// [`allowed_by`] this node's latest access configuration.
+    #[allow(clippy::result_large_err)] // tonic's Status
+    fn allowed_here(
+        &self,
+        principal: Option<&Principal>,
+        needs: impl FnOnce(&mut dyn FnMut(Need<'_>)),
+    ) -> Result<(), Status> {
+        allowed_by(&self.handle.access(), principal, needs)
     }
 }

@@ -103,17 +103,28 @@ pub struct NodeHandle {
     commands: mpsc::UnboundedSender<Command>,
     /// Moves when a local replica executed a command that changed a log.
     log_changes: watch::Receiver<u64>,
+    /// The access configuration this node's replicas executed last.
+    access: watch::Receiver<std::sync::Arc<amulet_smr::AccessControl>>,
 }
 
 impl NodeHandle {
     pub(crate) fn new(
         commands: mpsc::UnboundedSender<Command>,
         log_changes: watch::Receiver<u64>,
+        access: watch::Receiver<std::sync::Arc<amulet_smr::AccessControl>>,
     ) -> NodeHandle {
         NodeHandle {
             commands,
             log_changes,
+            access,
         }
+    }
+
+    /// The access configuration as this node's most advanced replica
+    /// executed it (docs/security.md): what tokens and unordered reads
+    /// are judged by here.
+    pub fn access(&self) -> std::sync::Arc<amulet_smr::AccessControl> {
+        self.access.borrow().clone()
     }
 
     /// A receiver that sees a new value whenever a local replica has

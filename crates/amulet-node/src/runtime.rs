@@ -178,6 +178,7 @@ impl Node {
         let (written_tx, written) = mpsc::unbounded_channel();
         let (read_tx, read) = mpsc::unbounded_channel();
         let (log_changes, log_changes_rx) = watch::channel(0u64);
+        let (access, access_rx) = watch::channel(host.access());
         let event_loop = EventLoop {
             me,
             incarnation,
@@ -199,11 +200,12 @@ impl Node {
             read,
             drained: Vec::new(),
             log_changes,
+            access,
             eventual,
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
-        let handle = NodeHandle::new(commands, log_changes_rx);
+        let handle = NodeHandle::new(commands, log_changes_rx, access_rx);
         let api = match config.client_listen()? {
             Some(listen) => {
                 let api =
@@ -314,6 +316,9 @@ pub(crate) struct EventLoop {
     /// The host's count of log changes, published after each flush for
     /// the tails this node serves.
     log_changes: watch::Sender<u64>,
+    /// The access configuration the node judges tokens and unordered
+    /// reads by (`Host::access`), published when it changes.
+    access: watch::Sender<Arc<amulet_smr::AccessControl>>,
     /// The eventual maps' replicas here and the requests they serve.
     eventual: eventual::Eventual,
 }
@@ -577,6 +582,12 @@ impl EventLoop {
             let moved = *seen != changes;
             *seen = changes;
             moved
+        });
+        let access = self.host.access();
+        self.access.send_if_modified(|seen| {
+            let changed = !Arc::ptr_eq(seen, &access);
+            *seen = access;
+            changed
         });
         Ok(flushed)
     }

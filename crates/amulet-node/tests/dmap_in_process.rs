@@ -64,6 +64,7 @@ async fn three_nodes_serve_a_linearizable_map() {
         map_version: MapVersion(version),
         session: Some((session, sequence)),
         body,
+        principal: None,
     };
     let app = |version, sequence, command| req(version, sequence, Body::App(command));
 

@@ -4,7 +4,9 @@
 //! eventual maps. Exits non-zero on any violation.
 
 use amulet_dotted::DottedBug;
-use amulet_sim::dmap::{run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug};
+use amulet_sim::dmap::{
+    run_access_seed, run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug,
+};
 use amulet_sim::dotted::{run_dotted_seed, run_service_seed};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
 use amulet_sim::order::{self, Bug};
@@ -50,6 +52,12 @@ struct Arguments {
     /// checked for linearizability like `--dmap`.
     #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields"])]
     logs: bool,
+    /// Simulate DMap with clients running as a user whose permission an
+    /// administrator grants and revokes while they run (docs/security.md):
+    /// denied operations checked as taking no effect, and every replica
+    /// holding the same access configuration at each global position.
+    #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields", "logs"])]
+    access: bool,
     /// Simulate eventual maps (DottedDB's node-wide dot clocks: replicas
     /// on a ring, lossy replication, anti-entropy by clock exchange),
     /// checked for convergence, causality and leftover metadata.
@@ -122,6 +130,9 @@ enum BugArg {
     LogPositionsNotCheckpointed,
     /// Logs (`--logs`): tail reads from inside a log start one entry late.
     TailSkipsAnEntry,
+    /// Access (`--access`): a grant or revocation takes effect at the
+    /// receiving replica before it is ordered.
+    AccessAtEdge,
     /// Eventual maps (`--dotted`): anti-entropy closes the answerer's
     /// whole clock entry even when its reply was cut.
     SyncAdvancesWholeClock,
@@ -166,6 +177,7 @@ impl BugArg {
             BugArg::TrimKeepsEntries => DmapBug::TrimKeepsEntries,
             BugArg::LogPositionsNotCheckpointed => DmapBug::LogPositionsNotCheckpointed,
             BugArg::TailSkipsAnEntry => DmapBug::TailSkipsAnEntry,
+            BugArg::AccessAtEdge => DmapBug::AccessAtEdge,
             _ => DmapBug::None,
         }
     }
@@ -210,6 +222,7 @@ impl BugArg {
             | BugArg::TrimKeepsEntries
             | BugArg::LogPositionsNotCheckpointed
             | BugArg::TailSkipsAnEntry
+            | BugArg::AccessAtEdge
             | BugArg::SyncAdvancesWholeClock
             | BugArg::StripPastGaps
             | BugArg::ForgetUnstrippedDeletes
@@ -259,6 +272,8 @@ fn main() -> ExitCode {
             run_fields_seed(seed, verbose, dmap_bug)
         } else if arguments.logs {
             run_logs_seed(seed, verbose, dmap_bug)
+        } else if arguments.access {
+            run_access_seed(seed, verbose, dmap_bug)
         } else if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
         } else if arguments.elastic {
@@ -272,6 +287,7 @@ fn main() -> ExitCode {
             || arguments.txn
             || arguments.fields
             || arguments.logs
+            || arguments.access
             || arguments.dotted
             || arguments.dotted_service,
         arguments.elastic,
@@ -290,6 +306,8 @@ fn main() -> ExitCode {
                 command.push_str(" --fields");
             } else if arguments.logs {
                 command.push_str(" --logs");
+            } else if arguments.access {
+                command.push_str(" --access");
             } else if dmap {
                 command.push_str(" --dmap");
             }

@@ -37,6 +37,10 @@ pub enum Property {
     /// An invariant the protocol asserts about itself failed (the run
     /// panicked); a protocol-level safety check fired before any checker.
     Invariant,
+    /// Access control: two replicas held different access configurations
+    /// at the same global position (a grant or revocation took effect at
+    /// different points of the order).
+    AccessAgreement,
 }
 
 /// One violation, with a message naming nodes, values and positions.

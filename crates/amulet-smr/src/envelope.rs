@@ -39,6 +39,9 @@ pub enum Body<C> {
     /// Changes the partitioning (see [`crate::Reconfiguration`]). Global
     /// stream only, ordered as a barrier; takes effect at its fence.
     Reconfigure(crate::Reconfiguration),
+    /// Changes users, roles, grants or tokens (see [`crate::AccessChange`]).
+    /// Global stream only; needs the cluster admin role.
+    Access(crate::AccessChange),
 }
 
 /// One command as the streams order it.
@@ -56,6 +59,21 @@ pub struct CommandEnvelope<C> {
     pub session: Option<(SessionId, u64)>,
     /// The command.
     pub body: Body<C>,
+    /// Who sent it, as the receiving node authenticated them; `None` on a
+    /// node without TLS (`--insecure`: nobody is checked) and in values
+    /// ordered before access control existed. Last, so those older
+    /// values still decode (see [`CommandEnvelope::decode`]).
+    pub principal: Option<crate::Principal>,
+}
+
+/// A value ordered before envelopes named their principal.
+#[derive(Deserialize)]
+struct EnvelopeBeforePrincipal<C> {
+    origin: Origin,
+    timestamp_micros: u64,
+    map_version: MapVersion,
+    session: Option<(SessionId, u64)>,
+    body: Body<C>,
 }
 
 impl<C: Serialize + serde::de::DeserializeOwned> CommandEnvelope<C> {
@@ -64,9 +82,28 @@ impl<C: Serialize + serde::de::DeserializeOwned> CommandEnvelope<C> {
         Bytes::from(postcard::to_allocvec(self).expect("encoding to memory cannot fail"))
     }
 
-    /// Decodes a delivered value. Total: bad bytes are an error.
+    /// Decodes a delivered value. Total: bad bytes are an error. A value
+    /// that ends where the principal would start was ordered by an older
+    /// build (acceptor logs outlive upgrades): it decodes with none.
     pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
-        postcard::from_bytes(bytes)
+        match postcard::take_from_bytes::<CommandEnvelope<C>>(bytes) {
+            Ok((envelope, _)) => Ok(envelope),
+            Err(postcard::Error::DeserializeUnexpectedEnd) => {
+                let (old, rest) = postcard::take_from_bytes::<EnvelopeBeforePrincipal<C>>(bytes)?;
+                if !rest.is_empty() {
+                    return Err(postcard::Error::DeserializeUnexpectedEnd);
+                }
+                Ok(CommandEnvelope {
+                    origin: old.origin,
+                    timestamp_micros: old.timestamp_micros,
+                    map_version: old.map_version,
+                    session: old.session,
+                    body: old.body,
+                    principal: None,
+                })
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -160,5 +197,56 @@ impl ReplicaMessage {
     /// Decodes. Total: bad bytes are an error.
     pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
         postcard::from_bytes(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Before {
+        origin: Origin,
+        timestamp_micros: u64,
+        map_version: MapVersion,
+        session: Option<(SessionId, u64)>,
+        body: Body<u32>,
+    }
+
+    fn envelope(principal: Option<crate::Principal>) -> CommandEnvelope<u32> {
+        CommandEnvelope {
+            origin: Origin {
+                node: NodeId(1),
+                incarnation: 2,
+                request: 3,
+            },
+            timestamp_micros: 4,
+            map_version: MapVersion(5),
+            session: Some((SessionId(6), 7)),
+            body: Body::App(8),
+            principal,
+        }
+    }
+
+    #[test]
+    fn security_an_envelope_carries_its_principal_and_older_values_still_decode() {
+        let new = envelope(Some(crate::Principal::user("alice")));
+        assert_eq!(CommandEnvelope::decode(&new.encode()).unwrap(), new);
+        let old = envelope(None);
+        let before = postcard::to_allocvec(&Before {
+            origin: old.origin,
+            timestamp_micros: old.timestamp_micros,
+            map_version: old.map_version,
+            session: old.session,
+            body: old.body.clone(),
+        })
+        .unwrap();
+        assert_eq!(CommandEnvelope::<u32>::decode(&before).unwrap(), old);
+        // Total: every prefix of a value is an error or a value, never a panic.
+        let bytes = new.encode();
+        for end in 0..bytes.len() {
+            let _ = CommandEnvelope::<u32>::decode(&bytes[..end]);
+        }
+        assert!(CommandEnvelope::<u32>::decode(&[0xff; 3]).is_err());
     }
 }

@@ -20,6 +20,7 @@
 //! - Client sessions make retries take effect once ([`SessionTable`]).
 #![deny(missing_docs)]
 
+mod access;
 pub mod checkpoint_format;
 mod envelope;
 mod fence;
@@ -33,6 +34,10 @@ mod session_table;
 mod state_machine;
 mod trim_point;
 
+pub use access::{
+    AccessChange, AccessControl, AccessError, Need, Permission, Principal, TokenRecord,
+    BOOTSTRAP_ADMIN, CLUSTER_ADMIN, EVERY_MAP,
+};
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
 pub use hand_off::{handed_off, replicas_to_hand_off};

@@ -52,6 +52,24 @@ pub enum Refusal {
     /// A command of the ordered API on an eventual map.
     #[error("map {0:?} is eventual: use EventualGet, EventualPut and EventualDelete")]
     EventualMap(String),
+    /// The sender may not do this (docs/security.md): it needs the
+    /// permission named (`read on carts`, `cluster admin`) at the point of
+    /// the order where the request executed.
+    #[error("user {user:?} needs {need}")]
+    PermissionDenied {
+        /// The user.
+        user: String,
+        /// What was missing.
+        need: String,
+    },
+    /// The token the request was made with was revoked or expired by the
+    /// time the request executed.
+    #[error("the token is no longer valid (revoked or expired)")]
+    TokenInvalid,
+    /// An access change that cannot apply (a bad name, the last cluster
+    /// admin, a full configuration).
+    #[error("access change refused: {0}")]
+    AccessChange(crate::AccessError),
 }
 
 impl Refusal {
@@ -68,7 +86,10 @@ impl Refusal {
             | Refusal::InvalidMap(_)
             | Refusal::MoveNeedsCheckpoints
             | Refusal::NoDmap
-            | Refusal::EventualMap(_) => false,
+            | Refusal::EventualMap(_)
+            | Refusal::PermissionDenied { .. }
+            | Refusal::TokenInvalid
+            | Refusal::AccessChange(_) => false,
         }
     }
 
@@ -86,6 +107,9 @@ impl Refusal {
             Refusal::MoveNeedsCheckpoints => "move-needs-checkpoints",
             Refusal::NoDmap => "no-dmap",
             Refusal::EventualMap(_) => "eventual-map",
+            Refusal::PermissionDenied { .. } => "permission-denied",
+            Refusal::TokenInvalid => "token-invalid",
+            Refusal::AccessChange(_) => "access-change-refused",
         }
     }
 }

@@ -69,6 +69,12 @@ pub trait StateMachine {
     /// The keys the command touches, for routing.
     fn placement(command: &Self::Command) -> Placement;
 
+    /// What the command needs of its sender (docs/security.md), each need
+    /// given to `need`; the replica checks them against the access
+    /// configuration at the command's point of the order. A command that
+    /// names nothing needs only an authentic sender.
+    fn needs(command: &Self::Command, need: &mut dyn FnMut(crate::Need<'_>));
+
     /// Checks sizes and shapes; the error is the reply. Run at the edge.
     fn validate(&self, command: &Self::Command) -> Result<(), Self::Reply>;
 

@@ -27,7 +27,17 @@ pub struct TlsContext {
 struct Loaded {
     stamps: [Option<SystemTime>; 3],
     checked: Instant,
+    configs: Configs,
+}
+
+/// The configurations built from one set of files.
+#[derive(Clone)]
+struct Configs {
+    /// Peers: a certificate from the CA required.
     server: Arc<ServerConfig>,
+    /// The client API: a certificate from the CA, or none (the client then
+    /// needs a bearer token; a certificate from elsewhere still fails).
+    api_server: Arc<ServerConfig>,
     client: Arc<ClientConfig>,
 }
 
@@ -36,14 +46,13 @@ impl TlsContext {
     #[allow(clippy::disallowed_methods)] // I/O edge: when to look at the files again
     pub fn load(files: TlsFiles) -> Result<TlsContext, TlsError> {
         let stamps = stamps(&files);
-        let (server, client) = build(&files)?;
+        let configs = build(&files)?;
         Ok(TlsContext {
             files,
             loaded: Mutex::new(Loaded {
                 stamps,
                 checked: Instant::now(),
-                server,
-                client,
+                configs,
             }),
         })
     }
@@ -53,18 +62,26 @@ impl TlsContext {
         &self.files
     }
 
-    /// The configuration for accepting a connection.
+    /// The configuration for accepting a peer's connection (a
+    /// certificate from the CA required).
     pub fn server(&self) -> Arc<ServerConfig> {
-        self.current().0
+        self.current().server
+    }
+
+    /// The configuration for accepting a client's connection: a
+    /// certificate from the CA or none at all (then every request must
+    /// carry a bearer token); any other certificate fails the handshake.
+    pub fn api_server(&self) -> Arc<ServerConfig> {
+        self.current().api_server
     }
 
     /// The configuration for opening a connection.
     pub fn client(&self) -> Arc<ClientConfig> {
-        self.current().1
+        self.current().client
     }
 
     #[allow(clippy::disallowed_methods)] // I/O edge: when to look at the files again
-    fn current(&self) -> (Arc<ServerConfig>, Arc<ClientConfig>) {
+    fn current(&self) -> Configs {
         let mut loaded = self.loaded.lock().expect("tls context poisoned");
         if loaded.checked.elapsed() >= RELOAD_CHECK_INTERVAL {
             loaded.checked = Instant::now();
@@ -74,9 +91,8 @@ impl TlsContext {
                 // retried at its next change, not logged every second.
                 loaded.stamps = now;
                 match build(&self.files) {
-                    Ok((server, client)) => {
-                        loaded.server = server;
-                        loaded.client = client;
+                    Ok(configs) => {
+                        loaded.configs = configs;
                         tracing::info!(cert = %self.files.cert.display(), "TLS files changed; new connections use them");
                     }
                     Err(error) => {
@@ -85,7 +101,7 @@ impl TlsContext {
                 }
             }
         }
-        (loaded.server.clone(), loaded.client.clone())
+        loaded.configs.clone()
     }
 }
 
@@ -99,29 +115,39 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Builds both configurations from `files`.
-fn build(files: &TlsFiles) -> Result<(Arc<ServerConfig>, Arc<ClientConfig>), TlsError> {
+/// Builds the configurations from `files`.
+fn build(files: &TlsFiles) -> Result<Configs, TlsError> {
     let roots = Arc::new(load_roots(&files.ca)?);
     let chain = load_certs(&files.cert)?;
     let key = load_key(&files.key)?;
     let config_error = |e: rustls::Error| TlsError::Config(e.to_string());
-    let client_verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider())
-        .build()
-        .map_err(|e| TlsError::Config(format!("{}: {e}", files.ca.display())))?;
-    let mut server = ServerConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-        .map_err(config_error)?
-        .with_client_cert_verifier(client_verifier)
-        .with_single_cert(chain.clone(), key.clone_key())
-        .map_err(|e| {
-            TlsError::Config(format!(
-                "{} and {}: {e}",
-                files.cert.display(),
-                files.key.display()
-            ))
-        })?;
-    // gRPC clients require HTTP/2 by ALPN; `/metrics` scrapers speak 1.1.
-    server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let server_config = |optional: bool| -> Result<Arc<ServerConfig>, TlsError> {
+        let builder = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider());
+        let builder = if optional {
+            builder.allow_unauthenticated()
+        } else {
+            builder
+        };
+        let client_verifier = builder
+            .build()
+            .map_err(|e| TlsError::Config(format!("{}: {e}", files.ca.display())))?;
+        let mut server = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(config_error)?
+            .with_client_cert_verifier(client_verifier)
+            .with_single_cert(chain.clone(), key.clone_key())
+            .map_err(|e| {
+                TlsError::Config(format!(
+                    "{} and {}: {e}",
+                    files.cert.display(),
+                    files.key.display()
+                ))
+            })?;
+        // gRPC clients require HTTP/2 by ALPN; `/metrics` scrapers speak 1.1.
+        server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(server))
+    };
+    let (server, api_server) = (server_config(false)?, server_config(true)?);
     let server_verifier = WebPkiServerVerifier::builder_with_provider(roots, provider())
         .build()
         .map_err(|e| TlsError::Config(format!("{}: {e}", files.ca.display())))?;
@@ -137,7 +163,11 @@ fn build(files: &TlsFiles) -> Result<(Arc<ServerConfig>, Arc<ClientConfig>), Tls
                 files.key.display()
             ))
         })?;
-    Ok((Arc::new(server), Arc::new(client)))
+    Ok(Configs {
+        server,
+        api_server,
+        client: Arc::new(client),
+    })
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {

@@ -44,6 +44,21 @@ impl TlsFiles {
         }
     }
 
+    /// Only the CA certificate `ca`, no certificate of one's own: for a
+    /// client that authenticates with a bearer token.
+    pub fn ca_only(ca: impl Into<PathBuf>) -> TlsFiles {
+        TlsFiles {
+            ca: ca.into(),
+            cert: PathBuf::new(),
+            key: PathBuf::new(),
+        }
+    }
+
+    /// Whether a certificate of one's own is named (not [`TlsFiles::ca_only`]).
+    pub fn has_certificate(&self) -> bool {
+        !self.cert.as_os_str().is_empty()
+    }
+
     /// The user files named by `AMULET_TLS_DIR` and `AMULET_USER`, if the
     /// first is set.
     pub fn from_env() -> Option<TlsFiles> {

@@ -11,6 +11,8 @@
 //! - [`TlsContext`]: the rustls configurations built from the files, built
 //!   again when a file changes (certificate rotation without a restart).
 //! - [`create`]: certificate creation (rcgen) for a CA, nodes and users.
+//! - [`Token`]: bearer tokens (`amt1.ID.SECRET`) for clients without a
+//!   certificate.
 #![deny(missing_docs)]
 
 mod context;
@@ -18,10 +20,12 @@ pub mod create;
 mod error;
 mod files;
 mod identity;
+mod token;
 
 pub use context::TlsContext;
 pub use error::TlsError;
 pub use files::TlsFiles;
 pub use identity::{identity_of, node_server_name, Identity, NODE_SERVER_NAME};
 pub use rustls;
+pub use token::{bearer, Token, TokenFormatError, TOKEN_PREFIX};
 pub use tokio_rustls;

@@ -35,6 +35,10 @@ pub struct Target {
     /// TLS: the user whose certificate is presented.
     #[arg(long, default_value = "admin", global = true, env = "AMULET_USER")]
     user: String,
+    /// TLS: authenticate with this bearer token (`amulet token create`)
+    /// instead of a certificate; only the CA of --tls-dir is used.
+    #[arg(long, global = true, env = "AMULET_TOKEN", hide_env_values = true)]
+    token: Option<String>,
 }
 
 /// One client operation.
@@ -132,6 +136,15 @@ pub enum Op {
     /// tail, trim, bounds, drop.
     #[command(subcommand)]
     Log(crate::log_command::LogOp),
+    /// Access control (docs/security.md): show, grant, revoke, assign,
+    /// unassign. Needs the cluster admin role.
+    #[command(subcommand)]
+    Access(crate::access_command::AccessOp),
+    /// Bearer tokens for clients without a certificate: create, revoke.
+    #[command(subcommand)]
+    Token(crate::access_command::TokenOp),
+    /// Print who the cluster takes this client for, and its roles.
+    Whoami,
     /// Split partition SOURCE: the keys from the token --at-token (hash
     /// maps; default: the middle of SOURCE's first token segment) and, for
     /// range maps, from --at-key MAP=KEY on move to the new partition NEW
@@ -220,9 +233,20 @@ pub fn run(target: Target, op: Op) -> anyhow::Result<()> {
 
 async fn run_async(target: Target, op: Op) -> anyhow::Result<()> {
     let (addresses, tls) = addresses(&target)?;
+    let token = target
+        .token
+        .clone()
+        .filter(|t| !t.is_empty())
+        .map(amulet_client::BearerToken);
+    // With a token, only the CA of the TLS files: the token names the user.
+    let tls = match (&token, tls) {
+        (Some(_), Some(files)) => Some(TlsFiles::ca_only(files.ca)),
+        (_, tls) => tls,
+    };
     let config = ClientConfig {
         operation_timeout: Duration::from_secs(target.timeout_secs.max(1)),
         tls,
+        token,
         ..Default::default()
     };
     let client = Client::connect_with(addresses.clone(), config)
@@ -365,6 +389,9 @@ async fn execute(
         }
         Op::Txn(args) => crate::txn_command::run(client, &target.map, &args).await?,
         Op::Log(log_op) => crate::log_command::run(client, &log_op).await?,
+        Op::Access(access_op) => crate::access_command::run_access(client, &access_op).await?,
+        Op::Token(token_op) => crate::access_command::run_token(client, &token_op).await?,
+        Op::Whoami => crate::access_command::run_whoami(client).await?,
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
             let change = reconfiguration(client, &op)?;
             reconfigure(client, &change, target.timeout_secs).await?;

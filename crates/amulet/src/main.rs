@@ -1,6 +1,7 @@
 //! `amulet`: start a local cluster (`amulet dev`), run one node
 //! (`amulet node`), and use a cluster (`amulet get/put/del/scan/...`).
 
+mod access_command;
 mod bench_scan;
 mod cert_command;
 mod client_commands;

@@ -187,6 +187,8 @@ impl Eventual {
                 node: self.me.0,
                 incarnation,
             }),
+            // The node's own request: not a client's, judged by nobody.
+            principal: None,
         })
     }
 

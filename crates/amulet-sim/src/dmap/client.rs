@@ -106,6 +106,17 @@ impl Send {
     /// sequence. Session requests are not deduplicated (opening is
     /// idempotent), so they carry sequence 0.
     pub fn of(request: Request, session: SessionId, tag: u64, command: Option<MapCommand>) -> Send {
+        Send::of_principal(request, session, tag, command, None)
+    }
+
+    /// [`Send::of`], sent as `principal` (docs/security.md).
+    pub fn of_principal(
+        request: Request,
+        session: SessionId,
+        tag: u64,
+        command: Option<MapCommand>,
+        principal: Option<amulet_smr::Principal>,
+    ) -> Send {
         match request {
             Request::OpenSession { to, map_version } => Send {
                 to,
@@ -117,6 +128,7 @@ impl Send {
                     body: Body::OpenSession {
                         lease_micros: SESSION_LEASE_MICROS,
                     },
+                    principal,
                 },
             },
             Request::Command {
@@ -132,6 +144,7 @@ impl Send {
                     map_version,
                     session: Some((session, sequence)),
                     body: Body::App(command.expect("a command to send")),
+                    principal,
                 },
             },
         }
@@ -160,6 +173,8 @@ pub struct SimClient {
     pub merges_fields: bool,
     /// Draws log commands too (`ClientKind::Logs`).
     pub appends_logs: bool,
+    /// Who it is (`ClientKind::Access`): its commands may be denied.
+    pub principal: Option<amulet_smr::Principal>,
     /// The attempts of the current operation (or of the first opening).
     attempts: Option<Resend>,
     /// The map each command attempt of the current operation was routed
@@ -188,6 +203,7 @@ impl SimClient {
             churns_maps: false,
             merges_fields: false,
             appends_logs: false,
+            principal: None,
             attempts: None,
             routed_by: Vec::new(),
             resume_at: None,
@@ -249,7 +265,13 @@ impl SimClient {
             let pinned = attempts.pinned().expect("a command is routed by a map");
             self.routed_by.push((tag, pinned.clone()));
         }
-        Send::of(request, self.session.id(), tag, command)
+        Send::of_principal(
+            request,
+            self.session.id(),
+            tag,
+            command,
+            self.principal.clone(),
+        )
     }
 
     /// Time passes: start an operation, count an unanswered attempt as
@@ -280,6 +302,7 @@ impl SimClient {
                             map: workload::map_name(),
                             lease_micros: SNAPSHOT_LEASE_MICROS,
                         },
+                        MapOp::Denied => unreachable!("drawn operations are never denied yet"),
                     };
                     calls.push(Call {
                         invoke: now,
@@ -391,7 +414,7 @@ impl SimClient {
                 Ok(None)
             }
             Next::Done(reply) => self.done(now, reply, healed, rng, calls),
-            Next::Fail(error) => self.failed(now, error, rng),
+            Next::Fail(error) => self.failed(now, error, rng, calls, healed),
         }
     }
 
@@ -466,13 +489,32 @@ impl SimClient {
     }
 
     /// The operation failed for good.
-    fn failed(&mut self, now: u64, error: Error, rng: &mut Rng) -> Result<Option<Send>, String> {
+    fn failed(
+        &mut self,
+        now: u64,
+        error: Error,
+        rng: &mut Rng,
+        calls: &mut [Call<MapOp, Observed>],
+        healed: bool,
+    ) -> Result<Option<Send>, String> {
         let phase = self.phase.clone();
         self.end(now, rng);
         match (&phase, &error) {
             // Took effect (or may have), reply unknown: the call stays
             // pending.
             (_, Error::OutcomeUnknown(_) | Error::Unavailable(_)) => Ok(None),
+            // Denied at its point of the order: checked as taking no
+            // effect (a replica that applied it shows in later reads).
+            (Phase::Waiting { call, .. }, Error::PermissionDenied(_)) if self.principal.is_some() => {
+                if let Some(call) = *call {
+                    calls[call].op = MapOp::Denied;
+                    calls[call].complete = Some(now);
+                    calls[call].result = Some(Observed::Denied);
+                }
+                // An answer: the cluster made progress for this client.
+                self.completed_after_heal += u64::from(healed);
+                Ok(None)
+            }
             // Creating a map that exists, dropping one that does not.
             (
                 Phase::Waiting {

@@ -25,6 +25,7 @@ use amulet_types::{
 use bytes::Bytes;
 use std::sync::Arc;
 
+mod access;
 mod operator;
 mod report;
 mod tailers;
@@ -93,6 +94,9 @@ pub enum DmapBug {
     /// Logs: a tail read from inside a log starts one entry late (and
     /// says it starts where it was asked to).
     TailSkipsAnEntry,
+    /// Access control: a grant or revocation takes effect at the replica
+    /// that received it when proposed, before it is ordered.
+    AccessAtEdge,
 }
 
 /// What the swarm's clients run.
@@ -109,6 +113,12 @@ pub enum ClientKind {
     Logs,
     /// List-append transactions, checked for strict serializability.
     Transactions,
+    /// Map operations sent as a user whose write permission an
+    /// administrator grants and revokes while they run (`amulet-sim
+    /// --access`, docs/security.md): denied operations are checked as
+    /// taking no effect, and every replica must hold the same access
+    /// configuration at the same global position.
+    Access,
 }
 
 impl DmapBug {
@@ -117,6 +127,7 @@ impl DmapBug {
             complete_without_signals: self == DmapBug::CompleteWithoutSignals,
             answer_reads_locally: self == DmapBug::AnswerReadsLocally,
             begin_without_signals: self == DmapBug::BeginWithoutSignals,
+            access_at_edge: self == DmapBug::AccessAtEdge,
         }
     }
 
@@ -188,6 +199,9 @@ struct DmapCluster {
     client_rng: Rng,
     /// Reconfigures the cluster now and then (in two seeds of three).
     operator: Option<Operator>,
+    /// Grants and revokes the clients' permission (`ClientKind::Access`),
+    /// and records every replica's access configuration by position.
+    access: Option<access::AccessWorkload>,
     /// The run stops starting operations at this time.
     issue_until: TimeMicros,
     calls: Vec<Call<MapOp, Observed>>,
@@ -218,6 +232,13 @@ pub fn run_txn_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
 /// fields (`amulet-sim --fields`), with the fault mix it draws.
 pub fn run_fields_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
     run_kind_seed(seed, verbose, bug, ClientKind::Fields)
+}
+
+/// Runs one DMap seed whose clients run as a user an administrator grants
+/// and revokes write permission to (`amulet-sim --access`), with the
+/// fault mix it draws.
+pub fn run_access_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    run_kind_seed(seed, verbose, bug, ClientKind::Access)
 }
 
 /// Runs one DMap seed whose clients also use two logs (`amulet-sim
@@ -385,7 +406,9 @@ impl DmapCluster {
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
         let txn_clients: Vec<TxnClient> = match kind {
-            ClientKind::Map | ClientKind::Fields | ClientKind::Logs => Vec::new(),
+            ClientKind::Map | ClientKind::Fields | ClientKind::Logs | ClientKind::Access => {
+                Vec::new()
+            }
             // More clients than the map mode: real-time order between
             // transactions of different clients is what strictness is
             // about.
@@ -417,6 +440,9 @@ impl DmapCluster {
                 client.churns_maps = churn && c == 0;
                 client.merges_fields = kind == ClientKind::Fields;
                 client.appends_logs = kind == ClientKind::Logs;
+                if kind == ClientKind::Access {
+                    client.principal = Some(access::user());
+                }
                 client
             })
             .collect();
@@ -473,6 +499,7 @@ impl DmapCluster {
             next_value: 0,
             client_rng,
             operator,
+            access: (kind == ClientKind::Access).then(|| access::AccessWorkload::new(seed)),
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
             calls: Vec::new(),
             tailers: tailers::Tailers::new(&logs, seed),
@@ -617,6 +644,7 @@ impl DmapCluster {
             map_version: version,
             session: None,
             body: amulet_smr::Body::App(MapCommand::ReleaseSnapshot { snapshot }),
+            principal: None,
         };
         let from = self.clients[client].endpoint;
         harness.request(from, to, 0, None, request);
@@ -674,6 +702,12 @@ impl Workload for DmapCluster {
         let issuing = now < self.issue_until;
         if issuing && self.operator.as_ref().is_some_and(|o| now >= o.next) {
             self.reconfigure(harness);
+        }
+        if let Some(access) = self.access.as_mut() {
+            if issuing {
+                access.change(harness, self.verbose);
+            }
+            access.observe(harness, &mut self.violations);
         }
         for c in 0..self.clients.len() {
             self.read_snapshot(harness, c);

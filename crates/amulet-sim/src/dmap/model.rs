@@ -14,6 +14,9 @@ pub enum MapOp {
     Command(MapCommand),
     /// A snapshot scan: every entry as of one instant.
     Scan,
+    /// A command the cluster denied (docs/security.md): it must have taken
+    /// no effect, so it is checked as doing nothing.
+    Denied,
 }
 
 /// What a client saw.
@@ -23,6 +26,8 @@ pub enum Observed {
     Reply(MapReply),
     /// A scan's entries, ascending.
     Entries(Vec<Entry>),
+    /// PERMISSION_DENIED.
+    Denied,
 }
 
 /// A sorted map of bytes, and the logs of `amulet-sim --logs` (thesis
@@ -58,6 +63,7 @@ impl Model for SortedMapModel {
         let mut next = self.clone();
         let result = match op {
             MapOp::Scan => Observed::Entries(entries(self.0.iter())),
+            MapOp::Denied => Observed::Denied,
             MapOp::Command(command) if command.is_log_command() => {
                 Observed::Reply(apply_log(&mut next.1, command))
             }

@@ -47,6 +47,22 @@ pub struct ReplicaCheckpoint<C, R> {
     /// This partition's votes on voted commands kept for late askers.
     #[serde(default)]
     pub votes: BTreeMap<u64, Bytes>,
+    /// Users, roles, grants and tokens. Files of checkpoint format 4 and
+    /// older predate access control: they decode with a new cluster's
+    /// (the bootstrap admin alone).
+    #[serde(default, deserialize_with = "access_since_format_5")]
+    pub access: std::sync::Arc<crate::AccessControl>,
+}
+
+/// Decodes the access configuration of a checkpoint file of format 5 or
+/// later; an older file has none (postcard is positional: nothing is read).
+fn access_since_format_5<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<std::sync::Arc<crate::AccessControl>, D::Error> {
+    if crate::checkpoint_format::decoding_format() <= 4 {
+        return Ok(Default::default());
+    }
+    std::sync::Arc::<crate::AccessControl>::deserialize(deserializer)
 }
 
 /// Why a checkpoint cannot be restored.
@@ -97,6 +113,7 @@ impl<S: StateMachine> Replica<S> {
         replica.pending_reconfiguration = checkpoint.pending_reconfiguration;
         replica.absorbed_signals = checkpoint.absorbed_signals;
         replica.votes = checkpoint.votes;
+        replica.access = checkpoint.access;
         replica.debug_check_invariants();
         Ok(replica)
     }
@@ -134,6 +151,7 @@ impl<S: StateMachine> Replica<S> {
             pending_reconfiguration: self.pending_reconfiguration.clone(),
             absorbed_signals: self.absorbed_signals.clone(),
             votes: self.votes.clone(),
+            access: self.access.clone(),
         })
     }
 }

@@ -18,6 +18,8 @@ pub struct ClientRequest<C> {
     pub session: Option<(SessionId, u64)>,
     /// The command.
     pub body: Body<C>,
+    /// Who sent it, as this node authenticated them (`None` without TLS).
+    pub principal: Option<crate::Principal>,
 }
 
 /// The answer to a client.

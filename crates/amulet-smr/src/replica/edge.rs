@@ -51,6 +51,14 @@ impl<S: StateMachine> Replica<S> {
         request: ClientRequest<S::Command>,
     ) {
         let barrier = matches!(request.body, Body::Reconfigure(_));
+        if let (true, Body::Access(change)) = (self.access_at_edge, &request.body) {
+            // Broken on purpose (the simulator's checker must catch it):
+            // the change takes effect here before it is ordered.
+            let mut access = (*self.access).clone();
+            if access.apply(change).is_ok() {
+                self.access = std::sync::Arc::new(access);
+            }
+        }
         let envelope = CommandEnvelope {
             origin: Origin {
                 node: self.config.node,
@@ -61,6 +69,7 @@ impl<S: StateMachine> Replica<S> {
             map_version: request.map_version,
             session: request.session,
             body: request.body,
+            principal: request.principal,
         };
         self.outputs.push(Output::Propose {
             stream,
@@ -106,6 +115,12 @@ impl<S: StateMachine> Replica<S> {
                     return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
                 }
                 change.apply(&self.map, 0).map_err(refusal_of)?;
+                return Ok(self.map.global_stream);
+            }
+            Body::Access(change) => {
+                change
+                    .validate()
+                    .map_err(|e| ClientReply::Refused(Refusal::AccessChange(e)))?;
                 return Ok(self.map.global_stream);
             }
         };

@@ -7,7 +7,7 @@
 use super::edge::is_global;
 use super::{ClientReply, Replica};
 use crate::{
-    Body, CommandEnvelope, ExecContext, KeyspaceChange, Origin, Placement, Refusal, SessionCheck,
+    AccessChange, Body, CommandEnvelope, Need, ExecContext, KeyspaceChange, Origin, Placement, Refusal, SessionCheck,
     StateMachine,
 };
 use amulet_types::{MapVersion, NodeId, StreamId};
@@ -58,9 +58,77 @@ impl<S: StateMachine> Replica<S> {
         self.local_clock_micros = self.local_clock_micros.max(envelope.timestamp_micros);
         match envelope.body.clone() {
             Body::App(command) => self.execute_app(global, envelope, command),
-            Body::Reconfigure(change) => self.execute_reconfigure(global, &envelope, change),
+            Body::Reconfigure(change) => {
+                if global {
+                    if let Some(refusal) = self.denied_cluster(&envelope) {
+                        return self.answer(&envelope.origin, ClientReply::Refused(refusal));
+                    }
+                }
+                self.execute_reconfigure(global, &envelope, change)
+            }
+            Body::Access(change) => self.execute_access(global, &envelope, &change),
             body => self.execute_session(global, &envelope, body),
         }
+    }
+
+    /// Why the sender of `envelope` may not do what `needs` lists, at this
+    /// point of the order (docs/security.md); `None`: allowed. The same
+    /// verdict at every replica that executes the command: the access
+    /// configuration changes only on the global stream.
+    fn denied(
+        &self,
+        envelope: &CommandEnvelope<S::Command>,
+        needs: impl FnOnce(&mut dyn FnMut(Need<'_>)),
+    ) -> Option<Refusal> {
+        // No principal: a node without TLS (nobody is checked), or a
+        // value ordered before access control existed.
+        let principal = envelope.principal.as_ref()?;
+        if !self.access.authentic(principal) {
+            return Some(Refusal::TokenInvalid);
+        }
+        let mut missing = None;
+        needs(&mut |need| {
+            if missing.is_none() && !self.access.allows(principal, need) {
+                missing = Some(match need {
+                    Need::Map(map, permission) => format!("{} on {map:?}", permission.name()),
+                    Need::Cluster => "cluster admin".to_string(),
+                });
+            }
+        });
+        missing.map(|need| Refusal::PermissionDenied {
+            user: principal.user.clone(),
+            need,
+        })
+    }
+
+    /// [`Replica::denied`] for a command that needs the cluster admin role.
+    fn denied_cluster(&self, envelope: &CommandEnvelope<S::Command>) -> Option<Refusal> {
+        self.denied(envelope, |need| need(Need::Cluster))
+    }
+
+    /// An access change: global stream only, by a cluster admin; applied
+    /// here at this position, as at every other replica.
+    fn execute_access(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        change: &AccessChange,
+    ) {
+        if !global {
+            return; // refused at the edge; a forged one does nothing
+        }
+        if let Some(refusal) = self.denied_cluster(envelope) {
+            return self.answer(&envelope.origin, ClientReply::Refused(refusal));
+        }
+        let mut access = (*self.access).clone();
+        let reply = match access.apply(change) {
+            Ok(()) => {
+                self.access = std::sync::Arc::new(access);
+                ClientReply::Accepted
+            }
+            Err(e) => ClientReply::Refused(Refusal::AccessChange(e)),
+        };
+        self.answer(&envelope.origin, reply);
     }
 
     fn execute_session(
@@ -74,6 +142,9 @@ impl<S: StateMachine> Replica<S> {
         };
         if !global {
             return; // sessions change only through the global stream
+        }
+        if let Some(refusal) = self.denied(envelope, |_| {}) {
+            return self.answer(&envelope.origin, ClientReply::Refused(refusal));
         }
         let lease_max = self.config.session_lease_micros_max;
         let until = |lease: u64| {
@@ -96,7 +167,9 @@ impl<S: StateMachine> Replica<S> {
                 self.sessions.close(session);
                 ClientReply::SessionOk
             }
-            Body::App(_) | Body::Reconfigure(_) => unreachable!("handled by execute"),
+            Body::App(_) | Body::Reconfigure(_) | Body::Access(_) => {
+                unreachable!("handled by execute")
+            }
         };
         self.answer(&envelope.origin, reply);
     }
@@ -125,6 +198,29 @@ impl<S: StateMachine> Replica<S> {
             // Otherwise the same verdict in every partition: map changes
             // are ordered by the global stream.
             return self.answer(&origin, ClientReply::StaleMap(Box::new(self.map.clone())));
+        }
+        // A resend of a command this session already executed gets that
+        // command's reply, whatever access says now: the first attempt
+        // took effect before a revocation, and answering the resend
+        // "denied" would tell the client it did not.
+        if let Some((session, sequence)) = envelope.session.filter(|_| !S::is_read_only(&command))
+        {
+            let check = if global {
+                self.sessions.check_global(session, sequence)
+            } else {
+                self.sessions.check_local(session, sequence)
+            };
+            if let SessionCheck::Duplicate(reply) = check {
+                return self.answer(&origin, reply.unwrap_or(ClientReply::Lost));
+            }
+        }
+        // Before the session check and unrecorded, like a bad command: a
+        // denied request changes nothing, its session included, so the
+        // same request sent again after a grant executes. Before the map's
+        // verdicts too: a user learns nothing of a map it may not use, not
+        // even whether it exists.
+        if let Some(refusal) = self.denied(&envelope, |need| S::needs(&command, need)) {
+            return self.answer(&origin, ClientReply::Refused(refusal));
         }
         let placement = S::placement(&command);
         let involved = match self.involved(&placement) {
@@ -299,5 +395,6 @@ fn undecodable_marker<C>() -> CommandEnvelope<C> {
         map_version: MapVersion(0),
         session: None,
         body: Body::CloseSession,
+        principal: None,
     }
 }

@@ -277,6 +277,9 @@ mod tests {
                 keys: Keys::Many(command.clone()),
             }
         }
+        fn needs(_: &Vec<Bytes>, need: &mut dyn FnMut(crate::Need<'_>)) {
+            need(crate::Need::Map("k", crate::Permission::Write));
+        }
         fn validate(&self, _: &Vec<Bytes>) -> Result<(), u64> {
             Ok(())
         }
@@ -341,6 +344,7 @@ mod tests {
             map_version: map().version,
             session: Some((SessionId(9), 1)),
             body,
+            principal: None,
         }
         .encode()
     }

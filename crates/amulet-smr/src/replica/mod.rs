@@ -114,6 +114,9 @@ pub struct Replica<S: StateMachine> {
     map: PartitionMap,
     state: S,
     sessions: SessionTable<ClientReply<S::Reply>>,
+    /// Users, roles, grants and tokens (docs/security.md): changed by the
+    /// global stream only, so the same at every replica at one position.
+    access: std::sync::Arc<crate::AccessControl>,
     /// Greatest timestamp of any executed command.
     local_clock_micros: u64,
     /// Greatest timestamp of a global-stream command: sessions expire by
@@ -145,6 +148,7 @@ pub struct Replica<S: StateMachine> {
     complete_without_signals: bool,
     begin_without_signals: bool,
     answer_reads_locally: bool,
+    access_at_edge: bool,
     /// See [`ReplicaCheckpoint::pending_reconfiguration`].
     pending_reconfiguration: Option<Reconfiguration>,
     /// Requests received here and proposed, not answered yet, with the
@@ -177,6 +181,7 @@ impl<S: StateMachine> Replica<S> {
             map,
             state,
             sessions: SessionTable::default(),
+            access: Default::default(),
             local_clock_micros: 0,
             global_clock_micros: 0,
             global_position: 0,
@@ -200,6 +205,7 @@ impl<S: StateMachine> Replica<S> {
             complete_without_signals: false,
             begin_without_signals: false,
             answer_reads_locally: false,
+            access_at_edge: false,
             pending_reconfiguration: None,
             proposed: BTreeMap::new(),
             global_position_checked: AtomicU64::new(0),
@@ -231,6 +237,15 @@ impl<S: StateMachine> Replica<S> {
         self.answer_reads_locally = on;
     }
 
+    /// A deliberately broken variant, for the simulator to show that its
+    /// access checker catches it: an access change takes effect at the
+    /// replica that received it when it is proposed, before it is ordered
+    /// (so that replica judges requests by a configuration the others do
+    /// not have at the same position).
+    pub fn set_bug_access_at_edge(&mut self, on: bool) {
+        self.access_at_edge = on;
+    }
+
     /// The service state.
     pub fn state(&self) -> &S {
         &self.state
@@ -244,6 +259,16 @@ impl<S: StateMachine> Replica<S> {
             .partitions
             .get(&self.config.partition)
             .is_some_and(|info| !info.replicas.contains(&self.config.node))
+    }
+
+    /// The access configuration executed so far.
+    pub fn access(&self) -> &crate::AccessControl {
+        &self.access
+    }
+
+    /// [`Replica::access`], shared (a cheap clone).
+    pub fn access_shared(&self) -> std::sync::Arc<crate::AccessControl> {
+        self.access.clone()
     }
 
     /// The current partition map.

@@ -176,6 +176,7 @@ impl DmapCluster {
             map_version: map.version,
             session: None,
             body: amulet_smr::Body::Reconfigure(change),
+            principal: None,
         };
         harness.request(OPERATOR_ENDPOINT, to, 0, Some(source), request);
     }

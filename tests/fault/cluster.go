@@ -55,15 +55,18 @@ type Cluster struct {
 // require certificates, as `amulet dev` does.
 var Insecure bool
 
-// makeCertificates creates the cluster's CA, a certificate per node and
-// the user "fault"'s with `amulet cert`, and makes this client present it.
+// makeCertificates creates the cluster's CA, a certificate per node, the
+// user "fault"'s (the workloads') and the bootstrap cluster admin's with
+// `amulet cert`, and makes this client present "fault"'s.
 func (c *Cluster) makeCertificates() error {
 	c.TLSDir = filepath.Join(c.Dir, "tls")
 	steps := [][]string{{"cert", "create-ca", "--dir", c.TLSDir}}
 	for _, n := range c.Nodes {
 		steps = append(steps, []string{"cert", "create-node", "--dir", c.TLSDir, "--node", fmt.Sprint(n.ID), "--host", n.IP})
 	}
-	steps = append(steps, []string{"cert", "create-client", "--dir", c.TLSDir, "--user", "fault"})
+	steps = append(steps,
+		[]string{"cert", "create-client", "--dir", c.TLSDir, "--user", "fault"},
+		[]string{"cert", "create-client", "--dir", c.TLSDir, "--user", "admin"})
 	for _, s := range steps {
 		if err := run(c.Bin, s...); err != nil {
 			return err
@@ -74,6 +77,27 @@ func (c *Cluster) makeCertificates() error {
 		return err
 	}
 	ClientCredentials = creds
+	return nil
+}
+
+// GrantWorkloads gives the user "fault" what the workloads do (map admin
+// on every map: create, write, read, snapshot, logs), and nothing of the
+// cluster (no reconfiguration, no access changes), as the cluster admin
+// would with `amulet access` (docs/security.md). Every request the
+// workloads send is then judged against that grant at every replica.
+func (c *Cluster) GrantWorkloads() error {
+	if Insecure {
+		return nil
+	}
+	base := []string{"--addr", strings.Join(c.ClientAddrs(), ","), "--tls-dir", c.TLSDir, "--user", "admin", "access"}
+	for _, step := range [][]string{
+		{"grant", "fault-workloads", "*", "admin"},
+		{"assign", "fault", "fault-workloads"},
+	} {
+		if err := run(c.Bin, append(append([]string{}, base...), step...)...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -289,8 +289,16 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 		}
 		wls = append(wls, w)
 	}
-	// Bring-up: maps exist, health check passes.
+	// Bring-up: the workloads' user is granted what they do, maps exist,
+	// health check passes.
+	granted := false
 	if err := waitUntil(60*time.Second, func() error {
+		if !granted {
+			if err := c.GrantWorkloads(); err != nil {
+				return fmt.Errorf("grant: %v", err)
+			}
+			granted = true
+		}
 		if _, err := conn.Refresh(context.Background()); err != nil {
 			return err
 		}

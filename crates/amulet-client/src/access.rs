@@ -20,7 +20,11 @@ pub struct CreatedToken {
 
 impl std::fmt::Debug for CreatedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CreatedToken({}, expires {})", self.id, self.expires_unix_micros)
+        write!(
+            f,
+            "CreatedToken({}, expires {})",
+            self.id, self.expires_unix_micros
+        )
     }
 }
 
@@ -42,9 +46,8 @@ impl Client {
     /// a permission, revoke a token); it holds at every replica from its
     /// point of the order on. Needs the cluster admin role.
     pub async fn change_access(&self, change: &AccessChange) -> Result<(), Error> {
-        let request = amulet_api::access_change_to_pb(change).ok_or_else(|| {
-            Error::InvalidArgument("tokens are created with create_token".into())
-        })?;
+        let request = amulet_api::access_change_to_pb(change)
+            .ok_or_else(|| Error::InvalidArgument("tokens are created with create_token".into()))?;
         let (mut channel, _) = self.any_node()?;
         self.timed("change access", channel.change_access(request))
             .await?;

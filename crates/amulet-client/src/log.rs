@@ -294,9 +294,8 @@ fn is_final(status: &Status) -> bool {
     matches!(
         status.code(),
         Code::OutOfRange | Code::InvalidArgument | Code::PermissionDenied | Code::Unauthenticated
-    )
-        || (status.code() == Code::FailedPrecondition
-            && error_kind(status) != Some(ErrorKind::NotAReplica))
+    ) || (status.code() == Code::FailedPrecondition
+        && error_kind(status) != Some(ErrorKind::NotAReplica))
 }
 
 impl Client {

@@ -51,7 +51,9 @@ impl Bearer {
             .as_ref()
             .map(|token| {
                 MetadataValue::try_from(format!("Bearer {}", token.0.trim())).map_err(|_| {
-                    Error::InvalidArgument("the bearer token has characters metadata cannot carry".into())
+                    Error::InvalidArgument(
+                        "the bearer token has characters metadata cannot carry".into(),
+                    )
                 })
             })
             .transpose()
@@ -60,9 +62,14 @@ impl Bearer {
 }
 
 impl tonic::service::Interceptor for Bearer {
-    fn call(&mut self, mut request: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+    fn call(
+        &mut self,
+        mut request: tonic::Request<()>,
+    ) -> Result<tonic::Request<()>, tonic::Status> {
         if let Some(value) = &self.0 {
-            request.metadata_mut().insert("authorization", value.clone());
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
         }
         Ok(request)
     }

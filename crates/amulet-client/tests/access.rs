@@ -69,21 +69,39 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
         carts.put(format!("k{i}"), "v").await.unwrap();
     }
     secret.put("s", "1").await.unwrap();
-    admin.grant("readers", "carts", Permission::Read).await.unwrap();
+    admin
+        .grant("readers", "carts", Permission::Read)
+        .await
+        .unwrap();
     admin.assign_role("alice", "readers").await.unwrap();
-    admin.grant("cart-admins", "carts", Permission::Admin).await.unwrap();
+    admin
+        .grant("cart-admins", "carts", Permission::Admin)
+        .await
+        .unwrap();
     admin.assign_role("bob", "cart-admins").await.unwrap();
 
     // A read-only user: reads, cannot write, cannot read another map.
     let alice = as_user(&cluster.addresses, &tls, "alice").await;
     let alice_carts = alice.map("carts").unwrap();
-    assert_eq!(alice_carts.get("k1").await.unwrap().as_deref(), Some(&b"v"[..]));
-    denied(alice_carts.put("k1", "stolen").await, "read-only user writing");
+    assert_eq!(
+        alice_carts.get("k1").await.unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+    denied(
+        alice_carts.put("k1", "stolen").await,
+        "read-only user writing",
+    );
     denied(alice_carts.remove("k2").await, "read-only user removing");
-    denied(alice.map("secret").unwrap().get("s").await, "reading a map not granted");
+    denied(
+        alice.map("secret").unwrap().get("s").await,
+        "reading a map not granted",
+    );
     denied(alice.drop_map("carts").await, "a reader dropping the map");
     let who = alice.who_am_i().await.unwrap();
-    assert_eq!((who.user.as_str(), who.roles.clone()), ("alice", vec!["readers".to_string()]));
+    assert_eq!(
+        (who.user.as_str(), who.roles.clone()),
+        ("alice", vec!["readers".to_string()])
+    );
 
     // A map admin: may write its map, not reconfigure or change access.
     let bob = as_user(&cluster.addresses, &tls, "bob").await;
@@ -98,25 +116,39 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
         bob.assign_role("bob", amulet_smr::CLUSTER_ADMIN).await,
         "a map admin making itself cluster admin",
     );
-    denied(bob.access().await, "a map admin reading the access configuration");
-    denied(bob.create_token("bob", 60).await, "a map admin creating a token");
-    assert_eq!(admin.partition_map().version, map.version, "the map did not change");
+    denied(
+        bob.access().await,
+        "a map admin reading the access configuration",
+    );
+    denied(
+        bob.create_token("bob", 60).await,
+        "a map admin creating a token",
+    );
+    assert_eq!(
+        admin.partition_map().version,
+        map.version,
+        "the map did not change"
+    );
 
     // A denied request in the middle of an ExecuteBatch: its own
     // PERMISSION_DENIED, the others answered.
     let read = |f: &str| std::fs::read(tls.join(f)).unwrap();
-    let channel = tonic::transport::Endpoint::from_shared(format!("https://{}", cluster.addresses[0]))
-        .unwrap()
-        .tls_config(
-            tonic::transport::ClientTlsConfig::new()
-                .ca_certificate(tonic::transport::Certificate::from_pem(read("ca.pem")))
-                .identity(tonic::transport::Identity::from_pem(read("alice.pem"), read("alice.key")))
-                .domain_name(amulet_tls::NODE_SERVER_NAME),
-        )
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    let channel =
+        tonic::transport::Endpoint::from_shared(format!("https://{}", cluster.addresses[0]))
+            .unwrap()
+            .tls_config(
+                tonic::transport::ClientTlsConfig::new()
+                    .ca_certificate(tonic::transport::Certificate::from_pem(read("ca.pem")))
+                    .identity(tonic::transport::Identity::from_pem(
+                        read("alice.pem"),
+                        read("alice.key"),
+                    ))
+                    .domain_name(amulet_tls::NODE_SERVER_NAME),
+            )
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
     let mut raw = AmuletClient::new(channel);
     let partition_map = alice.partition_map();
     let request = |op: Op, key: &str| {
@@ -131,10 +163,12 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
             op: Some(op),
         }
     };
-    let get = |key: &str| Op::Get(pb::Get {
-        map: "carts".into(),
-        key: Bytes::from(key.to_string()),
-    });
+    let get = |key: &str| {
+        Op::Get(pb::Get {
+            map: "carts".into(),
+            key: Bytes::from(key.to_string()),
+        })
+    };
     let put = Op::Put(pb::Put {
         map: "carts".into(),
         key: Bytes::from_static(b"k3"),
@@ -142,17 +176,27 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
     });
     let outcomes = raw
         .execute_batch(pb::MapRequestBatch {
-            requests: vec![request(get("k1"), "k1"), request(put, "k3"), request(get("k2"), "k2")],
+            requests: vec![
+                request(get("k1"), "k1"),
+                request(put, "k3"),
+                request(get("k2"), "k2"),
+            ],
         })
         .await
         .unwrap()
         .into_inner()
         .outcomes;
-    let outcomes: Vec<_> = outcomes.into_iter().map(amulet_api::outcome_to_result).collect();
+    let outcomes: Vec<_> = outcomes
+        .into_iter()
+        .map(amulet_api::outcome_to_result)
+        .collect();
     assert!(outcomes[0].is_ok() && outcomes[2].is_ok(), "{outcomes:?}");
     let status = outcomes[1].as_ref().unwrap_err();
     assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
-    assert_eq!(amulet_api::refusal_reason(status), Some("permission-denied"));
+    assert_eq!(
+        amulet_api::refusal_reason(status),
+        Some("permission-denied")
+    );
 
     // Nothing any of them tried changed anything.
     assert_eq!(carts.get("k1").await.unwrap().as_deref(), Some(&b"v"[..]));
@@ -169,7 +213,10 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
     for i in 0..64 {
         big.put(format!("b{i:02}"), value.clone()).await.unwrap();
     }
-    admin.grant("readers", "big", Permission::Read).await.unwrap();
+    admin
+        .grant("readers", "big", Permission::Read)
+        .await
+        .unwrap();
     let mut snapshot = alice.map("big").unwrap().snapshot().await.unwrap();
     assert!(snapshot.next().await.unwrap().is_some());
     admin
@@ -207,8 +254,14 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
     // Revoked while a tail is open: the tail ends.
     let events = admin.create_log_if_absent("events").await.unwrap();
     events.append("e0").await.unwrap();
-    admin.grant("readers", "events", Permission::Read).await.unwrap();
-    let mut tail = alice.log("events").unwrap().tail(0, Duration::from_millis(50));
+    admin
+        .grant("readers", "events", Permission::Read)
+        .await
+        .unwrap();
+    let mut tail = alice
+        .log("events")
+        .unwrap()
+        .tail(0, Duration::from_millis(50));
     assert_eq!(tail.next().await.unwrap().1, Bytes::from_static(b"e0"));
     admin
         .change_access(&AccessChange::Revoke {
@@ -220,7 +273,10 @@ async fn security_each_unauthorized_request_is_denied_and_changes_nothing() {
     let ended = tokio::time::timeout(Duration::from_secs(10), tail.next())
         .await
         .expect("the tail ends");
-    assert!(matches!(ended, Err(Error::PermissionDenied(_))), "tail: {ended:?}");
+    assert!(
+        matches!(ended, Err(Error::PermissionDenied(_))),
+        "tail: {ended:?}"
+    );
 
     for client in [admin, alice, bob] {
         client.close().await;
@@ -235,10 +291,16 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
     let cluster = tls_cluster("tls-tokens", 26_102, &tls).await;
     let admin = as_user(&cluster.addresses, &tls, "admin").await;
     let carts = admin.create_map_if_absent("carts").await.unwrap();
-    admin.grant("writers", "carts", Permission::Write).await.unwrap();
+    admin
+        .grant("writers", "carts", Permission::Write)
+        .await
+        .unwrap();
     admin.assign_role("carol", "writers").await.unwrap();
     let created = admin.create_token("carol", 3600).await.unwrap();
-    assert!(!format!("{created:?}").contains(&created.token), "Debug hides the secret");
+    assert!(
+        !format!("{created:?}").contains(&created.token),
+        "Debug hides the secret"
+    );
 
     let with_token = |token: &str| {
         Client::connect_with(
@@ -251,16 +313,25 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
     let who = carol.who_am_i().await.unwrap();
     assert_eq!(who.user, "carol");
     assert_eq!(who.token.as_deref(), Some(created.id.as_str()));
-    denied(carol.map("other").unwrap().get("x").await, "a token's user reading a map not granted (not even told it does not exist)");
+    denied(
+        carol.map("other").unwrap().get("x").await,
+        "a token's user reading a map not granted (not even told it does not exist)",
+    );
 
     // A forged token: the right id, another secret.
     let mut forged = created.token.clone();
     let last = forged.pop().unwrap();
     forged.push(if last == '0' { '1' } else { '0' });
     let refused = with_token(&forged).await.err().unwrap();
-    assert!(matches!(refused, Error::Unauthenticated(_)), "forged: {refused}");
+    assert!(
+        matches!(refused, Error::Unauthenticated(_)),
+        "forged: {refused}"
+    );
     let refused = with_token("amt1.nonsense").await.err().unwrap();
-    assert!(matches!(refused, Error::Unauthenticated(_)), "malformed: {refused}");
+    assert!(
+        matches!(refused, Error::Unauthenticated(_)),
+        "malformed: {refused}"
+    );
     // No certificate and no token.
     let bare = Client::connect_with(
         cluster.addresses.clone(),
@@ -273,12 +344,17 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
     .await
     .err()
     .unwrap();
-    assert!(matches!(bare, Error::Unauthenticated(_)), "no credential: {bare}");
+    assert!(
+        matches!(bare, Error::Unauthenticated(_)),
+        "no credential: {bare}"
+    );
 
     // Revoked: the same token replayed is refused, on a connection open
     // before the revocation too.
     admin
-        .change_access(&AccessChange::RevokeToken { id: created.id.clone() })
+        .change_access(&AccessChange::RevokeToken {
+            id: created.id.clone(),
+        })
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -288,14 +364,20 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
         "replayed after revocation: {replayed:?}"
     );
     let refused = with_token(&created.token).await.err().unwrap();
-    assert!(matches!(refused, Error::Unauthenticated(_)), "revoked: {refused}");
+    assert!(
+        matches!(refused, Error::Unauthenticated(_)),
+        "revoked: {refused}"
+    );
     assert_eq!(carts.get("c").await.unwrap().as_deref(), Some(&b"1"[..]));
 
     // An expired token (a second's lifetime).
     let short = admin.create_token("carol", 1).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let refused = with_token(&short.token).await.err().unwrap();
-    assert!(matches!(refused, Error::Unauthenticated(_)), "expired: {refused}");
+    assert!(
+        matches!(refused, Error::Unauthenticated(_)),
+        "expired: {refused}"
+    );
 
     for client in [admin, carol] {
         client.close().await;

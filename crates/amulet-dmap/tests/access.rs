@@ -1,14 +1,14 @@
 //! Access control at a replica (docs/security.md): requests are judged at
 //! their point of the order by the access configuration the global stream
 //! made; a denied request gets PERMISSION_DENIED's refusal and changes
-//! nothing, its session included; a revoked token stops at its
+//! nothing but its session's record of it; a revoked token stops at its
 //! revocation's position; access changes and reconfigurations need the
 //! cluster admin role.
 
 use amulet_dmap::{MapCommand, MapReply, PartitionState};
 use amulet_smr::{
-    AccessChange, Body, ClientReply, ClientRequest, Output, Permission, Principal,
-    Reconfiguration, Refusal, Replica, StreamSpec, TokenRecord,
+    AccessChange, Body, ClientReply, ClientRequest, Output, Permission, Principal, Reconfiguration,
+    Refusal, Replica, StreamSpec, TokenRecord,
 };
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId, StorageMode, StreamId};
 use bytes::Bytes;
@@ -87,7 +87,10 @@ fn change(replica: &mut Replica<PartitionState>, by: Option<Principal>, change: 
 }
 
 fn denied(reply: &ClientReply<MapReply>) -> bool {
-    matches!(reply, ClientReply::Refused(Refusal::PermissionDenied { .. }))
+    matches!(
+        reply,
+        ClientReply::Refused(Refusal::PermissionDenied { .. })
+    )
 }
 
 #[test]
@@ -131,9 +134,14 @@ fn security_a_read_only_user_writing_is_denied_and_changes_nothing() {
         })
     );
     let read = as_user(&r, alice(), None, get(&key));
-    assert_eq!(run(&mut r, read.clone()), ClientReply::Done(MapReply::Value(None)));
-    // The same request (same session and sequence) after a grant executes:
-    // the denial recorded nothing.
+    assert_eq!(
+        run(&mut r, read.clone()),
+        ClientReply::Done(MapReply::Value(None))
+    );
+    // The denial is the command's recorded reply: the same request (same
+    // session and sequence) after a grant is answered the same, so an
+    // attempt delivered late never takes effect after the client was told
+    // it did not; the client's next operation (a new sequence) executes.
     change(
         &mut r,
         admin(),
@@ -143,7 +151,16 @@ fn security_a_read_only_user_writing_is_denied_and_changes_nothing() {
             permission: Permission::Write,
         },
     );
-    assert_eq!(run(&mut r, write), ClientReply::Done(MapReply::Value(None)));
+    assert!(
+        denied(&run(&mut r, write)),
+        "the resend gets the recorded denial"
+    );
+    assert_eq!(
+        run(&mut r, read.clone()),
+        ClientReply::Done(MapReply::Value(None))
+    );
+    let next = as_user(&r, alice(), Some((SessionId(7), 2)), put(&key, b"v"));
+    assert_eq!(run(&mut r, next), ClientReply::Done(MapReply::Value(None)));
     assert_eq!(
         run(&mut r, read),
         ClientReply::Done(MapReply::Value(Some(Bytes::from_static(b"v"))))
@@ -263,7 +280,11 @@ fn security_a_revoked_token_stops_at_its_revocations_position() {
         Output::Propose { stream, value, .. } => (stream, value),
         other => panic!("{other:?}"),
     };
-    change(&mut r, admin(), AccessChange::RevokeToken { id: "t1".into() });
+    change(
+        &mut r,
+        admin(),
+        AccessChange::RevokeToken { id: "t1".into() },
+    );
     r.on_deliver(late_value.0, &late_value.1);
     let replies = r.drain();
     assert!(
@@ -282,7 +303,10 @@ fn security_a_revoked_token_stops_at_its_revocations_position() {
         token: Some("t1".into()),
     });
     let request = as_user(&r, forged, None, get(&key));
-    assert_eq!(run(&mut r, request), ClientReply::Refused(Refusal::TokenInvalid));
+    assert_eq!(
+        run(&mut r, request),
+        ClientReply::Refused(Refusal::TokenInvalid)
+    );
 }
 
 #[test]
@@ -328,6 +352,9 @@ fn security_without_a_principal_nobody_is_checked() {
     let mut r = replica(1, 1, 1 << 20);
     let key = my_key(&r);
     let request = as_user(&r, None, None, put(&key, b"v"));
-    assert_eq!(run(&mut r, request), ClientReply::Done(MapReply::Value(None)));
+    assert_eq!(
+        run(&mut r, request),
+        ClientReply::Done(MapReply::Value(None))
+    );
     let _ = MapVersion(0);
 }

@@ -274,7 +274,10 @@ pub(crate) mod tests {
             .unwrap();
         current.replica.access = std::sync::Arc::new(access);
         let read: DmapBody = decode_checkpoint(&encode_checkpoint(&current)).unwrap();
-        assert_eq!(read.replica.access, current.replica.access, "format 5 keeps it");
+        assert_eq!(
+            read.replica.access, current.replica.access,
+            "format 5 keeps it"
+        );
         let read: DmapBody = decode_checkpoint(&format_4(&current)).expect("format 4 decodes");
         assert_eq!(read.replica.global_position, 9);
         assert_eq!(*read.replica.access, amulet_smr::AccessControl::default());

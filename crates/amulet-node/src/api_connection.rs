@@ -10,8 +10,8 @@
 //! user goes into the request's extensions as its [`Principal`], which
 //! is ordered with the request and judged by the replicas.
 
-use amulet_tls::tokio_rustls::server::TlsStream;
 use amulet_smr::Principal;
+use amulet_tls::tokio_rustls::server::TlsStream;
 use amulet_tls::{identity_of, Identity, TlsContext};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -236,7 +236,9 @@ impl tonic::service::Interceptor for Authenticate {
                  certificate (amulet cert create-client) or a bearer token",
                 node.0
             )),
-            Some(Err(why)) => Err(format!("the client certificate names no Amulet user: {why}")),
+            Some(Err(why)) => Err(format!(
+                "the client certificate names no Amulet user: {why}"
+            )),
             Some(Ok(None)) => self.token_principal(&request).map(Some),
         };
         match principal {

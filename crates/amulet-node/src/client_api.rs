@@ -2,6 +2,7 @@
 //! each request is checked and handed to the local replica it names; the
 //! replica that received it is the one that answers (DMap §III-B).
 
+use crate::api_connection::principal_of;
 use crate::metrics::{op_name, Metrics};
 use crate::node_handle::{HandleError, NodeHandle, PageAnswer, ReadAtAnswer, TailAnswer};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
@@ -9,7 +10,6 @@ use amulet_api::{
     client_reply_to_response, command_from_op, map_to_pb, outcome_from_result, BATCH_REQUESTS_MAX,
 };
 use amulet_dmap::{MapError, MapName, MapReply};
-use crate::api_connection::principal_of;
 use amulet_smr::{Body, ClientReply, ClientRequest, Need, Principal, Refusal, StateMachine};
 use amulet_tls::TlsContext;
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
@@ -425,14 +425,10 @@ impl pb::amulet_server::Amulet for Service {
         }
         // All submitted in the same poll, so the node's loop takes them in
         // one pass: one proposal batch, one group commit.
-        let outcomes = futures::future::join_all(
-            requests
-                .into_iter()
-                .map(|r| {
-                    let principal = principal.clone();
-                    async move { outcome_from_result(self.execute_recorded(principal, r).await) }
-                }),
-        )
+        let outcomes = futures::future::join_all(requests.into_iter().map(|r| {
+            let principal = principal.clone();
+            async move { outcome_from_result(self.execute_recorded(principal, r).await) }
+        }))
         .await;
         Ok(Response::new(pb::MapResponseBatch { outcomes }))
     }
@@ -487,8 +483,14 @@ impl pb::amulet_server::Amulet for Service {
                     return;
                 }
                 // Judged again at every page: a revocation ends the stream.
-                let page_read =
-                    read_page(&handle, principal.as_ref(), partition, snapshot, after, limit);
+                let page_read = read_page(
+                    &handle,
+                    principal.as_ref(),
+                    partition,
+                    snapshot,
+                    after,
+                    limit,
+                );
                 page = match page_read.await {
                     Ok(page) => page,
                     Err(status) => {

@@ -34,7 +34,10 @@ fn security_the_same_access_seed_gives_the_same_trace_hash() {
     let first = run_access_seed(11, false, DmapBug::None);
     let second = run_access_seed(11, false, DmapBug::None);
     assert_eq!(first.trace_hash, second.trace_hash);
-    assert!(first.stats.deliveries > 0, "the seed completed no operation");
+    assert!(
+        first.stats.deliveries > 0,
+        "the seed completed no operation"
+    );
 }
 
 #[test]
@@ -42,7 +45,9 @@ fn security_an_access_change_applied_before_it_is_ordered_is_caught() {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
     let caught = (0..20).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| run_access_seed(seed, false, DmapBug::AccessAtEdge));
+        let outcome = run_catching(seed, &|seed| {
+            run_access_seed(seed, false, DmapBug::AccessAtEdge)
+        });
         outcome.violations.first().map(|v| (seed, v.to_string()))
     });
     panic::set_hook(hook);

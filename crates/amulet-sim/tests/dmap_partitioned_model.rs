@@ -121,7 +121,7 @@ fn model(state: &mut SortedMapModel, command: &MapCommand) -> MapReply {
     *state = next;
     match observed {
         Observed::Reply(reply) => reply,
-        Observed::Entries(_) => unreachable!("a command gives a reply"),
+        Observed::Entries(_) | Observed::Denied => unreachable!("a command gives a reply"),
     }
 }
 

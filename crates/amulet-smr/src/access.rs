@@ -338,7 +338,10 @@ impl AccessControl {
     pub fn authentic(&self, principal: &Principal) -> bool {
         match &principal.token {
             None => true,
-            Some(id) => self.tokens.get(id).is_some_and(|t| t.user == principal.user),
+            Some(id) => self
+                .tokens
+                .get(id)
+                .is_some_and(|t| t.user == principal.user),
         }
     }
 
@@ -432,8 +435,10 @@ mod tests {
     #[test]
     fn security_permissions_include_the_lesser_ones_and_the_wildcard_covers_every_map() {
         let mut acl = AccessControl::default();
-        acl.apply(&grant("readers", "carts", Permission::Read)).unwrap();
-        acl.apply(&grant("writers", EVERY_MAP, Permission::Write)).unwrap();
+        acl.apply(&grant("readers", "carts", Permission::Read))
+            .unwrap();
+        acl.apply(&grant("writers", EVERY_MAP, Permission::Write))
+            .unwrap();
         acl.apply(&assign("alice", "readers")).unwrap();
         acl.apply(&assign("bob", "writers")).unwrap();
         let (alice, bob) = (Principal::user("alice"), Principal::user("bob"));
@@ -466,7 +471,10 @@ mod tests {
             acl.apply(&grant(CLUSTER_ADMIN, "m", Permission::Read)),
             Err(AccessError::BuiltInRole)
         );
-        assert_eq!(acl.apply(&assign("", "r")), Err(AccessError::BadName("user".into())));
+        assert_eq!(
+            acl.apply(&assign("", "r")),
+            Err(AccessError::BadName("user".into()))
+        );
         assert_eq!(acl, before, "a refused change changes nothing");
         acl.apply(&assign("root2", CLUSTER_ADMIN)).unwrap();
         acl.apply(&unassign).unwrap();
@@ -497,7 +505,10 @@ mod tests {
             user: "admin".into(),
             token: Some("t1".into()),
         };
-        assert!(!acl.authentic(&forged), "a token stands for its own user only");
+        assert!(
+            !acl.authentic(&forged),
+            "a token stands for its own user only"
+        );
         assert!(acl.token("t1", &[7; 32]).is_some());
         assert!(acl.token("t1", &[8; 32]).is_none(), "forged secret");
         assert_eq!(
@@ -527,6 +538,9 @@ mod tests {
             now_unix_micros: 2_000,
         })
         .unwrap();
-        assert_eq!(acl.tokens().map(|t| t.0.as_str()).collect::<Vec<_>>(), ["t3"]);
+        assert_eq!(
+            acl.tokens().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+            ["t3"]
+        );
     }
 }

@@ -41,7 +41,8 @@ impl Token {
         let mut id = [0u8; ID_BYTES];
         let mut secret = vec![0u8; SECRET_BYTES];
         rng.fill(&mut id).expect("the system random source works");
-        rng.fill(&mut secret).expect("the system random source works");
+        rng.fill(&mut secret)
+            .expect("the system random source works");
         Token {
             id: hex(&id),
             secret,
@@ -94,7 +95,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return None;
     }
     (0..text.len())
@@ -131,7 +132,11 @@ mod tests {
             "amt1.zz11223344556677.0011",
             "amt1.é011223344556677.0011",
         ] {
-            assert_eq!(Token::parse(bad), Err(TokenFormatError::Malformed), "{bad:?}");
+            assert_eq!(
+                Token::parse(bad),
+                Err(TokenFormatError::Malformed),
+                "{bad:?}"
+            );
         }
         assert!(bearer(&good).is_err(), "without Bearer");
     }

@@ -125,7 +125,11 @@ pub async fn run_whoami(client: &Client) -> anyhow::Result<()> {
         Some(id) => format!("token {id}"),
         None => "certificate".to_string(),
     };
-    println!("user\t{}\nby\t{by}\nroles\t{}", who.user, who.roles.join(","));
+    println!(
+        "user\t{}\nby\t{by}\nroles\t{}",
+        who.user,
+        who.roles.join(",")
+    );
     Ok(())
 }
 

@@ -302,7 +302,7 @@ impl SimClient {
                             map: workload::map_name(),
                             lease_micros: SNAPSHOT_LEASE_MICROS,
                         },
-                        MapOp::Denied => unreachable!("drawn operations are never denied yet"),
+                        MapOp::Denied(_) => unreachable!("drawn operations are never denied yet"),
                     };
                     calls.push(Call {
                         invoke: now,
@@ -505,9 +505,12 @@ impl SimClient {
             (_, Error::OutcomeUnknown(_) | Error::Unavailable(_)) => Ok(None),
             // Denied at its point of the order: checked as taking no
             // effect (a replica that applied it shows in later reads).
-            (Phase::Waiting { call, .. }, Error::PermissionDenied(_)) if self.principal.is_some() => {
+            (Phase::Waiting { call, .. }, Error::PermissionDenied(_))
+                if self.principal.is_some() =>
+            {
                 if let Some(call) = *call {
-                    calls[call].op = MapOp::Denied;
+                    let asked = format!("{:?}", calls[call].op);
+                    calls[call].op = MapOp::Denied(asked);
                     calls[call].complete = Some(now);
                     calls[call].result = Some(Observed::Denied);
                 }

@@ -14,6 +14,7 @@ mod txn_client;
 mod workload;
 
 pub use cluster::{
-    run_access_seed, run_dmap_seed, run_dmap_with, run_fields_seed, run_logs_seed, run_txn_seed, ClientKind, DmapBug,
+    run_access_seed, run_dmap_seed, run_dmap_with, run_fields_seed, run_logs_seed, run_txn_seed,
+    ClientKind, DmapBug,
 };
 pub use model::{MapOp, Observed, SortedMapModel};

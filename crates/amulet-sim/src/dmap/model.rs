@@ -15,8 +15,9 @@ pub enum MapOp {
     /// A snapshot scan: every entry as of one instant.
     Scan,
     /// A command the cluster denied (docs/security.md): it must have taken
-    /// no effect, so it is checked as doing nothing.
-    Denied,
+    /// no effect, so it is checked as doing nothing. Holds what was asked,
+    /// for a human reading a failed seed.
+    Denied(String),
 }
 
 /// What a client saw.
@@ -63,7 +64,7 @@ impl Model for SortedMapModel {
         let mut next = self.clone();
         let result = match op {
             MapOp::Scan => Observed::Entries(entries(self.0.iter())),
-            MapOp::Denied => Observed::Denied,
+            MapOp::Denied(_) => Observed::Denied,
             MapOp::Command(command) if command.is_log_command() => {
                 Observed::Reply(apply_log(&mut next.1, command))
             }

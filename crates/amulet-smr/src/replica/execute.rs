@@ -7,8 +7,8 @@
 use super::edge::is_global;
 use super::{ClientReply, Replica};
 use crate::{
-    AccessChange, Body, CommandEnvelope, Need, ExecContext, KeyspaceChange, Origin, Placement, Refusal, SessionCheck,
-    StateMachine,
+    AccessChange, Body, CommandEnvelope, ExecContext, KeyspaceChange, Need, Origin, Placement,
+    Refusal, SessionCheck, StateMachine,
 };
 use amulet_types::{MapVersion, NodeId, StreamId};
 
@@ -199,28 +199,33 @@ impl<S: StateMachine> Replica<S> {
             // are ordered by the global stream.
             return self.answer(&origin, ClientReply::StaleMap(Box::new(self.map.clone())));
         }
-        // A resend of a command this session already executed gets that
-        // command's reply, whatever access says now: the first attempt
-        // took effect before a revocation, and answering the resend
-        // "denied" would tell the client it did not.
-        if let Some((session, sequence)) = envelope.session.filter(|_| !S::is_read_only(&command))
-        {
+        // The session first: a resend of a command this session already
+        // executed gets that command's reply, whatever access says now (the
+        // first attempt took effect before a revocation).
+        let tracked = envelope.session.filter(|_| !S::is_read_only(&command));
+        if let Some((session, sequence)) = tracked {
             let check = if global {
                 self.sessions.check_global(session, sequence)
             } else {
                 self.sessions.check_local(session, sequence)
             };
-            if let SessionCheck::Duplicate(reply) = check {
-                return self.answer(&origin, reply.unwrap_or(ClientReply::Lost));
+            match check {
+                SessionCheck::Fresh => {}
+                SessionCheck::Duplicate(reply) => {
+                    return self.answer(&origin, reply.unwrap_or(ClientReply::Lost));
+                }
+                SessionCheck::Stale => return self.answer(&origin, ClientReply::StaleSequence),
+                SessionCheck::Unknown => return self.answer(&origin, ClientReply::SessionExpired),
             }
         }
-        // Before the session check and unrecorded, like a bad command: a
-        // denied request changes nothing, its session included, so the
-        // same request sent again after a grant executes. Before the map's
-        // verdicts too: a user learns nothing of a map it may not use, not
-        // even whether it exists.
+        // Then access, before the map's verdicts: a user learns nothing of
+        // a map it may not use, not even whether it exists. A denial is
+        // the command's reply and recorded as one: an earlier attempt of
+        // it delivered later (after a grant) must not take effect once the
+        // client was told it did not (the access swarm's seed 5000074).
         if let Some(refusal) = self.denied(&envelope, |need| S::needs(&command, need)) {
-            return self.answer(&origin, ClientReply::Refused(refusal));
+            let reply = ClientReply::Refused(refusal);
+            return self.complete(global, &envelope, None, reply);
         }
         let placement = S::placement(&command);
         let involved = match self.involved(&placement) {
@@ -241,22 +246,6 @@ impl<S: StateMachine> Replica<S> {
         }
         if let Err(reply) = self.state.validate(&command) {
             return self.answer(&origin, ClientReply::Done(reply));
-        }
-        let tracked = envelope.session.filter(|_| !S::is_read_only(&command));
-        if let Some((session, sequence)) = tracked {
-            let check = if global {
-                self.sessions.check_global(session, sequence)
-            } else {
-                self.sessions.check_local(session, sequence)
-            };
-            match check {
-                SessionCheck::Fresh => {}
-                SessionCheck::Duplicate(reply) => {
-                    return self.answer(&origin, reply.unwrap_or(ClientReply::Lost));
-                }
-                SessionCheck::Stale => return self.answer(&origin, ClientReply::StaleSequence),
-                SessionCheck::Unknown => return self.answer(&origin, ClientReply::SessionExpired),
-            }
         }
         if let Err(reply) = self.check_keyspace_request(&command) {
             return self.answer(&origin, reply);

@@ -2,6 +2,15 @@ package io.amulet.client;
 
 import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
+import amulet.v1.AmuletOuterClass.AccessConfiguration;
+import amulet.v1.AmuletOuterClass.ChangeAccessRequest;
+import amulet.v1.AmuletOuterClass.CreateTokenRequest;
+import amulet.v1.AmuletOuterClass.CreateTokenResponse;
+import amulet.v1.AmuletOuterClass.GetAccessRequest;
+import amulet.v1.AmuletOuterClass.RoleGrant;
+import amulet.v1.AmuletOuterClass.UserRole;
+import amulet.v1.AmuletOuterClass.WhoAmIRequest;
+import amulet.v1.AmuletOuterClass.WhoAmIResponse;
 import amulet.v1.AmuletOuterClass.CreateLog;
 import amulet.v1.AmuletOuterClass.CreateMap;
 import amulet.v1.AmuletOuterClass.DropLog;
@@ -110,9 +119,16 @@ public final class AmuletClient implements AutoCloseable {
       ClientConfig config,
       io.grpc.ClientInterceptor[] interceptors,
       TlsFiles tls,
-      SslContext ssl) {
+      SslContext ssl,
+      BearerToken bearer) {
     this.seeds = List.copyOf(seeds);
     this.config = config;
+    // The bearer token's last: interceptors run last added first, so every
+    // other one sees the calls with their authorization.
+    if (bearer != null) {
+      interceptors = java.util.Arrays.copyOf(interceptors, interceptors.length + 1);
+      interceptors[interceptors.length - 1] = bearer;
+    }
     this.interceptors = interceptors;
     this.tls = tls;
     this.ssl = ssl;
@@ -130,10 +146,15 @@ public final class AmuletClient implements AutoCloseable {
 
   /**
    * Connects through any of {@code seeds} with {@code config}: over TLS
-   * when {@link ClientConfig#tlsInUse()} names files, else in plaintext.
+   * when {@link ClientConfig#tlsInUse()} names files, else in plaintext;
+   * every call carries {@code authorization: Bearer TOKEN} when {@link
+   * ClientConfig#tokenInUse()}.
    *
    * @throws IllegalArgumentException naming a TLS file that is missing,
-   *     unreadable or unusable
+   *     unreadable or unusable; for a bearer token without TLS
+   * @throws AmuletException {@link AmuletException.Kind#UNAUTHENTICATED} at
+   *     once when a node refuses the credentials (a forged, revoked or
+   *     expired token, no credential at all)
    * @throws AmuletException {@link AmuletException.Kind#UNAVAILABLE} when no
    *     seed answered within the operation timeout, or at once when the TLS
    *     handshake failed with every seed or, in plaintext, every seed
@@ -150,8 +171,11 @@ public final class AmuletClient implements AutoCloseable {
       throw new IllegalArgumentException("no seed address given");
     }
     TlsFiles tls = config.tlsInUse();
+    String token = config.tokenInUse(System::getenv);
+    checkTokenOverTls(token, tls);
     SslContext ssl = tls == null ? null : tls.sslContext();
-    AmuletClient client = new AmuletClient(seeds, config, interceptors, tls, ssl);
+    BearerToken bearer = token == null ? null : new BearerToken(token);
+    AmuletClient client = new AmuletClient(seeds, config, interceptors, tls, ssl, bearer);
     long deadline = System.nanoTime() + config.operationTimeout().toNanos();
     long backoff = BACKOFF_MIN_NANOS;
     String last = "";
@@ -201,6 +225,20 @@ public final class AmuletClient implements AutoCloseable {
       }
       sleepNanos(backoff);
       backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
+    }
+  }
+
+  /**
+   * Refuses a bearer token without TLS: sent in plaintext, anyone on the
+   * path could take it.
+   *
+   * @throws IllegalArgumentException for a token ({@code token} not null) without TLS files
+   */
+  static void checkTokenOverTls(String token, TlsFiles tls) {
+    if (token != null && tls == null) {
+      throw new IllegalArgumentException(
+          "a bearer token is sent over TLS only: give the cluster's CA (ClientConfig.withToken(ca,"
+              + " token), or " + TlsFiles.TLS_DIR_ENV + " with " + ClientConfig.TOKEN_ENV + ")");
     }
   }
 
@@ -449,6 +487,189 @@ public final class AmuletClient implements AutoCloseable {
     }
   }
 
+  // ---- access control (docs/security.md) -----------------------------------
+
+  /**
+   * {@code role} gets {@code permission} on {@code map} ({@code "*"}: every
+   * map and log), replacing the permission it had there. Ordered on the
+   * global stream: it holds at every replica from its point of the order
+   * on. Needs the cluster admin role, as every access change.
+   *
+   * @throws AmuletException {@code PERMISSION_DENIED} without the cluster
+   *     admin role (nothing changed); {@code UNAUTHENTICATED} for refused
+   *     credentials; neither is retried
+   * @throws IllegalArgumentException for a bad name or a full access
+   *     configuration (the cluster's {@code access-change-refused})
+   */
+  public void grant(String role, String map, Permission permission) {
+    Objects.requireNonNull(permission, "permission");
+    changeAccess(
+        ChangeAccessRequest.newBuilder()
+            .setGrant(
+                RoleGrant.newBuilder()
+                    .setRole(Objects.requireNonNull(role, "role"))
+                    .setMap(Objects.requireNonNull(map, "map"))
+                    .setPermission(permission.toProto()))
+            .build());
+  }
+
+  /** {@code role} loses its grant on {@code map}; as {@link #grant}. */
+  public void revoke(String role, String map) {
+    changeAccess(
+        ChangeAccessRequest.newBuilder()
+            .setRevoke(
+                RoleGrant.newBuilder()
+                    .setRole(Objects.requireNonNull(role, "role"))
+                    .setMap(Objects.requireNonNull(map, "map")))
+            .build());
+  }
+
+  /**
+   * {@code user} gets {@code role} ({@code cluster-admin} is the built-in
+   * role allowed everything); as {@link #grant}.
+   */
+  public void assignRole(String user, String role) {
+    changeAccess(
+        ChangeAccessRequest.newBuilder()
+            .setAssignRole(
+                UserRole.newBuilder()
+                    .setUser(Objects.requireNonNull(user, "user"))
+                    .setRole(Objects.requireNonNull(role, "role")))
+            .build());
+  }
+
+  /**
+   * {@code user} loses {@code role}; as {@link #grant} (the last cluster
+   * admin cannot lose the role: {@link IllegalArgumentException}).
+   */
+  public void unassignRole(String user, String role) {
+    changeAccess(
+        ChangeAccessRequest.newBuilder()
+            .setUnassignRole(
+                UserRole.newBuilder()
+                    .setUser(Objects.requireNonNull(user, "user"))
+                    .setRole(Objects.requireNonNull(role, "role")))
+            .build());
+  }
+
+  /**
+   * The bearer token {@code id} ({@link CreatedToken#id()}) stops being
+   * valid at once, everywhere: every later request with it, on connections
+   * open before too, is {@code UNAUTHENTICATED}. As {@link #grant}.
+   */
+  public void revokeToken(String id) {
+    changeAccess(
+        ChangeAccessRequest.newBuilder().setRevokeToken(Objects.requireNonNull(id, "id")).build());
+  }
+
+  /**
+   * Orders one access change (any of {@link #grant}, {@link #revoke},
+   * {@link #assignRole}, {@link #unassignRole}, {@link #revokeToken}); as
+   * {@link #grant}. Sent to one node, with the operation timeout; sent to
+   * another only when the node refused the connection (it surely took
+   * nothing).
+   *
+   * @throws AmuletException {@code OUTCOME_UNKNOWN} when no answer came in
+   *     time (it may have taken effect)
+   */
+  public void changeAccess(ChangeAccessRequest change) {
+    Objects.requireNonNull(change, "change");
+    if (change.getChangeCase() == ChangeAccessRequest.ChangeCase.CHANGE_NOT_SET) {
+      throw new IllegalArgumentException("an access change with no change set");
+    }
+    accessCall("change access", false, stub -> stub.changeAccess(change));
+  }
+
+  /**
+   * A new bearer token for {@code user}, valid for {@code ttlSeconds} (1 to
+   * 31,536,000; 0: a day). The secret is in the reply only ({@link
+   * CreatedToken#token()}): a client given it by {@link
+   * ClientConfig#withToken} acts as {@code user}, with the user's roles,
+   * until it expires or is revoked ({@link #revokeToken}). Ordered like an
+   * access change and, like one, needs the cluster admin role; as {@link
+   * #grant}.
+   */
+  public CreatedToken createToken(String user, long ttlSeconds) {
+    Objects.requireNonNull(user, "user");
+    if (ttlSeconds < 0) {
+      throw new IllegalArgumentException("token lifetime " + ttlSeconds + " s < 0");
+    }
+    CreateTokenResponse r =
+        accessCall(
+            "create token",
+            false,
+            stub ->
+                stub.createToken(
+                    CreateTokenRequest.newBuilder().setUser(user).setTtlSeconds(ttlSeconds).build()));
+    return new CreatedToken(r.getToken(), r.getId(), r.getExpiresUnixMicros());
+  }
+
+  /**
+   * The access configuration (users' roles, roles' grants, tokens' ids,
+   * users and expiries; never a secret) as a node's replicas last executed
+   * it. Cluster admin only ({@code PERMISSION_DENIED} otherwise).
+   */
+  public AccessConfiguration access() {
+    return accessCall("get access", true, stub -> stub.getAccess(GetAccessRequest.getDefaultInstance()));
+  }
+
+  /** Who a node takes this client for: its user, token id, roles. */
+  public WhoAmI whoAmI() {
+    WhoAmIResponse r =
+        accessCall("who am I", true, stub -> stub.whoAmI(WhoAmIRequest.getDefaultInstance()));
+    return new WhoAmI(
+        r.getUser(), r.getToken().isEmpty() ? null : r.getToken(), r.getRolesList(), r.getSecure());
+  }
+
+  /**
+   * One access call to a random node within the operation timeout; to
+   * another when the connection was refused, or for a read ({@code
+   * readOnly}) that found the node unavailable. Refusals are final.
+   */
+  private <T> T accessCall(
+      String what, boolean readOnly, Function<AmuletGrpc.AmuletBlockingStub, T> call) {
+    if (closed) {
+      throw new IllegalStateException("the client is closed");
+    }
+    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
+    long backoff = BACKOFF_MIN_NANOS;
+    String address = anyNode();
+    while (true) {
+      long left = deadline - System.nanoTime();
+      try {
+        return call.apply(
+            AmuletGrpc.newBlockingStub(channel(address))
+                .withDeadlineAfter(Math.max(left, 1), TimeUnit.NANOSECONDS));
+      } catch (StatusRuntimeException e) {
+        io.grpc.Status status = e.getStatus();
+        boolean again =
+            status.getCode() == io.grpc.Status.Code.UNAVAILABLE
+                && (readOnly || EventualRequests.connectionRefused(e));
+        String described = what + " at " + address + ": " + status.getDescription();
+        if (!again) {
+          if (readOnly && status.getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
+            throw new AmuletException(AmuletException.Kind.UNAVAILABLE, described);
+          }
+          Metadata trailers = e.getTrailers();
+          String reason = trailers == null ? null : trailers.get(AMULET_REASON);
+          throw AmuletException.fromStatus(status.withDescription(described), reason);
+        }
+        if (System.nanoTime() + backoff >= deadline) {
+          throw new AmuletException(
+              AmuletException.Kind.UNAVAILABLE,
+              "gave up after " + config.operationTimeout() + ": " + described);
+        }
+        sleepNanos(backoff);
+        backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
+        String next = anyNode();
+        for (int i = 0; i < 4 && next.equals(address); i++) {
+          next = anyNode();
+        }
+        address = next;
+      }
+    }
+  }
+
   /** Closes the idle sessions (best effort; they would expire anyway) and the channels. */
   @Override
   public void close() {
@@ -535,7 +756,9 @@ public final class AmuletClient implements AutoCloseable {
       return "; the client connects in plaintext: if the nodes serve TLS, use ClientConfig.withTls,"
           + " withTlsDir or set " + TlsFiles.TLS_DIR_ENV;
     }
-    return "; over TLS: the client trusts only the CA of " + tls.ca() + ", presents " + tls.cert()
+    String presents =
+        tls.hasCertificate() ? "presents " + tls.cert() : "presents no certificate (a bearer token)";
+    return "; over TLS: the client trusts only the CA of " + tls.ca() + ", " + presents
         + ", and needs node certificates naming " + TlsFiles.NODE_SERVER_NAME
         + ": check that the nodes serve TLS with certificates of that CA and trust the CA of the"
         + " client's certificate";

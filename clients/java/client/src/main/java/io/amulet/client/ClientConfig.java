@@ -20,10 +20,35 @@ public final class ClientConfig {
   private final int batchesInFlight;
   private final Duration transactionLease;
   private final boolean oneReplicaPerPartition;
-  /** The TLS files (null: plaintext, or {@code AMULET_TLS_DIR} when {@link #tlsSet} is false). */
-  private final TlsFiles tls;
-  /** Whether {@link #withTls}, {@link #withTlsDir} or {@link #withPlaintext} was called. */
-  private final boolean tlsSet;
+  /** TLS files and bearer token. */
+  private final Auth auth;
+
+  /**
+   * How the client authenticates: its TLS files and bearer token, each
+   * either set (by {@link #withTls}, {@link #withTlsDir}, {@link
+   * #withToken}, {@link #withPlaintext}, {@link #withoutToken}) or taken
+   * from the environment at {@link AmuletClient#connect}. Immutable.
+   */
+  private static final class Auth {
+    /** The TLS files (null: plaintext, or {@code AMULET_TLS_DIR} when {@link #tlsSet} is false). */
+    final TlsFiles tls;
+    /** Whether {@link #tls} was set. */
+    final boolean tlsSet;
+    /** The bearer token (null: none, or {@code AMULET_TOKEN} when {@link #tokenSet} is false). */
+    final String token;
+    /** Whether {@link #token} was set. */
+    final boolean tokenSet;
+
+    Auth(TlsFiles tls, boolean tlsSet, String token, boolean tokenSet) {
+      this.tls = tls;
+      this.tlsSet = tlsSet;
+      this.token = token;
+      this.tokenSet = tokenSet;
+    }
+  }
+
+  /** Environment variable holding the bearer token of a client given none. */
+  public static final String TOKEN_ENV = "AMULET_TOKEN";
 
   private ClientConfig(
       Duration attemptTimeout,
@@ -35,10 +60,8 @@ public final class ClientConfig {
       int batchesInFlight,
       Duration transactionLease,
       boolean oneReplicaPerPartition,
-      TlsFiles tls,
-      boolean tlsSet) {
-    this.tls = tls;
-    this.tlsSet = tlsSet;
+      Auth auth) {
+    this.auth = auth;
     this.batchesInFlight = batchesInFlight;
     this.transactionLease = transactionLease;
     this.oneReplicaPerPartition = oneReplicaPerPartition;
@@ -54,12 +77,15 @@ public final class ClientConfig {
    * The defaults: 2 s per attempt, 30 s per operation, 120 s session lease,
    * 10 s transaction lease, one replica per partition; TLS with the files
    * of {@code AMULET_TLS_DIR} and {@code AMULET_USER} when that variable is
-   * set, else plaintext ({@link #tlsInUse()}).
+   * set, else plaintext ({@link #tlsInUse()}); the bearer token of {@code
+   * AMULET_TOKEN} when that variable is set (then only the CA of {@code
+   * AMULET_TLS_DIR} is used; {@link #tokenInUse()}).
    */
   public static ClientConfig defaults() {
     return new ClientConfig(
         Duration.ofSeconds(2), Duration.ofSeconds(30), Duration.ofSeconds(120),
-        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10), true, null, false);
+        Duration.ofSeconds(300), 1000, 1000, 2, Duration.ofSeconds(10), true,
+        new Auth(null, false, null, false));
   }
 
   /** How long one attempt may take before it is resent elsewhere. */
@@ -93,31 +119,31 @@ public final class ClientConfig {
   }
 
   public ClientConfig withAttemptTimeout(Duration d) {
-    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+    return new ClientConfig(d, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, auth);
   }
 
   public ClientConfig withOperationTimeout(Duration d) {
-    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+    return new ClientConfig(attemptTimeout, d, sessionLease, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, auth);
   }
 
   public ClientConfig withSessionLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+    return new ClientConfig(attemptTimeout, operationTimeout, d, snapshotLease, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, auth);
   }
 
   public ClientConfig withSnapshotLease(Duration d) {
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, d, pageEntries, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, auth);
   }
 
   /** Entries per snapshot page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withPageEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, n, rangeEntries, batchesInFlight, transactionLease, oneReplicaPerPartition, auth);
   }
 
   /** Entries per range page, 1..10000 (the server's range_entries_max). */
   public ClientConfig withRangeEntries(int n) {
     checkPage(n);
-    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+    return new ClientConfig(attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, n, batchesInFlight, transactionLease, oneReplicaPerPartition, auth);
   }
 
   /**
@@ -134,7 +160,7 @@ public final class ClientConfig {
       throw new IllegalArgumentException("batches in flight " + n + " < 0");
     }
     return new ClientConfig(
-        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease, oneReplicaPerPartition, tls, tlsSet);
+        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries, n, transactionLease, oneReplicaPerPartition, auth);
   }
 
   /**
@@ -154,7 +180,7 @@ public final class ClientConfig {
     }
     return new ClientConfig(
         attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, d, oneReplicaPerPartition, tls, tlsSet);
+        batchesInFlight, d, oneReplicaPerPartition, auth);
   }
 
   /**
@@ -178,16 +204,16 @@ public final class ClientConfig {
   public ClientConfig withOneReplicaPerPartition(boolean on) {
     return new ClientConfig(
         attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, transactionLease, on, tls, tlsSet);
+        batchesInFlight, transactionLease, on, auth);
   }
 
   /**
-   * The TLS files set by {@link #withTls} or {@link #withTlsDir}; null when
-   * none were (plaintext, unless {@link #tlsInUse()} finds {@code
-   * AMULET_TLS_DIR}).
+   * The TLS files set by {@link #withTls}, {@link #withTlsDir} or {@link
+   * #withToken} (the CA only); null when none were (plaintext, unless {@link
+   * #tlsInUse()} finds {@code AMULET_TLS_DIR}).
    */
   public TlsFiles tls() {
-    return tls;
+    return auth.tls;
   }
 
   /**
@@ -197,6 +223,8 @@ public final class ClientConfig {
    * {@code keyPem} (PKCS#8 PEM, {@code -----BEGIN PRIVATE KEY-----}), and
    * accept only a node certificate naming the DNS name {@value
    * TlsFiles#NODE_SERVER_NAME}, whatever address the node is reached at.
+   * The certificate names the user: no bearer token is sent (not even
+   * {@code AMULET_TOKEN}'s).
    *
    * @throws IllegalArgumentException naming the first file that is missing
    *     or unreadable (their contents are checked at {@link AmuletClient#connect})
@@ -217,32 +245,70 @@ public final class ClientConfig {
     return withTls(TlsFiles.inDir(dir, user));
   }
 
-  /** {@link #withTls(Path, Path, Path)} with {@code files}. */
+  /**
+   * {@link #withTls(Path, Path, Path)} with {@code files} (which may be
+   * {@link TlsFiles#caOnly}: then the client presents no credential at all,
+   * and the nodes refuse it with {@code UNAUTHENTICATED}). No bearer token
+   * is sent.
+   */
   public ClientConfig withTls(TlsFiles files) {
     Objects.requireNonNull(files, "files");
     files.checkReadable();
-    return new ClientConfig(
-        attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, transactionLease, oneReplicaPerPartition, files, true);
+    return with(new Auth(files, true, null, true));
   }
 
   /**
-   * Connect in plaintext even if {@code AMULET_TLS_DIR} is set (a node
-   * that requires TLS refuses such a client).
+   * Connect over TLS trusting only the CA certificate(s) of {@code caPem}
+   * (a node certificate must name {@value TlsFiles#NODE_SERVER_NAME}),
+   * presenting no certificate, and authenticate with the bearer token
+   * {@code token} ({@code amt1.ID.SECRET}, from {@code amulet token create}
+   * or {@link AmuletClient#createToken}): every call, unary and streaming,
+   * carries the gRPC metadata {@code authorization: Bearer TOKEN}. The
+   * token is a secret: {@link #toString()} never shows it. The nodes refuse
+   * a malformed, unknown, forged, revoked or expired token with {@code
+   * UNAUTHENTICATED}, never retried.
+   *
+   * @throws IllegalArgumentException if {@code caPem} is missing or
+   *     unreadable, or the token is empty or has characters gRPC metadata
+   *     cannot carry (anything but printable ASCII without spaces)
+   */
+  public ClientConfig withToken(Path caPem, String token) {
+    Objects.requireNonNull(caPem, "caPem");
+    String t = checkToken(token);
+    return with(new Auth(TlsFiles.caOnly(caPem), true, t, true));
+  }
+
+  /**
+   * Send no bearer token, whatever {@code AMULET_TOKEN} says (the TLS
+   * files stay as they are).
+   */
+  public ClientConfig withoutToken() {
+    return with(new Auth(auth.tls, auth.tlsSet, null, true));
+  }
+
+  /**
+   * Connect in plaintext, with no bearer token, even if {@code
+   * AMULET_TLS_DIR} or {@code AMULET_TOKEN} is set (a node that requires
+   * TLS refuses such a client).
    */
   public ClientConfig withPlaintext() {
+    return with(new Auth(null, true, null, true));
+  }
+
+  private ClientConfig with(Auth a) {
     return new ClientConfig(
         attemptTimeout, operationTimeout, sessionLease, snapshotLease, pageEntries, rangeEntries,
-        batchesInFlight, transactionLease, oneReplicaPerPartition, null, true);
+        batchesInFlight, transactionLease, oneReplicaPerPartition, a);
   }
 
   /**
    * The TLS files {@link AmuletClient#connect} uses, null for plaintext:
-   * those of {@link #withTls}/{@link #withTlsDir}; after {@link
-   * #withPlaintext} none; else, when the environment variable {@code
-   * AMULET_TLS_DIR} is set (not empty), that directory's {@code ca.pem},
-   * {@code <user>.pem} and {@code <user>.key}, where the user is {@code
-   * AMULET_USER} (default {@code admin}); else none.
+   * those of {@link #withTls}/{@link #withTlsDir}/{@link #withToken}; after
+   * {@link #withPlaintext} none; else, when the environment variable {@code
+   * AMULET_TLS_DIR} is set (not empty), that directory's {@code ca.pem} and,
+   * unless a bearer token is in use ({@code AMULET_TOKEN}: then the CA
+   * only), {@code <user>.pem} and {@code <user>.key}, where the user is
+   * {@code AMULET_USER} (default {@code admin}); else none.
    */
   public TlsFiles tlsInUse() {
     return tlsInUse(System::getenv);
@@ -250,12 +316,81 @@ public final class ClientConfig {
 
   /** {@link #tlsInUse()} with the environment {@code env} (tests). */
   TlsFiles tlsInUse(Function<String, String> env) {
-    return tlsSet ? tls : TlsFiles.fromEnv(env);
+    if (auth.tlsSet) {
+      return auth.tls;
+    }
+    return tokenInUse(env) != null ? TlsFiles.caFromEnv(env) : TlsFiles.fromEnv(env);
+  }
+
+  /**
+   * Whether {@link AmuletClient#connect} sends a bearer token: one given to
+   * {@link #withToken}, else (unless {@link #withTls}, {@link #withTlsDir},
+   * {@link #withPlaintext} or {@link #withoutToken} was called) the
+   * environment variable {@code AMULET_TOKEN} when set and not empty. The
+   * token itself is never shown.
+   */
+  public boolean tokenInUse() {
+    return tokenInUse(System::getenv) != null;
+  }
+
+  /**
+   * The bearer token {@link AmuletClient#connect} sends with {@code env},
+   * null for none. Secret: never log it.
+   *
+   * @throws IllegalArgumentException for an {@code AMULET_TOKEN} gRPC
+   *     metadata cannot carry
+   */
+  String tokenInUse(Function<String, String> env) {
+    if (auth.tokenSet) {
+      return auth.token;
+    }
+    String t = env.apply(TOKEN_ENV);
+    if (t == null || t.trim().isEmpty()) {
+      return null;
+    }
+    return checkToken(t);
+  }
+
+  /** The token trimmed, if gRPC metadata can carry it. */
+  private static String checkToken(String token) {
+    Objects.requireNonNull(token, "token");
+    String t = token.trim();
+    if (t.isEmpty()) {
+      throw new IllegalArgumentException("empty bearer token");
+    }
+    for (int i = 0; i < t.length(); i++) {
+      char c = t.charAt(i);
+      if (c < 0x21 || c > 0x7e) {
+        // Never the token itself in a message.
+        throw new IllegalArgumentException(
+            "the bearer token has a character gRPC metadata cannot carry (at index " + i
+                + "): expected amt1.ID.SECRET from amulet token create");
+      }
+    }
+    return t;
   }
 
   private static void checkPage(int n) {
     if (n < 1 || n > 10_000) {
       throw new IllegalArgumentException("page size " + n + " outside 1..10000");
     }
+  }
+
+  /** The settings; a bearer token shows as {@code <secret>}, never itself. */
+  @Override
+  public String toString() {
+    String tls = auth.tlsSet ? (auth.tls == null ? "plaintext" : auth.tls.toString()) : "$" + TlsFiles.TLS_DIR_ENV;
+    String token = auth.tokenSet ? (auth.token == null ? "none" : "<secret>") : "$" + TOKEN_ENV;
+    return "ClientConfig{attemptTimeout=" + attemptTimeout
+        + ", operationTimeout=" + operationTimeout
+        + ", sessionLease=" + sessionLease
+        + ", snapshotLease=" + snapshotLease
+        + ", pageEntries=" + pageEntries
+        + ", rangeEntries=" + rangeEntries
+        + ", batchesInFlight=" + batchesInFlight
+        + ", transactionLease=" + transactionLease
+        + ", oneReplicaPerPartition=" + oneReplicaPerPartition
+        + ", tls=" + tls
+        + ", token=" + token + "}";
   }
 }

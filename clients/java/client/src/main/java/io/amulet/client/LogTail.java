@@ -57,6 +57,9 @@ import java.util.concurrent.TimeUnit;
  * first stopped). A failure throws out of {@code next} ({@link
  * AmuletException}: {@code OUT_OF_RANGE} when the tail fell below a trim,
  * {@code NOT_FOUND} when the log does not exist or was dropped, {@code
+ * PERMISSION_DENIED} when the user may no longer read it (a grant revoked
+ * while following: never reopened), {@code UNAUTHENTICATED} when its
+ * credentials are refused (a token revoked or expired), {@code
  * UNAVAILABLE} when no replica served it for the operation timeout or when
  * interrupted; {@link IllegalStateException} once the client is closed);
  * the tail stays usable and the next call goes on from {@link #position()}.
@@ -463,9 +466,14 @@ public final class LogTail implements Iterator<LogEntry>, Iterable<LogEntry>, Au
     // log" too (when the cached map is as old as its own): an ordered read
     // tells. If the log exists, the replica is behind: elsewhere, later.
     boolean behind = code == Status.Code.NOT_FOUND && exists();
+    // Refused credentials or permissions (a grant or token revoked while
+    // following) are final: every replica judges alike, so the stream is
+    // not reopened.
     if ((code == Status.Code.NOT_FOUND && !behind)
         || code == Status.Code.OUT_OF_RANGE
         || code == Status.Code.INVALID_ARGUMENT
+        || code == Status.Code.UNAUTHENTICATED
+        || code == Status.Code.PERMISSION_DENIED
         || (code == Status.Code.FAILED_PRECONDITION && !"not-a-replica".equals(kind))) {
       retrying = false;
       failedAt = null;

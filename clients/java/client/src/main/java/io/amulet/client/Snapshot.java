@@ -21,8 +21,12 @@ import java.util.concurrent.TimeUnit;
  * partition's part is streamed in pages, each partition from a random
  * replica, and merged here. The iterator holds at most one page per
  * partition whatever the map's size; a broken stream resumes at another
- * replica after the last key taken. {@link #close} releases the snapshot
- * (its lease frees it anyway). Not thread-safe.
+ * replica after the last key taken. A refusal is final, never resumed:
+ * {@code PERMISSION_DENIED} when the user may no longer read the map (the
+ * nodes judge every page: a grant revoked while iterating ends it, though
+ * pages already sent are still delivered), {@code UNAUTHENTICATED} for
+ * refused credentials. {@link #close} releases the snapshot (its lease
+ * frees it anyway). Not thread-safe.
  */
 public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, AutoCloseable {
   private final AmuletClient client;
@@ -170,7 +174,14 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
         why = "the stream ended early";
       } catch (StatusRuntimeException e) {
         Status.Code code = e.getStatus().getCode();
-        if (code == Status.Code.NOT_FOUND || code == Status.Code.INVALID_ARGUMENT) {
+        // Final: the snapshot is gone, the request is bad, or the
+        // credentials or permissions were refused (a grant revoked while
+        // iterating ends the stream at its next page): no other replica
+        // answers otherwise, so nothing is reopened.
+        if (code == Status.Code.NOT_FOUND
+            || code == Status.Code.INVALID_ARGUMENT
+            || code == Status.Code.UNAUTHENTICATED
+            || code == Status.Code.PERMISSION_DENIED) {
           s.cancel();
           throw AmuletException.fromStatus(e.getStatus());
         }

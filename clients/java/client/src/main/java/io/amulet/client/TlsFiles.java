@@ -36,6 +36,10 @@ import javax.net.ssl.SSLException;
  * write ECDSA P-256 keys). The node's certificate must name the DNS name
  * {@value #NODE_SERVER_NAME}, whatever address it is reached at.
  *
+ * <p>A client authenticated by a bearer token ({@link
+ * ClientConfig#withToken}) presents no certificate: its files are the CA's
+ * only ({@link #caOnly}, {@link #hasCertificate()} false).
+ *
  * <p>A TLS directory holds {@code ca.pem} and, for each user, {@code
  * <user>.pem} and {@code <user>.key} ({@link #inDir}). Immutable.
  */
@@ -54,6 +58,7 @@ public final class TlsFiles {
       Pattern.compile("-----BEGIN ([A-Z0-9 ]+)-----([A-Za-z0-9+/=\\s]*)-----END \\1-----");
 
   private final Path ca;
+  /** Null for {@link #caOnly} (as {@link #key}). */
   private final Path cert;
   private final Path key;
 
@@ -61,6 +66,31 @@ public final class TlsFiles {
     this.ca = Objects.requireNonNull(ca, "ca");
     this.cert = Objects.requireNonNull(cert, "cert");
     this.key = Objects.requireNonNull(key, "key");
+  }
+
+  /** The CA alone: no certificate of the client's own. */
+  private TlsFiles(Path ca) {
+    this.ca = Objects.requireNonNull(ca, "ca");
+    this.cert = null;
+    this.key = null;
+  }
+
+  /**
+   * Only the CA certificate(s) of {@code ca}, trusted as by {@link #of}; no
+   * certificate is presented (a client with a bearer token, {@link
+   * ClientConfig#withToken}).
+   *
+   * @throws IllegalArgumentException if the file is missing or unreadable
+   */
+  public static TlsFiles caOnly(Path ca) {
+    TlsFiles files = new TlsFiles(ca);
+    files.checkReadable();
+    return files;
+  }
+
+  /** {@link #caOnly} unchecked ({@link #sslContext} names a missing file). */
+  static TlsFiles caOnlyUnchecked(Path ca) {
+    return new TlsFiles(ca);
   }
 
   /**
@@ -113,26 +143,51 @@ public final class TlsFiles {
     return unchecked(Paths.get(dir), user == null || user.isEmpty() ? DEFAULT_USER : user);
   }
 
+  /**
+   * The CA alone of the TLS directory {@code AMULET_TLS_DIR} of {@code env}
+   * ({@code ca.pem}, unchecked), for a client with a bearer token; null when
+   * that variable is unset or empty.
+   */
+  static TlsFiles caFromEnv(Function<String, String> env) {
+    String dir = env.apply(TLS_DIR_ENV);
+    if (dir == null || dir.isEmpty()) {
+      return null;
+    }
+    Path d = Paths.get(dir);
+    if (!Files.isDirectory(d)) {
+      throw new IllegalArgumentException(
+          "TLS directory " + d + " does not exist or is not a directory");
+    }
+    return caOnlyUnchecked(d.resolve("ca.pem"));
+  }
+
   /** The CA certificate(s), the only roots trusted. */
   public Path ca() {
     return ca;
   }
 
-  /** The certificate chain presented, leaf first. */
+  /** The certificate chain presented, leaf first; null for {@link #caOnly}. */
   public Path cert() {
     return cert;
   }
 
-  /** The private key of the leaf (PKCS#8 PEM). */
+  /** The private key of the leaf (PKCS#8 PEM); null for {@link #caOnly}. */
   public Path key() {
     return key;
+  }
+
+  /** Whether a certificate of the client's own is presented (false for {@link #caOnly}). */
+  public boolean hasCertificate() {
+    return cert != null;
   }
 
   /** Throws an {@link IllegalArgumentException} naming the first file missing or unreadable. */
   void checkReadable() {
     check(ca, "CA certificate");
-    check(cert, "certificate");
-    check(key, "private key");
+    if (cert != null) {
+      check(cert, "certificate");
+      check(key, "private key");
+    }
   }
 
   private static void check(Path p, String what) {
@@ -149,7 +204,8 @@ public final class TlsFiles {
 
   /**
    * The client's TLS context: trusts only the CA certificate(s), presents
-   * the certificate chain with its key, speaks HTTP/2 (ALPN h2).
+   * the certificate chain with its key (none for {@link #caOnly}), speaks
+   * HTTP/2 (ALPN h2).
    *
    * @throws IllegalArgumentException naming the file that is missing,
    *     unreadable or unusable (no PEM certificate, a key that is not
@@ -158,6 +214,14 @@ public final class TlsFiles {
   SslContext sslContext() {
     checkReadable();
     List<X509Certificate> roots = certificates(ca, "CA certificate");
+    if (cert == null) {
+      try {
+        return GrpcSslContexts.forClient().trustManager(roots.toArray(new X509Certificate[0])).build();
+      } catch (SSLException | RuntimeException e) {
+        throw new IllegalArgumentException(
+            "TLS CA certificate " + ca + ": unusable: " + e.getMessage(), e);
+      }
+    }
     List<X509Certificate> chain = certificates(cert, "certificate");
     PrivateKey privateKey = privateKey(chain.get(0));
     try {
@@ -348,7 +412,7 @@ public final class TlsFiles {
       return false;
     }
     TlsFiles f = (TlsFiles) o;
-    return ca.equals(f.ca) && cert.equals(f.cert) && key.equals(f.key);
+    return ca.equals(f.ca) && Objects.equals(cert, f.cert) && Objects.equals(key, f.key);
   }
 
   @Override
@@ -358,6 +422,9 @@ public final class TlsFiles {
 
   @Override
   public String toString() {
+    if (cert == null) {
+      return "TlsFiles{ca=" + ca + ", no certificate}";
+    }
     return "TlsFiles{ca=" + ca + ", cert=" + cert + ", key=" + key + "}";
   }
 }

@@ -3,6 +3,8 @@ package io.amulet.client;
 import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import io.grpc.Server;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.ClientAuth;
@@ -27,7 +29,7 @@ abstract class FakeNodeServer extends AmuletGrpc.AmuletImplBase {
 
   /** Starts the server on a free port of 127.0.0.1. */
   void start() throws IOException {
-    start(null);
+    start((SslContext) null);
   }
 
   /**
@@ -36,17 +38,29 @@ abstract class FakeNodeServer extends AmuletGrpc.AmuletImplBase {
    * requiring a client certificate issued by {@code ca}.
    */
   void startTls(File cert, File key, File ca) throws IOException {
-    start(
-        GrpcSslContexts.forServer(cert, key)
-            .trustManager(ca)
-            .clientAuth(ClientAuth.REQUIRE)
-            .build());
+    startTls(cert, key, ca, ClientAuth.REQUIRE);
   }
 
-  private void start(SslContext ssl) throws IOException {
+  /**
+   * As {@link #startTls(File, File, File)}, asking for a client certificate
+   * as {@code auth} says (a node takes a connection without one:
+   * OPTIONAL, and then a bearer token), with {@code interceptors} on every
+   * call.
+   */
+  void startTls(File cert, File key, File ca, ClientAuth auth, ServerInterceptor... interceptors)
+      throws IOException {
+    start(GrpcSslContexts.forServer(cert, key).trustManager(ca).clientAuth(auth).build(), interceptors);
+  }
+
+  /** Starts the server in plaintext with {@code interceptors} on every call. */
+  void start(ServerInterceptor... interceptors) throws IOException {
+    start(null, interceptors);
+  }
+
+  private void start(SslContext ssl, ServerInterceptor... interceptors) throws IOException {
     NettyServerBuilder b =
         NettyServerBuilder.forAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))
-            .addService(this);
+            .addService(ServerInterceptors.intercept(this, interceptors));
     if (ssl != null) {
       b.sslContext(ssl);
     }

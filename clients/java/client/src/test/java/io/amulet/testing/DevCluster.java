@@ -109,6 +109,47 @@ public final class DevCluster {
     return ClientConfig.defaults().withTlsDir(tlsDir(), TlsFiles.DEFAULT_USER);
   }
 
+  /**
+   * The configuration of the user {@code user} of {@link #tlsDir()}, its
+   * certificate made by {@code amulet cert create-client} from the
+   * cluster's CA on first use. The user has no role until the admin gives
+   * it one ({@link AmuletClient#assignRole}).
+   */
+  public synchronized ClientConfig userConfig(String user) {
+    Path dir = tlsDir();
+    if (!Files.exists(dir.resolve(user + ".pem"))) {
+      runAmulet("cert", "create-client", "--dir", dir.toString(), "--user", user);
+    }
+    return ClientConfig.defaults().withTlsDir(dir, user);
+  }
+
+  /** Runs the amulet binary with {@code args}; throws if it fails. */
+  private static void runAmulet(String... args) {
+    List<String> command = new ArrayList<>(List.of(binary().toString()));
+    command.addAll(List.of(args));
+    try {
+      Process p =
+          new ProcessBuilder(command)
+              .redirectErrorStream(true)
+              .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+              .start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        throw new IllegalStateException(String.join(" ", command) + " did not end");
+      }
+      if (p.exitValue() != 0) {
+        throw new IllegalStateException(
+            String.join(" ", command) + " exited with " + p.exitValue() + ": " + out);
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot run " + String.join(" ", command), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted");
+    }
+  }
+
   /** Client API addresses of the three nodes. */
   public List<String> addresses() {
     return addresses;

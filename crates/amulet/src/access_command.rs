@@ -16,12 +16,18 @@ pub enum AccessOp {
     /// name or `*` for every one; replaces what ROLE had there.
     Grant {
         role: String,
-        map: String,
+        // Not `map`: that is the global --map's id.
+        #[arg(value_name = "MAP")]
+        on: String,
         #[arg(value_parser = parse_permission)]
         permission: Permission,
     },
     /// Take ROLE's grant on MAP away.
-    Revoke { role: String, map: String },
+    Revoke {
+        role: String,
+        #[arg(value_name = "MAP")]
+        on: String,
+    },
     /// Give USER the role ROLE (`cluster-admin`: everything).
     Assign {
         #[arg(value_name = "USER")]
@@ -65,16 +71,16 @@ pub async fn run_access(client: &Client, op: &AccessOp) -> anyhow::Result<()> {
         }
         AccessOp::Grant {
             role,
-            map,
+            on,
             permission,
         } => AccessChange::Grant {
             role: role.clone(),
-            map: map.clone(),
+            map: on.clone(),
             permission: *permission,
         },
-        AccessOp::Revoke { role, map } => AccessChange::Revoke {
+        AccessOp::Revoke { role, on } => AccessChange::Revoke {
             role: role.clone(),
-            map: map.clone(),
+            map: on.clone(),
         },
         AccessOp::Assign { name, role } => AccessChange::AssignRole {
             user: name.clone(),

@@ -393,7 +393,13 @@ public class AccessLiveTest {
         assertThrows(IllegalArgumentException.class, () -> admin.unassignRole("admin", "cluster-admin"));
     assertTrue(e.getMessage(), e.getMessage().contains("access-change-refused"));
     assertTrue(admin.whoAmI().roles().contains("cluster-admin"));
-    assertThrows(IllegalArgumentException.class, () -> admin.grant("bad role!", "m", Permission.READ));
+    // Names of 1 to 256 bytes without control characters; cluster-admin's
+    // grants are built in.
+    assertThrows(IllegalArgumentException.class, () -> admin.grant("", "m", Permission.READ));
+    assertThrows(IllegalArgumentException.class, () -> admin.grant("bad\u0001", "m", Permission.READ));
+    assertThrows(IllegalArgumentException.class, () -> admin.assignRole("x".repeat(257), "r"));
+    assertThrows(
+        IllegalArgumentException.class, () -> admin.grant("cluster-admin", "m", Permission.READ));
     assertThrows(IllegalArgumentException.class, () -> admin.createToken("carol", 400_000_000L));
     assertThrows(IllegalArgumentException.class, () -> admin.createToken("carol", -1));
     // Grants of every map ("*") are listed as such.

@@ -1,0 +1,157 @@
+//! Access control on three `amulet node` processes with TLS
+//! (docs/security.md): a token made for a user works until it is revoked,
+//! and its secret appears nowhere the cluster writes or answers: not in a
+//! node's log, not in `/metrics`, not in an error message, not in
+//! `GetAccess`, not in any data file (acceptor logs and checkpoints hold
+//! its SHA-256 only).
+
+mod common;
+
+use amulet_client::{Client, ClientConfig, Error};
+use amulet_smr::{AccessChange, Permission};
+use common::{certificates, client_config, Cluster};
+use std::path::Path;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `GET /metrics` from `address` over TLS, as the user `admin`.
+async fn metrics(address: &str) -> String {
+    let context =
+        amulet_tls::TlsContext::load(amulet_tls::TlsFiles::user(certificates(), "admin")).unwrap();
+    let connector = amulet_tls::tokio_rustls::TlsConnector::from(context.client());
+    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let name =
+        amulet_tls::rustls::pki_types::ServerName::try_from(amulet_tls::NODE_SERVER_NAME).unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut body = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut body)).await;
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_holding(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap().flatten() {
+                stack.push(entry.path());
+            }
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            if bytes.windows(needle.len()).any(|w| w == needle) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn security_a_tokens_secret_is_in_no_log_metric_error_or_file() {
+    let cluster = Cluster::start_with("access", Some(200));
+    let runtime = runtime();
+    let addresses = cluster.addresses();
+    let (token, id) = runtime.block_on(async {
+        let admin = Client::connect_with(addresses.clone(), client_config())
+            .await
+            .unwrap();
+        let carts = admin.create_map_if_absent("carts").await.unwrap();
+        carts.put("k", "v").await.unwrap();
+        admin
+            .grant("writers", "carts", Permission::Write)
+            .await
+            .unwrap();
+        admin.assign_role("carol", "writers").await.unwrap();
+        let created = admin.create_token("carol", 600).await.unwrap();
+        admin.close().await;
+        (created.token, created.id)
+    });
+    let secret = token.rsplit('.').next().unwrap().to_string();
+    assert_eq!(secret.len(), 64);
+
+    let mut said = Vec::new();
+    runtime.block_on(async {
+        let config = ClientConfig {
+            tls: None,
+            ..client_config()
+        }
+        .with_token(certificates().join("ca.pem"), &token);
+        let carol = Client::connect_with(addresses.clone(), config)
+            .await
+            .unwrap();
+        let carts = carol.map("carts").unwrap();
+        carts.put("k", "carol").await.unwrap();
+        assert_eq!(
+            carts.get("k").await.unwrap().as_deref(),
+            Some(&b"carol"[..])
+        );
+        // Errors a token's user can provoke: a map not granted, a forged
+        // secret (one digit changed), then the token replayed after its
+        // revocation.
+        let denied = carol.map("secret").unwrap().get("x").await.unwrap_err();
+        assert!(matches!(denied, Error::PermissionDenied(_)), "{denied}");
+        said.push(denied.to_string());
+        let mut forged = token.clone();
+        let last = forged.pop().unwrap();
+        forged.push(if last == '0' { '1' } else { '0' });
+        let forged = Client::connect_with(
+            addresses.clone(),
+            ClientConfig::default().with_token(certificates().join("ca.pem"), &forged),
+        )
+        .await
+        .err()
+        .unwrap();
+        assert!(matches!(forged, Error::Unauthenticated(_)), "{forged}");
+        said.push(forged.to_string());
+        let admin = Client::connect_with(addresses.clone(), client_config())
+            .await
+            .unwrap();
+        let access = admin.access().await.unwrap();
+        said.push(format!("{access:?}"));
+        assert!(access
+            .tokens
+            .iter()
+            .any(|t| t.id == id && t.user == "carol"));
+        admin
+            .change_access(&AccessChange::RevokeToken { id: id.clone() })
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let replayed = carts.put("k", "again").await.unwrap_err();
+        assert!(matches!(replayed, Error::Unauthenticated(_)), "{replayed}");
+        said.push(replayed.to_string());
+        for address in &addresses {
+            let text = metrics(address).await;
+            assert!(text.contains("amulet_"), "metrics answered: {text:.200}");
+            said.push(text);
+        }
+        carol.close().await;
+        admin.close().await;
+    });
+    for text in &said {
+        assert!(!text.contains(&secret), "the secret is in: {text:.300}");
+    }
+    // Acceptor logs and checkpoints (written every 200 ms) hold the
+    // digest, never the secret; nor does any node's log.
+    std::thread::sleep(Duration::from_millis(500));
+    let holding = files_holding(&cluster.dir, secret.as_bytes());
+    assert!(holding.is_empty(), "the secret is in {holding:?}");
+    let raw: Vec<u8> = (0..secret.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&secret[i..i + 2], 16).unwrap())
+        .collect();
+    let holding = files_holding(&cluster.dir, &raw);
+    assert!(holding.is_empty(), "the secret's bytes are in {holding:?}");
+    cluster.stop();
+}

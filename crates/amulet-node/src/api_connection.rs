@@ -220,6 +220,8 @@ pub(crate) struct Authenticate {
     /// Tokens are judged by the access configuration this node's replicas
     /// executed last.
     pub handle: crate::node_handle::NodeHandle,
+    /// Refusals are counted by reason.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl tonic::service::Interceptor for Authenticate {
@@ -231,13 +233,17 @@ impl tonic::service::Interceptor for Authenticate {
         let principal = match &peer.identity {
             None => Ok(None),
             Some(Ok(Some(Identity::User(user)))) => Ok(Some(Principal::user(user.clone()))),
-            Some(Ok(Some(Identity::Node(node)))) => Err(format!(
-                "the client presented node {}'s certificate; clients authenticate with a user \
-                 certificate (amulet cert create-client) or a bearer token",
-                node.0
+            Some(Ok(Some(Identity::Node(node)))) => Err((
+                "node-certificate",
+                format!(
+                    "the client presented node {}'s certificate; clients authenticate with a \
+                     user certificate (amulet cert create-client) or a bearer token",
+                    node.0
+                ),
             )),
-            Some(Err(why)) => Err(format!(
-                "the client certificate names no Amulet user: {why}"
+            Some(Err(why)) => Err((
+                "no-identity",
+                format!("the client certificate names no Amulet user: {why}"),
             )),
             Some(Ok(None)) => self.token_principal(&request).map(Some),
         };
@@ -246,7 +252,8 @@ impl tonic::service::Interceptor for Authenticate {
                 request.extensions_mut().insert(Authenticated(principal));
                 Ok(request)
             }
-            Err(refusal) => {
+            Err((reason, refusal)) => {
+                self.metrics.auth_refused(reason);
                 tracing::info!(remote = ?peer.remote, %refusal, "client request refused");
                 Err(Status::unauthenticated(refusal))
             }
@@ -258,24 +265,33 @@ impl Authenticate {
     /// The user a request without a certificate names by its bearer
     /// token. One message for every bad token, so a guesser learns nothing
     /// from which check failed; the token itself is never logged.
-    fn token_principal(&self, request: &Request<()>) -> Result<Principal, String> {
+    fn token_principal(&self, request: &Request<()>) -> Result<Principal, (&'static str, String)> {
         let Some(header) = request.metadata().get("authorization") else {
-            return Err("no client certificate and no bearer token: present a user \
-                        certificate or send `authorization: Bearer TOKEN`"
-                .to_string());
+            return Err((
+                "no-credential",
+                "no client certificate and no bearer token: present a user \
+                 certificate or send `authorization: Bearer TOKEN`"
+                    .to_string(),
+            ));
         };
-        let invalid = || "the bearer token is not valid (malformed, unknown, revoked or expired)";
+        let invalid = || {
+            (
+                "bad-token",
+                "the bearer token is not valid (malformed, unknown, revoked or expired)"
+                    .to_string(),
+            )
+        };
         let token = header
             .to_str()
             .ok()
             .and_then(|h| amulet_tls::bearer(h).ok())
-            .ok_or_else(|| invalid().to_string())?;
+            .ok_or_else(invalid)?;
         let access = self.handle.access();
         let record = access
             .token(&token.id, &token.digest())
-            .ok_or_else(|| invalid().to_string())?;
+            .ok_or_else(invalid)?;
         if record.expires_unix_micros <= unix_micros_now() {
-            return Err(invalid().to_string());
+            return Err(invalid());
         }
         Ok(Principal {
             user: record.user.clone(),

@@ -84,6 +84,7 @@ impl ClientApi {
             AmuletServer::new(service).max_decoding_message_size(REQUEST_BYTES_MAX),
             crate::api_connection::Authenticate {
                 handle: handle.clone(),
+                metrics: metrics.clone(),
             },
         ))
         .into_axum_router()
@@ -94,6 +95,7 @@ impl ClientApi {
                 let metrics = metrics.clone();
                 async move {
                     let stats = handle.stats().await;
+                    metrics.set_access(&handle.access());
                     (
                         [(
                             "content-type",

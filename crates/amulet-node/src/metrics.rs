@@ -45,6 +45,11 @@ struct LogLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     partition: u32,
     name: &'static str,
@@ -86,6 +91,10 @@ pub(crate) struct Metrics {
     tails_open: Gauge,
     tail_entries: Family<LogLabels, Counter>,
     eventual: Family<EventualLabels, G>,
+    auth_refused: Family<ReasonLabels, Counter>,
+    access_version: G,
+    access_users: G,
+    access_tokens: G,
 }
 
 impl Metrics {
@@ -211,6 +220,30 @@ impl Metrics {
             "log_bytes",
             "Bytes of a log's entries held, by log",
         );
+        let auth_refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "auth_refused",
+            "Client requests refused UNAUTHENTICATED by this node, by reason (node-certificate, no-identity, no-credential, bad-token); never a secret",
+            auth_refused.clone(),
+        );
+        let access_version = G::default();
+        registry.register(
+            "access_version",
+            "Access changes executed (the access configuration's version, docs/security.md)",
+            access_version.clone(),
+        );
+        let access_users = G::default();
+        registry.register(
+            "access_users",
+            "Users holding a role in the access configuration",
+            access_users.clone(),
+        );
+        let access_tokens = G::default();
+        registry.register(
+            "access_tokens",
+            "Bearer tokens in the access configuration (unrevoked, not yet forgotten)",
+            access_tokens.clone(),
+        );
         let tails_open = Gauge::default();
         registry.register(
             "log_tails_open",
@@ -257,7 +290,25 @@ impl Metrics {
             tails_open,
             tail_entries,
             eventual,
+            auth_refused,
+            access_version,
+            access_users,
+            access_tokens,
         }
+    }
+
+    /// A request refused UNAUTHENTICATED, by reason.
+    pub(crate) fn auth_refused(&self, reason: &'static str) {
+        self.auth_refused
+            .get_or_create(&ReasonLabels { reason })
+            .inc();
+    }
+
+    /// The access configuration's size, for the next render.
+    pub(crate) fn set_access(&self, access: &amulet_smr::AccessControl) {
+        self.access_version.set(access.version());
+        self.access_users.set(access.users().len() as u64);
+        self.access_tokens.set(access.tokens().count() as u64);
     }
 
     /// A tail stream opened (+1) or ended (-1).

@@ -131,11 +131,23 @@ fn security_a_tokens_secret_is_in_no_log_metric_error_or_file() {
         let replayed = carts.put("k", "again").await.unwrap_err();
         assert!(matches!(replayed, Error::Unauthenticated(_)), "{replayed}");
         said.push(replayed.to_string());
+        let mut refused_bad_tokens = 0;
         for address in &addresses {
             let text = metrics(address).await;
-            assert!(text.contains("amulet_"), "metrics answered: {text:.200}");
+            assert!(
+                text.contains("amulet_access_version"),
+                "metrics answered: {text:.200}"
+            );
+            refused_bad_tokens += text
+                .lines()
+                .filter(|l| l.starts_with("amulet_auth_refused_total{reason=\"bad-token\"}"))
+                .count();
             said.push(text);
         }
+        assert!(
+            refused_bad_tokens > 0,
+            "the forged and replayed tokens are counted"
+        );
         carol.close().await;
         admin.close().await;
     });

@@ -50,10 +50,11 @@ def _ports_free(ports) -> bool:
 
 
 def _dev_env() -> dict[str, str]:
-    """The environment of `amulet dev`: without the TLS settings of the
-    shell running the tests (its own checks would present `AMULET_USER`'s
-    certificate, which it does not create)."""
-    return {k: v for k, v in os.environ.items() if k not in ("AMULET_TLS_DIR", "AMULET_USER")}
+    """The environment of `amulet dev` (and of other `amulet` commands the
+    tests run): without the TLS settings of the shell running the tests
+    (its own checks would present `AMULET_USER`'s certificate, which it
+    does not create, or `AMULET_TOKEN`, which the cluster does not know)."""
+    return {k: v for k, v in os.environ.items() if k not in ("AMULET_TLS_DIR", "AMULET_USER", "AMULET_TOKEN")}
 
 
 class DevCluster:

@@ -10,16 +10,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster import DevCluster  # noqa: E402
 
-# What a client given no tls= reads (amulet.tls.TLS_DIR_ENV, USER_ENV).
-_TLS_ENV = ("AMULET_TLS_DIR", "AMULET_USER")
+# What a client given no tls= or token= reads (amulet.tls.TLS_DIR_ENV,
+# USER_ENV, TOKEN_ENV).
+_TLS_ENV = ("AMULET_TLS_DIR", "AMULET_USER", "AMULET_TOKEN")
 _saved_env: dict[str, str] = {}
 
 
 def pytest_configure(config):
-    """The tests say which TLS files each client uses (the dev cluster's
-    ``cluster.tls``, or plaintext for the fake nodes): a developer's
-    AMULET_TLS_DIR or AMULET_USER must not change what they see, so both
-    are unset for the session (and put back at its end)."""
+    """The tests say which TLS files and token each client uses (the dev
+    cluster's ``cluster.tls``, or plaintext for the fake nodes): a
+    developer's AMULET_TLS_DIR, AMULET_USER or AMULET_TOKEN must not change
+    what they see, so they are unset for the session (and put back at its
+    end)."""
     for name in _TLS_ENV:
         value = os.environ.pop(name, None)
         if value is not None:

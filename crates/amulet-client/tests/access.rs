@@ -385,3 +385,62 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
     cluster.stop().await;
     let _ = std::fs::remove_dir_all(tls);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn security_a_client_over_its_connection_limit_is_refused_clearly() {
+    let tls = certificates("limits");
+    let cluster = tls_cluster("tls-limits", 26_103, &tls).await;
+    let read = |f: &str| std::fs::read(tls.join(f)).unwrap();
+    let connect = || async {
+        let channel =
+            tonic::transport::Endpoint::from_shared(format!("https://{}", cluster.addresses[0]))
+                .unwrap()
+                .tls_config(
+                    tonic::transport::ClientTlsConfig::new()
+                        .ca_certificate(tonic::transport::Certificate::from_pem(read("ca.pem")))
+                        .identity(tonic::transport::Identity::from_pem(
+                            read("alice.pem"),
+                            read("alice.key"),
+                        ))
+                        .domain_name(amulet_tls::NODE_SERVER_NAME),
+                )
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+        AmuletClient::new(channel)
+    };
+    // The most one client may hold (client_limits::CONNECTIONS_PER_CLIENT_MAX).
+    let mut held = Vec::new();
+    for _ in 0..256 {
+        let mut client = connect().await;
+        client
+            .who_am_i(pb::WhoAmIRequest {})
+            .await
+            .expect("within the limit");
+        held.push(client);
+    }
+    let mut over = connect().await;
+    let status = over.who_am_i(pb::WhoAmIRequest {}).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("256 connections"), "{status:?}");
+    // Another user is not limited by alice's connections.
+    let bob = as_user(&cluster.addresses, &tls, "bob").await;
+    assert_eq!(bob.who_am_i().await.unwrap().user, "bob");
+    // Connections given back make room again.
+    drop(held);
+    drop(over);
+    let mut again = None;
+    for _ in 0..100 {
+        let mut client = connect().await;
+        if client.who_am_i(pb::WhoAmIRequest {}).await.is_ok() {
+            again = Some(client);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(again.is_some(), "a closed connection gives its slot back");
+    bob.close().await;
+    cluster.stop().await;
+    let _ = std::fs::remove_dir_all(tls);
+}

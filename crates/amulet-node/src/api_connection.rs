@@ -10,6 +10,7 @@
 //! user goes into the request's extensions as its [`Principal`], which
 //! is ordered with the request and judged by the replicas.
 
+use crate::client_limits::CONNECTIONS_PER_CLIENT_MAX;
 use amulet_smr::Principal;
 use amulet_tls::tokio_rustls::server::TlsStream;
 use amulet_tls::{identity_of, Identity, TlsContext};
@@ -41,6 +42,9 @@ pub(crate) struct ApiPeer {
     /// certificate names, or why it names none (`Ok(None)`: the client
     /// presented no certificate).
     pub identity: Option<Result<Option<Identity>, String>>,
+    /// The client over its connection limit: every request is refused
+    /// (RESOURCE_EXHAUSTED) and the connection closes with the client.
+    pub over_limit: Option<String>,
 }
 
 /// Who a request is from, as [`Authenticate`] found: `None` on a node
@@ -60,6 +64,8 @@ pub(crate) fn principal_of<T>(request: &Request<T>) -> Option<Principal> {
 pub(crate) struct ApiStream {
     io: Io,
     peer: ApiPeer,
+    /// This connection's unit of its client's connection count.
+    _slot: Option<crate::client_limits::Slot>,
 }
 
 enum Io {
@@ -141,6 +147,7 @@ pub(crate) fn accept(
     tls: Option<Arc<TlsContext>>,
 ) -> (ReceiverStream<std::io::Result<ApiStream>>, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel(ACCEPTED_QUEUE_MAX);
+    let connections = Arc::new(crate::client_limits::Counts::default());
     let task = tokio::spawn(async move {
         loop {
             let (tcp, remote) = match listener.accept().await {
@@ -155,13 +162,17 @@ pub(crate) fn accept(
             // Small requests and replies: Nagle would hold each for an ACK.
             let _ = tcp.set_nodelay(true);
             let Some(tls) = tls.clone() else {
+                let key = format!("address {}", remote.ip());
+                let slot = connections.acquire(&key, CONNECTIONS_PER_CLIENT_MAX);
                 let peer = ApiPeer {
                     remote: Some(remote),
                     identity: None,
+                    over_limit: slot.is_none().then_some(key),
                 };
                 let stream = ApiStream {
                     io: Io::Plain(tcp),
                     peer,
+                    _slot: slot,
                 };
                 if tx.send(Ok(stream)).await.is_err() {
                     return;
@@ -169,8 +180,9 @@ pub(crate) fn accept(
                 continue;
             };
             let tx = tx.clone();
+            let connections = connections.clone();
             tokio::spawn(async move {
-                match handshake(tcp, remote, &tls).await {
+                match handshake(tcp, remote, &tls, &connections).await {
                     Ok(stream) => {
                         let _ = tx.send(Ok(stream)).await;
                     }
@@ -188,6 +200,7 @@ async fn handshake(
     tcp: TcpStream,
     remote: SocketAddr,
     tls: &TlsContext,
+    connections: &Arc<crate::client_limits::Counts>,
 ) -> Result<ApiStream, String> {
     let acceptor = amulet_tls::tokio_rustls::TlsAcceptor::from(tls.api_server());
     let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp))
@@ -203,12 +216,21 @@ async fn handshake(
         Some(leaf) => identity_of(leaf).map(Some).map_err(|e| e.to_string()),
         None => Ok(None),
     };
+    // A user's connections count together wherever they come from; a
+    // connection without a certificate (a token's) counts by address.
+    let key = match &identity {
+        Ok(Some(Identity::User(user))) => format!("user {user:?}"),
+        _ => format!("address {}", remote.ip()),
+    };
+    let slot = connections.acquire(&key, CONNECTIONS_PER_CLIENT_MAX);
     Ok(ApiStream {
         io: Io::Tls(Box::new(stream)),
         peer: ApiPeer {
             remote: Some(remote),
             identity: Some(identity),
+            over_limit: slot.is_none().then_some(key),
         },
+        _slot: slot,
     })
 }
 
@@ -230,6 +252,13 @@ impl tonic::service::Interceptor for Authenticate {
             request.extensions_mut().insert(Authenticated(None));
             return Ok(request);
         };
+        if let Some(client) = &peer.over_limit {
+            self.metrics.limited("connections");
+            return Err(Status::resource_exhausted(format!(
+                "{client} holds {CONNECTIONS_PER_CLIENT_MAX} connections to this node already \
+                 (the most one client may): close some, or share one"
+            )));
+        }
         let principal = match &peer.identity {
             None => Ok(None),
             Some(Ok(Some(Identity::User(user)))) => Ok(Some(Principal::user(user.clone()))),

@@ -77,6 +77,7 @@ impl ClientApi {
             addresses,
             handle: handle.clone(),
             metrics: metrics.clone(),
+            in_flight: Arc::default(),
         };
         // `GET /metrics` (Prometheus text format) on the same port, over
         // HTTP/1.1 as scrapers speak it.
@@ -146,6 +147,8 @@ struct Service {
     addresses: BTreeMap<NodeId, String>,
     handle: NodeHandle,
     metrics: Arc<Metrics>,
+    /// Requests in flight per user (`client_limits`).
+    in_flight: Arc<crate::client_limits::Counts>,
 }
 
 fn stopped(error: HandleError) -> Status {
@@ -299,6 +302,27 @@ impl Service {
     ) -> Result<pb::MapResponse, Status> {
         let started = tokio::time::Instant::now();
         let op = op_name(&r.op);
+        // Held until answered: one user's requests in flight are bounded.
+        let _slot = match &principal {
+            Some(p) => match self
+                .in_flight
+                .acquire(&p.user, crate::client_limits::IN_FLIGHT_PER_USER_MAX)
+            {
+                Some(slot) => Some(slot),
+                None => {
+                    self.metrics.limited("in-flight");
+                    let status = Status::resource_exhausted(format!(
+                        "user {:?} has {} requests in flight at this node (the most one user \
+                         may): wait for answers before sending more",
+                        p.user,
+                        crate::client_limits::IN_FLIGHT_PER_USER_MAX
+                    ));
+                    self.record(op, started, &Err::<(), _>(status.clone()));
+                    return Err(status);
+                }
+            },
+            None => None,
+        };
         let result = self
             .execute_inner(principal, r)
             .await

@@ -9,6 +9,7 @@
 mod api_connection;
 mod checkpoint_store;
 mod client_api;
+mod client_limits;
 pub mod config;
 mod digest;
 mod eventual_api;

@@ -92,6 +92,7 @@ pub(crate) struct Metrics {
     tail_entries: Family<LogLabels, Counter>,
     eventual: Family<EventualLabels, G>,
     auth_refused: Family<ReasonLabels, Counter>,
+    limited: Family<ReasonLabels, Counter>,
     access_version: G,
     access_users: G,
     access_tokens: G,
@@ -226,6 +227,12 @@ impl Metrics {
             "Client requests refused UNAUTHENTICATED by this node, by reason (node-certificate, no-identity, no-credential, bad-token); never a secret",
             auth_refused.clone(),
         );
+        let limited = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "client_limited",
+            "Client requests refused RESOURCE_EXHAUSTED by a per-client limit, by limit (connections, in-flight)",
+            limited.clone(),
+        );
         let access_version = G::default();
         registry.register(
             "access_version",
@@ -291,6 +298,7 @@ impl Metrics {
             tail_entries,
             eventual,
             auth_refused,
+            limited,
             access_version,
             access_users,
             access_tokens,
@@ -302,6 +310,11 @@ impl Metrics {
         self.auth_refused
             .get_or_create(&ReasonLabels { reason })
             .inc();
+    }
+
+    /// A request refused by a per-client limit.
+    pub(crate) fn limited(&self, reason: &'static str) {
+        self.limited.get_or_create(&ReasonLabels { reason }).inc();
     }
 
     /// The access configuration's size, for the next render.

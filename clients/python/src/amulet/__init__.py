@@ -27,10 +27,20 @@ partitioned ordered map, with named shared logs and eventual maps.
     # if not admin). A certificate that names no user: amulet.Unauthenticated.
     client = amulet.Client("127.0.0.1:7101", tls=amulet.TlsFiles.from_dir("amulet-data/tls"))
 
+    # Access control (docs/security.md, ``amulet.access``): an admin grants,
+    # assigns and makes bearer tokens; a client without a certificate of its
+    # own trusts the CA and sends a token (or set AMULET_TOKEN).
+    client.grant("readers", "users", "read"); client.assign_role("alice", "readers")
+    created = client.create_token("bob", ttl_seconds=3600)    # repr hides the secret
+    bob = amulet.Client("127.0.0.1:7101", tls=amulet.TlsFiles.ca_only("amulet-data/tls/ca.pem"),
+                        token=created.token)
+    bob.who_am_i()                                   # WhoAmI(user='bob', token=created.id, ...)
+
 See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 """
 
-from amulet import codecs, field_record
+from amulet import access, codecs, field_record
+from amulet.access import AccessConfiguration, CreatedToken, TokenInfo, WhoAmI
 from amulet import tuple as tuple_layer
 from amulet.bytemap import ByteMap
 from amulet.client import Client
@@ -55,18 +65,21 @@ from amulet.eventual import Context, EventualMap, Versioned
 from amulet.log import DLog, LogBounds, LogEntries, Tail
 from amulet.map import AmuletMap
 from amulet.snapshot import Snapshot
-from amulet.tls import TlsFiles
+from amulet.tls import BearerToken, TlsFiles
 from amulet.transaction import Transaction, TransactionMap, transactional
 from amulet.tuple import SingleFloat, Versionstamp, pack, unpack
 
 __all__ = [
+    "AccessConfiguration",
     "AlreadyExists",
     "AmuletError",
     "AmuletMap",
+    "BearerToken",
     "ByteMap",
     "Client",
     "ConflictError",
     "Context",
+    "CreatedToken",
     "DLog",
     "EventualMap",
     "FailedPrecondition",
@@ -85,12 +98,15 @@ __all__ = [
     "Snapshot",
     "Tail",
     "TlsFiles",
+    "TokenInfo",
     "Transaction",
     "TransactionMap",
     "Unauthenticated",
     "Unavailable",
     "Versioned",
     "Versionstamp",
+    "WhoAmI",
+    "access",
     "codecs",
     "field_record",
     "pack",

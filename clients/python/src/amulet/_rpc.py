@@ -11,7 +11,7 @@ from amulet.tls import NODE_SERVER_NAME
 from amulet.v1 import amulet_pb2 as pb
 
 if TYPE_CHECKING:
-    from amulet.tls import TlsFiles
+    from amulet.tls import BearerToken, TlsFiles
 
 # Largest reply accepted: a range read of many large values (as in the
 # Rust client).
@@ -41,6 +41,10 @@ class AmuletStub:
         self.EventualGet = unary("EventualGet", pb.EventualGetRequest, pb.Versioned)
         self.EventualPut = unary("EventualPut", pb.EventualPutRequest, pb.Versioned)
         self.EventualDelete = unary("EventualDelete", pb.EventualDeleteRequest, pb.Versioned)
+        self.ChangeAccess = unary("ChangeAccess", pb.ChangeAccessRequest, pb.ChangeAccessResponse)
+        self.CreateToken = unary("CreateToken", pb.CreateTokenRequest, pb.CreateTokenResponse)
+        self.GetAccess = unary("GetAccess", pb.GetAccessRequest, pb.AccessConfiguration)
+        self.WhoAmI = unary("WhoAmI", pb.WhoAmIRequest, pb.WhoAmIResponse)
         self.ReadSnapshot = channel.unary_stream(
             _SERVICE + "ReadSnapshot",
             request_serializer=pb.ReadSnapshotRequest.SerializeToString,
@@ -53,10 +57,15 @@ class AmuletStub:
         )
 
 
-def open_channel(address: str, tls: "TlsFiles | None" = None) -> grpc.Channel:
+def open_channel(address: str, tls: "TlsFiles | None" = None, token: "BearerToken | None" = None) -> grpc.Channel:
     """A channel to ``address`` (host:port): plaintext, or with ``tls``
     mutually authenticated TLS that trusts only the cluster CA and checks
-    that the node's certificate names ``amulet-node`` (``amulet.tls``)."""
+    that the node's certificate names ``amulet-node`` (``amulet.tls``).
+    With ``token`` (TLS only), every call on it, unary or streaming,
+    carries ``authorization: Bearer TOKEN`` (gRPC call credentials, which
+    gRPC never sends on a plaintext channel)."""
+    if token is not None and tls is None:
+        raise ValueError("a bearer token is sent over TLS only: give the cluster CA (amulet.TlsFiles.ca_only)")
     options = [
         ("grpc.max_receive_message_length", REPLY_BYTES_MAX),
         ("grpc.max_send_message_length", REPLY_BYTES_MAX),
@@ -71,7 +80,10 @@ def open_channel(address: str, tls: "TlsFiles | None" = None) -> grpc.Channel:
     # Whatever address is dialled, the node's certificate must name
     # amulet-node (every node certificate does, besides node-<id>.amulet).
     options.append(("grpc.ssl_target_name_override", NODE_SERVER_NAME))
-    return grpc.secure_channel(address, tls.credentials(), options=options)
+    credentials = tls.credentials()
+    if token is not None:
+        credentials = grpc.composite_channel_credentials(credentials, token.call_credentials())
+    return grpc.secure_channel(address, credentials, options=options)
 
 
 def metadata_value(error: grpc.RpcError, name: str):

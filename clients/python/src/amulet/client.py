@@ -15,7 +15,14 @@ reference implementation of the client protocol of
   is resent with the *same* sequence, so it applies at most once however
   often it is sent;
 - UNAUTHENTICATED and PERMISSION_DENIED (``errors.Unauthenticated``,
-  ``errors.PermissionDenied``) are final, when connecting too;
+  ``errors.PermissionDenied``) are final, when connecting too, and end
+  snapshot iterators and log tails rather than reopening their streams;
+- with a bearer token (``token=``), every call on every channel, unary
+  or streaming, carries ``authorization: Bearer TOKEN``, over TLS only;
+- access control (``grant``, ``assign_role``, ``create_token``, ...,
+  ``amulet.access``) goes to any node, and is resent elsewhere only when
+  no node took it or answered (access changes set a state, so a resend
+  does not change more);
 - ``session-expired`` reopens the session; a session idle for half its
   lease is renewed with KeepAlive before it is used again;
 - a transaction's reads (``ReadAt``) go to a random replica of each
@@ -38,13 +45,13 @@ from typing import Iterable
 
 import grpc
 
+from amulet import access as _access
 from amulet import errors
 from amulet._rpc import AmuletStub, error_kind, metadata_value, open_channel
 from amulet.read_versions import ReadVersions
 from amulet.routing import Placement, Routing, UnknownMap
 from amulet.sessions import SessionPool, SessionSlot
-from amulet.tls import TlsFiles, connect_hint
-from amulet.tls import resolve as resolve_tls
+from amulet.tls import TlsFiles, connect_hint, resolve_credentials
 from amulet.v1 import amulet_pb2 as pb
 
 # Pause between attempts, doubled up to BACKOFF_MAX (seconds).
@@ -147,6 +154,19 @@ class Client:
     out, it is ``TlsFiles.from_env()`` (``$AMULET_TLS_DIR`` and
     ``$AMULET_USER``) if ``AMULET_TLS_DIR`` is set, else plaintext;
     ``tls=False`` is plaintext whatever the environment says.
+
+    ``token`` is a bearer token (``amt1.ID.SECRET``: a str, or the
+    ``amulet.CreatedToken`` of ``create_token``), for a client without a
+    certificate of its own: it is sent as ``authorization: Bearer TOKEN``
+    with every call, unary and streaming, over TLS trusting the cluster CA
+    only (the CA of ``tls``, e.g. ``TlsFiles.ca_only(".../ca.pem")``, or
+    without ``tls=`` ``$AMULET_TLS_DIR/ca.pem``; no certificate is
+    presented). Left out, it is ``$AMULET_TOKEN`` if set (unless ``tls``
+    presents a certificate); ``token=False`` sends none. A token without
+    TLS is a ``ValueError``. A bad, unknown, revoked or expired token is
+    ``amulet.Unauthenticated``, raised at once (by the constructor, or by
+    the operation), never retried. The token shows in no repr, str,
+    error message or log line of the client.
     """
 
     def __init__(
@@ -161,6 +181,7 @@ class Client:
         range_entries: int = 1000,
         transaction_lease: float = 10.0,
         tls: TlsFiles | bool | None = None,
+        token: "str | _access.CreatedToken | bool | None" = None,
     ):
         self.seeds = [seeds] if isinstance(seeds, str) else list(seeds)
         if not self.seeds:
@@ -172,8 +193,9 @@ class Client:
         self.page_entries = page_entries
         self.range_entries = range_entries
         self.transaction_lease = transaction_lease
-        # The TLS files of every channel, or None: plaintext.
-        self.tls = resolve_tls(tls)
+        # The TLS files of every channel, or None: plaintext; the bearer
+        # token every call carries, or None (``BearerToken`` hides it).
+        self.tls, self._token = resolve_credentials(tls, token)
         self._lock = threading.Lock()
         self._read_versions = ReadVersions()
         self._channels: dict[str, tuple[grpc.Channel, AmuletStub]] = {}
@@ -184,6 +206,21 @@ class Client:
         self._routing = self._connect()
 
     # ---- lifecycle -------------------------------------------------------
+
+    def __repr__(self) -> str:
+        if self._token is not None:
+            auth = f"token id {self._token.id!r} over TLS (CA {self.tls.ca})"
+        elif self.tls is not None:
+            auth = f"TLS as {self.tls.cert}"
+        else:
+            auth = "plaintext"
+        return f"Client({self.seeds!r}, {auth}{', closed' if self._closed else ''})"
+
+    @property
+    def token_id(self) -> str | None:
+        """The id of the bearer token the client sends (never the secret),
+        or None without one (or for a token not of the form amt1.ID.SECRET)."""
+        return None if self._token is None else self._token.id
 
     def __enter__(self) -> "Client":
         return self
@@ -507,6 +544,121 @@ class Client:
             if routing.version >= self._routing.version:
                 self._routing = routing
 
+    # ---- access control (docs/security.md, amulet.access) ----------------
+
+    def change_access(self, change: pb.ChangeAccessRequest) -> None:
+        """Orders one access change (a ``ChangeAccessRequest``: assign or
+        unassign a role, grant or revoke a permission, revoke a token); it
+        holds at every replica from its point of the order on. Needs the
+        cluster admin role (else ``PermissionDenied``, nothing changed); a
+        bad change is ``InvalidArgument``. ``grant``, ``revoke``,
+        ``assign_role``, ``unassign_role`` and ``revoke_token`` make one."""
+        if not isinstance(change, pb.ChangeAccessRequest) or change.WhichOneof("change") is None:
+            raise errors.InvalidArgument("change_access takes a ChangeAccessRequest with one change set")
+        self._unordered("change access", "ChangeAccess", change, may_apply=True)
+
+    def grant(self, role: str, map: str, permission: str) -> None:
+        """``role`` gets ``permission`` (``"read"``, ``"write"`` or
+        ``"admin"``) on the map or log ``map`` (``"*"``: every one),
+        replacing what it had there."""
+        self.change_access(_access.grant_change(role, map, permission))
+
+    def revoke(self, role: str, map: str) -> None:
+        """``role`` loses its grant on ``map``."""
+        self.change_access(_access.revoke_change(role, map))
+
+    def assign_role(self, user: str, role: str) -> None:
+        """``user`` gets ``role`` (``"cluster-admin"``: everything)."""
+        self.change_access(_access.assign_change(user, role))
+
+    def unassign_role(self, user: str, role: str) -> None:
+        """``user`` loses ``role`` (the last cluster admin cannot:
+        ``InvalidArgument``)."""
+        self.change_access(_access.unassign_change(user, role))
+
+    def revoke_token(self, token_id) -> None:
+        """The token with id ``token_id`` (``CreatedToken.id``; a
+        ``CreatedToken`` itself will do, and of a whole token only its id
+        is sent) stops being valid at once, everywhere: requests made with
+        it are ``Unauthenticated``, those already ordered after the
+        revocation too."""
+        self.change_access(_access.revoke_token_change(token_id))
+
+    def create_token(self, user: str, ttl_seconds: int = 0) -> "_access.CreatedToken":
+        """A new bearer token for ``user``, valid ``ttl_seconds`` (1 to
+        31,536,000; 0: a day). The secret is in the returned
+        ``CreatedToken.token`` only (its repr hides it): the cluster keeps
+        its digest. Needs the cluster admin role. Resent only when no node
+        answered: a token made by an attempt whose answer was lost is
+        never known to anyone and expires (``access().tokens`` lists it)."""
+        if not isinstance(user, str):
+            raise TypeError(f"the user must be a str, not {type(user).__name__}")
+        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 0:
+            raise errors.InvalidArgument(f"bad token lifetime {ttl_seconds!r}: seconds, 1 to 31,536,000 (0: a day)")
+        reply = self._unordered(
+            "create token", "CreateToken", pb.CreateTokenRequest(user=user, ttl_seconds=ttl_seconds), may_apply=True
+        )
+        return _access.CreatedToken(token=reply.token, id=reply.id, expires_unix_micros=reply.expires_unix_micros)
+
+    def access(self, address: str | None = None) -> "_access.AccessConfiguration":
+        """The access configuration (users' roles, roles' grants, tokens'
+        ids, users and expiries, never their secrets) as a node last
+        executed it: the node at ``address``, or any. Needs the cluster
+        admin role."""
+        reply = self._unordered("get access", "GetAccess", pb.GetAccessRequest(), may_apply=False, address=address)
+        return _access.AccessConfiguration.from_pb(reply)
+
+    def who_am_i(self, address: str | None = None) -> "_access.WhoAmI":
+        """Who a node (the one at ``address``, or any) takes this client
+        for: its user, the id of its token, its roles."""
+        reply = self._unordered("who am I", "WhoAmI", pb.WhoAmIRequest(), may_apply=False, address=address)
+        return _access.WhoAmI.from_pb(reply)
+
+    def _unordered(self, what: str, method: str, request, *, may_apply: bool, address: str | None = None):
+        """One call of ``method`` outside sessions (access control), at
+        ``address`` or at a random node, another one after a failure. Sent
+        again, under ``operation_timeout``, when the node did not take it
+        (``behind``, ``retryable``, UNAVAILABLE) or did not answer in time
+        (DEADLINE_EXCEEDED, CANCELLED, UNKNOWN); refused credentials and
+        everything else are final. Gives up with ``Unavailable``, or
+        ``OutcomeUnknown`` if ``may_apply`` and an attempt may have taken
+        effect."""
+        if self._closed:
+            raise errors.AmuletError("the client is closed")
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = BACKOFF_MIN
+        maybe_applied = False
+        failed_at = None
+        while True:
+            target = address
+            if target is None:
+                addresses = list(self._routing.addresses.values()) or list(self.seeds)
+                if len(addresses) > 1 and failed_at in addresses:
+                    addresses = [a for a in addresses if a != failed_at]
+                target = random.choice(addresses)
+            try:
+                return getattr(self._stub(target), method)(request, timeout=self.attempt_timeout)
+            except grpc.RpcError as e:
+                code, message, kind = e.code(), e.details() or "", error_kind(e)
+                if kind == "reply-lost":
+                    raise errors.OutcomeUnknown(f"{what}: {message}", code) from None
+                if kind in ("behind", "retryable", "stale-map", "not-a-replica"):
+                    pass
+                elif code in _RETRY_CODES:
+                    # No answer, or a broken connection: it may have been taken.
+                    maybe_applied |= may_apply
+                else:
+                    raise errors.from_status(code, message) from None
+                last = f"{self._peer(target)}: {code.name}: {message}"
+                failed_at = target
+            if time.monotonic() + backoff >= deadline:
+                why = f"{what}: gave up after {self.operation_timeout}s: {last}"
+                if maybe_applied:
+                    raise errors.OutcomeUnknown(why)
+                raise errors.Unavailable(why)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+
     # ---- the protocol ----------------------------------------------------
 
     def execute(self, op: str, message, placement: Placement) -> pb.MapResponse:
@@ -645,14 +797,19 @@ class Client:
         with self._lock:
             entry = self._channels.get(address)
             if entry is None:
-                channel = open_channel(address, self.tls)
+                channel = open_channel(address, self.tls, self._token)
                 entry = (channel, AmuletStub(channel))
                 self._channels[address] = entry
             return entry[1]
 
     def _peer(self, address: str) -> str:
-        """``address`` for failure messages, saying whether it was over TLS."""
-        return address if self.tls is None else f"{address} (over TLS)"
+        """``address`` for failure messages, saying whether it was over TLS
+        (and with a token: never the token itself)."""
+        if self.tls is None:
+            return address
+        if self._token is not None:
+            return f"{address} (over TLS with a bearer token)"
+        return f"{address} (over TLS)"
 
     def _any_node(self) -> tuple[str, AmuletStub]:
         addresses = list(self._routing.addresses.values()) or self.seeds

@@ -19,9 +19,12 @@ status table of ``proto/amulet/v1/amulet.proto`` and the Rust client's
     ├── OutcomeUnknown      the write may or may not have taken effect
     ├── Unauthenticated     UNAUTHENTICATED: the node did not accept the
     │                       client's credentials (with TLS: a certificate that
-    │                       names no user, e.g. a node's); not retried
-    ├── PermissionDenied    PERMISSION_DENIED: the client's user may not do
-    │                       this; not retried
+    │                       names no user, e.g. a node's; a malformed, unknown,
+    │                       forged, revoked or expired bearer token; no
+    │                       certificate and no token); not retried
+    ├── PermissionDenied    PERMISSION_DENIED (amulet-reason
+    │                       ``permission-denied``): the client's user lacks
+    │                       the permission (docs/security.md); not retried
     ├── Unavailable         no node answered before the deadline
     │   └── QuorumNotReached  UNAVAILABLE ``quorum-not-reached``: an eventual
     │                       map's read or write heard from fewer than r or w
@@ -38,6 +41,10 @@ do not chain to) sees ``Unavailable``: the TLS handshake fails before any
 node answers. A handshake that succeeds with a certificate naming no user
 ends in ``Unauthenticated`` at once: credentials do not get better by
 retrying.
+
+Both refusals are final everywhere: an operation raises them at once,
+and an open snapshot iterator or log tail ends with them (a permission or
+token revoked while it was open) instead of reopening its stream.
 
 All but ``OutcomeUnknown`` (and ``Unavailable`` after a write was sent,
 ``QuorumNotReached`` of an eventual write included) changed nothing.
@@ -125,14 +132,22 @@ class OutcomeUnknown(AmuletError):
 class Unauthenticated(AmuletError):
     """The node did not accept the client's credentials (UNAUTHENTICATED):
     with TLS, the certificate the client presented is of the cluster CA
-    but names no user (a node's certificate, say). Nothing changed. The
-    client does not retry it, at connect time either: give it a user's
-    files (``amulet.TlsFiles.from_dir(dir, user)``)."""
+    but names no user (a node's certificate, say), or the bearer token is
+    not valid (malformed, unknown, forged, revoked or expired: the node
+    does not say which), or the client presented neither. Nothing
+    changed. The client does not retry it, at connect time either: give
+    it a user's files (``amulet.TlsFiles.from_dir(dir, user)``) or a
+    valid token (``Client(..., token=...)``)."""
 
 
 class PermissionDenied(AmuletError):
-    """The client's user may not do this (PERMISSION_DENIED); nothing
-    changed. Not retried."""
+    """The client's user lacks the permission this needs
+    (PERMISSION_DENIED, amulet-reason ``permission-denied``; the message
+    names the user, the permission and the map): a read-only user
+    writing, a map not granted, an access change without the cluster
+    admin role. Nothing changed (a user is not told whether a map it may
+    not use exists). Not retried: ask an administrator for a grant
+    (``Client.grant``, ``Client.assign_role``)."""
 
 
 class Unavailable(AmuletError):

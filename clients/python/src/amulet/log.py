@@ -354,6 +354,9 @@ class Tail:
         self._give_up_at: float | None = None
         # The start was checked against the log's bounds.
         self._started = False
+        # The refusal (PermissionDenied, Unauthenticated) that ended the
+        # tail: raised again by every later ``next`` (never reopened).
+        self._refused: errors.AmuletError | None = None
 
     def __repr__(self) -> str:
         return f"Tail({self.log.name!r}, position={self.position})"
@@ -423,9 +426,22 @@ class Tail:
         with ``timeout`` (seconds), raises ``TimeoutError`` if none came by
         then (the tail stays where it was, its stream open)."""
         deadline = None if timeout is None else time.monotonic() + max(float(timeout), 0.0)
+        try:
+            return self._next_entry(deadline, timeout)
+        except errors.CREDENTIALS_REFUSED as refused:
+            # A permission or token revoked while the tail was open: the
+            # tail ends here; no stream is opened again.
+            if self._refused is None:
+                self._refused = refused
+                self._drop_stream(None)
+            raise
+
+    def _next_entry(self, deadline: float | None, timeout) -> tuple[int, bytes]:
         while True:
             if self._closed.is_set():
                 raise errors.AmuletError(f"the tail of log {self.log.name!r} is closed")
+            if self._refused is not None:
+                raise type(self._refused)(str(self._refused), self._refused.code)
             if self._buffered:
                 position = self.position
                 return position, self._buffered.popleft()
@@ -560,6 +576,8 @@ class Tail:
             self.log.bounds()
         except errors.NotFound:
             return False
+        except errors.CREDENTIALS_REFUSED:
+            raise
         except errors.AmuletError:
             if self._closed.is_set() or self.log.client._closed:
                 raise

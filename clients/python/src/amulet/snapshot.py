@@ -16,8 +16,9 @@ from amulet.routing import Placement
 from amulet.v1 import amulet_pb2 as pb
 
 # Stream errors that are the snapshot's (released, expired, bad request)
-# or the client's (refused credentials), not the replica's: no other
-# replica would answer differently.
+# or the client's (refused credentials: a permission or token revoked while
+# the iterator was open ends it), not the replica's: no other replica would
+# answer differently, so no stream is reopened.
 _FINAL = frozenset({grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT}) | errors.CREDENTIALS_CODES
 
 
@@ -47,6 +48,10 @@ class Snapshot:
         self._sources = [_Source(p) for p in partitions]
         # Only the iterator that opened the snapshot releases it.
         self._released = not owner
+        # The refusal (PermissionDenied, Unauthenticated) that ended the
+        # iteration: raised again by every later ``next`` (no stream is
+        # reopened).
+        self._ended: errors.AmuletError | None = None
 
     def __repr__(self) -> str:
         return f"Snapshot({self.id})"
@@ -54,8 +59,17 @@ class Snapshot:
     def __enter__(self) -> "Snapshot":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # Leaving on an error (a revoked permission, say): releasing is
+        # best effort (the lease frees the snapshot anyway), and must not
+        # hide that error.
+        try:
+            self.close()
+        except errors.AmuletError:
+            pass
 
     def __iter__(self) -> "Snapshot":
         return self
@@ -72,9 +86,18 @@ class Snapshot:
         return sum(len(s.page) for s in self._sources)
 
     def __next__(self) -> tuple[bytes, bytes]:
+        if self._ended is not None:
+            raise type(self._ended)(str(self._ended), self._ended.code)
         for source in self._sources:
             if not source.page and not source.finished:
-                self._refill(source)
+                try:
+                    self._refill(source)
+                except errors.CREDENTIALS_REFUSED as e:
+                    # A permission or token revoked while it was open:
+                    # the iteration ends here.
+                    self._ended = e
+                    self._cancel_streams()
+                    raise
         least = None
         for source in self._sources:
             if source.page and (least is None or source.page[0].key < least.page[0].key):
@@ -115,13 +138,16 @@ class Snapshot:
             time.sleep(backoff)
             backoff = min(backoff * 2, 0.5)
 
-    def close(self) -> None:
-        """Stops reading and releases the snapshot in the cluster (once; an
-        iterator made by ``reread`` only stops reading)."""
+    def _cancel_streams(self) -> None:
         for source in self._sources:
             if source.stream is not None:
                 source.stream.cancel()
                 source.stream = None
+
+    def close(self) -> None:
+        """Stops reading and releases the snapshot in the cluster (once; an
+        iterator made by ``reread`` only stops reading)."""
+        self._cancel_streams()
         if self._released:
             return
         self._released = True

@@ -29,32 +29,7 @@ impl StateMachine for PartitionState {
     fn needs(command: &MapCommand, need: &mut dyn FnMut(Need<'_>)) {
         use MapCommand::*;
         use Permission::{Admin, Read, Write};
-        // Logs and maps share one namespace of grants: a grant on a name
-        // covers the map or the log of that name.
         match command {
-            CreateMap { map, .. } | DropMap { map } => need(Need::Map(map.as_str(), Admin)),
-            CreateLog { log } | DropLog { log } => need(Need::Map(log.as_str(), Admin)),
-            Get { map, .. }
-            | ContainsKey { map, .. }
-            | ContainsValue { map, .. }
-            | Size { map }
-            | IsEmpty { map }
-            | FirstEntry { map }
-            | LastEntry { map }
-            | NearestEntry { map, .. }
-            | Range { map, .. }
-            | OpenSnapshot { map, .. } => need(Need::Map(map.as_str(), Read)),
-            Put { map, .. }
-            | Remove { map, .. }
-            | PutIfAbsent { map, .. }
-            | Replace { map, .. }
-            | ReplaceIfEquals { map, .. }
-            | RemoveIfEquals { map, .. }
-            | PutAll { map, .. }
-            | Clear { map }
-            | MergeFields { map, .. } => need(Need::Map(map.as_str(), Write)),
-            ReadLog { log, .. } | LogBounds { log } => need(Need::Map(log.as_str(), Read)),
-            Append { log, .. } | TrimLog { log, .. } => need(Need::Map(log.as_str(), Write)),
             MultiAppend { appends } => {
                 for (log, _) in appends {
                     need(Need::Map(log.as_str(), Write));
@@ -73,6 +48,24 @@ impl StateMachine for PartitionState {
             BeginTransaction { .. } | EndTransaction { .. } | ReleaseSnapshot { .. } => {}
             // Sent by nodes about their own eventual stores.
             RegisterEventualStore { .. } => need(Need::Cluster),
+            // Every other command names one map or log (maps and logs
+            // share one namespace of grants): creating or dropping it
+            // needs admin, what never changes state (the commands the
+            // session table does not record) and snapshots need read,
+            // the rest write.
+            _ => {
+                let name = command
+                    .map()
+                    .or_else(|| command.log())
+                    .expect("a command of one map or log");
+                let permission = match command {
+                    CreateMap { .. } | DropMap { .. } | CreateLog { .. } | DropLog { .. } => Admin,
+                    OpenSnapshot { .. } => Read,
+                    _ if command.is_read_only() => Read,
+                    _ => Write,
+                };
+                need(Need::Map(name.as_str(), permission));
+            }
         }
     }
 

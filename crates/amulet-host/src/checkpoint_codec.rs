@@ -228,13 +228,18 @@ pub(crate) mod tests {
         position: MergePosition,
     }
 
-    fn format_4(current: &DmapBody) -> Vec<u8> {
+    /// `current` in the shape of format 4 and older (no access
+    /// configuration), its partition's state made by `state`.
+    fn older_shape<C>(
+        current: &DmapBody,
+        state: impl FnOnce(PartitionCheckpoint) -> C,
+    ) -> Format4Body<C> {
         let r = current.replica.clone();
-        let old = Format4Body {
+        Format4Body {
             replica: Format4Replica {
                 partition: r.partition,
                 map: r.map,
-                state: r.state,
+                state: state(r.state),
                 sessions: r.sessions,
                 local_clock_micros: r.local_clock_micros,
                 global_clock_micros: r.global_clock_micros,
@@ -247,8 +252,11 @@ pub(crate) mod tests {
                 votes: r.votes,
             },
             position: current.position.clone(),
-        };
-        encode_older(&old, 4)
+        }
+    }
+
+    fn format_4(current: &DmapBody) -> Vec<u8> {
+        encode_older(&older_shape(current, |state| state), 4)
     }
 
     /// `body` in the file layout of format `version`.
@@ -290,29 +298,11 @@ pub(crate) mod tests {
         let mut entries = amulet_dmap::Entries::new();
         entries.insert(b"k", b"v");
         current.replica.state.maps.insert(map.clone(), entries);
-        let r = current.replica.clone();
-        let old = Format4Body {
-            replica: Format4Replica {
-                partition: r.partition,
-                map: r.map,
-                state: Format3Partition {
-                    maps: r.state.maps,
-                    snapshot_leases: r.state.snapshot_leases,
-                    transactions: r.state.transactions,
-                },
-                sessions: r.sessions,
-                local_clock_micros: r.local_clock_micros,
-                global_clock_micros: r.global_clock_micros,
-                global_position: r.global_position,
-                early_signals: r.early_signals,
-                signal_cache: r.signal_cache,
-                undecodable: r.undecodable,
-                pending_reconfiguration: r.pending_reconfiguration,
-                absorbed_signals: r.absorbed_signals,
-                votes: r.votes,
-            },
-            position: current.position.clone(),
-        };
+        let old = older_shape(&current, |state| Format3Partition {
+            maps: state.maps,
+            snapshot_leases: state.snapshot_leases,
+            transactions: state.transactions,
+        });
         let mut bytes = encode_older(&old, 3);
         let read: DmapBody = decode_checkpoint(&bytes).expect("format 3 decodes");
         assert_eq!(read.replica.global_position, 9);

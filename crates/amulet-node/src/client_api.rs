@@ -4,13 +4,14 @@
 
 use crate::api_connection::principal_of;
 use crate::metrics::{op_name, Metrics};
-use crate::node_handle::{HandleError, NodeHandle, PageAnswer, ReadAtAnswer, TailAnswer};
+use crate::node_handle::{HandleError, NodeHandle, ReadAtAnswer};
+use crate::read_streams::{read_page, Tail};
 use amulet_api::pb::{self, amulet_server::AmuletServer};
 use amulet_api::{
     client_reply_to_response, command_from_op, map_to_pb, outcome_from_result, BATCH_REQUESTS_MAX,
 };
-use amulet_dmap::{MapError, MapName, MapReply};
-use amulet_smr::{Body, ClientReply, ClientRequest, Need, Principal, Refusal, StateMachine};
+use amulet_dmap::{MapName, MapReply};
+use amulet_smr::{Body, ClientReply, ClientRequest, Need, Principal, StateMachine};
 use amulet_tls::TlsContext;
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
 use std::collections::BTreeMap;
@@ -35,19 +36,8 @@ const REQUEST_BYTES_MAX: usize = 16 * 1024 * 1024;
 const PAGE_ENTRIES_DEFAULT: u32 = 1_000;
 /// How long a page request waits for a lagging replica to execute the
 /// snapshot's opening.
-const PAGE_BEHIND_WAIT: Duration = Duration::from_secs(10);
-const PAGE_BEHIND_POLL: Duration = Duration::from_millis(2);
-/// How long a tail waits, without anything new, before it sends a
-/// heartbeat (an empty message with the log's bounds): the client learns
-/// the stream is alive, and a tail whose client left is noticed.
-const TAIL_HEARTBEAT: Duration = Duration::from_secs(1);
-/// How long a tail at a position past the log's end here waits for this
-/// replica to get there before it ends with OUT_OF_RANGE.
-const TAIL_PAST_END_WAIT: Duration = Duration::from_secs(10);
-/// A token's lifetime when the request names none, s (a day).
-const TOKEN_TTL_SECONDS_DEFAULT: u64 = 86_400;
-/// The longest token lifetime, s (a year).
-const TOKEN_TTL_SECONDS_MAX: u64 = 365 * 86_400;
+pub(crate) const PAGE_BEHIND_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const PAGE_BEHIND_POLL: Duration = Duration::from_millis(2);
 
 /// The running server.
 pub(crate) struct ClientApi {
@@ -142,16 +132,16 @@ impl ClientApi {
     }
 }
 
-struct Service {
+pub(crate) struct Service {
     me: NodeId,
     addresses: BTreeMap<NodeId, String>,
-    handle: NodeHandle,
+    pub(crate) handle: NodeHandle,
     metrics: Arc<Metrics>,
     /// Requests in flight per user (`client_limits`).
     in_flight: Arc<crate::client_limits::Counts>,
 }
 
-fn stopped(error: HandleError) -> Status {
+pub(crate) fn stopped(error: HandleError) -> Status {
     match error {
         HandleError::Dropped => Status::unavailable(
             "the replica was replaced while the request waited (it may have taken effect): resend with the same session and sequence",
@@ -223,7 +213,7 @@ impl Service {
         }
     }
 
-    async fn submit(
+    pub(crate) async fn submit(
         &self,
         partition: Option<PartitionId>,
         request: ClientRequest<amulet_dmap::MapCommand>,
@@ -240,7 +230,7 @@ impl Service {
     }
 
     /// Counts an answered request and its latency.
-    fn record<T>(
+    pub(crate) fn record<T>(
         &self,
         op: &'static str,
         started: tokio::time::Instant,
@@ -366,7 +356,7 @@ impl Service {
 }
 
 type PageStream = Pin<Box<dyn Stream<Item = Result<pb::SnapshotPage, Status>> + Send>>;
-type TailStream = Pin<Box<dyn Stream<Item = Result<pb::LogEntries, Status>> + Send>>;
+pub(crate) type TailStream = Pin<Box<dyn Stream<Item = Result<pb::LogEntries, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::amulet_server::Amulet for Service {
@@ -635,92 +625,28 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::ChangeAccessRequest>,
     ) -> Result<Response<pb::ChangeAccessResponse>, Status> {
-        let started = tokio::time::Instant::now();
-        let principal = principal_of(&request);
-        let result = async {
-            let change = amulet_api::access_change_from_pb(request.into_inner())?;
-            tracing::info!(?change, user = ?principal.as_ref().map(|p| &p.user), "access change requested");
-            self.change_access_ordered(principal, change).await?;
-            Ok(Response::new(pb::ChangeAccessResponse {}))
-        }
-        .await;
-        self.record("change_access", started, &result);
-        result
+        self.change_access_rpc(request).await
     }
 
     async fn create_token(
         &self,
         request: Request<pb::CreateTokenRequest>,
     ) -> Result<Response<pb::CreateTokenResponse>, Status> {
-        let started = tokio::time::Instant::now();
-        let principal = principal_of(&request);
-        let result = async {
-            let r = request.into_inner();
-            let ttl_seconds = match r.ttl_seconds {
-                0 => TOKEN_TTL_SECONDS_DEFAULT,
-                n if n <= TOKEN_TTL_SECONDS_MAX => n,
-                n => {
-                    return Err(Status::invalid_argument(format!(
-                        "token lifetime {n} s outside 1..={TOKEN_TTL_SECONDS_MAX}"
-                    )))
-                }
-            };
-            let token = amulet_tls::Token::generate();
-            let now = crate::api_connection::unix_micros_now();
-            let expires_unix_micros = now.saturating_add(ttl_seconds * 1_000_000);
-            let change = amulet_smr::AccessChange::CreateToken {
-                id: token.id.clone(),
-                record: amulet_smr::TokenRecord {
-                    user: r.user.clone(),
-                    digest: token.digest(),
-                    expires_unix_micros,
-                },
-                now_unix_micros: now,
-            };
-            // Logged by id only: the secret goes to this reply alone.
-            tracing::info!(id = %token.id, user = %r.user, ttl_seconds, "token requested");
-            self.change_access_ordered(principal, change).await?;
-            Ok(Response::new(pb::CreateTokenResponse {
-                token: token.expose(),
-                id: token.id,
-                expires_unix_micros,
-            }))
-        }
-        .await;
-        self.record("create_token", started, &result);
-        result
+        self.create_token_rpc(request).await
     }
 
     async fn get_access(
         &self,
         request: Request<pb::GetAccessRequest>,
     ) -> Result<Response<pb::AccessConfiguration>, Status> {
-        let principal = principal_of(&request);
-        let access = self.handle.access();
-        allowed_by(&access, principal.as_ref(), |need| need(Need::Cluster))?;
-        Ok(Response::new(amulet_api::access_to_pb(&access)))
+        self.get_access_rpc(request)
     }
 
     async fn who_am_i(
         &self,
         request: Request<pb::WhoAmIRequest>,
     ) -> Result<Response<pb::WhoAmIResponse>, Status> {
-        let Some(principal) = principal_of(&request) else {
-            return Ok(Response::new(pb::WhoAmIResponse::default()));
-        };
-        let access = self.handle.access();
-        allowed_by(&access, Some(&principal), |_| {})?;
-        let roles = access
-            .users()
-            .get(&principal.user)
-            .map(|roles| roles.iter().cloned().collect())
-            .unwrap_or_default();
-        Ok(Response::new(pb::WhoAmIResponse {
-            user: principal.user,
-            token: principal.token.unwrap_or_default(),
-            roles,
-            secure: true,
-        }))
+        self.who_am_i_rpc(request)
     }
 
     async fn eventual_get(
@@ -775,276 +701,10 @@ impl pb::amulet_server::Amulet for Service {
     }
 }
 
-/// One page, waiting (bounded) for a replica that has not yet executed the
-/// snapshot's opening.
-async fn read_page(
-    handle: &NodeHandle,
-    principal: Option<&Principal>,
-    partition: PartitionId,
-    snapshot: u64,
-    after: Option<bytes::Bytes>,
-    limit: u32,
-) -> Result<pb::SnapshotPage, Status> {
-    let deadline = tokio::time::Instant::now() + PAGE_BEHIND_WAIT;
-    loop {
-        let answer = handle
-            .snapshot_page(partition, snapshot, after.clone(), limit)
-            .await
-            .map_err(stopped)?;
-        match answer {
-            PageAnswer::Page(page) => {
-                allowed_by(&handle.access(), principal, |need| {
-                    need(Need::Map(page.map.as_str(), amulet_smr::Permission::Read))
-                })?;
-                return Ok(pb::SnapshotPage {
-                    entries: page
-                        .entries
-                        .into_iter()
-                        .map(|(key, value)| pb::Entry { key, value })
-                        .collect(),
-                    last: !page.more,
-                })
-            }
-            PageAnswer::NotAReplica => {
-                return Err(Status::failed_precondition(format!(
-                    "this node does not replicate partition {}",
-                    partition.0
-                )))
-            }
-            PageAnswer::Failed(error) => {
-                return Err(match error {
-                    MapError::UnknownSnapshot(_) => Status::not_found(error.to_string()),
-                    other => Status::invalid_argument(other.to_string()),
-                })
-            }
-            PageAnswer::Behind if tokio::time::Instant::now() >= deadline => {
-                return Err(Status::unavailable(
-                    "this replica is behind the snapshot; try another replica",
-                ))
-            }
-            PageAnswer::Behind => tokio::time::sleep(PAGE_BEHIND_POLL).await,
-            PageAnswer::CatchingUp => {
-                return Err(Status::unavailable(
-                    "this replica is catching up with its streams; try another replica",
-                ))
-            }
-            PageAnswer::HeldElsewhere => {
-                return Err(Status::unavailable(
-                    "this replica restarted from a checkpoint after the snapshot opened and holds no copy of it; try another replica",
-                ))
-            }
-        }
-    }
-}
-
-/// One open tail: reads the log from the local replica, sends what is
-/// there, and waits for the next change (or a heartbeat's time).
-struct Tail {
-    /// Judged again at every read: a revocation ends the stream.
-    principal: Option<Principal>,
-    handle: NodeHandle,
-    metrics: Arc<Metrics>,
-    changes: tokio::sync::watch::Receiver<u64>,
-    log: MapName,
-    /// The position of the next entry to deliver.
-    next: u64,
-    max_bytes: usize,
-    /// The client's map version (replicas with older maps wait).
-    map_version: MapVersion,
-    /// Since when the tail waits for this replica to reach its position
-    /// or the client's map (kept across heartbeats).
-    waiting_since: Option<tokio::time::Instant>,
-}
-
-impl Tail {
-    /// Streams `first` and everything after it from a task of its own.
-    fn serve(mut self, first: pb::LogEntries) -> TailStream {
-        // One message in flight: the client's reading paces the server,
-        // and a tail holds at most a message or two of memory.
-        let (messages, rx) = mpsc::channel(1);
-        tokio::spawn(async move {
-            self.metrics.tail_opened(1);
-            let mut message = Ok(first);
-            loop {
-                let failed = message.is_err();
-                if let Ok(m) = &message {
-                    self.metrics.tail_sent(self.log.as_str(), m.entries.len());
-                }
-                if messages.send(message).await.is_err() || failed {
-                    break;
-                }
-                message = self.next_message().await;
-            }
-            self.metrics.tail_opened(-1);
-        });
-        Box::pin(ReceiverStream::new(rx))
-    }
-
-    /// The next message: entries from `next` as soon as this replica has
-    /// any, or a heartbeat after [`TAIL_HEARTBEAT`] without any.
-    async fn next_message(&mut self) -> Result<pb::LogEntries, Status> {
-        let heartbeat = tokio::time::Instant::now() + TAIL_HEARTBEAT;
-        loop {
-            // Marked seen before the read: a change after it wakes the
-            // wait below, so no append slips between read and wait.
-            self.changes.borrow_and_update();
-            allowed_by(&self.handle.access(), self.principal.as_ref(), |need| {
-                need(Need::Map(self.log.as_str(), amulet_smr::Permission::Read))
-            })?;
-            let answer = self
-                .handle
-                .tail_read(
-                    self.log.clone(),
-                    self.next,
-                    self.max_bytes,
-                    self.map_version,
-                )
-                .await
-                .map_err(stopped)?;
-            let now = tokio::time::Instant::now();
-            let (first, end) = match answer {
-                TailAnswer::Read(read) if !read.entries.is_empty() => {
-                    debug_assert_eq!(read.from, self.next);
-                    self.waiting_since = None;
-                    self.next += read.entries.len() as u64;
-                    return Ok(pb::LogEntries {
-                        from: read.from,
-                        entries: read.entries,
-                        first: read.first,
-                        end: read.end,
-                    });
-                }
-                TailAnswer::Read(read) => {
-                    self.waiting_since = None;
-                    (read.first, read.end)
-                }
-                TailAnswer::Behind { first, end } => {
-                    let since = *self.waiting_since.get_or_insert(now);
-                    if now.duration_since(since) >= TAIL_PAST_END_WAIT {
-                        return Err(refusal(ClientReply::Done(MapReply::Failed(
-                            MapError::PastLogEnd {
-                                log: self.log.to_string(),
-                                position: self.next,
-                                end,
-                            },
-                        ))));
-                    }
-                    (first, end)
-                }
-                TailAnswer::MapBehind => {
-                    let since = *self.waiting_since.get_or_insert(now);
-                    if now.duration_since(since) >= PAGE_BEHIND_WAIT {
-                        return Err(refusal(ClientReply::Behind));
-                    }
-                    // The map moves with the global stream, not with a
-                    // log change: look again soon.
-                    tokio::time::sleep(PAGE_BEHIND_POLL).await;
-                    continue;
-                }
-                TailAnswer::CatchingUp => return Err(refusal(ClientReply::Behind)),
-                TailAnswer::NotHeld(Some(map)) => {
-                    return Err(refusal(ClientReply::NotAReplica(map)))
-                }
-                TailAnswer::NotHeld(None) => {
-                    return Err(Status::failed_precondition("this cluster serves no DMap"))
-                }
-                TailAnswer::Failed(error) => {
-                    return Err(refusal(ClientReply::Done(MapReply::Failed(error))))
-                }
-            };
-            let woken = tokio::time::timeout_at(heartbeat, self.changes.changed()).await;
-            match woken {
-                Ok(Ok(())) => continue,
-                // The node is stopping.
-                Ok(Err(_)) => return Err(Status::unavailable("the node is stopping")),
-                Err(_) => {
-                    return Ok(pb::LogEntries {
-                        from: self.next,
-                        entries: Vec::new(),
-                        first,
-                        end,
-                    })
-                }
-            }
-        }
-    }
-}
-
 /// The status of a refusal, as Execute answers it.
-fn refusal(reply: ClientReply<MapReply>) -> Status {
+pub(crate) fn refusal(reply: ClientReply<MapReply>) -> Status {
     match client_reply_to_response(reply) {
         Err(status) => status,
         Ok(_) => Status::internal("a refusal answered as a success"),
-    }
-}
-
-/// Judges a request this node serves without ordering (snapshot pages,
-/// tails, reads at a version, eventual maps) by `access`, this node's
-/// latest access configuration (docs/security.md): UNAUTHENTICATED for a
-/// token revoked since the request was authenticated, PERMISSION_DENIED for
-/// a missing permission. `None`: a node without TLS, nobody is checked.
-#[allow(clippy::result_large_err)] // tonic's Status
-fn allowed_by(
-    access: &amulet_smr::AccessControl,
-    principal: Option<&Principal>,
-    needs: impl FnOnce(&mut dyn FnMut(Need<'_>)),
-) -> Result<(), Status> {
-    let Some(principal) = principal else {
-        return Ok(());
-    };
-    if !access.authentic(principal) {
-        return Err(amulet_api::refusal_status(&Refusal::TokenInvalid));
-    }
-    let mut missing = None;
-    needs(&mut |need| {
-        if missing.is_none() && !access.allows(principal, need) {
-            missing = Some(match need {
-                Need::Map(map, permission) => format!("{} on {map:?}", permission.name()),
-                Need::Cluster => "cluster admin".to_string(),
-            });
-        }
-    });
-    match missing {
-        None => Ok(()),
-        Some(need) => Err(amulet_api::refusal_status(&Refusal::PermissionDenied {
-            user: principal.user.clone(),
-            need,
-        })),
-    }
-}
-
-impl Service {
-    /// Orders an access change on the global stream; answered once every
-    /// replica will judge by it from its position on.
-    async fn change_access_ordered(
-        &self,
-        principal: Option<Principal>,
-        change: amulet_smr::AccessChange,
-    ) -> Result<(), Status> {
-        let map_version = self
-            .handle
-            .partition_map()
-            .await
-            .map_err(stopped)?
-            .ok_or_else(|| Status::failed_precondition("this cluster serves no DMap"))?
-            .version;
-        let request = ClientRequest {
-            map_version,
-            session: None,
-            body: Body::Access(change),
-            principal,
-        };
-        self.submit(None, request).await?;
-        Ok(())
-    }
-
-    /// [`allowed_by`] this node's latest access configuration.
-    #[allow(clippy::result_large_err)] // tonic's Status
-    fn allowed_here(
-        &self,
-        principal: Option<&Principal>,
-        needs: impl FnOnce(&mut dyn FnMut(Need<'_>)),
-    ) -> Result<(), Status> {
-        allowed_by(&self.handle.access(), principal, needs)
     }
 }

@@ -6,6 +6,7 @@
 //! measures throughput and latency without a client protocol.
 #![deny(missing_docs)]
 
+mod access_api;
 mod api_connection;
 mod checkpoint_store;
 mod client_api;
@@ -20,6 +21,7 @@ pub mod load;
 mod metrics;
 mod node_handle;
 mod outbound;
+mod read_streams;
 mod runtime;
 mod storage_setup;
 mod transport;

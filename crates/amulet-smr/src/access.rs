@@ -366,6 +366,36 @@ impl AccessControl {
         }
     }
 
+    /// The verdict on a request from `principal` that needs what `needs`
+    /// lists: a token no longer valid, or the first permission missing.
+    /// The one judgement both the replicas (ordered commands, at their
+    /// position) and the node (reads it serves unordered) make.
+    pub fn check(
+        &self,
+        principal: &Principal,
+        needs: impl FnOnce(&mut dyn FnMut(Need<'_>)),
+    ) -> Result<(), crate::Refusal> {
+        if !self.authentic(principal) {
+            return Err(crate::Refusal::TokenInvalid);
+        }
+        let mut missing = None;
+        needs(&mut |need| {
+            if missing.is_none() && !self.allows(principal, need) {
+                missing = Some(match need {
+                    Need::Map(map, permission) => format!("{} on {map:?}", permission.name()),
+                    Need::Cluster => "cluster admin".to_string(),
+                });
+            }
+        });
+        match missing {
+            None => Ok(()),
+            Some(need) => Err(crate::Refusal::PermissionDenied {
+                user: principal.user.clone(),
+                need,
+            }),
+        }
+    }
+
     fn holds(&self, user: &str, role: &str) -> bool {
         self.users.get(user).is_some_and(|r| r.contains(role))
     }

@@ -83,22 +83,7 @@ impl<S: StateMachine> Replica<S> {
         // No principal: a node without TLS (nobody is checked), or a
         // value ordered before access control existed.
         let principal = envelope.principal.as_ref()?;
-        if !self.access.authentic(principal) {
-            return Some(Refusal::TokenInvalid);
-        }
-        let mut missing = None;
-        needs(&mut |need| {
-            if missing.is_none() && !self.access.allows(principal, need) {
-                missing = Some(match need {
-                    Need::Map(map, permission) => format!("{} on {map:?}", permission.name()),
-                    Need::Cluster => "cluster admin".to_string(),
-                });
-            }
-        });
-        missing.map(|need| Refusal::PermissionDenied {
-            user: principal.user.clone(),
-            need,
-        })
+        self.access.check(principal, needs).err()
     }
 
     /// [`Replica::denied`] for a command that needs the cluster admin role.

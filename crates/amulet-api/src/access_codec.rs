@@ -84,7 +84,7 @@ pub fn access_change_to_pb(change: &AccessChange) -> Option<pb::ChangeAccessRequ
             permission: pb::Permission::Unspecified as i32,
         }),
         AccessChange::RevokeToken { id } => Change::RevokeToken(id.clone()),
-        AccessChange::CreateToken { .. } => return None,
+        AccessChange::CreateToken { .. } | AccessChange::Read => return None,
     };
     Some(pb::ChangeAccessRequest {
         change: Some(change),

@@ -92,8 +92,9 @@ impl Client {
         })
     }
 
-    /// The access configuration as a node last executed it (cluster admin
-    /// only; never a token's secret).
+    /// The access configuration, with every change acknowledged before
+    /// this call (the node orders a read first; cluster admin only; never
+    /// a token's secret).
     pub async fn access(&self) -> Result<pb::AccessConfiguration, Error> {
         let (mut channel, _) = self.any_node()?;
         self.timed("get access", channel.get_access(pb::GetAccessRequest {}))

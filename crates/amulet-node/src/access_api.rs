@@ -100,16 +100,18 @@ impl Service {
         result
     }
 
-    /// `GetAccess`: cluster admin only.
-    #[allow(clippy::result_large_err)] // tonic's Status
-    pub(crate) fn get_access_rpc(
+    /// `GetAccess`: cluster admin only. A read ordered on the global
+    /// stream first, so the answer holds every change acknowledged before
+    /// it was asked, wherever it was made (read-your-writes across nodes).
+    pub(crate) async fn get_access_rpc(
         &self,
         request: Request<pb::GetAccessRequest>,
     ) -> Result<Response<pb::AccessConfiguration>, Status> {
+        let principal = principal_of(&request);
+        self.order_access_change(principal.clone(), AccessChange::Read)
+            .await?;
         let access = self.handle.access();
-        allowed_by(&access, principal_of(&request).as_ref(), |need| {
-            need(Need::Cluster)
-        })?;
+        allowed_by(&access, principal.as_ref(), |need| need(Need::Cluster))?;
         Ok(Response::new(amulet_api::access_to_pb(&access)))
     }
 

@@ -639,7 +639,7 @@ impl pb::amulet_server::Amulet for Service {
         &self,
         request: Request<pb::GetAccessRequest>,
     ) -> Result<Response<pb::AccessConfiguration>, Status> {
-        self.get_access_rpc(request)
+        self.get_access_rpc(request).await
     }
 
     async fn who_am_i(

@@ -565,6 +565,15 @@ impl EventLoop {
     fn flush(&mut self) -> anyhow::Result<Flushed> {
         let now = self.now();
         let flushed = self.host.flush(now, &mut self.opener)?;
+        // Published before the replies go out: a client answered for an
+        // access change (or an ordered GetAccess read) then finds this
+        // node's configuration at least as new.
+        let access = self.host.access();
+        self.access.send_if_modified(|seen| {
+            let changed = !Arc::ptr_eq(seen, &access);
+            *seen = access;
+            changed
+        });
         self.carry_out()?;
         if let Some(request) = self.eventual.after_flush(now, self.host.current_map()) {
             let (reply, answer) = oneshot::channel();
@@ -582,12 +591,6 @@ impl EventLoop {
             let moved = *seen != changes;
             *seen = changes;
             moved
-        });
-        let access = self.host.access();
-        self.access.send_if_modified(|seen| {
-            let changed = !Arc::ptr_eq(seen, &access);
-            *seen = access;
-            changed
         });
         Ok(flushed)
     }

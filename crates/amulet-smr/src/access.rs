@@ -166,6 +166,11 @@ pub enum AccessChange {
         /// The token's id.
         id: String,
     },
+    /// Changes nothing: ordered so that the node answering `GetAccess`
+    /// has executed every change acknowledged before the read was asked
+    /// (a linearizable read of the configuration), and judged like a
+    /// change (cluster admin only).
+    Read,
 }
 
 impl AccessChange {
@@ -196,6 +201,7 @@ impl AccessChange {
                 name("user", &record.user)
             }
             AccessChange::RevokeToken { id } => name("token id", id),
+            AccessChange::Read => Ok(()),
         }
     }
 }
@@ -326,6 +332,7 @@ impl AccessControl {
             AccessChange::RevokeToken { id } => {
                 self.tokens.remove(id);
             }
+            AccessChange::Read => return Ok(()),
         }
         self.version += 1;
         Ok(())

@@ -132,7 +132,9 @@ pub(crate) fn map_error_status(error: &MapError) -> Status {
         MapError::MapExists(_) | MapError::LogExists(_) => Code::AlreadyExists,
         MapError::LogTrimmed { .. } | MapError::PastLogEnd { .. } => Code::OutOfRange,
         MapError::BadLogRequest(_) => Code::InvalidArgument,
-        MapError::TooManySnapshots(_) => Code::ResourceExhausted,
+        MapError::TooManySnapshots(_)
+        | MapError::TooManyUserSnapshots(_)
+        | MapError::TooManyUserReadVersions(_) => Code::ResourceExhausted,
         MapError::BadMapName(_)
         | MapError::KeyTooLarge { .. }
         | MapError::ValueTooLarge { .. }

@@ -444,3 +444,52 @@ async fn security_a_client_over_its_connection_limit_is_refused_clearly() {
     cluster.stop().await;
     let _ = std::fs::remove_dir_all(tls);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn security_a_user_over_its_share_of_open_snapshots_is_refused_and_others_are_not() {
+    let tls = certificates("snapshots");
+    let cluster = tls_cluster("tls-snapshots", 26_104, &tls).await;
+    let admin = as_user(&cluster.addresses, &tls, "admin").await;
+    admin.create_map_if_absent("m").await.unwrap();
+    admin.grant("readers", "m", Permission::Read).await.unwrap();
+    for user in ["alice", "bob"] {
+        admin.assign_role(user, "readers").await.unwrap();
+    }
+    let alice = as_user(&cluster.addresses, &tls, "alice").await;
+    let alices_map = alice.map("m").unwrap();
+    // Her share: MapLimits::snapshots_per_user_max of a partition's 1024.
+    let mut held = Vec::new();
+    for _ in 0..256 {
+        held.push(alices_map.snapshot().await.expect("within her share"));
+    }
+    match alices_map.snapshot().await {
+        Err(Error::ResourceExhausted(message)) => {
+            assert!(
+                message.contains("snapshots_per_user_max = 256"),
+                "{message}"
+            )
+        }
+        other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
+    }
+    // Bob is not limited by alice's snapshots.
+    let bob = as_user(&cluster.addresses, &tls, "bob").await;
+    let mut bobs = bob
+        .map("m")
+        .unwrap()
+        .snapshot()
+        .await
+        .expect("bob's own share");
+    assert_eq!(bobs.next().await.unwrap(), None);
+    bobs.close().await.unwrap();
+    // A released snapshot gives its slot back.
+    held.pop().unwrap().close().await.unwrap();
+    held.push(alices_map.snapshot().await.expect("a slot given back"));
+    for snapshot in held {
+        snapshot.close().await.unwrap();
+    }
+    for client in [admin, alice, bob] {
+        client.close().await;
+    }
+    cluster.stop().await;
+    let _ = std::fs::remove_dir_all(tls);
+}

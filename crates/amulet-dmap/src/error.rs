@@ -147,6 +147,17 @@ pub enum MapError {
     /// asking for no entries or more than `range_entries_max`.
     #[error("bad log request: {0}")]
     BadLogRequest(String),
+    /// The user holds `snapshots_per_user_max` open snapshots in this
+    /// partition already. (Variants are appended: replies are kept in
+    /// session records, in checkpoints.)
+    #[error("too many open snapshots for this user (snapshots_per_user_max = {0}); release some")]
+    TooManyUserSnapshots(usize),
+    /// The user holds `read_versions_per_user_max` open read versions in
+    /// this partition already.
+    #[error(
+        "too many open read versions for this user (read_versions_per_user_max = {0}); end some"
+    )]
+    TooManyUserReadVersions(usize),
 }
 
 impl MapError {

@@ -38,7 +38,7 @@ pub use limits::MapLimits;
 pub use log::{Log, LogRead, Refused};
 pub use map_name::MapName;
 pub use partition_state::{
-    ExecContext, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage, TxnBugs,
+    ExecContext, Holders, PartitionCheckpoint, PartitionState, SnapshotId, SnapshotPage, TxnBugs,
 };
 pub use reply::{Entry, MapReply};
 pub use transaction::{ReadVersion, TransactionCheckpoint};

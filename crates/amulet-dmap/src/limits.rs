@@ -26,6 +26,10 @@ pub struct MapLimits {
     pub snapshot_lease_micros_max: u64,
     /// Most open snapshots per partition.
     pub snapshots_max: usize,
+    /// Most open snapshots of one user per partition: a quarter of
+    /// `snapshots_max`, so one user (or one leaking client) cannot take
+    /// every slot from the others.
+    pub snapshots_per_user_max: usize,
     /// Longest read version lease, µs. A read version keeps a snapshot of
     /// every map and the index of writes since it alive; transactions are
     /// meant to be short (FoundationDB allows 5 s).
@@ -33,6 +37,9 @@ pub struct MapLimits {
     /// Most open read versions per partition. Clients share one read
     /// version among transactions that begin together.
     pub read_versions_max: usize,
+    /// Most open read versions of one user per partition: a quarter of
+    /// `read_versions_max`, for the same reason.
+    pub read_versions_per_user_max: usize,
     /// Most writes in one commit.
     pub txn_writes_max: usize,
     /// Most read conflict ranges in one commit.
@@ -55,8 +62,10 @@ impl Default for MapLimits {
             put_all_bytes_max: 3 * 1024 * 1024,
             snapshot_lease_micros_max: 10 * 60 * 1_000_000,
             snapshots_max: 1024,
+            snapshots_per_user_max: 256,
             read_version_lease_micros_max: 60 * 1_000_000,
             read_versions_max: 4096,
+            read_versions_per_user_max: 1024,
             txn_writes_max: 10_000,
             txn_read_ranges_max: 10_000,
             txn_bytes_max: 3 * 1024 * 1024,

@@ -38,6 +38,10 @@ pub struct ExecContext<'a> {
     /// Whether this partition owns `key` of the named map (a commit
     /// applies only its own writes).
     pub owns: &'a dyn Fn(&str, &[u8]) -> bool,
+    /// The user the command was judged for (`None`: nobody was checked):
+    /// a snapshot or read version it opens counts against this user's
+    /// share (`snapshots_per_user_max`, `read_versions_per_user_max`).
+    pub user: Option<&'a str>,
 }
 
 /// One page of a snapshot.
@@ -62,6 +66,20 @@ struct Snapshot {
     /// permission on it (docs/security.md).
     map: Option<MapName>,
     lease_until_micros: u64,
+    /// The user who opened it, whose share it counts against (`None`:
+    /// nobody was checked).
+    holder: Option<String>,
+}
+
+/// Who holds each open snapshot and read version (checkpoint format 6;
+/// older files decode with none, so what was open then counts against
+/// nobody's share until it ends).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Holders {
+    /// The user of each snapshot opened by a checked user.
+    pub snapshots: BTreeMap<SnapshotId, String>,
+    /// The user of each read version begun by a checked user.
+    pub read_versions: BTreeMap<ReadVersion, String>,
 }
 
 /// A partition's state in a replica checkpoint (see
@@ -79,6 +97,8 @@ pub struct PartitionCheckpoint {
     /// Every log this partition knows: the entries of the logs it owns,
     /// an empty placeholder for the others (the catalog).
     pub logs: BTreeMap<MapName, Log>,
+    /// Who holds the open snapshots and read versions.
+    pub holders: Holders,
 }
 
 impl<'de> Deserialize<'de> for PartitionCheckpoint {
@@ -101,14 +121,19 @@ impl<'de> Deserialize<'de> for PartitionCheckpoint {
                     } else {
                         BTreeMap::new()
                     },
+                    holders: if self.0 > 4 {
+                        seq.next_element()?.ok_or_else(|| missing(4))?
+                    } else {
+                        Holders::default()
+                    },
                 })
             }
         }
-        // Format 3 files predate logs.
-        let fields = if amulet_smr::checkpoint_format::decoding_format() <= 3 {
-            3
-        } else {
-            4
+        // Format 3 files predate logs, formats 4 and 5 holders.
+        let fields = match amulet_smr::checkpoint_format::decoding_format() {
+            ..=3 => 3,
+            4 | 5 => 4,
+            _ => 5,
         };
         deserializer.deserialize_tuple(fields, Fields(fields))
     }
@@ -285,8 +310,12 @@ impl PartitionState {
                 let lease_until_micros = ctx.now_micros.saturating_add(*lease_micros);
                 let version = ctx.global_position;
                 let maps = self.maps.clone();
-                let max = self.limits.read_versions_max;
-                self.txns.open(version, maps, lease_until_micros, max)?;
+                let max = (
+                    self.limits.read_versions_max,
+                    self.limits.read_versions_per_user_max,
+                );
+                self.txns
+                    .open(version, maps, lease_until_micros, ctx.user, max)?;
                 Ok(MapReply::ReadVersion(version))
             }
             EndTransaction { read_version } => {
@@ -329,10 +358,21 @@ impl PartitionState {
             }
             OpenSnapshot { map, lease_micros } => {
                 let entries = self.map(map)?.clone();
-                if self.snapshots.len() >= self.limits.snapshots_max
-                    && !self.snapshots.contains_key(&ctx.snapshot_id)
-                {
-                    return Err(MapError::TooManySnapshots(self.limits.snapshots_max));
+                if !self.snapshots.contains_key(&ctx.snapshot_id) {
+                    if self.snapshots.len() >= self.limits.snapshots_max {
+                        return Err(MapError::TooManySnapshots(self.limits.snapshots_max));
+                    }
+                    if let Some(user) = ctx.user {
+                        let max = self.limits.snapshots_per_user_max;
+                        let held = self
+                            .snapshots
+                            .values()
+                            .filter(|s| s.holder.as_deref() == Some(user))
+                            .count();
+                        if held >= max {
+                            return Err(MapError::TooManyUserSnapshots(max));
+                        }
+                    }
                 }
                 let lease_until_micros = ctx.now_micros.saturating_add(*lease_micros);
                 self.snapshots.insert(
@@ -341,6 +381,7 @@ impl PartitionState {
                         entries: Some(entries),
                         map: Some(map.clone()),
                         lease_until_micros,
+                        holder: ctx.user.map(str::to_string),
                     },
                 );
                 Ok(MapReply::Snapshot(ctx.snapshot_id))
@@ -606,6 +647,19 @@ impl PartitionState {
             } else {
                 self.txns.to_checkpoint()
             },
+            holders: self.holders(),
+        }
+    }
+
+    /// Who holds the open snapshots and read versions.
+    fn holders(&self) -> Holders {
+        Holders {
+            snapshots: self
+                .snapshots
+                .iter()
+                .filter_map(|(id, s)| Some((*id, s.holder.clone()?)))
+                .collect(),
+            read_versions: self.txns.holders(),
         }
     }
 
@@ -613,7 +667,8 @@ impl PartitionState {
     pub fn restore_checkpoint(&mut self, checkpoint: PartitionCheckpoint) {
         self.maps = checkpoint.maps;
         self.logs = checkpoint.logs;
-        self.txns = Transactions::from_checkpoint(checkpoint.transactions);
+        let mut holders = checkpoint.holders;
+        self.txns = Transactions::from_checkpoint(checkpoint.transactions, holders.read_versions);
         self.snapshots = checkpoint
             .snapshot_leases
             .into_iter()
@@ -622,6 +677,7 @@ impl PartitionState {
                     entries: None,
                     map: None,
                     lease_until_micros,
+                    holder: holders.snapshots.remove(&id),
                 };
                 (id, snapshot)
             })
@@ -666,6 +722,7 @@ impl PartitionState {
                 .map(|(id, s)| (*id, s.lease_until_micros))
                 .collect(),
             transactions: self.txns.split_off(moves),
+            holders: self.holders(),
         }
     }
 
@@ -687,12 +744,14 @@ impl PartitionState {
                 *mine = theirs;
             }
         }
-        self.txns.absorb(other.transactions);
+        let mut holders = other.holders;
+        self.txns.absorb(other.transactions, holders.read_versions);
         for (id, lease_until_micros) in other.snapshot_leases {
             let snapshot = self.snapshots.entry(id).or_insert(Snapshot {
                 entries: None,
                 map: None,
                 lease_until_micros,
+                holder: holders.snapshots.remove(&id),
             });
             snapshot.entries = None;
             snapshot.map = None;

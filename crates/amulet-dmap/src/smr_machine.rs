@@ -283,5 +283,6 @@ fn context<'a>(ctx: &amulet_smr::ExecContext<'a>) -> ExecContext<'a> {
         global_position: ctx.global_position,
         owns_key: ctx.owns_key,
         owns: ctx.owns,
+        user: ctx.user,
     }
 }

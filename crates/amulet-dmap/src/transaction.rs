@@ -41,6 +41,9 @@ pub(crate) struct OpenVersion {
     /// a second copy of the maps): its reads go to other replicas.
     pub(crate) maps: Option<BTreeMap<MapName, Entries>>,
     pub(crate) lease_until_micros: u64,
+    /// The user who began it, whose share it counts against (`None`:
+    /// nobody was checked).
+    pub(crate) holder: Option<String>,
 }
 
 /// What a checkpoint keeps of the transactions' state.
@@ -104,22 +107,38 @@ impl Transactions {
         }
     }
 
-    /// Opens read version `version` over `maps`.
+    /// Opens read version `version` over `maps` for `holder`: at most
+    /// `max` open here, at most `per_user_max` of them one user's (so no
+    /// user can take every slot from the others).
     pub(crate) fn open(
         &mut self,
         version: ReadVersion,
         maps: BTreeMap<MapName, Entries>,
         lease_until_micros: u64,
-        max: usize,
+        holder: Option<&str>,
+        (max, per_user_max): (usize, usize),
     ) -> Result<(), MapError> {
-        if self.open.len() >= max && !self.open.contains_key(&version) {
-            return Err(MapError::TooManyReadVersions(max));
+        if !self.open.contains_key(&version) {
+            if self.open.len() >= max {
+                return Err(MapError::TooManyReadVersions(max));
+            }
+            if let Some(user) = holder {
+                let held = self
+                    .open
+                    .values()
+                    .filter(|v| v.holder.as_deref() == Some(user))
+                    .count();
+                if held >= per_user_max {
+                    return Err(MapError::TooManyUserReadVersions(per_user_max));
+                }
+            }
         }
         self.open.insert(
             version,
             OpenVersion {
                 maps: Some(maps),
                 lease_until_micros,
+                holder: holder.map(str::to_string),
             },
         );
         self.next_expiry_micros = self.next_expiry_micros.min(lease_until_micros);
@@ -265,7 +284,18 @@ impl Transactions {
         }
     }
 
-    pub(crate) fn from_checkpoint(checkpoint: TransactionCheckpoint) -> Transactions {
+    /// Who holds each open read version that has a holder.
+    pub(crate) fn holders(&self) -> BTreeMap<ReadVersion, String> {
+        self.open
+            .iter()
+            .filter_map(|(v, o)| Some((*v, o.holder.clone()?)))
+            .collect()
+    }
+
+    pub(crate) fn from_checkpoint(
+        checkpoint: TransactionCheckpoint,
+        mut holders: BTreeMap<ReadVersion, String>,
+    ) -> Transactions {
         let mut by_position: BTreeMap<u64, Vec<(MapName, Bytes)>> = BTreeMap::new();
         for (map, keys) in &checkpoint.recent_writes {
             for (key, position) in keys {
@@ -283,6 +313,7 @@ impl Transactions {
                     let open = OpenVersion {
                         maps: None,
                         lease_until_micros,
+                        holder: holders.remove(&v),
                     };
                     (v, open)
                 })
@@ -326,13 +357,18 @@ impl Transactions {
     /// Takes in a merged partition's part (disjoint keys). Its read
     /// versions keep their leases but no snapshot here (half a snapshot
     /// is none): reads of them go elsewhere or begin again.
-    pub(crate) fn absorb(&mut self, other: TransactionCheckpoint) {
+    pub(crate) fn absorb(
+        &mut self,
+        other: TransactionCheckpoint,
+        mut holders: BTreeMap<ReadVersion, String>,
+    ) {
         // Leases join these: scanned again at the next command.
         self.next_expiry_micros = 0;
         for (version, lease_until_micros) in other.read_version_leases {
             let open = self.open.entry(version).or_insert(OpenVersion {
                 maps: None,
                 lease_until_micros,
+                holder: holders.remove(&version),
             });
             open.maps = None;
             open.lease_until_micros = open.lease_until_micros.max(lease_until_micros);

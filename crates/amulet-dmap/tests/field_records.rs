@@ -51,6 +51,7 @@ impl Partition {
             global_position: self.position,
             owns_key: &owns,
             owns: &owns_in,
+            user: None,
         };
         let reply = self.state.execute(command, &ctx);
         self.state.check_invariants();

@@ -74,6 +74,7 @@ impl Cluster {
                     global_position: self.position,
                     owns_key: &owns_key,
                     owns: &owns,
+                    user: None,
                 };
                 let reply = self.parts[p].execute(command, &ctx);
                 self.parts[p].check_invariants();
@@ -240,6 +241,7 @@ fn maps_and_logs_share_one_namespace() {
         global_position: 100,
         owns_key: &ctx_owns,
         owns: &|_, _| true,
+        user: None,
     };
     assert_eq!(
         c.parts[0].execute(&create_map, &ctx),

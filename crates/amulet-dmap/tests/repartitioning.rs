@@ -19,6 +19,7 @@ fn run(state: &mut PartitionState, command: MapCommand, at: u64) -> MapReply {
         global_position: at,
         owns_key: &owns,
         owns: &|_, _| true,
+        user: None,
     };
     state.execute(&command, &ctx)
 }

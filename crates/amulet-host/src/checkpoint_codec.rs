@@ -21,7 +21,9 @@ const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// `amulet_smr::checkpoint_format`).
 /// 5: replicas keep the access configuration (users, roles, grants,
 /// tokens); files of formats 3 and 4 decode with a new cluster's.
-const VERSION: u32 = 5;
+/// 6: partitions keep who holds each open snapshot and read version (the
+/// per-user limits); files of formats 3 to 5 decode with no holders.
+const VERSION: u32 = 6;
 /// The oldest format this build reads.
 const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;
@@ -198,6 +200,25 @@ pub(crate) mod tests {
         transactions: amulet_dmap::TransactionCheckpoint,
     }
 
+    /// A partition checkpoint as formats 4 and 5 wrote it (before
+    /// holders).
+    #[derive(Serialize)]
+    struct Format4Partition {
+        maps: std::collections::BTreeMap<amulet_dmap::MapName, amulet_dmap::Entries>,
+        snapshot_leases: std::collections::BTreeMap<u64, u64>,
+        transactions: amulet_dmap::TransactionCheckpoint,
+        logs: std::collections::BTreeMap<amulet_dmap::MapName, amulet_dmap::Log>,
+    }
+
+    fn format_4_partition(state: PartitionCheckpoint) -> Format4Partition {
+        Format4Partition {
+            maps: state.maps,
+            snapshot_leases: state.snapshot_leases,
+            transactions: state.transactions,
+            logs: state.logs,
+        }
+    }
+
     /// A replica's checkpoint before format 5 (no access configuration).
     #[derive(Serialize)]
     struct Format4Replica<C> {
@@ -256,7 +277,34 @@ pub(crate) mod tests {
     }
 
     fn format_4(current: &DmapBody) -> Vec<u8> {
-        encode_older(&older_shape(current, |state| state), 4)
+        encode_older(&older_shape(current, format_4_partition), 4)
+    }
+
+    /// `current` as format 5 wrote it: the access configuration, no
+    /// holders.
+    fn format_5(current: &DmapBody) -> Vec<u8> {
+        let r = current.replica.clone();
+        let replica = ReplicaCheckpoint {
+            partition: r.partition,
+            map: r.map,
+            state: format_4_partition(r.state),
+            sessions: r.sessions,
+            local_clock_micros: r.local_clock_micros,
+            global_clock_micros: r.global_clock_micros,
+            global_position: r.global_position,
+            early_signals: r.early_signals,
+            signal_cache: r.signal_cache,
+            undecodable: r.undecodable,
+            pending_reconfiguration: r.pending_reconfiguration,
+            absorbed_signals: r.absorbed_signals,
+            votes: r.votes,
+            access: r.access,
+        };
+        let body = CheckpointBody {
+            replica,
+            position: current.position.clone(),
+        };
+        encode_older(&body, 5)
     }
 
     /// `body` in the file layout of format `version`.
@@ -289,6 +337,30 @@ pub(crate) mod tests {
         let read: DmapBody = decode_checkpoint(&format_4(&current)).expect("format 4 decodes");
         assert_eq!(read.replica.global_position, 9);
         assert_eq!(*read.replica.access, amulet_smr::AccessControl::default());
+    }
+
+    #[test]
+    fn security_a_checkpoint_of_format_5_decodes_with_no_holders() {
+        let mut current = body(9);
+        current.replica.state.snapshot_leases.insert(4, 1_000);
+        current
+            .replica
+            .state
+            .holders
+            .snapshots
+            .insert(4, "alice".into());
+        let read: DmapBody = decode_checkpoint(&encode_checkpoint(&current)).unwrap();
+        assert_eq!(
+            read.replica.state.holders, current.replica.state.holders,
+            "format 6 keeps them"
+        );
+        let read: DmapBody = decode_checkpoint(&format_5(&current)).expect("format 5 decodes");
+        assert_eq!(read.replica.global_position, 9);
+        assert_eq!(
+            read.replica.state.snapshot_leases,
+            current.replica.state.snapshot_leases
+        );
+        assert_eq!(read.replica.state.holders, amulet_dmap::Holders::default());
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct Node {
     local_addr: SocketAddr,
     /// The gRPC client API, when the node serves DMap.
     api: Option<ClientApi>,
+    /// Its certificates, when TLS is on.
+    tls: Option<Arc<amulet_tls::TlsContext>>,
 }
 
 impl Node {
@@ -208,9 +210,14 @@ impl Node {
         let handle = NodeHandle::new(commands, log_changes_rx, access_rx);
         let api = match config.client_listen()? {
             Some(listen) => {
-                let api =
-                    ClientApi::start(listen, me, config.client_addresses()?, handle.clone(), tls)
-                        .await;
+                let api = ClientApi::start(
+                    listen,
+                    me,
+                    config.client_addresses()?,
+                    handle.clone(),
+                    tls.clone(),
+                )
+                .await;
                 match api {
                     Ok(api) => Some(api),
                     Err(error) => {
@@ -227,7 +234,14 @@ impl Node {
             task,
             local_addr,
             api,
+            tls,
         })
+    }
+
+    /// Its certificates, when TLS is on ([`amulet_tls::TlsContext::reload`]
+    /// on SIGHUP).
+    pub fn tls(&self) -> Option<Arc<amulet_tls::TlsContext>> {
+        self.tls.clone()
     }
 
     /// A handle for multicasting, stats and shutdown.

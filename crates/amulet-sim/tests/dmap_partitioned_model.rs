@@ -142,6 +142,7 @@ fn run_partitioned(parts: &mut [PartitionState], command: &MapCommand, position:
                 global_position: position,
                 owns_key: &owns,
                 owns: &owns_in,
+                user: None,
             };
             parts[p].execute(command, &ctx)
         })
@@ -180,6 +181,7 @@ fn a_snapshot_keeps_its_version_while_writers_continue() {
         global_position: t,
         owns_key: &owns,
         owns: &|_, _| true,
+        user: None,
     };
     state.execute(
         &MapCommand::CreateMap {
@@ -256,6 +258,7 @@ fn invalid_commands_fail_and_change_nothing() {
         global_position: 0,
         owns_key: &owns,
         owns: &|_, _| true,
+        user: None,
     };
     state.execute(
         &MapCommand::CreateMap {

@@ -19,6 +19,11 @@ pub struct ExecContext<'a> {
     /// Whether this partition holds `key` of the named keyspace (commands
     /// placed across keyspaces).
     pub owns: &'a dyn Fn(&str, &[u8]) -> bool,
+    /// The user the command was judged for (`None`: nobody was checked,
+    /// an `--insecure` node or a value ordered before access control).
+    /// State a command holds open for its sender (a snapshot, a read
+    /// version) counts against this user's share (docs/security.md).
+    pub user: Option<&'a str>,
 }
 
 /// A change of the partition map a command makes when it succeeds.

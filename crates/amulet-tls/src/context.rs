@@ -80,6 +80,18 @@ impl TlsContext {
         self.current().client
     }
 
+    /// Reads the files again now, changed or not (an operator's SIGHUP):
+    /// new connections use them; if they do not load, the previous ones
+    /// stay and the error says why.
+    #[allow(clippy::disallowed_methods)] // I/O edge: when to look at the files again
+    pub fn reload(&self) -> Result<(), TlsError> {
+        let mut loaded = self.loaded.lock().expect("tls context poisoned");
+        loaded.checked = Instant::now();
+        loaded.stamps = stamps(&self.files);
+        loaded.configs = build(&self.files)?;
+        Ok(())
+    }
+
     #[allow(clippy::disallowed_methods)] // I/O edge: when to look at the files again
     fn current(&self) -> Configs {
         let mut loaded = self.loaded.lock().expect("tls context poisoned");

@@ -43,6 +43,7 @@ fn main() {
         global_position: i,
         owns_key: &owns,
         owns: &owns_in,
+        user: None,
     };
     state.execute(
         &MapCommand::CreateMap {

@@ -81,6 +81,8 @@ async fn serve(
 ) -> anyhow::Result<NodeReport> {
     let node = Node::start(config, load, None).await?;
     let handle = node.handle();
+    let tls = node.tls();
+    let mut hangups = hangups();
     let deadline = async {
         match args.duration_ms {
             Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
@@ -109,6 +111,13 @@ async fn serve(
                 tracing::info!("terminated; stopping");
                 break;
             }
+            Some(()) = hangups.recv() => match &tls {
+                Some(tls) => match tls.reload() {
+                    Ok(()) => tracing::info!(cert = %tls.files().cert.display(), "SIGHUP: TLS files read again; new connections use them"),
+                    Err(error) => tracing::warn!(%error, "SIGHUP: TLS files do not load; keeping the previous ones"),
+                },
+                None => tracing::info!("SIGHUP: TLS is off; nothing to read again"),
+            },
             finished = &mut join => {
                 // The node stopped by itself: that is an error path.
                 return finished?;
@@ -139,6 +148,27 @@ async fn wait_for_stdin_eof(enabled: bool) {
         let _ = tx.send(());
     });
     let _ = rx.await;
+}
+
+/// One message per SIGHUP (none where signals do not exist).
+fn hangups() -> tokio::sync::mpsc::Receiver<()> {
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    #[cfg(unix)]
+    {
+        if let Ok(mut signal) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        {
+            tokio::spawn(async move {
+                while signal.recv().await.is_some() {
+                    // A full channel: a reload is pending already.
+                    let _ = tx.try_send(());
+                }
+            });
+            return rx;
+        }
+    }
+    drop(tx);
+    rx
 }
 
 /// Resolves on SIGTERM.

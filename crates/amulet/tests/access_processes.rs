@@ -167,3 +167,107 @@ fn security_a_tokens_secret_is_in_no_log_metric_error_or_file() {
     assert!(holding.is_empty(), "the secret's bytes are in {holding:?}");
     cluster.stop();
 }
+
+/// The first certificate `address` presents to the user `admin`.
+async fn presented_certificate(address: &str) -> Vec<u8> {
+    let context =
+        amulet_tls::TlsContext::load(amulet_tls::TlsFiles::user(certificates(), "admin")).unwrap();
+    let connector = amulet_tls::tokio_rustls::TlsConnector::from(context.client());
+    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    let name =
+        amulet_tls::rustls::pki_types::ServerName::try_from(amulet_tls::NODE_SERVER_NAME).unwrap();
+    let tls = connector.connect(name, tcp).await.unwrap();
+    tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
+}
+
+/// The DER of the first certificate in PEM file `path`.
+fn certificate_in(path: &Path) -> Vec<u8> {
+    use amulet_tls::rustls::pki_types::pem::PemObject;
+    amulet_tls::rustls::pki_types::CertificateDer::pem_file_iter(path)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .to_vec()
+}
+
+#[test]
+fn security_sighup_reads_the_certificate_files_again_without_a_restart() {
+    let cluster = Cluster::start("sighup");
+    let runtime = runtime();
+    let address = cluster.address(1);
+    let dir = certificates();
+    let old = certificate_in(&dir.join("node-1.pem"));
+    // Wait for the node to serve.
+    runtime.block_on(async {
+        let admin = Client::connect_with(cluster.addresses(), client_config())
+            .await
+            .unwrap();
+        admin.close().await;
+    });
+    assert_eq!(runtime.block_on(presented_certificate(&address)), old);
+    // A new certificate for node 1 from the same CA, put in place with
+    // the old files' modification times: the once-a-second look at them
+    // sees no change, so only the SIGHUP can make the node read them.
+    let rotated = dir.join("sighup-rotated");
+    std::fs::create_dir_all(&rotated).unwrap();
+    for f in ["ca.pem", "ca.key"] {
+        std::fs::copy(dir.join(f), rotated.join(f)).unwrap();
+    }
+    amulet_tls::create::create_node(
+        &rotated,
+        amulet_types::NodeId(1),
+        &[],
+        amulet_tls::create::Validity::days(1),
+    )
+    .unwrap();
+    for f in ["node-1.key", "node-1.pem"] {
+        let modified = std::fs::metadata(dir.join(f)).unwrap().modified().unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(rotated.join(f))
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        std::fs::rename(rotated.join(f), dir.join(f)).unwrap();
+    }
+    let new = certificate_in(&dir.join("node-1.pem"));
+    assert_ne!(new, old);
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(
+        runtime.block_on(presented_certificate(&address)),
+        old,
+        "unchanged stamps: the node keeps its configuration until told"
+    );
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &cluster.pid(1).to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let mut presented = old.clone();
+    for _ in 0..100 {
+        presented = runtime.block_on(presented_certificate(&address));
+        if presented == new {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        presented, new,
+        "after SIGHUP new connections get the new certificate"
+    );
+    // The node is still a working member with its new certificate.
+    runtime.block_on(async {
+        let admin = Client::connect_with(vec![address.clone()], client_config())
+            .await
+            .unwrap();
+        let map = admin.create_map_if_absent("after-sighup").await.unwrap();
+        map.put("k", "v").await.unwrap();
+        assert_eq!(map.get("k").await.unwrap().as_deref(), Some(&b"v"[..]));
+        admin.close().await;
+    });
+    let log = std::fs::read_to_string(cluster.dir.join("node-1.log")).unwrap();
+    assert!(log.contains("SIGHUP: TLS files read again"), "{log:.2000}");
+    let _ = std::fs::remove_dir_all(rotated);
+    cluster.stop();
+}

@@ -33,6 +33,7 @@ pub fn replica(node: u32, partition: u32, signal_cache_bytes: usize) -> Replica<
         global_position: 0,
         owns_key: &all,
         owns: &|_, _| true,
+        user: None,
     };
     state.execute(
         &MapCommand::CreateMap {

@@ -362,6 +362,7 @@ impl DmapCluster {
                     global_position: 0,
                     owns_key: &|_| true,
                     owns: &|_, _| true,
+                    user: None,
                 },
             );
             assert_eq!(created, MapReply::Done, "{create:?}");

@@ -370,7 +370,9 @@ impl TxnClient {
             }
             (
                 TxnPhase::Beginning { mops, .. },
-                MapReply::Failed(MapError::TooManyReadVersions(_)),
+                MapReply::Failed(
+                    MapError::TooManyReadVersions(_) | MapError::TooManyUserReadVersions(_),
+                ),
             ) => {
                 history.complete(self.process, TxnEnd::Fail, mops);
                 self.end(now, rng, healed);

@@ -29,7 +29,7 @@ impl<S: StateMachine> Replica<S> {
                 if let Body::App(command) = &request.body {
                     if S::is_read_only(command) {
                         let placement = S::placement(command);
-                        let reply = ClientReply::Done(self.execute_here(command, &placement));
+                        let reply = ClientReply::Done(self.execute_here(command, &placement, None));
                         self.outputs.push(Output::Reply { request: id, reply });
                         return id;
                     }

@@ -245,13 +245,14 @@ impl<S: StateMachine> Replica<S> {
             }
             return;
         }
-        let partial = self.execute_here(&command, &placement);
+        let user = envelope.principal.as_ref().map(|p| p.user.as_str());
+        let partial = self.execute_here(&command, &placement, user);
         let skip_signals = self.complete_without_signals
             || (self.begin_without_signals && S::needs_global_order(&command));
         if !global || involved.len() == 1 || skip_signals {
             let partial = if S::is_voted(&command) {
                 // Alone (or, broken on purpose, deciding on its own vote).
-                self.finish_here(&command, &placement, &[partial])
+                self.finish_here(&command, &placement, &[partial], user)
             } else {
                 partial
             };
@@ -269,28 +270,11 @@ impl<S: StateMachine> Replica<S> {
 
     /// Executes `command` on this partition's state: its part of the reply
     /// (its vote, for a voted command).
-    pub(super) fn execute_here(&mut self, command: &S::Command, placement: &Placement) -> S::Reply {
-        let (map, me) = (&self.map, self.config.partition);
-        let owns = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(me);
-        let owns_key = |key: &[u8]| match &placement.keyspace {
-            Some(keyspace) => owns(keyspace, key),
-            None => true,
-        };
-        let ctx = ExecContext {
-            now_micros: self.local_clock_micros,
-            global_position: self.global_position,
-            owns_key: &owns_key,
-            owns: &owns,
-        };
-        self.state.execute(command, &ctx)
-    }
-
-    /// Applies a voted command given every involved partition's vote.
-    pub(super) fn finish_here(
+    pub(super) fn execute_here(
         &mut self,
         command: &S::Command,
         placement: &Placement,
-        votes: &[S::Reply],
+        user: Option<&str>,
     ) -> S::Reply {
         let (map, me) = (&self.map, self.config.partition);
         let owns = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(me);
@@ -303,6 +287,31 @@ impl<S: StateMachine> Replica<S> {
             global_position: self.global_position,
             owns_key: &owns_key,
             owns: &owns,
+            user,
+        };
+        self.state.execute(command, &ctx)
+    }
+
+    /// Applies a voted command given every involved partition's vote.
+    pub(super) fn finish_here(
+        &mut self,
+        command: &S::Command,
+        placement: &Placement,
+        votes: &[S::Reply],
+        user: Option<&str>,
+    ) -> S::Reply {
+        let (map, me) = (&self.map, self.config.partition);
+        let owns = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(me);
+        let owns_key = |key: &[u8]| match &placement.keyspace {
+            Some(keyspace) => owns(keyspace, key),
+            None => true,
+        };
+        let ctx = ExecContext {
+            now_micros: self.local_clock_micros,
+            global_position: self.global_position,
+            owns_key: &owns_key,
+            owns: &owns,
+            user,
         };
         self.state.finish(command, votes, &ctx)
     }

@@ -395,7 +395,8 @@ impl<S: StateMachine> Replica<S> {
                 return false;
             }
             let placement = S::placement(&waiting.command);
-            let reply = self.finish_here(&waiting.command, &placement, &votes);
+            let user = waiting.envelope.principal.as_ref().map(|p| p.user.as_str());
+            let reply = self.finish_here(&waiting.command, &placement, &votes, user);
             let change = S::keyspace_change(&waiting.command, &reply);
             self.complete(true, &waiting.envelope, change, ClientReply::Done(reply));
             return true;

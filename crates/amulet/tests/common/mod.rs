@@ -141,6 +141,11 @@ impl Cluster {
         self.children.insert(node, child);
     }
 
+    /// The process id of node `node`.
+    pub fn pid(&self, node: u32) -> u32 {
+        self.children[&node].id()
+    }
+
     /// SIGKILL: no clean shutdown, no final sync.
     pub fn kill(&mut self, node: u32) {
         let mut child = self.children.remove(&node).unwrap();

@@ -79,10 +79,12 @@ async fn serve(
     load: Option<LoadSpec>,
     args: &NodeArgs,
 ) -> anyhow::Result<NodeReport> {
+    // Before the node listens: a SIGHUP that arrives once it serves must
+    // never meet the default action, which ends the process.
+    let mut hangups = hangups();
     let node = Node::start(config, load, None).await?;
     let handle = node.handle();
     let tls = node.tls();
-    let mut hangups = hangups();
     let deadline = async {
         match args.duration_ms {
             Some(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,

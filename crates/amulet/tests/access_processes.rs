@@ -27,7 +27,19 @@ async fn metrics(address: &str) -> String {
     let context =
         amulet_tls::TlsContext::load(amulet_tls::TlsFiles::user(certificates(), "admin")).unwrap();
     let connector = amulet_tls::tokio_rustls::TlsConnector::from(context.client());
-    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+    // The cluster answers once any node does; this one may still be
+    // starting, so its port may refuse for a moment.
+    let mut tcp = None;
+    for _ in 0..200 {
+        match tokio::net::TcpStream::connect(address).await {
+            Ok(stream) => {
+                tcp = Some(stream);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let tcp = tcp.expect("the node accepts connections within 10 s");
     let name =
         amulet_tls::rustls::pki_types::ServerName::try_from(amulet_tls::NODE_SERVER_NAME).unwrap();
     let mut tls = connector.connect(name, tcp).await.unwrap();

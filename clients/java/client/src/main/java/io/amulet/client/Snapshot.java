@@ -34,7 +34,8 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
   private final List<Source> sources = new ArrayList<>();
   private final List<Integer> partitions;
   private final boolean owned;
-  private boolean released;
+  /** Volatile: an abandoned snapshot is closed on the cleaner's thread. */
+  private volatile boolean released;
 
   /** One partition's part of the snapshot. */
   private static final class Source {

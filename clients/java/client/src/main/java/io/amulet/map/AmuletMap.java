@@ -5,6 +5,7 @@ import io.amulet.client.ByteMap.Nearest;
 import io.amulet.client.Snapshot;
 import io.amulet.codec.KeyCodec;
 import io.amulet.codec.ValueCodec;
+import java.lang.ref.Cleaner;
 import java.util.AbstractCollection;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
@@ -620,9 +621,32 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     return after;
   }
 
-  /** Ascending, from a snapshot; released as soon as it is drained. */
+  /**
+   * Releases the snapshots of iterators dropped before their end: a
+   * {@code TreeMap} user never closes an iterator, and each open snapshot
+   * counts against the user's share in every partition
+   * ({@code snapshots_per_user_max}) until its lease ends.
+   */
+  private static final Cleaner ABANDONED = Cleaner.create();
+
+  /** Closes a snapshot, ignoring a failure: its lease frees it anyway. */
+  private static void closeQuietly(Snapshot s) {
+    try {
+      s.close();
+    } catch (RuntimeException e) {
+      // The cluster frees it when its lease ends.
+    }
+  }
+
+  /**
+   * Ascending, from a snapshot; released as soon as every partition's last
+   * page is buffered (so an iterator over a small map holds nothing in the
+   * cluster once it has its first entry), and by {@link #ABANDONED} if it
+   * is dropped before then.
+   */
   private final class SnapshotIterator implements Iterator<Map.Entry<byte[], byte[]>> {
     private Snapshot snapshot;
+    private Cleaner.Cleanable cleanable;
     private Map.Entry<byte[], byte[]> next;
     private boolean done;
 
@@ -639,7 +663,10 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
           done = true;
           return false;
         }
-        snapshot = raw.snapshot(snapshotAfter());
+        Snapshot opened = raw.snapshot(snapshotAfter());
+        snapshot = opened;
+        // The action holds the snapshot, never this iterator.
+        cleanable = ABANDONED.register(this, () -> closeQuietly(opened));
       }
       while (true) {
         boolean more;
@@ -662,6 +689,10 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
           return false;
         }
         next = e;
+        // Release early: the rest is buffered when every partition is drained.
+        if (snapshot.drained()) {
+          snapshot.release();
+        }
         return true;
       }
     }
@@ -669,9 +700,8 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     private void finish() {
       done = true;
       if (snapshot != null) {
-        Snapshot s = snapshot;
         snapshot = null;
-        s.close();
+        cleanable.clean();
       }
     }
 
@@ -682,10 +712,6 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
       }
       Map.Entry<byte[], byte[]> e = next;
       next = null;
-      // Release early: the rest is buffered when every partition is drained.
-      if (snapshot != null && snapshot.drained()) {
-        snapshot.release();
-      }
       return e;
     }
   }

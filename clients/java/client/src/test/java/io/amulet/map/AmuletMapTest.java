@@ -137,6 +137,29 @@ public class AmuletMapTest {
     assertEquals(Long.valueOf(5L), m.merge(Tuple.of("group", 1L), 4L, Long::sum));
   }
 
+  /**
+   * Iterators a TreeMap user starts and drops (as Guava's suites do) hold
+   * no snapshot once the small map is buffered: more of them than the
+   * user's share of open snapshots (snapshots_per_user_max = 256), all kept
+   * reachable, each asked only hasNext, and a fresh iteration still works.
+   */
+  @Test
+  public void droppedIteratorsOverASmallMapHoldNoSnapshot() {
+    String name = fresh();
+    client.createMap(name);
+    AmuletMap<Long, String> m = client.map(name, KeyCodecs.longs(), ValueCodecs.strings());
+    m.put(1L, "a");
+    m.put(2L, "b");
+    List<Iterator<Long>> kept = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      Iterator<Long> it = m.keySet().iterator();
+      assertTrue(it.hasNext());
+      kept.add(it);
+    }
+    assertEquals(List.of(1L, 2L), new ArrayList<>(m.keySet()));
+    assertEquals(Long.valueOf(1L), kept.get(0).next());
+  }
+
   @Test
   public void concurrentMergesAreAtomic() throws Exception {
     String name = fresh();

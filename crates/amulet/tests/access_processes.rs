@@ -22,13 +22,15 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// `GET /metrics` from `address` over TLS, as the user `admin`.
-async fn metrics(address: &str) -> String {
+/// A TLS connection to `address` as the user `admin`. The cluster answers
+/// once any node does; this one may still be starting, so its port may
+/// refuse for a moment (CI saw it in the SIGHUP test).
+async fn connect_as_admin(
+    address: &str,
+) -> amulet_tls::tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let context =
         amulet_tls::TlsContext::load(amulet_tls::TlsFiles::user(certificates(), "admin")).unwrap();
     let connector = amulet_tls::tokio_rustls::TlsConnector::from(context.client());
-    // The cluster answers once any node does; this one may still be
-    // starting, so its port may refuse for a moment.
     let mut tcp = None;
     for _ in 0..200 {
         match tokio::net::TcpStream::connect(address).await {
@@ -42,7 +44,12 @@ async fn metrics(address: &str) -> String {
     let tcp = tcp.expect("the node accepts connections within 10 s");
     let name =
         amulet_tls::rustls::pki_types::ServerName::try_from(amulet_tls::NODE_SERVER_NAME).unwrap();
-    let mut tls = connector.connect(name, tcp).await.unwrap();
+    connector.connect(name, tcp).await.unwrap()
+}
+
+/// `GET /metrics` from `address` over TLS, as the user `admin`.
+async fn metrics(address: &str) -> String {
+    let mut tls = connect_as_admin(address).await;
     tls.write_all(b"GET /metrics HTTP/1.1\r\nHost: node\r\nConnection: close\r\n\r\n")
         .await
         .unwrap();
@@ -182,13 +189,7 @@ fn security_a_tokens_secret_is_in_no_log_metric_error_or_file() {
 
 /// The first certificate `address` presents to the user `admin`.
 async fn presented_certificate(address: &str) -> Vec<u8> {
-    let context =
-        amulet_tls::TlsContext::load(amulet_tls::TlsFiles::user(certificates(), "admin")).unwrap();
-    let connector = amulet_tls::tokio_rustls::TlsConnector::from(context.client());
-    let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
-    let name =
-        amulet_tls::rustls::pki_types::ServerName::try_from(amulet_tls::NODE_SERVER_NAME).unwrap();
-    let tls = connector.connect(name, tcp).await.unwrap();
+    let tls = connect_as_admin(address).await;
     tls.get_ref().1.peer_certificates().unwrap()[0].to_vec()
 }
 

@@ -6,6 +6,7 @@ import amulet.v1.AmuletOuterClass.SnapshotPage;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.lang.ref.Cleaner;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -219,6 +220,28 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
     }
     released = true;
     release(client, id);
+  }
+
+  /** Closes the snapshots of owners dropped before they closed them. */
+  private static final Cleaner ABANDONED = Cleaner.create();
+
+  /**
+   * Closes this snapshot once {@code owner} is unreachable, for owners a user
+   * never closes (a map's iterator: each open snapshot counts against the
+   * user's share, {@code snapshots_per_user_max}, until its lease ends).
+   * The handle's {@code clean()} closes it at once, and only once.
+   */
+  public Cleaner.Cleanable closeWhenUnreachable(Object owner) {
+    return ABANDONED.register(owner, this::closeQuietly);
+  }
+
+  /** {@link #close}, ignoring a failure: the snapshot's lease frees it anyway. */
+  private void closeQuietly() {
+    try {
+      close();
+    } catch (RuntimeException e) {
+      // The cluster frees it when its lease ends.
+    }
   }
 
   /** Stops reading and, for a snapshot this object opened, releases it (once). */

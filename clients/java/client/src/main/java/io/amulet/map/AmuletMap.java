@@ -622,27 +622,10 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
   }
 
   /**
-   * Releases the snapshots of iterators dropped before their end: a
-   * {@code TreeMap} user never closes an iterator, and each open snapshot
-   * counts against the user's share in every partition
-   * ({@code snapshots_per_user_max}) until its lease ends.
-   */
-  private static final Cleaner ABANDONED = Cleaner.create();
-
-  /** Closes a snapshot, ignoring a failure: its lease frees it anyway. */
-  private static void closeQuietly(Snapshot s) {
-    try {
-      s.close();
-    } catch (RuntimeException e) {
-      // The cluster frees it when its lease ends.
-    }
-  }
-
-  /**
    * Ascending, from a snapshot; released as soon as every partition's last
    * page is buffered (so an iterator over a small map holds nothing in the
-   * cluster once it has its first entry), and by {@link #ABANDONED} if it
-   * is dropped before then.
+   * cluster once it has its first entry), and closed if it is dropped
+   * before then ({@link Snapshot#closeWhenUnreachable}).
    */
   private final class SnapshotIterator implements Iterator<Map.Entry<byte[], byte[]>> {
     private Snapshot snapshot;
@@ -663,10 +646,8 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
           done = true;
           return false;
         }
-        Snapshot opened = raw.snapshot(snapshotAfter());
-        snapshot = opened;
-        // The action holds the snapshot, never this iterator.
-        cleanable = ABANDONED.register(this, () -> closeQuietly(opened));
+        snapshot = raw.snapshot(snapshotAfter());
+        cleanable = snapshot.closeWhenUnreachable(this);
       }
       while (true) {
         boolean more;

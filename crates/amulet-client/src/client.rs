@@ -572,16 +572,14 @@ impl Client {
         if let Some(seed) = self.inner.prefer {
             resend = resend.preferring(seed);
         }
-        let suspects = self
-            .inner
-            .suspects
-            .lock()
-            .expect("suspects lock")
-            .at(self.now());
-        if !suspects.is_empty() {
-            resend = resend.suspecting(suspects);
-        }
         loop {
+            // The suspects of this attempt (see `Resend::next_request`).
+            let suspects = self
+                .inner
+                .suspects
+                .lock()
+                .expect("suspects lock")
+                .at(self.now());
             let (request, address) = {
                 let routing = self.inner.routing.read().expect("routing lock");
                 let reachable = routing.reachable();
@@ -592,6 +590,7 @@ impl Client {
                         &routing.map,
                         &placement,
                         &reachable,
+                        &suspects,
                         rng,
                     )
                 })?;

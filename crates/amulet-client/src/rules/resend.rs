@@ -178,9 +178,6 @@ pub struct Resend {
     /// The client's seed for its own replica of a partition
     /// (`routing::preferred`); `None`: a random replica each attempt.
     prefer: Option<u64>,
-    /// Nodes the client suspects (no answer lately, or behind): left out
-    /// wherever another candidate remains.
-    suspects: Vec<NodeId>,
 }
 
 impl Resend {
@@ -195,16 +192,7 @@ impl Resend {
             sent: None,
             last: String::from("no attempt yet"),
             prefer: None,
-            suspects: Vec::new(),
         }
-    }
-
-    /// The same attempts, leaving out `suspects` wherever another
-    /// candidate remains: when opening a session, any other node; for a
-    /// command, another replica of its partition.
-    pub fn suspecting(mut self, suspects: Vec<NodeId>) -> Resend {
-        self.suspects = suspects;
-        self
     }
 
     /// The same attempts, each command sent to the replica `seed` prefers
@@ -217,9 +205,18 @@ impl Resend {
     /// The request to send now for a command placed at `placement`:
     /// opening the session if `session` needs it, else the command. `map`
     /// is the client's cached map (pinned at the first command attempt),
-    /// `reachable` the nodes the client can address (ascending). At most
-    /// one request is in flight: the previous one must have had its
-    /// outcome.
+    /// `reachable` the nodes the client can address (ascending),
+    /// `suspects` the nodes it suspects now (no answer lately, or behind),
+    /// left out wherever another candidate remains: when opening a
+    /// session, any other node; for a command, another replica of its
+    /// partition. The suspects are an input of every attempt, not of the
+    /// operation: read once at its start, nodes 1 and 2 of
+    /// `dmap_repartitioning.rs` answered "behind" (adopting a partition)
+    /// just before node 3 was killed, and every resend of both writers
+    /// went to node 3, their one unsuspected replica, until the
+    /// operation's 60 s deadline. At most one request is in flight: the
+    /// previous one must have had its outcome.
+    #[allow(clippy::too_many_arguments)] // the inputs of one attempt, each separate
     pub fn next_request(
         &mut self,
         session: &Session,
@@ -227,6 +224,7 @@ impl Resend {
         map: &Arc<PartitionMap>,
         placement: &Placement,
         reachable: &[NodeId],
+        suspects: &[NodeId],
         rng: &mut (impl RngCore + ?Sized),
     ) -> Result<Request, Error> {
         assert!(
@@ -237,7 +235,7 @@ impl Resend {
             let trusted: Vec<NodeId> = reachable
                 .iter()
                 .copied()
-                .filter(|n| !self.suspects.contains(n))
+                .filter(|n| !suspects.contains(n))
                 .collect();
             let nodes = if trusted.is_empty() {
                 reachable
@@ -267,16 +265,10 @@ impl Resend {
             // nothing after the heal).
             let avoid = session.failed_at();
             let prefer = self.prefer.filter(|_| avoid.is_none());
-            let to = replica(
-                pinned,
-                partition,
-                avoid,
-                reachable,
-                &self.suspects,
-                prefer,
-                rng,
-            )
-            .ok_or_else(|| Error::Protocol(format!("no address for a replica of {partition}")))?;
+            let to = replica(pinned, partition, avoid, reachable, suspects, prefer, rng)
+                .ok_or_else(|| {
+                    Error::Protocol(format!("no address for a replica of {partition}"))
+                })?;
             Request::Command {
                 to,
                 partition,

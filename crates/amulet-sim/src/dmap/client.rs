@@ -256,6 +256,7 @@ impl SimClient {
                 &self.map,
                 &placement,
                 &reachable,
+                &[],
                 rng,
             )
             .expect("the map names replicas");

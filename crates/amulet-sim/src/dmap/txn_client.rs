@@ -181,6 +181,7 @@ impl TxnClient {
                 &self.map,
                 &placement,
                 &reachable,
+                &[],
                 rng,
             )
             .expect("the map names replicas");

@@ -106,6 +106,22 @@ fn command_suspecting(
     }
 }
 
+/// The first attempt of an operation by a client preferring by `seed`,
+/// with `suspects` suspected: where it goes, its partition, and the
+/// operation's attempts.
+fn first_attempt(
+    seed: u64,
+    session: &Session,
+    map: &Arc<PartitionMap>,
+    suspects: &[NodeId],
+    rng: &mut StdRng,
+) -> (NodeId, PartitionId, Resend) {
+    let mut resend = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
+    let (to, partition, ..) =
+        command_suspecting(&mut resend, session, TimeMicros(0), map, suspects, rng);
+    (to, partition, resend)
+}
+
 #[test]
 fn dmap_iii_b_a_resend_keeps_the_map_its_first_attempt_was_routed_by_until_a_replica_answers_stale_map(
 ) {
@@ -150,22 +166,13 @@ fn dmap_iii_b_a_resend_after_the_one_unsuspected_replica_failed_goes_to_a_suspec
     for seed in 0..50 {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut session = open_session(TimeMicros(0));
-        let mut resend = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
         let map = map_v1();
-        let (first, partition, ..) = command(&mut resend, &session, TimeMicros(0), &map, &mut rng);
+        let (first, partition, _) = first_attempt(seed, &session, &map, &[], &mut rng);
         let replicas = map.partitions[&partition].replicas.clone();
         // Restart with the other two replicas suspected: the first attempt
         // goes to the one left.
         let others: Vec<NodeId> = replicas.iter().copied().filter(|n| *n != first).collect();
-        let mut resend = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
-        let (to, ..) = command_suspecting(
-            &mut resend,
-            &session,
-            TimeMicros(0),
-            &map,
-            &others,
-            &mut rng,
-        );
+        let (to, _, mut resend) = first_attempt(seed, &session, &map, &others, &mut rng);
         assert_eq!(to, first);
         let now = TimeMicros(2 * SECOND_MICROS);
         let next = resend.on_outcome::<()>(Outcome::NoAnswer("killed".into()), &mut session, now);
@@ -691,17 +698,8 @@ fn dmap_iii_b_suspects_are_left_out_per_partition_while_it_has_another_replica()
     // sends elsewhere, and opens sessions elsewhere too.
     let session = open_session(TimeMicros(0));
     for seed in 0..100u64 {
-        let mut plain = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
-        let (preferred, ..) = command(&mut plain, &session, TimeMicros(0), &map, &mut rng);
-        let mut resend = Resend::new(TimeMicros(0), &timing(), false).preferring(seed);
-        let (to, ..) = command_suspecting(
-            &mut resend,
-            &session,
-            TimeMicros(0),
-            &map,
-            &[preferred],
-            &mut rng,
-        );
+        let (preferred, ..) = first_attempt(seed, &session, &map, &[], &mut rng);
+        let (to, ..) = first_attempt(seed, &session, &map, &[preferred], &mut rng);
         assert_ne!(to, preferred, "seed {seed}");
     }
     let fresh = Session::with_id(SessionId(9));

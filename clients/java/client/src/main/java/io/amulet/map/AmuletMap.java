@@ -2,14 +2,11 @@ package io.amulet.map;
 
 import io.amulet.client.ByteMap;
 import io.amulet.client.ByteMap.Nearest;
-import io.amulet.client.Snapshot;
 import io.amulet.codec.KeyCodec;
 import io.amulet.codec.ValueCodec;
-import java.lang.ref.Cleaner;
 import java.util.AbstractCollection;
 import java.util.AbstractMap;
 import java.util.AbstractSet;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -55,16 +52,16 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
   /** pollFirst/pollLast give up after this many lost races. */
   static final int POLL_ROUNDS = 1000;
 
-  private final ByteMap raw;
+  final ByteMap raw;
   private final KeyCodec<K> keys;
   private final ValueCodec<V> values;
   /** Bounds in ascending terms (null: open), as ConcurrentSkipListMap.SubMap. */
   private final K lo;
-  private final boolean loInclusive;
+  final boolean loInclusive;
   private final K hi;
-  private final boolean hiInclusive;
-  private final byte[] loBytes;
-  private final byte[] hiBytes;
+  final boolean hiInclusive;
+  final byte[] loBytes;
+  final byte[] hiBytes;
   private final boolean descending;
 
   private AmuletMap(
@@ -155,7 +152,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     return !tooLow(k) && !tooHigh(k);
   }
 
-  private boolean tooLowBytes(byte[] k) {
+  boolean tooLowBytes(byte[] k) {
     if (loBytes == null) {
       return false;
     }
@@ -163,7 +160,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     return c < 0 || (c == 0 && !loInclusive);
   }
 
-  private boolean tooHighBytes(byte[] k) {
+  boolean tooHighBytes(byte[] k) {
     if (hiBytes == null) {
       return false;
     }
@@ -176,7 +173,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
   }
 
   /** The bounds hold no key at all (lo == hi, one of them exclusive). */
-  private boolean emptyRange() {
+  boolean emptyRange() {
     return lo != null && hi != null && cmp(lo, hi) == 0 && !(loInclusive && hiInclusive);
   }
 
@@ -287,7 +284,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
     if (!bounded()) {
       return raw.containsValue(v);
     }
-    Iterator<Map.Entry<byte[], byte[]>> it = new PageIterator(false);
+    Iterator<Map.Entry<byte[], byte[]>> it = new PageIterator(this, false);
     while (it.hasNext()) {
       if (Arrays.equals(it.next().getValue(), v)) {
         return true;
@@ -302,7 +299,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
       return (int) Math.min(Integer.MAX_VALUE, raw.size());
     }
     long n = 0;
-    Iterator<Map.Entry<byte[], byte[]>> it = new PageIterator(false);
+    Iterator<Map.Entry<byte[], byte[]>> it = new PageIterator(this, false);
     while (it.hasNext()) {
       it.next();
       n++;
@@ -324,7 +321,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
       raw.clear();
       return;
     }
-    Iterator<Map.Entry<byte[], byte[]>> it = new PageIterator(false);
+    Iterator<Map.Entry<byte[], byte[]>> it = new PageIterator(this, false);
     while (it.hasNext()) {
       raw.remove(it.next().getKey());
     }
@@ -595,160 +592,7 @@ public final class AmuletMap<K, V> extends AbstractMap<K, V>
 
   /** Raw entries of this view in its direction. */
   private Iterator<Map.Entry<byte[], byte[]>> rawIterator() {
-    return descending ? new PageIterator(true) : new SnapshotIterator();
-  }
-
-  /**
-   * The key to start a snapshot after so that it begins at or below lo
-   * (the snapshot's {@code after} is exclusive; the excess is filtered).
-   */
-  private byte[] snapshotAfter() {
-    if (loBytes == null) {
-      return null;
-    }
-    if (!loInclusive) {
-      return loBytes;
-    }
-    if (loBytes.length == 0) {
-      return null;
-    }
-    byte[] after = loBytes.clone();
-    int last = after.length - 1;
-    if (after[last] == 0) {
-      return Arrays.copyOf(after, last);
-    }
-    after[last]--;
-    return after;
-  }
-
-  /**
-   * Ascending, from a snapshot; released as soon as every partition's last
-   * page is buffered (so an iterator over a small map holds nothing in the
-   * cluster once it has its first entry), and closed if it is dropped
-   * before then ({@link Snapshot#closeWhenUnreachable}).
-   */
-  private final class SnapshotIterator implements Iterator<Map.Entry<byte[], byte[]>> {
-    private Snapshot snapshot;
-    private Cleaner.Cleanable cleanable;
-    private Map.Entry<byte[], byte[]> next;
-    private boolean done;
-
-    @Override
-    public boolean hasNext() {
-      if (next != null) {
-        return true;
-      }
-      if (done) {
-        return false;
-      }
-      if (snapshot == null) {
-        if (emptyRange()) {
-          done = true;
-          return false;
-        }
-        snapshot = raw.snapshot(snapshotAfter());
-        cleanable = snapshot.closeWhenUnreachable(this);
-      }
-      while (true) {
-        boolean more;
-        try {
-          more = snapshot.hasNext();
-        } catch (RuntimeException e) {
-          finish();
-          throw e;
-        }
-        if (!more) {
-          finish();
-          return false;
-        }
-        Map.Entry<byte[], byte[]> e = snapshot.next();
-        if (tooLowBytes(e.getKey())) {
-          continue;
-        }
-        if (tooHighBytes(e.getKey())) {
-          finish();
-          return false;
-        }
-        next = e;
-        // Release early: the rest is buffered when every partition is drained.
-        if (snapshot.drained()) {
-          snapshot.release();
-        }
-        return true;
-      }
-    }
-
-    private void finish() {
-      done = true;
-      if (snapshot != null) {
-        snapshot = null;
-        cleanable.clean();
-      }
-    }
-
-    @Override
-    public Map.Entry<byte[], byte[]> next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      Map.Entry<byte[], byte[]> e = next;
-      next = null;
-      return e;
-    }
-  }
-
-  /** Pages of range reads, ascending or descending, each page linearizable. */
-  private final class PageIterator implements Iterator<Map.Entry<byte[], byte[]>> {
-    private final boolean reverse;
-    private final ArrayDeque<Map.Entry<byte[], byte[]>> page = new ArrayDeque<>();
-    private byte[] cursor;
-    private boolean more = true;
-
-    PageIterator(boolean reverse) {
-      this.reverse = reverse;
-      if (emptyRange()) {
-        more = false;
-      }
-    }
-
-    @Override
-    public boolean hasNext() {
-      if (page.isEmpty() && more) {
-        int limit = raw.client().config().rangeEntries();
-        ByteMap.RangeResult r;
-        if (reverse) {
-          r =
-              cursor == null
-                  ? raw.range(loBytes, loInclusive, hiBytes, hiInclusive, limit, true)
-                  : raw.range(loBytes, loInclusive, cursor, false, limit, true);
-        } else {
-          r =
-              cursor == null
-                  ? raw.range(loBytes, loInclusive, hiBytes, hiInclusive, limit, false)
-                  : raw.range(cursor, false, hiBytes, hiInclusive, limit, false);
-        }
-        page.addAll(r.entries);
-        more = r.more && !r.entries.isEmpty();
-        if (!r.entries.isEmpty()) {
-          cursor = r.entries.get(r.entries.size() - 1).getKey();
-        }
-        if (more && loBytes != null && reverse && Arrays.equals(cursor, loBytes)) {
-          more = false;
-        }
-        if (more && hiBytes != null && !reverse && Arrays.equals(cursor, hiBytes)) {
-          more = false;
-        }
-      }
-      return !page.isEmpty();
-    }
-
-    @Override
-    public Map.Entry<byte[], byte[]> next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      return page.pollFirst();
-    }
+    return descending ? new PageIterator(this, true) : new SnapshotIterator(this);
   }
 
   /** Decodes raw entries; remove() removes the last key returned. */

@@ -15,6 +15,7 @@ pub mod dotted;
 pub mod elastic;
 pub mod harness;
 pub mod history;
+pub mod membership;
 pub mod nemesis;
 pub mod network;
 pub mod order;

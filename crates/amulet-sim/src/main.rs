@@ -1,14 +1,17 @@
 //! `amulet-sim`: run one seed verbosely (`--seed N`) or a swarm of seeds
 //! (`--seeds N [--start S]`), of the multicast cluster, (`--dmap`) of
-//! DMap on it, (`--txn`) of transactions on DMap, or (`--dotted`) of
-//! eventual maps. Exits non-zero on any violation.
+//! DMap on it, (`--txn`) of transactions on DMap, (`--dotted`) of
+//! eventual maps, or (`--membership`) of consistent membership. Exits
+//! non-zero on any violation.
 
 use amulet_dotted::DottedBug;
+use amulet_membership::MembershipBug;
 use amulet_sim::dmap::{
     run_access_seed, run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug,
 };
 use amulet_sim::dotted::{run_dotted_seed, run_service_seed};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
+use amulet_sim::membership::run_membership_seed;
 use amulet_sim::order::{self, Bug};
 use amulet_sim::runner::{print_failure_replayed_by, run_swarm_replayed_by};
 use amulet_sim::SeedOutcome;
@@ -79,6 +82,12 @@ struct Arguments {
     /// from streams under faults) instead of static subscriptions.
     #[arg(long)]
     elastic: bool,
+    /// Simulate consistent membership (Rapid-style monitoring, stable cuts,
+    /// views ordered on the global stream) under kills, pauses, lossy and
+    /// broken links, bridge partitions, joins and leaves
+    /// (docs/membership.md).
+    #[arg(long, conflicts_with_all = ["elastic", "dmap", "txn", "fields", "logs", "access", "dotted", "dotted_service"])]
+    membership: bool,
 }
 
 /// The broken variants selectable from the command line.
@@ -156,6 +165,10 @@ enum BugArg {
     /// Eventual maps: a replication message's skip hint leaves out the
     /// coordinator's earlier dots for the receiver's keys.
     SkipsOwnKeys,
+    /// Membership: a subject is cut on the first alert about it.
+    CutOnFirstAlert,
+    /// Membership: failed observers do not count as implicit reports.
+    NoImplicitEdges,
 }
 
 impl BugArg {
@@ -196,6 +209,14 @@ impl BugArg {
         }
     }
 
+    fn membership_bug(self) -> MembershipBug {
+        match self {
+            BugArg::CutOnFirstAlert => MembershipBug::CutOnFirstAlert,
+            BugArg::NoImplicitEdges => MembershipBug::NoImplicitEdges,
+            _ => MembershipBug::None,
+        }
+    }
+
     fn elastic_bug(self) -> ElasticBug {
         match self {
             BugArg::MergePointFromNewStream => ElasticBug::MergePointFromNewStreamOnly,
@@ -230,7 +251,9 @@ impl BugArg {
             | BugArg::PruneBeforeEveryPeer
             | BugArg::CloseWithoutCoverage
             | BugArg::ReuseReplicaId
-            | BugArg::SkipsOwnKeys => Bug::None,
+            | BugArg::SkipsOwnKeys
+            | BugArg::CutOnFirstAlert
+            | BugArg::NoImplicitEdges => Bug::None,
             BugArg::None => Bug::None,
             BugArg::ForgetPromise => Bug::ForgetPromiseOnRestart,
             BugArg::AmnesiacAcceptor => Bug::AmnesiacAcceptorVotes,
@@ -261,8 +284,11 @@ fn main() -> ExitCode {
     let (bug, dmap_bug) = (arguments.bug.bug(), arguments.bug.dmap_bug());
     let elastic_bug = arguments.bug.elastic_bug();
     let dotted_bug = arguments.bug.dotted_bug();
+    let membership_bug = arguments.bug.membership_bug();
     let run = move |seed: u64, verbose: bool| -> SeedOutcome {
-        if arguments.dotted {
+        if arguments.membership {
+            run_membership_seed(seed, verbose, membership_bug)
+        } else if arguments.dotted {
             run_dotted_seed(seed, verbose, dotted_bug)
         } else if arguments.dotted_service {
             run_service_seed(seed, verbose, dotted_bug)
@@ -289,14 +315,17 @@ fn main() -> ExitCode {
             || arguments.logs
             || arguments.access
             || arguments.dotted
-            || arguments.dotted_service,
+            || arguments.dotted_service
+            || arguments.membership,
         arguments.elastic,
         arguments.bug,
     ) {
         (false, false, BugArg::None) => "amulet-sim".to_string(),
         (dmap, elastic, bug) => {
             let mut command = "amulet-sim".to_string();
-            if arguments.dotted {
+            if arguments.membership {
+                command.push_str(" --membership");
+            } else if arguments.dotted {
                 command.push_str(" --dotted");
             } else if arguments.dotted_service {
                 command.push_str(" --dotted-service");

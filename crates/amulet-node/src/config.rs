@@ -464,11 +464,34 @@ pub fn free_local_ports(count: usize) -> std::io::Result<Vec<u16>> {
         .collect()
 }
 
+/// Replicas per partition (and acceptors per stream) in a local DMap
+/// cluster of more nodes than this.
+pub const LOCAL_REPLICATION: usize = 3;
+
+/// The placement of a local DMap cluster of `nodes` nodes: the global
+/// stream's acceptors, and each of `partitions` partitions' replicas (also
+/// its stream's acceptors). With at most [`LOCAL_REPLICATION`] nodes every
+/// node does everything; with more, the global stream is on nodes 1-3 and
+/// partition `p`'s three replicas start at node `3 (p - 1) mod nodes + 1`
+/// and wrap around, so the replicas spread evenly (partition counts per
+/// node differ by at most one when `3 * partitions` is a multiple of
+/// `nodes`, by at most two otherwise).
+pub fn local_dmap_placement(nodes: u32, partitions: u32) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let factor = (LOCAL_REPLICATION as u32).min(nodes);
+    let global: Vec<u32> = (1..=factor).collect();
+    let replicas = (0..partitions)
+        .map(|p| (0..factor).map(|i| (p * factor + i) % nodes + 1).collect())
+        .collect();
+    (global, replicas)
+}
+
 /// The configuration of node `node` (1-based) in a local DMap cluster:
 /// one node per entry of `peer_ports`, each serving the client API on the
 /// matching entry of `client_ports`; stream 1 is the global stream and
-/// streams 2.. order the `partitions` partitions; every node is an
-/// acceptor of every stream and a replica of every partition.
+/// streams 2.. order the `partitions` partitions, placed by
+/// [`local_dmap_placement`]: on three nodes every node is an acceptor of
+/// every stream and a replica of every partition; on more, each partition
+/// has three replicas, which accept its stream and learn the global one.
 pub fn local_dmap_cluster_toml(
     cluster: u64,
     peer_ports: &[u16],
@@ -478,14 +501,45 @@ pub fn local_dmap_cluster_toml(
     partitions: u32,
     storage: &str,
 ) -> String {
-    let mut text = local_cluster_toml(cluster, peer_ports, node, data_dir, partitions + 1, storage);
-    let members: Vec<String> = (1..=peer_ports.len()).map(|i| i.to_string()).collect();
-    text.push_str("\n[smr]\nglobal_stream = 1\n");
-    for p in 1..=partitions {
+    let nodes = peer_ports.len() as u32;
+    let (global, placement) = local_dmap_placement(nodes, partitions);
+    let list = |ids: &[u32]| {
+        ids.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut text = format!(
+        "cluster = {cluster}\nnode = {node}\nlisten = \"127.0.0.1:{}\"\ndata_dir = {:?}\n\n[peers]\n",
+        peer_ports[node as usize - 1],
+        data_dir.display().to_string()
+    );
+    for (i, port) in peer_ports.iter().enumerate() {
+        text.push_str(&format!("{} = \"127.0.0.1:{port}\"\n", i + 1));
+    }
+    // The global stream: every replica learns it.
+    let learners: Vec<u32> = (1..=nodes).filter(|n| !global.contains(n)).collect();
+    text.push_str(&format!(
+        "\n[[streams]]\nid = 1\nacceptors = [{}]\nstorage = \"{storage}\"\n",
+        list(&global)
+    ));
+    if !learners.is_empty() {
+        text.push_str(&format!("learners = [{}]\n", list(&learners)));
+    }
+    for (p, replicas) in placement.iter().enumerate() {
         text.push_str(&format!(
-            "\n[[smr.partitions]]\nid = {p}\nstream = {}\nreplicas = [{}]\n",
+            "\n[[streams]]\nid = {}\nacceptors = [{}]\nstorage = \"{storage}\"\n",
+            p + 2,
+            list(replicas)
+        ));
+    }
+    text.push_str("\n[smr]\nglobal_stream = 1\n");
+    for (p, replicas) in placement.iter().enumerate() {
+        text.push_str(&format!(
+            "\n[[smr.partitions]]\nid = {}\nstream = {}\nreplicas = [{}]\n",
             p + 1,
-            members.join(", ")
+            p + 2,
+            list(replicas)
         ));
     }
     text.push_str("\n[smr.clients]\n");
@@ -537,6 +591,51 @@ storage = "sync"
 [streams.limits]
 pipeline_instances_max = 32
 "#;
+
+    #[test]
+    fn a_local_cluster_of_more_than_three_nodes_spreads_three_replicas_per_partition() {
+        let (global, placement) = local_dmap_placement(5, 5);
+        assert_eq!(global, vec![1, 2, 3]);
+        let mut per_node = [0usize; 5];
+        for replicas in &placement {
+            let mut distinct = replicas.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 3, "{replicas:?}");
+            for &n in replicas {
+                per_node[n as usize - 1] += 1;
+            }
+        }
+        assert_eq!(per_node, [3, 3, 3, 3, 3]);
+        // Three nodes: every node does everything, as before.
+        assert_eq!(
+            local_dmap_placement(3, 2),
+            (vec![1, 2, 3], vec![vec![1, 2, 3], vec![1, 2, 3]])
+        );
+        assert_eq!(
+            local_dmap_placement(1, 2),
+            (vec![1], vec![vec![1], vec![1]])
+        );
+        // Every generated configuration parses, with its map valid.
+        for nodes in 1..=9u32 {
+            let peers: Vec<u16> = (0..nodes as u16).map(|i| 7011 + i).collect();
+            let clients: Vec<u16> = (0..nodes as u16).map(|i| 7001 + i).collect();
+            for node in 1..=nodes {
+                let text = local_dmap_cluster_toml(
+                    1,
+                    &peers,
+                    &clients,
+                    node,
+                    Path::new("/tmp/x"),
+                    3,
+                    "memory",
+                );
+                let config = NodeConfig::parse(&text)
+                    .unwrap_or_else(|e| panic!("{nodes} nodes: {e}\n{text}"));
+                assert!(config.partition_map().unwrap().is_some());
+            }
+        }
+    }
 
     fn error_of(text: &str) -> String {
         NodeConfig::parse(text).unwrap_err().to_string()

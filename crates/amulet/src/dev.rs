@@ -1,7 +1,8 @@
 //! `amulet dev`: a whole local DMap cluster in one command. Three node
-//! processes on 127.0.0.1, each an acceptor of every stream and a replica
-//! of each of three partitions (3 partitions x 3 replicas), data under
-//! `./amulet-data`. Ctrl-C stops it cleanly; running it again on the same
+//! processes on 127.0.0.1 (or `--nodes N`), each an acceptor of every
+//! stream and a replica of each of three partitions (3 partitions x 3
+//! replicas; with more nodes each partition has three replicas, spread
+//! over the nodes), data under `./amulet-data`. Ctrl-C stops it cleanly; running it again on the same
 //! directory recovers the data (the acceptors' durable logs are replayed).
 
 use crate::order_demo::{stop, watch_interrupt, Children};
@@ -13,7 +14,11 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// Nodes of a new cluster unless `--nodes` says otherwise.
 const NODES: u16 = 3;
+/// The most nodes `amulet dev` starts (client ports base+1.., peer ports
+/// base+11.. must not meet).
+const NODES_MAX: u16 = 9;
 /// The map `amulet dev` creates and the CLI uses by default.
 pub const DEFAULT_MAP: &str = "default";
 /// Where `amulet dev` keeps its cluster, and where the other commands look
@@ -33,12 +38,18 @@ pub struct DevArgs {
     /// Number of partitions of a new cluster.
     #[arg(long, default_value_t = 3)]
     partitions: u32,
+    /// Number of nodes of a new cluster, 1 to 9. Up to three, every node
+    /// holds every partition; with more, each partition has three
+    /// replicas spread over the nodes, and the global stream is on nodes
+    /// 1-3.
+    #[arg(long, default_value_t = NODES)]
+    nodes: u16,
     /// Acceptor storage of a new cluster: sync (fsync before every vote),
     /// async (fsync every 5 ms) or memory (lost when all nodes stop).
     #[arg(long, default_value = "sync")]
     storage: String,
-    /// First port of a new cluster: clients use base+1..base+3, nodes talk
-    /// among themselves on base+11..base+13.
+    /// First port of a new cluster: clients use base+1..base+N, nodes talk
+    /// among themselves on base+11..base+10+N.
     #[arg(long, default_value_t = 7100)]
     base_port: u16,
     /// Stop after this many seconds (default: run until Ctrl-C).
@@ -118,10 +129,21 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         (1..=16).contains(&args.partitions),
         "--partitions must be 1 to 16"
     );
+    anyhow::ensure!(
+        (1..=NODES_MAX).contains(&args.nodes),
+        "--nodes must be 1 to {NODES_MAX}"
+    );
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
     let mut cluster = match ClusterFile::read(&args.dir)? {
         Some(existing) => {
+            if args.nodes != NODES && usize::from(args.nodes) != existing.peer_ports.len() {
+                println!(
+                    "amulet dev: --nodes is ignored: the cluster in {} has {} nodes and keeps them",
+                    args.dir.display(),
+                    existing.peer_ports.len()
+                );
+            }
             if args.insecure && existing.tls {
                 println!(
                     "amulet dev: --insecure is ignored: the cluster in {} was made with TLS and keeps it",
@@ -134,8 +156,8 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
             let base = args.base_port;
             ClusterFile {
                 cluster: u64::from(std::process::id()) << 16 | u64::from(base),
-                client_ports: (1..=NODES).map(|i| base + i).collect(),
-                peer_ports: (1..=NODES).map(|i| base + 10 + i).collect(),
+                client_ports: (1..=args.nodes).map(|i| base + i).collect(),
+                peer_ports: (1..=args.nodes).map(|i| base + 10 + i).collect(),
                 partitions: args.partitions,
                 storage: args.storage.clone(),
                 runs: 0,
@@ -146,8 +168,11 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
     cluster.runs += 1;
     cluster.write(&args.dir)?;
     let tls_dir = std::path::absolute(args.dir.join(TLS_DIR))?;
+    let node_count = cluster.peer_ports.len() as u32;
+    let (_, placement) = amulet_node::local_dmap_placement(node_count, cluster.partitions);
+    let replicas = placement.first().map_or(0, Vec::len);
     if cluster.tls {
-        let nodes: Vec<_> = (1..=u32::from(NODES)).map(amulet_types::NodeId).collect();
+        let nodes: Vec<_> = (1..=node_count).map(amulet_types::NodeId).collect();
         amulet_tls::create::create_dev(&tls_dir, &nodes)
             .with_context(|| format!("cannot create the TLS files in {}", tls_dir.display()))?;
     } else {
@@ -155,7 +180,7 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
     }
     let exe = std::env::current_exe().context("cannot find the amulet executable")?;
     println!(
-        "amulet dev: {} partitions x {NODES} replicas, {} storage, data in {} (run {})",
+        "amulet dev: {node_count} nodes, {} partitions x {replicas} replicas, {} storage, data in {} (run {})",
         cluster.partitions,
         cluster.storage,
         args.dir.display(),
@@ -163,7 +188,7 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
     );
     let interrupted = watch_interrupt()?;
     let mut children = Children(Vec::new());
-    for node in 1..=u32::from(NODES) {
+    for node in 1..=node_count {
         let data_dir = std::path::absolute(args.dir.join(format!("node-{node}")))?;
         let config_path = args.dir.join(format!("node-{node}.toml"));
         let mut text = local_dmap_cluster_toml(

@@ -1,0 +1,139 @@
+//! `amulet dev --nodes 5`: a local cluster of five processes, each
+//! partition on three of them, serving clients at every node.
+// Wall-clock bounds on the test's waits, not protocol time.
+#![allow(clippy::disallowed_methods)]
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NODES: u16 = 5;
+
+fn amulet() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_amulet"))
+}
+
+/// A base port whose client (base+1..) and peer (base+11..) ports are free.
+fn free_base() -> u16 {
+    let seed = u64::from(std::process::id()).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    for attempt in 0..64u64 {
+        let base = 23_000 + 20 * ((seed.wrapping_add(attempt) >> 7) % 400) as u16;
+        let ports = (1..=NODES).flat_map(|i| [base + i, base + 10 + i]);
+        if ports
+            .into_iter()
+            .all(|p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+        {
+            return base;
+        }
+    }
+    panic!("no free ports for an amulet dev cluster");
+}
+
+/// Stops the dev process group on drop (it also stops itself after its
+/// `--seconds`).
+struct Dev(Child);
+
+impl Drop for Dev {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-INT", "--", &group]).status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.0.wait();
+    }
+}
+
+fn run(args: &[&str]) -> String {
+    let output = amulet().args(args).output().expect("run amulet");
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "amulet {args:?}: {text}");
+    text
+}
+
+#[test]
+fn dev_with_five_nodes_places_three_replicas_per_partition_and_serves_at_every_node() {
+    let dir = std::env::temp_dir().join(format!("amulet-dev-nodes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let base = free_base();
+    let log = dir.with_extension("log");
+    let out = std::fs::File::create(&log).unwrap();
+    let child = amulet()
+        .args([
+            "dev",
+            "--nodes",
+            "5",
+            "--insecure",
+            "--storage",
+            "memory",
+            "--seconds",
+            "120",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .args(["--base-port", &base.to_string()])
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .process_group(0)
+        .spawn()
+        .expect("start amulet dev");
+    let dev = Dev(child);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut text = String::new();
+    while !text.contains("serving clients") {
+        assert!(
+            Instant::now() < deadline,
+            "amulet dev did not come up:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        text.clear();
+        std::fs::File::open(&log)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+    }
+    assert!(
+        text.contains("5 nodes, 3 partitions x 3 replicas"),
+        "{text}"
+    );
+    let address = |node: u16| format!("127.0.0.1:{}", base + node);
+    let status = run(&["status", "--addr", &address(1)]);
+    assert!(status.contains("health: 5/5 nodes answer"), "{status}");
+    let mut holders = std::collections::BTreeSet::new();
+    let mut partitions = 0;
+    for line in status
+        .lines()
+        .filter(|l| l.trim_start().starts_with("partition ") && l.contains("replicas ["))
+    {
+        let replicas = line.split('[').nth(1).expect("a replica list");
+        let replicas: Vec<&str> = replicas.trim_end_matches(']').split(", ").collect();
+        assert_eq!(replicas.len(), 3, "{line}");
+        holders.extend(replicas.into_iter().map(str::to_string));
+        partitions += 1;
+    }
+    assert_eq!(partitions, 3, "{status}");
+    assert_eq!(holders.len(), 5, "every node holds a replica: {status}");
+    for node in 1..=NODES {
+        let key = format!("key-{node}");
+        run(&["put", &key, "value", "--addr", &address(node)]);
+        let read = run(&["get", &key, "--addr", &address(NODES + 1 - node)]);
+        assert_eq!(
+            read.trim(),
+            "value",
+            "{key} through node {}",
+            NODES + 1 - node
+        );
+    }
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&log);
+}

@@ -317,11 +317,27 @@ impl Client {
     /// [`Client::wait_for_map_version`]). Not retried on an unknown
     /// outcome: a resend would be refused as stale or as overlapping.
     pub async fn reconfigure(&self, change: &amulet_smr::Reconfiguration) -> Result<u64, Error> {
+        self.reconfigure_with(|_| Ok(change.clone()))
+            .await
+            .map(|(version, _)| version)
+    }
+
+    /// Like [`Client::reconfigure`], with the change built by `build` from
+    /// the freshest map at every attempt: ids it allocates from the map
+    /// (`PartitionMap::next_stream_id`, `next_partition_id`) are fresh at
+    /// the version the change is checked against, and a change that raced
+    /// another one is rebuilt on the map after it. Returns the version and
+    /// the change accepted.
+    pub async fn reconfigure_with(
+        &self,
+        build: impl Fn(&PartitionMap) -> Result<amulet_smr::Reconfiguration, Error>,
+    ) -> Result<(u64, amulet_smr::Reconfiguration), Error> {
         for _ in 0..3 {
             self.refresh_map().await;
             let version = self.map_version();
+            let change = build(&self.partition_map())?;
             let (mut channel, _) = self.any_node()?;
-            let request = amulet_api::reconfiguration_to_pb(version, change);
+            let request = amulet_api::reconfiguration_to_pb(version, &change);
             let answer = tokio::time::timeout(
                 self.inner.config.operation_timeout,
                 channel.reconfigure(request),
@@ -329,7 +345,7 @@ impl Client {
             .await
             .map_err(|_| Error::OutcomeUnknown("reconfigure: no answer in time".into()))?;
             match answer {
-                Ok(_) => return Ok(version),
+                Ok(_) => return Ok((version, change)),
                 Err(status)
                     if amulet_api::error_kind(&status) == Some(amulet_api::ErrorKind::StaleMap) =>
                 {

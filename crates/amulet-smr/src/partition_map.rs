@@ -125,6 +125,29 @@ pub fn token(key: &[u8]) -> u32 {
 }
 
 impl PartitionMap {
+    /// A stream id nobody used: one above every id the map knows (the
+    /// global stream, the partitions' streams, the streams made at run
+    /// time, the retired ones) and every id in `also_used` (streams that
+    /// only nodes' configuration files name). Allocating from the map
+    /// version a change is checked against makes the choice safe: a
+    /// change built on an older map is refused as stale, and one naming a
+    /// used stream as `StreamInUse`.
+    pub fn next_stream_id(&self, also_used: impl IntoIterator<Item = StreamId>) -> StreamId {
+        let known = std::iter::once(self.global_stream)
+            .chain(self.partitions.values().map(|p| p.stream))
+            .chain(self.streams.keys().copied())
+            .chain(self.retired_streams.iter().copied())
+            .chain(also_used);
+        StreamId(known.map(|s| s.0).max().unwrap_or(0) + 1)
+    }
+
+    /// A partition id nobody used: one above every partition and every
+    /// partition merged away (their ids are never reused).
+    pub fn next_partition_id(&self) -> PartitionId {
+        let known = self.partitions.keys().chain(self.merged.keys());
+        PartitionId(known.map(|p| p.0).max().unwrap_or(0) + 1)
+    }
+
     /// Version 1 of a map whose partitions split the token ring evenly.
     pub fn uniform(
         global_stream: StreamId,

@@ -418,6 +418,40 @@ mod tests {
     }
 
     #[test]
+    fn allocated_stream_and_partition_ids_are_never_ones_used_before() {
+        let m = map();
+        let first = m.next_stream_id([]);
+        let replace = Reconfiguration::ReplaceStream {
+            partition: PartitionId(2),
+            stream: spec(first.0),
+        };
+        let next = replace.apply(&m, 5).unwrap();
+        // The retired stream and the new one are both above the next id.
+        let second = next.next_stream_id([]);
+        assert!(second > first && !next.retired_streams.contains(&second));
+        assert_eq!(
+            next.next_stream_id([StreamId(40)]),
+            StreamId(41),
+            "configured-only streams count"
+        );
+        let again = Reconfiguration::ReplaceStream {
+            partition: PartitionId(1),
+            stream: spec(second.0),
+        };
+        assert!(again.apply(&next, 6).is_ok(), "an allocated id is accepted");
+        let merge = Reconfiguration::Merge {
+            source: PartitionId(2),
+            into: PartitionId(1),
+        };
+        let merged = merge.apply(&next, 7).unwrap();
+        assert_eq!(
+            merged.next_partition_id(),
+            next.next_partition_id(),
+            "a merged id is not reused"
+        );
+    }
+
+    #[test]
     fn dmap_iii_c_a_move_gives_a_partition_new_replicas_and_a_new_stream() {
         let mut m = map();
         m.partitions.insert(

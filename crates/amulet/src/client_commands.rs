@@ -148,14 +148,16 @@ pub enum Op {
     /// Split partition SOURCE: the keys from the token --at-token (hash
     /// maps; default: the middle of SOURCE's first token segment) and, for
     /// range maps, from --at-key MAP=KEY on move to the new partition NEW
-    /// on the new stream --stream (same replicas, which fork it at a
-    /// fence while clients keep running).
+    /// (default: an id never used) on a new stream (same replicas, which
+    /// fork it at a fence while clients keep running).
     Split {
         source: u32,
-        new: u32,
-        /// Id of the new partition's stream (unused so far).
+        new: Option<u32>,
+        /// Id of the new partition's stream; default: one the cluster
+        /// never used (allocated from the map the change is checked
+        /// against).
         #[arg(long)]
-        stream: u32,
+        stream: Option<u32>,
         #[arg(long)]
         at_token: Option<u32>,
         /// MAP=KEY: cut of a range-partitioned map.
@@ -168,13 +170,13 @@ pub enum Op {
     /// Merge partition SOURCE into INTO (same replicas); SOURCE and its
     /// stream retire.
     Merge { source: u32, into: u32 },
-    /// Move PARTITION onto a new stream --stream with acceptors
-    /// --acceptors (thesis §4.2: acceptor replacement); the old stream
-    /// retires.
+    /// Move PARTITION onto a new stream with acceptors --acceptors (thesis
+    /// §4.2: acceptor replacement); the old stream retires.
     ReplaceStream {
         partition: u32,
+        /// Id of the new stream; default: one the cluster never used.
         #[arg(long)]
-        stream: u32,
+        stream: Option<u32>,
         /// Node ids, comma separated (an odd number; default: the
         /// partition's replicas).
         #[arg(long, value_delimiter = ',')]
@@ -184,14 +186,15 @@ pub enum Op {
     },
     /// Move PARTITION to the replica group --to (node ids, comma
     /// separated, each already a replica of some partition) on a new
-    /// stream --stream whose acceptors are the new replicas; new replicas
-    /// fetch the state from the old ones (DMap §III-C state transfer).
+    /// stream whose acceptors are the new replicas; new replicas fetch the
+    /// state from the old ones (DMap §III-C state transfer).
     Move {
         partition: u32,
         #[arg(long, value_delimiter = ',', required = true)]
         to: Vec<u32>,
+        /// Id of the new stream; default: one the cluster never used.
         #[arg(long)]
-        stream: u32,
+        stream: Option<u32>,
         #[arg(long, default_value = "sync")]
         storage: String,
     },
@@ -393,16 +396,40 @@ async fn execute(
         Op::Token(token_op) => crate::access_command::run_token(client, &token_op).await?,
         Op::Whoami => crate::access_command::run_whoami(client).await?,
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
-            let change = reconfiguration(client, &op)?;
-            reconfigure(client, &change, target.timeout_secs).await?;
+            let configured = configured_streams(client).await;
+            // Checked once here for a clear error; built again on the
+            // freshest map at every attempt.
+            reconfiguration(&client.partition_map(), &op, &configured)?;
+            reconfigure(client, &op, &configured, target.timeout_secs).await?;
         }
     }
     Ok(())
 }
 
-/// The change an operator subcommand asks for, on the client's map.
-fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> {
-    let map = client.partition_map();
+/// Every stream some node runs (from `Status`), for stream ids to
+/// allocate above: a node's configuration file may name streams the map
+/// does not know. Nodes that do not answer are skipped (the map still
+/// knows every stream a partition ever used).
+async fn configured_streams(client: &Client) -> Vec<StreamId> {
+    let mut streams = Vec::new();
+    for (_, address) in client.node_addresses() {
+        if let Ok(status) = client.status(&address).await {
+            streams.extend(status.streams.iter().map(|s| StreamId(s.stream)));
+        }
+    }
+    streams
+}
+
+/// The change an operator subcommand asks for, on `map`: ids not given
+/// are allocated from it (and above the streams in `configured`).
+fn reconfiguration(
+    map: &amulet_smr::PartitionMap,
+    op: &Op,
+    configured: &[StreamId],
+) -> anyhow::Result<Reconfiguration> {
+    let new_stream = |given: &Option<u32>| {
+        given.map_or_else(|| map.next_stream_id(configured.iter().copied()), StreamId)
+    };
     let replicas_of = |p: u32| -> anyhow::Result<Vec<NodeId>> {
         map.partitions
             .get(&PartitionId(p))
@@ -425,7 +452,7 @@ fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> 
             let replicas = replicas_of(*source)?;
             let at_token = match at_token {
                 Some(t) => Some(*t),
-                None => middle_of_first_segment(&map, PartitionId(*source)),
+                None => middle_of_first_segment(map, PartitionId(*source)),
             };
             let mut at_keys = Vec::new();
             for cut in at_key {
@@ -436,9 +463,9 @@ fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> 
             }
             Reconfiguration::Split {
                 source: PartitionId(*source),
-                new: PartitionId(*new),
+                new: new.map_or_else(|| map.next_partition_id(), PartitionId),
                 stream: StreamSpec {
-                    stream: StreamId(*stream),
+                    stream: new_stream(stream),
                     acceptors: replicas,
                     learners: Vec::new(),
                     storage: storage_of(storage)?,
@@ -473,7 +500,7 @@ fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> 
             Reconfiguration::ReplaceStream {
                 partition: PartitionId(*partition),
                 stream: StreamSpec {
-                    stream: StreamId(*stream),
+                    stream: new_stream(stream),
                     acceptors,
                     learners,
                     storage: storage_of(storage)?,
@@ -500,7 +527,7 @@ fn reconfiguration(client: &Client, op: &Op) -> anyhow::Result<Reconfiguration> 
                 partition: PartitionId(*partition),
                 replicas: replicas.clone(),
                 stream: StreamSpec {
-                    stream: StreamId(*stream),
+                    stream: new_stream(stream),
                     acceptors: replicas,
                     learners,
                     storage: storage_of(storage)?,
@@ -525,11 +552,17 @@ fn middle_of_first_segment(map: &amulet_smr::PartitionMap, partition: PartitionI
 /// Sends `change`, then shows every node reaching the new map version.
 async fn reconfigure(
     client: &Client,
-    change: &Reconfiguration,
+    op: &Op,
+    configured: &[StreamId],
     timeout_secs: u64,
 ) -> anyhow::Result<()> {
-    println!("requesting {change:?}");
-    let from = client.reconfigure(change).await?;
+    let (from, change) = client
+        .reconfigure_with(|map| {
+            reconfiguration(map, op, configured)
+                .map_err(|e| amulet_client::Error::InvalidArgument(e.to_string()))
+        })
+        .await?;
+    println!("requested {change:?}");
     println!("accepted at map version {from}; waiting for every node to apply it at its fence");
     let mut last = String::new();
     let done = client
@@ -563,7 +596,7 @@ async fn reconfigure(
         partition,
         replicas,
         stream,
-    } = change
+    } = &change
     {
         let leaving: Vec<NodeId> = stream
             .members()

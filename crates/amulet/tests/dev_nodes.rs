@@ -1,5 +1,6 @@
 //! `amulet dev --nodes 5`: a local cluster of five processes, each
-//! partition on three of them, serving clients at every node.
+//! partition on three of them, serving clients at every node; a split and
+//! a move without ids get ids the cluster never used.
 // Wall-clock bounds on the test's waits, not protocol time.
 #![allow(clippy::disallowed_methods)]
 
@@ -60,7 +61,7 @@ fn run(args: &[&str]) -> String {
 }
 
 #[test]
-fn dev_with_five_nodes_places_three_replicas_per_partition_and_serves_at_every_node() {
+fn dev_with_five_nodes_places_three_replicas_per_partition_serves_everywhere_and_allocates_ids() {
     let dir = std::env::temp_dir().join(format!("amulet-dev-nodes-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let base = free_base();
@@ -131,6 +132,32 @@ fn dev_with_five_nodes_places_three_replicas_per_partition_and_serves_at_every_n
             "value",
             "{key} through node {}",
             NODES + 1 - node
+        );
+    }
+    // Repartitioning without naming ids: the cluster's map allocates them
+    // (streams 1-4 are in use, partitions 1-3).
+    let split = run(&["split", "1", "--addr", &address(2)]);
+    assert!(
+        split.contains("new: PartitionId(4)") && split.contains("stream: StreamId(5)"),
+        "{split}"
+    );
+    let moved = run(&["move", "2", "--to", "3,4,5", "--addr", &address(3)]);
+    assert!(moved.contains("stream: StreamId(6)"), "{moved}");
+    let status = run(&["status", "--addr", &address(1)]);
+    assert!(
+        status.contains("partition 4: stream 5, replicas [1, 2, 3]"),
+        "{status}"
+    );
+    assert!(
+        status.contains("partition 2: stream 6, replicas [3, 4, 5]"),
+        "{status}"
+    );
+    for node in 1..=NODES {
+        let read = run(&["get", &format!("key-{node}"), "--addr", &address(node)]);
+        assert_eq!(
+            read.trim(),
+            "value",
+            "key-{node} after the split and the move"
         );
     }
     drop(dev);

@@ -501,7 +501,33 @@ pub fn local_dmap_cluster_toml(
     partitions: u32,
     storage: &str,
 ) -> String {
-    let nodes = peer_ports.len() as u32;
+    let peers: Vec<String> = peer_ports
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    let clients: Vec<String> = client_ports
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    dmap_cluster_toml(
+        cluster, &peers, &clients, node, data_dir, partitions, storage,
+    )
+}
+
+/// The configuration of node `node` (1-based) of a DMap cluster whose
+/// nodes are reached among themselves at `peers` (node i at `peers[i-1]`,
+/// where it also listens) and by clients at `clients`; placed by
+/// [`local_dmap_placement`]. `amulet init` writes one per machine.
+pub fn dmap_cluster_toml(
+    cluster: u64,
+    peers: &[String],
+    clients: &[String],
+    node: u32,
+    data_dir: &Path,
+    partitions: u32,
+    storage: &str,
+) -> String {
+    let nodes = peers.len() as u32;
     let (global, placement) = local_dmap_placement(nodes, partitions);
     let list = |ids: &[u32]| {
         ids.iter()
@@ -510,12 +536,12 @@ pub fn local_dmap_cluster_toml(
             .join(", ")
     };
     let mut text = format!(
-        "cluster = {cluster}\nnode = {node}\nlisten = \"127.0.0.1:{}\"\ndata_dir = {:?}\n\n[peers]\n",
-        peer_ports[node as usize - 1],
+        "cluster = {cluster}\nnode = {node}\nlisten = {:?}\ndata_dir = {:?}\n\n[peers]\n",
+        peers[node as usize - 1],
         data_dir.display().to_string()
     );
-    for (i, port) in peer_ports.iter().enumerate() {
-        text.push_str(&format!("{} = \"127.0.0.1:{port}\"\n", i + 1));
+    for (i, address) in peers.iter().enumerate() {
+        text.push_str(&format!("{} = {address:?}\n", i + 1));
     }
     // The global stream: every replica learns it.
     let learners: Vec<u32> = (1..=nodes).filter(|n| !global.contains(n)).collect();
@@ -543,8 +569,8 @@ pub fn local_dmap_cluster_toml(
         ));
     }
     text.push_str("\n[smr.clients]\n");
-    for (i, port) in client_ports.iter().enumerate() {
-        text.push_str(&format!("{} = \"127.0.0.1:{port}\"\n", i + 1));
+    for (i, address) in clients.iter().enumerate() {
+        text.push_str(&format!("{} = {address:?}\n", i + 1));
     }
     text
 }

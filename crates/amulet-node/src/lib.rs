@@ -28,8 +28,8 @@ mod transport;
 
 pub use checkpoint_store::{CheckpointBody, CheckpointError, CheckpointStore};
 pub use config::{
-    free_local_ports, local_cluster_toml, local_dmap_cluster_toml, local_dmap_placement,
-    ConfigError, NodeConfig,
+    dmap_cluster_toml, free_local_ports, local_cluster_toml, local_dmap_cluster_toml,
+    local_dmap_placement, ConfigError, NodeConfig,
 };
 pub use digest::{common_prefix, DigestPoint, CHECKPOINT_EVERY_VALUES};
 pub use load::{LoadReport, LoadSpec};

@@ -7,6 +7,7 @@ mod cert_command;
 mod client_commands;
 mod dev;
 mod eventual_command;
+mod init_command;
 mod log_command;
 mod node_command;
 mod order_demo;
@@ -40,6 +41,10 @@ enum Command {
     /// Start a local cluster (3 partitions x 3 replicas on 127.0.0.1, data
     /// in ./amulet-data) and serve it until Ctrl-C.
     Dev(dev::DevArgs),
+    /// Write the files of a cluster of several machines: one configuration
+    /// per node, a CA, node and client certificates (deploy/ has the
+    /// systemd unit and the container file that run them).
+    Init(init_command::InitArgs),
     /// Create TLS certificates: a cluster CA, node and client
     /// certificates signed by it.
     #[command(subcommand)]
@@ -84,6 +89,7 @@ fn main() -> std::process::ExitCode {
         Command::Node(args) => node_command::run(args),
         Command::Dev(args) => dev::run(args),
         Command::Cert(command) => cert_command::run(command),
+        Command::Init(args) => init_command::run(args),
         Command::OrderDemo(args) => order_demo::run(args),
         Command::BenchScan(args) => bench_scan::run(args),
         Command::Bench { args } => {

@@ -167,16 +167,16 @@ impl CutDetector {
             .count()
     }
 
-    /// Change reports about `subject`, with implicit ones from observers in
-    /// `in_flux`.
-    fn count(&self, view: &View, subject: NodeId, in_flux: &BTreeSet<NodeId>) -> usize {
+    /// Change reports about `subject`, with implicit ones from the
+    /// observers in `implicit` (see [`CutDetector::implicit_reporters`]).
+    fn count(&self, view: &View, subject: NodeId, implicit: &BTreeSet<NodeId>) -> usize {
         let reports = self.reports.get(&subject);
         view.observers_of(subject)
             .into_iter()
             .filter(|observer| {
                 reports.is_some_and(|r| r.change.contains(observer))
                     || (!self.no_implicit
-                        && in_flux.contains(observer)
+                        && implicit.contains(observer)
                         && view.is_member(*observer))
             })
             .count()
@@ -204,16 +204,36 @@ impl CutDetector {
             .collect()
     }
 
+    /// The subjects in flux whose failure is witnessed by at least two
+    /// observers (or L, if more), or that are leaving: the ones counted as
+    /// implicit reporters about the subjects they observe. Rapid counts
+    /// every subject in flux; with L = 1 on small clusters one observer cut
+    /// off from the rest (a partition) would then put every node it
+    /// reports in flux, and they would report each other implicitly up to
+    /// H: the majority removed, the cut-off node kept.
+    fn implicit_reporters(&self, view: &View, in_flux: &BTreeSet<NodeId>) -> BTreeSet<NodeId> {
+        in_flux
+            .iter()
+            .copied()
+            .filter(|&node| {
+                let k = view.observers_of(node).len();
+                view.state(node) == Some(MemberState::Leaving)
+                    || self.explicit(view, node) >= self.thresholds(k).low.max(2)
+            })
+            .collect()
+    }
+
     /// Stable and unstable subjects: of those in flux, the ones with at
     /// least H change reports (implicit ones counted) or leaving are
     /// stable, the others unstable.
     pub fn evaluate(&self, view: &View) -> Evaluation {
         let in_flux = self.in_flux(view);
+        let implicit = self.implicit_reporters(view, &in_flux);
         let mut evaluation = Evaluation::default();
         for &subject in &in_flux {
             let k = view.observers_of(subject).len();
             let leaving = view.state(subject) == Some(MemberState::Leaving);
-            if leaving || self.count(view, subject, &in_flux) >= self.thresholds(k).high {
+            if leaving || self.count(view, subject, &implicit) >= self.thresholds(k).high {
                 evaluation.stable.push(subject);
             } else {
                 evaluation.unstable.push(subject);
@@ -223,11 +243,14 @@ impl CutDetector {
     }
 
     /// Resolves every unstable subject all of whose observers have an
-    /// opinion (explicit, or implicit as in flux) and which stays below H;
+    /// opinion (explicit, or implicit as a witnessed failure) and which
+    /// stays below H;
     /// returns them. Their change reports stay (`resolved` records how
-    /// many); their stay opinions are spent (a later episode asks again).
+    /// many); their stay opinions are spent (a later episode asks again),
+    /// as are those of every subject out of flux.
     pub fn resolve(&mut self, view: &View) -> Vec<NodeId> {
         let in_flux = self.in_flux(view);
+        let implicit = self.implicit_reporters(view, &in_flux);
         let evaluation = self.evaluate(view);
         let mut resolved = Vec::new();
         for subject in evaluation.unstable {
@@ -238,12 +261,23 @@ impl CutDetector {
             let all_spoke = view.observers_of(subject).iter().all(|observer| {
                 reports.change.contains(observer)
                     || reports.stay.contains(observer)
-                    || (!self.no_implicit && in_flux.contains(observer))
+                    || (!self.no_implicit && implicit.contains(observer))
             });
             if all_spoke {
                 reports.resolved = explicit;
                 reports.stay.clear();
                 resolved.push(subject);
+            }
+        }
+        // A stay opinion answers one episode: once its subject is out of
+        // flux it is stale, and must not count as spoken in the next one
+        // (an observer that said stay and then failed would otherwise
+        // resolve a subject that is failing too, before the observer's own
+        // failure counts as an implicit report).
+        let in_flux = self.in_flux(view);
+        for (subject, reports) in &mut self.reports {
+            if !in_flux.contains(subject) {
+                reports.stay.clear();
             }
         }
         resolved

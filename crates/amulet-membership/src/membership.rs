@@ -283,6 +283,66 @@ mod tests {
     }
 
     #[test]
+    fn a_stay_from_an_earlier_episode_does_not_resolve_a_failure_later() {
+        // A bridge: b reports a and is reported by a; both retract. Later
+        // a and b fail: the stale stay opinions must not resolve them.
+        let mut m = membership(5);
+        let (a, b) = (NodeId(3), NodeId(4));
+        let alert = |observer, subject, opinion| Command::Alert {
+            view: ViewId(1),
+            observer,
+            subject,
+            opinion,
+        };
+        for (observer, subject) in [(b, a), (a, b)] {
+            assert!(m.view().observers_of(subject).contains(&observer));
+            assert!(matches!(
+                m.apply(&alert(observer, subject, Opinion::Change)),
+                Applied::Reported { .. }
+            ));
+        }
+        for (observer, subject) in [(b, a), (a, b)] {
+            assert!(matches!(
+                m.apply(&alert(observer, subject, Opinion::Stay)),
+                Applied::Reported { .. }
+            ));
+        }
+        assert_eq!(m.evaluate(), crate::cut::Evaluation::default());
+        // Now both fail: every other observer reports, one subject first.
+        for subject in [a, b] {
+            report_all(&mut m, subject, &[a, b]);
+        }
+        assert_eq!(m.ready_cut(), Some(vec![a, b]), "{:?}", m.evaluate());
+    }
+
+    #[test]
+    fn one_cut_off_node_reporting_everyone_does_not_remove_the_majority() {
+        // Four members; node 3 is cut off from the others: it reports all
+        // of them and they all report it.
+        let mut m = membership(4);
+        let cut_off = NodeId(3);
+        let alert = |observer, subject| Command::Alert {
+            view: ViewId(1),
+            observer,
+            subject,
+            opinion: Opinion::Change,
+        };
+        for other in [NodeId(1), NodeId(2), NodeId(4)] {
+            assert!(matches!(
+                m.apply(&alert(cut_off, other)),
+                Applied::Reported { .. }
+            ));
+            assert!(matches!(
+                m.apply(&alert(other, cut_off)),
+                Applied::Reported { .. }
+            ));
+        }
+        let evaluation = m.evaluate();
+        assert_eq!(evaluation.stable, vec![cut_off], "{evaluation:?}");
+        assert_eq!(evaluation.unstable, vec![NodeId(1), NodeId(2), NodeId(4)]);
+    }
+
+    #[test]
     fn a_joiner_reachable_from_its_observers_becomes_a_member_with_a_fresh_id() {
         let mut m = membership(3);
         let Applied::Joining(id) = m.apply(&Command::Join {

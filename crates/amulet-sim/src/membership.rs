@@ -1,8 +1,9 @@
 //! Consistent membership under the fault swarm (`amulet-sim --membership`):
 //! every node runs the real [`Monitor`] and applies the global order of
 //! membership commands to its own [`Membership`], while nodes crash for
-//! good, pause, lose packets on their links, lose one link for good, sit
-//! behind a bridge partition, join and leave.
+//! good, crash and restart within 3.5 s, pause, lose packets on their
+//! links, lose one link for good, sit behind a bridge partition, join and
+//! leave.
 //!
 //! The global stream is modelled as one sequencer (the ordering layer is
 //! simulated with its faults elsewhere): a proposal reaches it unless its
@@ -15,8 +16,9 @@
 //! - agreement: every node's sequence of view changes is a prefix of the
 //!   longest one (same views, same order);
 //! - no false removal: only nodes killed for good or that asked to leave
-//!   are removed (pauses up to 4 s, 3% loss on one node's links, a broken
-//!   link, a bridge partition and short isolations remove nobody);
+//!   are removed (restarts within 3.5 s, pauses up to 4 s, 3% loss on one
+//!   node's links, a broken link, a bridge partition and short isolations
+//!   remove nobody);
 //! - completeness (after the faults end): every killed node and every
 //!   leaver is removed, every joiner still running is a member;
 //! - detection time: a kill with no other fault near it is removed within
@@ -61,6 +63,10 @@ enum Event {
     /// A proposal reaches the sequencer.
     Sequence(Command),
     Kill(NodeId),
+    /// A process crash; it restarts after the given micros with a fresh
+    /// monitor and its membership rebuilt from the global order.
+    Crash(NodeId, u64),
+    Restart(NodeId),
     Pause(NodeId, u64),
     Resume(NodeId),
     Start(NodeId),
@@ -244,6 +250,18 @@ impl Sim {
                     .push((TimeMicros(at), TimeMicros(at + length)));
             }
         }
+        // A process that crashes and is restarted within 3.5 s (a deploy,
+        // an OOM kill and systemd's restart): no removal.
+        if self.rng.chance(0.3) {
+            if let Some(slot) = slots.next() {
+                let node = *self.rng.pick(&survivors).expect("a survivor");
+                let at = 1_000_000 + slot * SLOT_MICROS + self.rng.below(SLOT_MICROS / 4);
+                let down = self.rng.range(100_000, 3_500_000);
+                self.schedule(at, Event::Crash(node, down));
+                self.other_faults
+                    .push((TimeMicros(at), TimeMicros(at + down)));
+            }
+        }
         // 3% loss on every link of one node, for the whole fault phase.
         if self.rng.chance(0.4) {
             let node = *self.rng.pick(&survivors).expect("a survivor");
@@ -259,8 +277,14 @@ impl Sim {
         // one node, for up to 8 s.
         if self.rng.chance(0.25) && members >= 4 {
             if let Some(slot) = slots.next() {
+                // The bridge is a node that stays up: with the bridge dead
+                // the sides are cut apart, a partition the smaller side is
+                // rightly removed for.
                 let mut order = all.clone();
                 self.rng.shuffle(&mut order);
+                let bridge = *self.rng.pick(&survivors).expect("a survivor");
+                let at_bridge = order.iter().position(|&n| n == bridge).expect("a node");
+                order.swap(0, at_bridge);
                 // order[0] is the bridge: it reaches both sides.
                 let split = 1 + self.rng.below(members as u64 - 2) as usize;
                 let left: Vec<NodeId> = order[1..=split].to_vec();
@@ -516,6 +540,29 @@ impl Sim {
             Event::Kill(key) => {
                 self.nodes.get_mut(&key).expect("known").run = Run::Dead;
                 self.killed.insert(key, self.now);
+            }
+            Event::Crash(key, down) => {
+                let node = self.nodes.get_mut(&key).expect("known");
+                if node.run == Run::Running || node.run == Run::Paused {
+                    node.run = Run::NotStarted;
+                    node.held.clear();
+                    self.schedule(down, Event::Restart(key));
+                }
+            }
+            Event::Restart(key) => {
+                let (initial, bug, config) = (self.initial.clone(), self.bug, self.config);
+                let node = self.nodes.get_mut(&key).expect("known");
+                if node.run == Run::NotStarted {
+                    // Its state comes back from the global order (a real
+                    // node: its checkpoint and the stream after it); its
+                    // monitor starts with nothing heard.
+                    node.run = Run::Running;
+                    node.membership = Membership::new(initial, bug);
+                    node.applied = 0;
+                    node.monitor = node.joined_as.map(|id| Monitor::new(id, config));
+                    node.asked_at = None;
+                    self.schedule(0, Event::Tick(key));
+                }
             }
             Event::Pause(key, length) => {
                 let node = self.nodes.get_mut(&key).expect("known");

@@ -297,11 +297,7 @@ impl CutDetector {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn view(members: usize) -> View {
-        let addresses: Vec<String> = (0..members).map(|i| format!("n{i}:7000")).collect();
-        View::initial(&addresses)
-    }
+    use crate::view::test_view as view;
 
     #[test]
     fn rapid_4_2_thresholds_scale_with_the_observers() {

@@ -232,8 +232,7 @@ mod tests {
     use super::*;
 
     fn membership(members: usize) -> Membership {
-        let addresses: Vec<String> = (0..members).map(|i| format!("n{i}:7000")).collect();
-        Membership::new(View::initial(&addresses), MembershipBug::None)
+        Membership::new(crate::view::test_view(members), MembershipBug::None)
     }
 
     fn report_all(m: &mut Membership, subject: NodeId, except: &[NodeId]) {

@@ -280,11 +280,9 @@ impl Monitor {
 mod tests {
     use super::*;
     use crate::membership::{Applied, MembershipBug};
-    use crate::view::View;
 
     fn membership(members: usize) -> Membership {
-        let addresses: Vec<String> = (0..members).map(|i| format!("n{i}:7000")).collect();
-        Membership::new(View::initial(&addresses), MembershipBug::None)
+        Membership::new(crate::view::test_view(members), MembershipBug::None)
     }
 
     fn proposals(out: &[MonitorOutput]) -> Vec<Command> {

@@ -270,14 +270,17 @@ impl View {
     }
 }
 
+/// A first view of `members` nodes at made-up addresses, for tests.
+#[cfg(test)]
+pub(crate) fn test_view(members: usize) -> View {
+    let addresses: Vec<String> = (0..members).map(|i| format!("n{i}:7000")).collect();
+    View::initial(&addresses)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_view as view;
     use super::*;
-
-    fn view(members: usize) -> View {
-        let addresses: Vec<String> = (0..members).map(|i| format!("n{i}:7000")).collect();
-        View::initial(&addresses)
-    }
 
     #[test]
     fn rapid_4_1_observers_are_distinct_and_scale_down_on_small_clusters() {

@@ -233,33 +233,18 @@ impl Sim {
         let mut slots = slots.into_iter();
         for _ in 0..self.rng.range(0, 3) {
             let Some(slot) = slots.next() else { break };
-            let node = *self.rng.pick(&survivors).expect("a survivor");
-            let at = 1_000_000 + slot * SLOT_MICROS + self.rng.below(SLOT_MICROS / 4);
-            let length = self.rng.range(300_000, 4_000_000);
-            self.schedule(at, Event::Pause(node, length));
-            self.other_faults
-                .push((TimeMicros(at), TimeMicros(at + length)));
+            self.silence(slot, &survivors, (300_000, 4_000_000), Event::Pause);
         }
         if self.rng.chance(0.3) {
             if let Some(slot) = slots.next() {
-                let node = *self.rng.pick(&survivors).expect("a survivor");
-                let at = 1_000_000 + slot * SLOT_MICROS + self.rng.below(SLOT_MICROS / 4);
-                let length = self.rng.range(300_000, 3_500_000);
-                self.schedule(at, Event::Isolate(node, length));
-                self.other_faults
-                    .push((TimeMicros(at), TimeMicros(at + length)));
+                self.silence(slot, &survivors, (300_000, 3_500_000), Event::Isolate);
             }
         }
         // A process that crashes and is restarted within 3.5 s (a deploy,
         // an OOM kill and systemd's restart): no removal.
         if self.rng.chance(0.3) {
             if let Some(slot) = slots.next() {
-                let node = *self.rng.pick(&survivors).expect("a survivor");
-                let at = 1_000_000 + slot * SLOT_MICROS + self.rng.below(SLOT_MICROS / 4);
-                let down = self.rng.range(100_000, 3_500_000);
-                self.schedule(at, Event::Crash(node, down));
-                self.other_faults
-                    .push((TimeMicros(at), TimeMicros(at + down)));
+                self.silence(slot, &survivors, (100_000, 3_500_000), Event::Crash);
             }
         }
         // 3% loss on every link of one node, for the whole fault phase.
@@ -318,6 +303,24 @@ impl Sim {
             self.other_faults
                 .push((TimeMicros(0), TimeMicros(FAULTS_MICROS)));
         }
+    }
+
+    /// Schedules one silence of a survivor early in `slot`, lasting a
+    /// draw from `length` (micros), made by `make(node, length)`; recorded
+    /// as a fault for the detection-time check.
+    fn silence(
+        &mut self,
+        slot: u64,
+        survivors: &[NodeId],
+        length: (u64, u64),
+        make: fn(NodeId, u64) -> Event,
+    ) {
+        let node = *self.rng.pick(survivors).expect("a survivor");
+        let at = 1_000_000 + slot * SLOT_MICROS + self.rng.below(SLOT_MICROS / 4);
+        let length = self.rng.range(length.0, length.1);
+        self.schedule(at, make(node, length));
+        self.other_faults
+            .push((TimeMicros(at), TimeMicros(at + length)));
     }
 
     fn faults_on(&self) -> bool {

@@ -44,6 +44,7 @@ fn code_of(refusal: &Refusal) -> Code {
         Refusal::PermissionDenied { .. } => Code::PermissionDenied,
         Refusal::TokenInvalid => Code::Unauthenticated,
         Refusal::AccessChange(_) => Code::InvalidArgument,
+        Refusal::MembershipChange(_) => Code::FailedPrecondition,
     }
 }
 

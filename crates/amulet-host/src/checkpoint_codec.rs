@@ -23,7 +23,9 @@ const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// tokens); files of formats 3 and 4 decode with a new cluster's.
 /// 6: partitions keep who holds each open snapshot and read version (the
 /// per-user limits); files of formats 3 to 5 decode with no holders.
-const VERSION: u32 = 6;
+/// 7: replicas keep the cluster's membership (docs/membership.md); files
+/// of formats 3 to 6 decode with none (the configured first view).
+const VERSION: u32 = 7;
 /// The oldest format this build reads.
 const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;
@@ -280,31 +282,46 @@ pub(crate) mod tests {
         encode_older(&older_shape(current, format_4_partition), 4)
     }
 
+    /// A replica's checkpoint of formats 5 and 6: format 4's fields, then
+    /// the access configuration (postcard writes a nested struct's fields
+    /// in place, as if they were this one's).
+    #[derive(Serialize)]
+    struct Format6Replica<C> {
+        older: Format4Replica<C>,
+        access: std::sync::Arc<amulet_smr::AccessControl>,
+    }
+
+    #[derive(Serialize)]
+    struct Format6Body<C> {
+        replica: Format6Replica<C>,
+        position: MergePosition,
+    }
+
+    /// `current` in the shape of formats 5 and 6 (no membership), its
+    /// partition's state made by `state`.
+    fn with_access<C>(
+        current: &DmapBody,
+        state: impl FnOnce(PartitionCheckpoint) -> C,
+    ) -> Format6Body<C> {
+        let older = older_shape(current, state);
+        Format6Body {
+            replica: Format6Replica {
+                older: older.replica,
+                access: current.replica.access.clone(),
+            },
+            position: older.position,
+        }
+    }
+
     /// `current` as format 5 wrote it: the access configuration, no
     /// holders.
     fn format_5(current: &DmapBody) -> Vec<u8> {
-        let r = current.replica.clone();
-        let replica = ReplicaCheckpoint {
-            partition: r.partition,
-            map: r.map,
-            state: format_4_partition(r.state),
-            sessions: r.sessions,
-            local_clock_micros: r.local_clock_micros,
-            global_clock_micros: r.global_clock_micros,
-            global_position: r.global_position,
-            early_signals: r.early_signals,
-            signal_cache: r.signal_cache,
-            undecodable: r.undecodable,
-            pending_reconfiguration: r.pending_reconfiguration,
-            absorbed_signals: r.absorbed_signals,
-            votes: r.votes,
-            access: r.access,
-        };
-        let body = CheckpointBody {
-            replica,
-            position: current.position.clone(),
-        };
-        encode_older(&body, 5)
+        encode_older(&with_access(current, format_4_partition), 5)
+    }
+
+    /// `current` as format 6 wrote it: holders, no membership.
+    fn format_6(current: &DmapBody) -> Vec<u8> {
+        encode_older(&with_access(current, |state| state), 6)
     }
 
     /// `body` in the file layout of format `version`.
@@ -361,6 +378,24 @@ pub(crate) mod tests {
             current.replica.state.snapshot_leases
         );
         assert_eq!(read.replica.state.holders, amulet_dmap::Holders::default());
+    }
+
+    #[test]
+    fn sconekv_2_a_checkpoint_of_format_6_decodes_without_membership() {
+        let mut current = body(9);
+        let view = amulet_membership::View::initial(&["a:1".into(), "b:1".into()]);
+        let membership =
+            amulet_membership::Membership::new(view, amulet_membership::MembershipBug::None);
+        current.replica.membership = Some(std::sync::Arc::new(membership));
+        let read: DmapBody = decode_checkpoint(&encode_checkpoint(&current)).unwrap();
+        assert_eq!(
+            read.replica.membership, current.replica.membership,
+            "format 7 keeps it"
+        );
+        let read: DmapBody = decode_checkpoint(&format_6(&current)).expect("format 6 decodes");
+        assert_eq!(read.replica.global_position, 9);
+        assert_eq!(read.replica.access, current.replica.access);
+        assert_eq!(read.replica.membership, None);
     }
 
     #[test]

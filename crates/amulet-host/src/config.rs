@@ -79,6 +79,12 @@ pub struct HostBugs {
     /// A tail read from inside a log (past its first position) starts one
     /// entry late and labels what it read with the position asked for.
     pub tail_skips_an_entry: bool,
+    /// The monitor's alerts and cuts take effect at this node's replicas
+    /// when proposed, before they are ordered.
+    pub membership_at_edge: bool,
+    /// Self-healing's moves keep one removed replica of the partition in
+    /// place of a live node.
+    pub healing_keeps_removed_replica: bool,
 }
 
 /// A host's identity and settings.
@@ -115,6 +121,17 @@ pub struct HostConfig<S> {
     pub replica_bugs: ReplicaBugs,
     /// Injected host bugs.
     pub bugs: HostBugs,
+    /// The cluster's first view (docs/membership.md), identical in every
+    /// node's configuration: replicas start membership from it, and the
+    /// node's monitor watches its subjects. `None`: membership is off.
+    pub membership: Option<amulet_membership::View>,
+    /// The monitor's timing (probes, failure timeout, settling).
+    pub monitor: amulet_membership::MonitorConfig,
+    /// Whether the view's lowest active member re-homes the partitions of
+    /// nodes the view removed (docs/membership.md). On by default.
+    pub self_healing: bool,
+    /// Injected membership bug (the simulator's; never in production).
+    pub membership_bug: amulet_membership::MembershipBug,
 }
 
 impl<S> HostConfig<S> {
@@ -137,6 +154,10 @@ impl<S> HostConfig<S> {
             groups: None,
             replica_bugs: ReplicaBugs::default(),
             bugs: HostBugs::default(),
+            membership: None,
+            monitor: amulet_membership::MonitorConfig::default(),
+            self_healing: true,
+            membership_bug: amulet_membership::MembershipBug::None,
         }
     }
 

@@ -64,7 +64,21 @@ pub enum ReadAtAnswer {
 }
 
 /// Turns on the injected bugs of a replica (never in production).
-pub(crate) fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs: ReplicaBugs) {
+/// Readies a replica the host creates (started, restored, forked at a
+/// fence, installed from a peer's checkpoint): the configured first view
+/// when it has no membership of its own, and the injected bugs.
+pub(crate) fn prepare_replica<S: StateMachine>(
+    replica: &mut Replica<S>,
+    config: &crate::HostConfig<S>,
+) {
+    if let Some(view) = &config.membership {
+        let first = amulet_membership::Membership::new(view.clone(), config.membership_bug);
+        replica.set_initial_membership(first);
+    }
+    apply_replica_bugs(replica, config.replica_bugs);
+}
+
+fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs: ReplicaBugs) {
     if bugs.complete_without_signals {
         replica.set_bug_complete_without_signals(true);
     }

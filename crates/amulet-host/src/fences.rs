@@ -7,7 +7,7 @@
 
 use crate::checkpointer::Purpose;
 use crate::command::Command;
-use crate::edge::apply_replica_bugs;
+use crate::edge::prepare_replica;
 use crate::host::{Host, HostError};
 use crate::storage::{with_fence_host, LogOpener};
 use amulet_smr::{work_fences, Replica, ReplicaConfig, StateMachine};
@@ -48,7 +48,7 @@ impl<S: StateMachine> Host<S> {
             } else if let Some(replica) = self.replicas.get_mut(&partition) {
                 // A forked replica runs like every other replica here
                 // (the injected variants included).
-                apply_replica_bugs(replica, self.config.replica_bugs);
+                prepare_replica(replica, &self.config);
             }
             // The new partition's checkpoint at the fork is durable at
             // once: a restart must find it (its source's later checkpoints
@@ -94,7 +94,7 @@ impl<S: StateMachine> Host<S> {
         let config = ReplicaConfig::new(self.config.me, self.config.incarnation, partition);
         let mut empty = Replica::restore(config, checkpoint, (self.config.new_state)())
             .expect("a checkpoint of the same partition");
-        apply_replica_bugs(&mut empty, self.config.replica_bugs);
+        prepare_replica(&mut empty, &self.config);
         self.replicas.insert(partition, empty);
     }
 }

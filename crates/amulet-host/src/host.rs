@@ -152,6 +152,15 @@ pub struct Host<S: StateMachine> {
     /// Flush rounds in a row that did not settle.
     pub(crate) unsettled_rounds: u64,
     pub(crate) counters: HostCounters,
+    /// This node's edge monitor (`None`: membership is off).
+    pub(crate) monitor: Option<amulet_membership::Monitor>,
+    /// The membership of the most advanced replica seen, by its global
+    /// position (kept when replicas go, like `known_access`).
+    pub(crate) known_membership: Option<(u64, std::sync::Arc<amulet_membership::Membership>)>,
+    /// What membership has done here (metrics).
+    pub(crate) membership_counters: crate::monitoring::MembershipCounters,
+    /// Self-healing's record (see `healing`).
+    pub(crate) healing: crate::healing::Healing,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -188,6 +197,8 @@ impl<S: StateMachine> Host<S> {
             for replica in self.replicas.values_mut() {
                 replica.on_message(message.clone());
             }
+        } else if message.is_probe() {
+            self.on_probe_message(message);
         } else {
             self.on_transfer_message(now, message);
         }
@@ -215,6 +226,8 @@ impl<S: StateMachine> Host<S> {
             self.report_sync(background);
         }
         self.start_checkpoints(now);
+        self.run_monitor(now);
+        self.heal(now);
         self.check_after_step();
         Ok(())
     }
@@ -283,6 +296,15 @@ impl<S: StateMachine> Host<S> {
     pub(crate) fn remember_maps(&mut self) {
         if let Some(replica) = self.replicas.values().max_by_key(|r| r.global_position()) {
             let position = replica.global_position();
+            if let Some(membership) = replica.membership() {
+                if self
+                    .known_membership
+                    .as_ref()
+                    .is_none_or(|(known, _)| position > *known)
+                {
+                    self.known_membership = Some((position, membership.clone()));
+                }
+            }
             if self
                 .known_access
                 .as_ref()

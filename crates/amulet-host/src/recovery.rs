@@ -8,7 +8,7 @@
 use crate::checkpoint_codec::{decode_checkpoint, CheckpointBody};
 use crate::checkpointer::{lanes_of, Purpose};
 use crate::command::{CheckpointFile, Command, Durability, WriteId, WriteOutcome};
-use crate::edge::apply_replica_bugs;
+use crate::edge::prepare_replica;
 use crate::host::{Fetched, Host, HostError};
 use crate::state_transfer::{ChunkOutcome, Serve, Waiter, WAITED_WRITES_MAX};
 use crate::storage::{with_fence_host, LogOpener};
@@ -147,7 +147,10 @@ impl<S: StateMachine> Host<S> {
                 self.counters.transfer_chunks += 1;
                 self.on_chunk(partition, from, total, offset, bytes, now);
             }
-            ReplicaMessage::Signal { .. } | ReplicaMessage::SignalRequest { .. } => {}
+            ReplicaMessage::Signal { .. }
+            | ReplicaMessage::SignalRequest { .. }
+            | ReplicaMessage::Probe { .. }
+            | ReplicaMessage::ProbeReply { .. } => {}
         }
     }
 
@@ -468,7 +471,7 @@ impl<S: StateMachine> Host<S> {
                 return;
             }
         };
-        apply_replica_bugs(&mut replica, self.config.replica_bugs);
+        prepare_replica(&mut replica, &self.config);
         let group = group_of(partition);
         let restored = if self.node.merger(group).is_some() {
             self.node.restore_group(group, &position)

@@ -100,6 +100,10 @@ impl<S: StateMachine> Host<S> {
             restores: restored.len() as u64,
             ..HostCounters::default()
         };
+        let monitor = config
+            .membership
+            .as_ref()
+            .map(|_| amulet_membership::Monitor::new(config.me, config.monitor));
         let mut host = Host {
             config,
             node,
@@ -118,6 +122,10 @@ impl<S: StateMachine> Host<S> {
             adoptions_checked_at: None,
             unsettled_rounds: 0,
             counters,
+            monitor,
+            known_membership: None,
+            membership_counters: Default::default(),
+            healing: Default::default(),
         };
         host.remember_maps();
         host.check_after_step();
@@ -214,7 +222,7 @@ fn start_replicas<S: StateMachine>(
                 replica
             }
         };
-        crate::edge::apply_replica_bugs(&mut replica, config.replica_bugs);
+        crate::edge::prepare_replica(&mut replica, config);
         replicas.insert(partition, replica);
     }
     Ok((replicas, restored))

@@ -86,8 +86,12 @@ pub enum MembershipBug {
     NoImplicitEdges,
 }
 
-/// The replicated membership.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// View changes a membership remembers (the oldest are forgotten: the
+/// history is for `amulet status` and the checkers, not for the protocol).
+pub const HISTORY_KEPT: usize = 256;
+
+/// The replicated membership (in replicas' checkpoints: serialisable).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Membership {
     view: View,
     cut: CutDetector,
@@ -112,7 +116,8 @@ impl Membership {
         &self.view
     }
 
-    /// Every view change installed so far, oldest first.
+    /// The view changes installed so far, oldest first (the last
+    /// [`HISTORY_KEPT`]).
     pub fn history(&self) -> &[ViewChange] {
         &self.history
     }
@@ -204,6 +209,9 @@ impl Membership {
                     removed,
                 };
                 self.history.push(change.clone());
+                if self.history.len() > HISTORY_KEPT {
+                    self.history.remove(0);
+                }
                 Applied::Changed(change)
             }
         };

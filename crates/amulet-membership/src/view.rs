@@ -93,6 +93,33 @@ impl View {
         view
     }
 
+    /// The first view of a configured cluster: `members` active under
+    /// their configured ids; ids above the greatest are the joiners'.
+    ///
+    /// Panics on no members or a repeated address, like [`View::initial`].
+    pub fn from_members(members: &BTreeMap<NodeId, String>) -> View {
+        assert!(!members.is_empty(), "a view has at least one member");
+        let nodes: BTreeMap<NodeId, Member> = members
+            .iter()
+            .map(|(id, address)| {
+                let member = Member {
+                    address: address.clone(),
+                    state: MemberState::Active,
+                };
+                (*id, member)
+            })
+            .collect();
+        let greatest = nodes.keys().next_back().map_or(0, |id| id.0);
+        let view = View {
+            id: ViewId(1),
+            next_id: greatest + 1,
+            nodes,
+            removed: BTreeSet::new(),
+        };
+        view.check();
+        view
+    }
+
     /// This view's number.
     pub fn id(&self) -> ViewId {
         self.id

@@ -254,6 +254,7 @@ impl Service {
             Body::App(_) => "app",
             Body::Reconfigure(_) => "reconfigure",
             Body::Access(_) => "change_access",
+            Body::Membership(_) => "change_membership",
         };
         let started = tokio::time::Instant::now();
         let result = self
@@ -618,6 +619,10 @@ impl pb::amulet_server::Amulet for Service {
                 })
                 .collect(),
             eventual: crate::eventual_api::status_pb(stats.eventual),
+            membership: stats
+                .membership
+                .as_deref()
+                .map(crate::membership_api::status_pb),
         }))
     }
 

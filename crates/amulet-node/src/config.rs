@@ -5,12 +5,14 @@
 //! `listen` and `data_dir` are this node's own.
 
 use amulet_types::{NodeId, StorageMode, StreamConfig, StreamId, StreamLimits};
+pub use membership::MembershipEntry;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 mod generate;
+mod membership;
 pub use generate::{
     dmap_cluster_toml, free_local_ports, local_cluster_toml, local_dmap_cluster_toml,
     local_dmap_placement, LOCAL_REPLICATION,
@@ -117,6 +119,10 @@ pub struct NodeConfig {
     /// are plain TCP (and the node says so in its log).
     #[serde(default)]
     pub tls: Option<TlsEntry>,
+    /// Membership and self-healing (docs/membership.md); defaults when
+    /// absent.
+    #[serde(default)]
+    pub membership: Option<MembershipEntry>,
 }
 
 /// Where a node's TLS files are: `dir` holds `ca.pem`, `node-<id>.pem` and
@@ -219,6 +225,35 @@ impl NodeConfig {
         Ok(out)
     }
 
+    /// The cluster's first view (docs/membership.md): every node of
+    /// `[peers]`, active, under its configured id, identical in every
+    /// node's file. `None` without a service (`[smr]`: membership is
+    /// replicated state of the service's replicas) or with `[membership]
+    /// enabled = false`.
+    pub fn first_view(&self) -> Result<Option<amulet_membership::View>, ConfigError> {
+        if self.smr.is_none() || !self.membership_settings().enabled {
+            return Ok(None);
+        }
+        let mut members = BTreeMap::new();
+        for (id, addr) in &self.peers {
+            let id: u32 = id
+                .parse()
+                .map_err(|_| invalid(format!("peer id {id:?} is not a number")))?;
+            if members.values().any(|known| known == addr) {
+                return Err(invalid(format!(
+                    "peer {id}: address {addr} is another peer's"
+                )));
+            }
+            members.insert(NodeId(id), addr.clone());
+        }
+        Ok((!members.is_empty()).then(|| amulet_membership::View::from_members(&members)))
+    }
+
+    /// `[membership]`, or its defaults.
+    pub fn membership_settings(&self) -> MembershipEntry {
+        self.membership.clone().unwrap_or_default()
+    }
+
     /// Every node named in `[peers]`, this one included.
     fn known_nodes(&self) -> Result<Vec<u32>, ConfigError> {
         let mut known: Vec<u32> = self.peer_addrs()?.keys().map(|n| n.0).collect();
@@ -238,6 +273,7 @@ impl NodeConfig {
     /// Checks everything that can be checked without the network.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let known = self.known_nodes()?;
+        self.membership_settings().validate()?;
         if self.node == 0 {
             return Err(invalid("node id 0 is reserved (ballot owner of nobody)"));
         }
@@ -619,5 +655,30 @@ pipeline_instances_max = 32
     fn bad_peer_addresses_are_refused() {
         let text = GOOD.replace("127.0.0.1:7002", "localhost");
         assert!(error_of(&text).contains("not ip:port"));
+    }
+    #[test]
+    fn sconekv_2_membership_settings_default_and_out_of_bounds_timeouts_are_refused() {
+        let config = NodeConfig::parse(GOOD).unwrap();
+        let settings = config.membership_settings();
+        assert!(settings.enabled && settings.self_healing);
+        assert_eq!(settings.monitor().failure_after_micros, 4_500_000);
+        assert_eq!(
+            config.first_view().unwrap(),
+            None,
+            "no [smr]: membership is the service replicas' state"
+        );
+        let section = |body: &str| format!("{GOOD}\n[membership]\n{body}\n");
+        let tuned = NodeConfig::parse(&section("failure_timeout_ms = 8000\nself_healing = false"))
+            .unwrap()
+            .membership_settings();
+        assert_eq!(tuned.monitor().failure_after_micros, 8_000_000);
+        assert!(!tuned.self_healing);
+        for bad in ["failure_timeout_ms = 100", "failure_timeout_ms = 700000"] {
+            assert!(
+                error_of(&section(bad)).contains("failure_timeout_ms"),
+                "{bad}"
+            );
+        }
+        assert!(error_of(&section("monitor = true")).contains("unknown field"));
     }
 }

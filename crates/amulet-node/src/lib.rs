@@ -18,6 +18,7 @@ mod eventual_store;
 mod inbound;
 mod injected_bug;
 pub mod load;
+mod membership_api;
 mod metrics;
 mod node_handle;
 mod outbound;

@@ -62,6 +62,11 @@ struct EventualLabels {
     name: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabels {
+    name: &'static str,
+}
+
 /// The node's metrics.
 pub(crate) struct Metrics {
     registry: Mutex<Registry>,
@@ -91,6 +96,7 @@ pub(crate) struct Metrics {
     tails_open: Gauge,
     tail_entries: Family<LogLabels, Counter>,
     eventual: Family<EventualLabels, G>,
+    membership: Family<NameLabels, G>,
     auth_refused: Family<ReasonLabels, Counter>,
     limited: Family<ReasonLabels, Counter>,
     access_version: G,
@@ -269,6 +275,12 @@ impl Metrics {
             "Eventual maps' replicas here, by map, replica id and figure: keys stored, clock_bitmap_bits, dot_keys (dot-key map entries), non_stripped_keys, watermark_lag (own dots the least caught-up peer has not acknowledged), coordinated writes, anti-entropy sync_bytes_sent/received",
             eventual.clone(),
         );
+        let membership = Family::<NameLabels, G>::default();
+        registry.register(
+            "membership",
+            "Membership (docs/membership.md) as this node executed it, by figure: view (its number), members, removed (ids removed for good), unstable and stable subjects, view_changes remembered; and this node's monitor: probes_sent, probes_answered, alerts_proposed, cuts_proposed, proposals_failed, repairs_proposed (self-healing moves)",
+            membership.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
@@ -297,6 +309,7 @@ impl Metrics {
             tails_open,
             tail_entries,
             eventual,
+            membership,
             auth_refused,
             limited,
             access_version,
@@ -427,6 +440,31 @@ impl Metrics {
                     };
                     self.eventual.get_or_create(&labels).set(value);
                 }
+            }
+            let counters = &stats.membership_counters;
+            let mut figures = vec![
+                ("probes_sent", counters.probes_sent),
+                ("probes_answered", counters.probes_answered),
+                ("alerts_proposed", counters.alerts_proposed),
+                ("cuts_proposed", counters.cuts_proposed),
+                ("proposals_failed", counters.proposals_failed),
+                ("repairs_proposed", counters.repairs_proposed),
+            ];
+            if let Some(membership) = &stats.membership {
+                let evaluation = membership.evaluate();
+                figures.extend([
+                    ("view", membership.view().id().0),
+                    ("members", membership.view().members().len() as u64),
+                    ("removed", membership.view().removed().len() as u64),
+                    ("unstable", evaluation.unstable.len() as u64),
+                    ("stable", evaluation.stable.len() as u64),
+                    ("view_changes", membership.history().len() as u64),
+                ]);
+            }
+            for (name, value) in figures {
+                self.membership
+                    .get_or_create(&NameLabels { name })
+                    .set(value);
             }
             // Dropped and moved-away logs leave the gauges.
             self.log_first.clear();

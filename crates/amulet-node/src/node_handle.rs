@@ -79,6 +79,13 @@ pub struct NodeStats {
     /// The eventual maps' replicas here.
     #[serde(skip)]
     pub eventual: Vec<amulet_dotted::service::ReplicaStatus>,
+    /// The cluster's membership as this node executed it (`None`:
+    /// membership off, or no replica here).
+    #[serde(skip)]
+    pub membership: Option<std::sync::Arc<amulet_membership::Membership>>,
+    /// What membership has done here.
+    #[serde(skip)]
+    pub membership_counters: amulet_host::MembershipCounters,
 }
 
 /// Why a request to a node failed.

@@ -127,6 +127,10 @@ impl Node {
             (config.frame_bytes_max() / 2).clamp(32 * 1024, 4 * 1024 * 1024);
         host_config.replica_bugs = crate::injected_bug::replica_bugs();
         host_config.bugs = crate::injected_bug::host_bugs();
+        host_config.membership = config.first_view()?;
+        let membership = config.membership_settings();
+        host_config.monitor = membership.monitor();
+        host_config.self_healing = membership.self_healing;
         let host = Host::start(
             host_config,
             logs,
@@ -505,6 +509,8 @@ impl EventLoop {
                     replicas: self.host.replica_status(),
                     logs: self.host.log_status(),
                     eventual: self.eventual.status(),
+                    membership: self.host.membership(),
+                    membership_counters: self.host.membership_counters(),
                 });
             }
             Command::Submit {

@@ -142,6 +142,12 @@ enum BugArg {
     /// Access (`--access`): a grant or revocation takes effect at the
     /// receiving replica before it is ordered.
     AccessAtEdge,
+    /// Membership (`--dmap`): a node's alerts and cuts take effect at its
+    /// own replicas when proposed, before they are ordered.
+    MembershipAtEdge,
+    /// Self-healing (`--dmap`): a repair keeps one of the partition's
+    /// removed replicas in place of a live node.
+    HealingKeepsRemovedReplica,
     /// Eventual maps (`--dotted`): anti-entropy closes the answerer's
     /// whole clock entry even when its reply was cut.
     SyncAdvancesWholeClock,
@@ -191,6 +197,8 @@ impl BugArg {
             BugArg::LogPositionsNotCheckpointed => DmapBug::LogPositionsNotCheckpointed,
             BugArg::TailSkipsAnEntry => DmapBug::TailSkipsAnEntry,
             BugArg::AccessAtEdge => DmapBug::AccessAtEdge,
+            BugArg::MembershipAtEdge => DmapBug::MembershipAtEdge,
+            BugArg::HealingKeepsRemovedReplica => DmapBug::HealingKeepsRemovedReplica,
             _ => DmapBug::None,
         }
     }
@@ -244,6 +252,8 @@ impl BugArg {
             | BugArg::LogPositionsNotCheckpointed
             | BugArg::TailSkipsAnEntry
             | BugArg::AccessAtEdge
+            | BugArg::MembershipAtEdge
+            | BugArg::HealingKeepsRemovedReplica
             | BugArg::SyncAdvancesWholeClock
             | BugArg::StripPastGaps
             | BugArg::ForgetUnstrippedDeletes

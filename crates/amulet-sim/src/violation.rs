@@ -41,6 +41,10 @@ pub enum Property {
     /// at the same global position (a grant or revocation took effect at
     /// different points of the order).
     AccessAgreement,
+    /// Membership: two replicas held different memberships at the same
+    /// global position (an alert or a cut took effect at different points
+    /// of the order, so nodes could install different views).
+    MembershipAgreement,
 }
 
 /// One violation, with a message naming nodes, values and positions.

@@ -86,3 +86,52 @@ fn rapid_4_2_without_implicit_reports_failed_observers_block_removal_and_are_cau
     println!("caught at seed {seed}: {how}");
     assert!(how.contains("still in view"), "{how}");
 }
+
+/// The DMap swarm runs every host's monitor as the node does (alerts and
+/// cuts on the global stream, faster timeouts so its crashes and
+/// partitions make view changes); its agreement checker compares every
+/// replica's membership at each global position. A node whose alerts take
+/// effect at its own replicas before they are ordered is caught.
+#[test]
+fn sconekv_2_membership_applied_before_it_is_ordered_is_caught_in_the_dmap_swarm() {
+    use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..20).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::MembershipAtEdge)
+        });
+        outcome
+            .violations
+            .iter()
+            .find(|v| v.to_string().contains("MembershipAgreement"))
+            .map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("membership applied at the edge survived 20 DMap seeds");
+    println!("caught at seed {seed}: {how}");
+}
+
+/// Self-healing under the DMap swarm: by the end of the healed phase no
+/// partition the hosts could re-home still has a replica on a removed
+/// node. A healer whose moves keep one removed replica is caught (the
+/// removals come from the nemesis, so only some seeds have any).
+#[test]
+fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm() {
+    use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..60).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::HealingKeepsRemovedReplica)
+        });
+        outcome
+            .violations
+            .iter()
+            .find(|v| v.to_string().contains("removed"))
+            .map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("repairs keeping a removed replica survived 60 DMap seeds");
+    println!("caught at seed {seed}: {how}");
+}

@@ -42,6 +42,10 @@ pub enum Body<C> {
     /// Changes users, roles, grants or tokens (see [`crate::AccessChange`]).
     /// Global stream only; needs the cluster admin role.
     Access(crate::AccessChange),
+    /// Changes the cluster's membership (docs/membership.md): an
+    /// observer's alert or a cut, proposed by nodes; a join or a leave.
+    /// Global stream only. Last, so values ordered by older builds decode.
+    Membership(amulet_membership::Command),
 }
 
 /// One command as the streams order it.
@@ -175,6 +179,23 @@ pub enum ReplicaMessage {
         /// The sender's newest partition map.
         map: PartitionMap,
     },
+    /// Membership's edge monitoring (docs/membership.md): an observer asks
+    /// its subject whether it is alive. Answered by the subject's event
+    /// loop at once, so a paused or overloaded node is as silent as a
+    /// dead one.
+    Probe {
+        /// The observer.
+        from: NodeId,
+        /// Echoed in the reply.
+        nonce: u64,
+    },
+    /// The answer to a [`ReplicaMessage::Probe`].
+    ProbeReply {
+        /// The subject.
+        from: NodeId,
+        /// The probe's nonce.
+        nonce: u64,
+    },
 }
 
 impl ReplicaMessage {
@@ -189,6 +210,15 @@ impl ReplicaMessage {
 }
 
 impl ReplicaMessage {
+    /// Whether it is membership's edge monitoring (the node's monitor
+    /// handles it).
+    pub fn is_probe(&self) -> bool {
+        matches!(
+            self,
+            ReplicaMessage::Probe { .. } | ReplicaMessage::ProbeReply { .. }
+        )
+    }
+
     /// Encodes for the wire.
     pub fn encode(&self) -> Bytes {
         Bytes::from(postcard::to_allocvec(self).expect("encoding to memory cannot fail"))

@@ -70,6 +70,12 @@ pub enum Refusal {
     /// admin, a full configuration).
     #[error("access change refused: {0}")]
     AccessChange(crate::AccessError),
+    /// A membership change that cannot apply (docs/membership.md): alerts
+    /// and cuts come from nodes' monitors, never from clients; a join of an
+    /// address already in the view; a leave of a node that is not an
+    /// active member, or of the last one.
+    #[error("membership change refused: {0}")]
+    MembershipChange(String),
 }
 
 impl Refusal {
@@ -89,7 +95,8 @@ impl Refusal {
             | Refusal::EventualMap(_)
             | Refusal::PermissionDenied { .. }
             | Refusal::TokenInvalid
-            | Refusal::AccessChange(_) => false,
+            | Refusal::AccessChange(_)
+            | Refusal::MembershipChange(_) => false,
         }
     }
 
@@ -110,6 +117,7 @@ impl Refusal {
             Refusal::PermissionDenied { .. } => "permission-denied",
             Refusal::TokenInvalid => "token-invalid",
             Refusal::AccessChange(_) => "access-change-refused",
+            Refusal::MembershipChange(_) => "membership-change-refused",
         }
     }
 }

@@ -694,10 +694,19 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
         addresses = seeds.iter().map(|a| (0, a.clone())).collect();
     }
     let mut healthy = 0;
+    let mut newest_view: Option<amulet_api::pb::MembershipStatus> = None;
     for (node, address) in &addresses {
         match client.status(address).await {
             Ok(s) => {
                 healthy += 1;
+                if let Some(view) = &s.membership {
+                    if newest_view
+                        .as_ref()
+                        .is_none_or(|known| view.view > known.view)
+                    {
+                        newest_view = Some(view.clone());
+                    }
+                }
                 let streams: Vec<String> = s
                     .streams
                     .iter()
@@ -744,6 +753,9 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
             }
             Err(e) => println!("node {node} {address}: DOWN ({e})"),
         }
+    }
+    if let Some(view) = &newest_view {
+        crate::membership_command::print_view(view);
     }
     println!("health: {healthy}/{} nodes answer", addresses.len());
     Ok(())

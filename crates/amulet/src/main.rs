@@ -9,6 +9,7 @@ mod dev;
 mod eventual_command;
 mod init_command;
 mod log_command;
+mod membership_command;
 mod node_command;
 mod order_demo;
 mod txn_command;

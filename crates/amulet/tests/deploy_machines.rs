@@ -3,6 +3,8 @@
 //! network namespace with its own address on a bridge when the test runs
 //! as root, else its own 127.0.0.x address), and a client reaches the
 //! cluster through the addresses and certificates `amulet init` printed.
+//! Five machines; then one is killed for good, and the survivors cut it
+//! from the view (docs/membership.md) and keep serving.
 // Wall-clock bounds on the test's waits, not protocol time.
 #![allow(clippy::disallowed_methods)]
 
@@ -10,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const NODES: u32 = 3;
+const NODES: u32 = 5;
 const BRIDGE: &str = "amd-br0";
 const SUBNET: &str = "10.213.78";
 
@@ -325,13 +327,90 @@ fn deployment_init_writes_one_directory_per_machine_and_the_nodes_form_a_cluster
             .map(String::as_str)
             .collect::<Vec<_>>(),
     );
-    assert!(status.contains("health: 3/3 nodes answer"), "{status}");
+    assert!(
+        status.contains(&format!("health: {NODES}/{NODES} nodes answer")),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("view 1: {NODES} members; removed []")),
+        "every node is in the first view: {status}"
+    );
     // Without the certificates, nobody gets in.
     let (success, refused) = cli(&["--addr", addr, "size"]);
     assert!(
         !success,
         "a client without a certificate was served: {refused}"
     );
+
+    // SCONEKV §2 / Rapid: a machine that dies is cut from the view by its
+    // observers' alerts, and every node installs the same next view.
+    let victim = NODES as usize - 1;
+    nodes.0[victim].kill().expect("kill the last node");
+    let _ = nodes.0[victim].wait();
+    let killed = Instant::now();
+    let deadline = killed + Duration::from_secs(60);
+    let removed = format!("view 2: {} members; removed [{NODES}]", NODES - 1);
+    let status = loop {
+        let (_, status) = cli(&with(&["status"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>());
+        if status.contains(&removed) {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {NODES} was not removed from the view within 60 s: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    println!(
+        "node {NODES} removed from the view {:.1} s after it was killed",
+        killed.elapsed().as_secs_f64()
+    );
+    assert!(
+        status.contains(&format!("view change to 2: joined [], removed [{NODES}]")),
+        "{status}"
+    );
+    // The survivors still serve (each partition keeps a majority).
+    let put = with(&["put", "after-the-kill", "yes"]);
+    cli_until_ok(&put.iter().map(String::as_str).collect::<Vec<_>>());
+    // Self-healing (thesis §4.2): the lowest active member moves every
+    // partition the dead node replicated to live nodes; the new replicas
+    // fetch the state from a peer.
+    let status = loop {
+        let (_, status) = cli(&with(&["status"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>());
+        let partitions: Vec<&str> = status
+            .lines()
+            .filter(|l| l.trim_start().starts_with("partition ") && l.contains("replicas ["))
+            .collect();
+        let dead = format!("{NODES}");
+        let healed = !partitions.is_empty()
+            && partitions.iter().all(|line| {
+                let replicas = line.split('[').nth(1).unwrap_or("").trim_end_matches(']');
+                replicas.split(", ").count() == 3 && !replicas.split(", ").any(|r| r == dead)
+            });
+        if healed {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {NODES}'s partitions were not re-homed within 60 s of its kill: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    println!(
+        "node {NODES}'s partitions re-homed {:.1} s after it was killed:\n{status}",
+        killed.elapsed().as_secs_f64()
+    );
+    let (success, size) = cli(&with(&["size"])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    assert!(success && size.trim() == "21", "nothing lost: {size}");
     drop(nodes);
     drop(machines);
     let _ = std::fs::remove_dir_all(Path::new(&dir));

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 mod access;
+mod membership;
 mod operator;
 mod report;
 mod tailers;
@@ -97,6 +98,12 @@ pub enum DmapBug {
     /// Access control: a grant or revocation takes effect at the replica
     /// that received it when proposed, before it is ordered.
     AccessAtEdge,
+    /// Membership: a node's alerts and cuts take effect at its own
+    /// replicas when its monitor proposes them, before they are ordered.
+    MembershipAtEdge,
+    /// Self-healing: a repair keeps one of the partition's removed
+    /// replicas in place of a live node.
+    HealingKeepsRemovedReplica,
 }
 
 /// What the swarm's clients run.
@@ -150,6 +157,8 @@ impl DmapBug {
             hand_off_at_fence: self == DmapBug::HandOffAtFence,
             transfer_drops_last_chunk: self == DmapBug::TransferDropsLastChunk,
             tail_skips_an_entry: self == DmapBug::TailSkipsAnEntry,
+            membership_at_edge: self == DmapBug::MembershipAtEdge,
+            healing_keeps_removed_replica: self == DmapBug::HealingKeepsRemovedReplica,
         }
     }
 }
@@ -202,6 +211,9 @@ struct DmapCluster {
     /// Grants and revokes the clients' permission (`ClientKind::Access`),
     /// and records every replica's access configuration by position.
     access: Option<access::AccessWorkload>,
+    /// Records every replica's membership by position (every mode: the
+    /// hosts monitor each other as in production).
+    membership: membership::MembershipObserver,
     /// The run stops starting operations at this time.
     issue_until: TimeMicros,
     calls: Vec<Call<MapOp, Observed>>,
@@ -501,6 +513,7 @@ impl DmapCluster {
             client_rng,
             operator,
             access: (kind == ClientKind::Access).then(|| access::AccessWorkload::new(seed)),
+            membership: Default::default(),
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
             calls: Vec::new(),
             tailers: tailers::Tailers::new(&logs, seed),
@@ -656,6 +669,14 @@ impl Workload for DmapCluster {
     fn start(&mut self, harness: &mut Harness, node: NodeId) -> Host<PartitionState> {
         let checkpoints = harness.checkpoints(node);
         let now = harness.now;
+        // Every node of the swarm in the first view, as `amulet init`
+        // and `amulet dev` configure it ([peers]).
+        let members = harness
+            .slots
+            .keys()
+            .map(|n| (*n, format!("sim-node-{}", n.0)))
+            .collect();
+        let first_view = amulet_membership::View::from_members(&members);
         let slot = harness.slots.get_mut(&node).expect("known node");
         let configs = harness::member_configs(&self.configs, node);
         let logs = slot.storage.open_all(&configs);
@@ -668,6 +689,17 @@ impl Workload for DmapCluster {
         config.report_deliveries = false;
         config.replica_bugs = self.bug.replica_bugs();
         config.bugs = self.bug.host_bugs();
+        config.membership = Some(first_view);
+        // Faster than production (removal within 5 s), so that the
+        // nemesis's crashes and partitions of a second or two make view
+        // changes in a run of twenty virtual seconds.
+        config.monitor = amulet_membership::MonitorConfig {
+            probe_interval_micros: 50_000,
+            failure_after_micros: 800_000,
+            reinforce_after_micros: 300_000,
+            settle_micros: 100_000,
+            resend_after_micros: 300_000,
+        };
         if self.verbose {
             println!(
                 "t={}us node {node} starts from checkpoints of {:?}",
@@ -710,6 +742,7 @@ impl Workload for DmapCluster {
             }
             access.observe(harness, &mut self.violations);
         }
+        self.membership.observe(harness, &mut self.violations);
         for c in 0..self.clients.len() {
             self.read_snapshot(harness, c);
             let send = self.clients[c].tick(now.0, issuing, &mut self.client_rng, &mut self.calls);

@@ -52,6 +52,22 @@ pub struct ReplicaCheckpoint<C, R> {
     /// (the bootstrap admin alone).
     #[serde(default, deserialize_with = "access_since_format_5")]
     pub access: std::sync::Arc<crate::AccessControl>,
+    /// The cluster's membership. Files of checkpoint format 6 and older
+    /// predate it: they decode with none, and the host starts the replica
+    /// from the configured first view.
+    #[serde(default, deserialize_with = "membership_since_format_7")]
+    pub membership: Option<std::sync::Arc<amulet_membership::Membership>>,
+}
+
+/// Decodes the membership of a checkpoint file of format 7 or later; an
+/// older file has none (postcard is positional: nothing is read).
+fn membership_since_format_7<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::sync::Arc<amulet_membership::Membership>>, D::Error> {
+    if crate::checkpoint_format::decoding_format() <= 6 {
+        return Ok(None);
+    }
+    Option::<std::sync::Arc<amulet_membership::Membership>>::deserialize(deserializer)
 }
 
 /// Decodes the access configuration of a checkpoint file of format 5 or
@@ -114,6 +130,7 @@ impl<S: StateMachine> Replica<S> {
         replica.absorbed_signals = checkpoint.absorbed_signals;
         replica.votes = checkpoint.votes;
         replica.access = checkpoint.access;
+        replica.membership = checkpoint.membership;
         replica.debug_check_invariants();
         Ok(replica)
     }
@@ -152,6 +169,7 @@ impl<S: StateMachine> Replica<S> {
             absorbed_signals: self.absorbed_signals.clone(),
             votes: self.votes.clone(),
             access: self.access.clone(),
+            membership: self.membership.clone(),
         })
     }
 }

@@ -123,6 +123,19 @@ impl<S: StateMachine> Replica<S> {
                     .map_err(|e| ClientReply::Refused(Refusal::AccessChange(e)))?;
                 return Ok(self.map.global_stream);
             }
+            Body::Membership(command) => {
+                use amulet_membership::Command;
+                return match command {
+                    Command::Join { .. } | Command::Leave { .. } => Ok(self.map.global_stream),
+                    // A client's alert could remove a healthy node: only
+                    // nodes' monitors propose them, straight to the stream.
+                    Command::Alert { .. } | Command::Cut { .. } => {
+                        Err(ClientReply::Refused(Refusal::MembershipChange(
+                            "alerts and cuts are proposed by the nodes' monitors only".into(),
+                        )))
+                    }
+                };
+            }
         };
         self.state.validate(command).map_err(ClientReply::Done)?;
         // Judging a newer client's request by an older map would refuse a

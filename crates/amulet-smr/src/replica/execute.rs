@@ -67,6 +67,7 @@ impl<S: StateMachine> Replica<S> {
                 self.execute_reconfigure(global, &envelope, change)
             }
             Body::Access(change) => self.execute_access(global, &envelope, &change),
+            Body::Membership(command) => self.execute_membership(global, &envelope, &command),
             body => self.execute_session(global, &envelope, body),
         }
     }
@@ -119,6 +120,49 @@ impl<S: StateMachine> Replica<S> {
         self.answer(&envelope.origin, reply);
     }
 
+    /// A membership command (docs/membership.md): global stream only;
+    /// applied here at this position, as at every other replica, so every
+    /// replica installs the same views. Alerts and cuts come from nodes'
+    /// monitors and nobody waits for them; a join or a leave is an
+    /// operator's, answered, and needs the cluster admin role.
+    fn execute_membership(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        command: &amulet_membership::Command,
+    ) {
+        use amulet_membership::{Applied, Command};
+        if !global {
+            return; // refused at the edge; a forged one does nothing
+        }
+        let from_operator = matches!(command, Command::Join { .. } | Command::Leave { .. });
+        if !from_operator && envelope.principal.is_some() {
+            return; // a client's alert: refused at the edge, ignored here
+        }
+        if from_operator {
+            if let Some(refusal) = self.denied_cluster(envelope) {
+                return self.answer(&envelope.origin, ClientReply::Refused(refusal));
+            }
+        }
+        let Some(membership) = self.membership.as_mut() else {
+            if from_operator {
+                let refusal = Refusal::MembershipChange("membership is not configured".into());
+                self.answer(&envelope.origin, ClientReply::Refused(refusal));
+            }
+            return;
+        };
+        let applied = std::sync::Arc::make_mut(membership).apply(command);
+        if from_operator {
+            let reply = match applied {
+                Applied::Ignored(why) => {
+                    ClientReply::Refused(Refusal::MembershipChange(why.into()))
+                }
+                _ => ClientReply::Accepted,
+            };
+            self.answer(&envelope.origin, reply);
+        }
+    }
+
     fn execute_session(
         &mut self,
         global: bool,
@@ -155,7 +199,7 @@ impl<S: StateMachine> Replica<S> {
                 self.sessions.close(session);
                 ClientReply::SessionOk
             }
-            Body::App(_) | Body::Reconfigure(_) | Body::Access(_) => {
+            Body::App(_) | Body::Reconfigure(_) | Body::Access(_) | Body::Membership(_) => {
                 unreachable!("handled by execute")
             }
         };

@@ -117,6 +117,10 @@ pub struct Replica<S: StateMachine> {
     /// Users, roles, grants and tokens (docs/security.md): changed by the
     /// global stream only, so the same at every replica at one position.
     access: std::sync::Arc<crate::AccessControl>,
+    /// The cluster's membership (docs/membership.md): changed by the
+    /// global stream only, like `access`. `None` until the host gives the
+    /// configured first view (or a checkpoint one it executed).
+    membership: Option<std::sync::Arc<amulet_membership::Membership>>,
     /// Greatest timestamp of any executed command.
     local_clock_micros: u64,
     /// Greatest timestamp of a global-stream command: sessions expire by
@@ -182,6 +186,7 @@ impl<S: StateMachine> Replica<S> {
             state,
             sessions: SessionTable::default(),
             access: Default::default(),
+            membership: None,
             local_clock_micros: 0,
             global_clock_micros: 0,
             global_position: 0,
@@ -269,6 +274,30 @@ impl<S: StateMachine> Replica<S> {
     /// [`Replica::access`], shared (a cheap clone).
     pub fn access_shared(&self) -> std::sync::Arc<crate::AccessControl> {
         self.access.clone()
+    }
+
+    /// The membership executed so far (`None`: not configured).
+    pub fn membership(&self) -> Option<&std::sync::Arc<amulet_membership::Membership>> {
+        self.membership.as_ref()
+    }
+
+    /// Starts membership from the configured first view, unless this
+    /// replica has one already (restored from a checkpoint that had it).
+    /// Every node is configured with the same first view, so replicas
+    /// started either way agree from the first membership command on.
+    pub fn set_initial_membership(&mut self, membership: amulet_membership::Membership) {
+        if self.membership.is_none() {
+            self.membership = Some(std::sync::Arc::new(membership));
+        }
+    }
+
+    /// A deliberately broken variant, for the simulator to show that its
+    /// membership agreement checker catches it: `command` takes effect at
+    /// this replica now, outside the global order.
+    pub fn bug_apply_membership_unordered(&mut self, command: &amulet_membership::Command) {
+        if let Some(membership) = self.membership.as_mut() {
+            std::sync::Arc::make_mut(membership).apply(command);
+        }
     }
 
     /// The current partition map.

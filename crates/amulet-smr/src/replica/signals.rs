@@ -67,10 +67,13 @@ impl<S: StateMachine> Replica<S> {
                 global_position,
                 from,
             } => self.on_signal_request(global_position, from),
-            // State transfer is the node's business, not the replica's.
+            // State transfer and edge monitoring are the node's business,
+            // not the replica's.
             ReplicaMessage::CheckpointRequest { .. }
             | ReplicaMessage::CheckpointChunk { .. }
-            | ReplicaMessage::NotHeld { .. } => {}
+            | ReplicaMessage::NotHeld { .. }
+            | ReplicaMessage::Probe { .. }
+            | ReplicaMessage::ProbeReply { .. } => {}
         }
         self.debug_check_invariants();
     }

@@ -14,6 +14,7 @@ use amulet_smr::group_of;
 impl DmapCluster {
     pub(super) fn outcome(mut self, harness: &Harness) -> SeedOutcome {
         self.check_progress(harness);
+        self.check_healing(harness);
         if !self.txn_clients.is_empty() {
             self.check_transactions();
         }
@@ -51,6 +52,14 @@ impl DmapCluster {
         }
         if self.verbose {
             self.print_end(harness);
+            let repairs: u64 = harness
+                .hosts()
+                .map(|(_, h)| h.membership_counters().repairs_proposed)
+                .sum();
+            println!(
+                "membership: greatest view {}, self-healing repairs proposed by the running hosts {repairs}",
+                self.membership.greatest_view
+            );
         }
         let counters: Vec<_> = harness
             .slots
@@ -83,6 +92,48 @@ impl DmapCluster {
                 network: harness.network.stats(),
                 nemesis: harness.nemesis.stats(),
             },
+        }
+    }
+
+    /// Self-healing (docs/membership.md): by the end of the healed phase,
+    /// no partition the hosts could re-home still has a replica on a node
+    /// the view removed (seeds with checkpoints only: moves need them).
+    fn check_healing(&mut self, harness: &Harness) {
+        if self.checkpoints.every_micros == 0 {
+            return;
+        }
+        let newest_membership = harness
+            .hosts()
+            .filter_map(|(_, h)| h.membership())
+            .max_by_key(|m| m.view().id());
+        let newest_map = harness
+            .hosts()
+            .filter_map(|(_, h)| h.current_map().cloned())
+            .max_by_key(|m| m.version);
+        let (Some(membership), Some(map)) = (newest_membership, newest_map) else {
+            return;
+        };
+        let view = membership.view();
+        let live: Vec<amulet_types::NodeId> = map
+            .hosting_nodes()
+            .into_iter()
+            .chain(view.members())
+            .filter(|n| {
+                !view.removed().contains(n)
+                    && view.state(*n) != Some(amulet_membership::MemberState::Leaving)
+            })
+            .collect();
+        let memory = |_| amulet_types::StorageMode::Memory;
+        if let Some(repair) = amulet_smr::next_repair(&map, &live, [], memory) {
+            self.violations.push(Violation::new(
+                Property::Progress,
+                format!(
+                    "after healing, map version {} still has replicas on nodes view {} removed ({:?}); the next repair would be {repair:?}",
+                    map.version.0,
+                    view.id().0,
+                    view.removed()
+                ),
+            ));
         }
     }
 

@@ -1,0 +1,147 @@
+//! Self-healing in the node (docs/membership.md): once the view has
+//! removed a node (it failed, or left), the view's lowest active member
+//! that replicates some partition proposes the moves that give each partition back its replicas on live
+//! nodes (`amulet_smr::next_repair`), one at a time, through one of its
+//! replicas, as an operator's `amulet move` would. A proposal built on a
+//! map another one changed first fails on the map version and is built
+//! again from the new map at the next turn.
+
+use crate::host::Host;
+use amulet_membership::MemberState;
+use amulet_smr::{Body, ClientRequest, StateMachine};
+use amulet_types::{MapVersion, NodeId, StorageMode, StreamId, TimeMicros};
+
+/// How often the proposer looks for a partition to repair.
+pub(crate) const HEAL_INTERVAL_MICROS: u64 = 1_000_000;
+
+/// A repair proposed on a map version that is still the newest after this
+/// long is proposed again (its barrier may have been lost with a
+/// coordinator, or refused while another reconfiguration took effect).
+const REPAIR_RETRY_MICROS: u64 = 5_000_000;
+
+impl<S: StateMachine> Host<S> {
+    /// The healer's turn (from [`Host::tick`]).
+    pub(crate) fn heal(&mut self, now: TimeMicros) {
+        if !self.config.self_healing || self.checkpointer.every_micros() == 0 {
+            // A move's state travels as a checkpoint: without them no
+            // repair could finish.
+            return;
+        }
+        if self
+            .healing
+            .looked_at
+            .is_some_and(|at| now.since(at) < HEAL_INTERVAL_MICROS)
+        {
+            return;
+        }
+        self.healing.looked_at = Some(now);
+        let Some(membership) = self.membership() else {
+            return;
+        };
+        let view = membership.view();
+        let active: Vec<NodeId> = view
+            .nodes()
+            .iter()
+            .filter(|(_, m)| m.state == MemberState::Active)
+            .map(|(n, _)| *n)
+            .collect();
+        let Some(map) = self.current_map() else {
+            return;
+        };
+        // The lowest active member that replicates some partition proposes
+        // (a node with no replica executes no view: it could not judge).
+        let hosting = map.hosting_nodes();
+        if active.iter().find(|n| hosting.contains(n)) != Some(&self.config.me) {
+            return;
+        }
+        if let Some((version, at)) = self.healing.proposed {
+            if version == map.version && now.since(at) < REPAIR_RETRY_MICROS {
+                return; // the last repair has not taken effect yet
+            }
+        }
+        // Live: every node the map names that the view has not removed and
+        // is not leaving (a node outside the view is not judged here).
+        let gone =
+            |n: &NodeId| view.removed().contains(n) || view.state(*n) == Some(MemberState::Leaving);
+        let live: Vec<NodeId> = map
+            .hosting_nodes()
+            .into_iter()
+            .chain(active.iter().copied())
+            .filter(|n| !gone(n))
+            .collect();
+        let streams = self.node.streams();
+        let storage_of = |stream: StreamId| {
+            streams
+                .get(&stream)
+                .map(|s| s.config().storage)
+                .or_else(|| map.streams.get(&stream).map(|s| s.storage))
+                .unwrap_or(StorageMode::SyncDurable)
+        };
+        let also_used = streams.keys().copied();
+        let Some(mut repair) = amulet_smr::next_repair(map, &live, also_used, storage_of) else {
+            return;
+        };
+        if self.config.bugs.healing_keeps_removed_replica {
+            keep_a_removed_replica(&mut repair, map, &live);
+        }
+        let version = map.version;
+        let Some(replica) = self
+            .replicas
+            .values_mut()
+            .filter(|r| r.map().version == version)
+            .max_by_key(|r| r.global_position())
+        else {
+            return;
+        };
+        tracing::info!(
+            map_version = version.0,
+            ?repair,
+            "self-healing: proposing a repair"
+        );
+        self.healing.proposed = Some((version, now));
+        self.healing.repairs_proposed += 1;
+        let request = ClientRequest {
+            map_version: version,
+            session: None,
+            body: Body::Reconfigure(repair),
+            // The node's own change: nobody to check (a client's needs the
+            // cluster admin role).
+            principal: None,
+        };
+        replica.submit(now.0, request);
+    }
+}
+
+/// Injected bug: the repair keeps one of the partition's removed replicas
+/// in place of a live node it would have taken.
+fn keep_a_removed_replica(
+    repair: &mut amulet_smr::Reconfiguration,
+    map: &amulet_smr::PartitionMap,
+    live: &[NodeId],
+) {
+    if let amulet_smr::Reconfiguration::Move {
+        partition,
+        replicas,
+        stream,
+    } = repair
+    {
+        let old = &map.partitions[partition].replicas;
+        if let Some(dead) = old.iter().find(|n| !live.contains(n)) {
+            replicas.pop();
+            replicas.push(*dead);
+            stream.acceptors = replicas.clone();
+            stream.learners.retain(|n| n != dead);
+        }
+    }
+}
+
+/// The healer's record.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Healing {
+    /// When the healer last looked.
+    pub(crate) looked_at: Option<TimeMicros>,
+    /// The map version and time of the last repair proposed.
+    pub(crate) proposed: Option<(MapVersion, TimeMicros)>,
+    /// Repairs proposed here since the node started.
+    pub(crate) repairs_proposed: u64,
+}

@@ -1,0 +1,139 @@
+//! Membership in the node (docs/membership.md): the node's edge monitor
+//! runs on the host's timer over the view its replicas executed; probes
+//! travel as replica messages and are answered by the event loop; alerts
+//! and cuts are multicast on the global stream, where every replica
+//! applies them at the same position.
+
+use crate::command::Command;
+use crate::host::Host;
+use amulet_membership::{Membership, MonitorOutput};
+use amulet_smr::{Body, CommandEnvelope, Origin, ReplicaMessage, StateMachine};
+use amulet_types::TimeMicros;
+use std::sync::Arc;
+
+/// What membership has done at this node since it started (metrics).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MembershipCounters {
+    /// Probes sent to this node's subjects.
+    pub probes_sent: u64,
+    /// Probes answered (other nodes watching this one).
+    pub probes_answered: u64,
+    /// Alerts this node multicast (change and stay opinions).
+    pub alerts_proposed: u64,
+    /// Cuts this node multicast (most are stale: any member may propose).
+    pub cuts_proposed: u64,
+    /// Membership commands that could not be multicast (no global stream
+    /// here yet, or it refused the value).
+    pub proposals_failed: u64,
+    /// Self-healing moves this node proposed (as the view's lowest active
+    /// member).
+    pub repairs_proposed: u64,
+}
+
+impl<S: StateMachine> Host<S> {
+    /// The membership as the most advanced of this node's replicas
+    /// executed it (or the last one that went); `None` when membership is
+    /// off or this node runs no replica (it has not executed any view).
+    pub fn membership(&self) -> Option<Arc<Membership>> {
+        self.replicas
+            .values()
+            .filter_map(|r| Some((r.global_position(), r.membership()?.clone())))
+            .chain(self.known_membership.clone())
+            .max_by_key(|(position, _)| *position)
+            .map(|(_, membership)| membership)
+    }
+
+    /// What membership has done here.
+    pub fn membership_counters(&self) -> crate::MembershipCounters {
+        crate::MembershipCounters {
+            repairs_proposed: self.healing.repairs_proposed,
+            ..self.membership_counters
+        }
+    }
+
+    /// The monitor's turn (from [`Host::tick`]): probes due, and the
+    /// alerts and cuts the executed view calls for.
+    pub(crate) fn run_monitor(&mut self, now: TimeMicros) {
+        let Some(membership) = self.membership() else {
+            return;
+        };
+        let Some(monitor) = self.monitor.as_mut() else {
+            return;
+        };
+        let me = self.config.me;
+        for output in monitor.tick(&membership, now) {
+            match output {
+                MonitorOutput::Probe { to, nonce } => {
+                    self.membership_counters.probes_sent += 1;
+                    self.out.push(Command::SendReplica {
+                        to,
+                        message: Box::new(ReplicaMessage::Probe { from: me, nonce }),
+                    });
+                }
+                MonitorOutput::Propose(command) => self.propose_membership(now, command),
+            }
+        }
+    }
+
+    /// Multicasts a membership command on the global stream. Nobody waits
+    /// for it: the monitor proposes again while the executed view still
+    /// calls for it.
+    fn propose_membership(&mut self, now: TimeMicros, command: amulet_membership::Command) {
+        let Some(map) = self.current_map() else {
+            return;
+        };
+        let (stream, map_version) = (map.global_stream, map.version);
+        match &command {
+            amulet_membership::Command::Cut { .. } => self.membership_counters.cuts_proposed += 1,
+            _ => self.membership_counters.alerts_proposed += 1,
+        }
+        if self.config.bugs.membership_at_edge {
+            // Broken on purpose (the simulator's agreement checker must
+            // catch it): the command takes effect here before the order.
+            for replica in self.replicas.values_mut() {
+                replica.bug_apply_membership_unordered(&command);
+            }
+        }
+        let envelope = CommandEnvelope::<S::Command> {
+            // Request 0 is no replica's (their numbers start at 1), and
+            // alerts and cuts are never answered.
+            origin: Origin {
+                node: self.config.me,
+                incarnation: self.config.incarnation,
+                request: 0,
+            },
+            timestamp_micros: now.0,
+            map_version,
+            session: None,
+            body: Body::Membership(command),
+            principal: None,
+        };
+        if let Err(error) = self.node.multicast(now, stream, envelope.encode()) {
+            self.membership_counters.proposals_failed += 1;
+            tracing::debug!(?error, "a membership command could not be multicast");
+        }
+    }
+
+    /// A probe (answered at once) or a probe's reply (to the monitor).
+    pub(crate) fn on_probe_message(&mut self, message: ReplicaMessage) {
+        match message {
+            ReplicaMessage::Probe { from, nonce } => {
+                self.membership_counters.probes_answered += 1;
+                let reply = ReplicaMessage::ProbeReply {
+                    from: self.config.me,
+                    nonce,
+                };
+                self.out.push(Command::SendReplica {
+                    to: from,
+                    message: Box::new(reply),
+                });
+            }
+            ReplicaMessage::ProbeReply { from, nonce } => {
+                if let Some(monitor) = self.monitor.as_mut() {
+                    monitor.on_reply(from, nonce);
+                }
+            }
+            _ => {}
+        }
+    }
+}

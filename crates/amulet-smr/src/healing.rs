@@ -1,0 +1,191 @@
+//! Self-healing (docs/membership.md; thesis §4.2): after the view removed
+//! nodes, the next reconfiguration that gives a partition back its
+//! replicas on live nodes. A pure function of the map and the view, so
+//! any member computes the same plan; the view's lowest active member
+//! proposes it, and a plan built on an older map fails on its version.
+
+use crate::{PartitionMap, Reconfiguration, StreamSpec};
+use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
+
+/// The next move that re-homes a partition holding a replica on a node
+/// not in `live`, or `None` when every partition's replicas are live (or
+/// none can be repaired: no live replica holds its state, or no live node
+/// can take its place).
+///
+/// The partition keeps its live replicas and takes, for each one lost, the
+/// live node replicating the fewest partitions (then the lowest id) among
+/// those already replicating some partition (a node with none executes
+/// nothing of the global stream and would never learn it was given one).
+/// Its new stream (id `map.next_stream_id(also_used)`, the storage
+/// `storage_of` gives for the partition's current stream) has the
+/// new group as acceptors and the replicas that go as learners, as
+/// `amulet move` builds it. With too few live nodes to restore the
+/// replication factor, the partition is left as it is.
+pub fn next_repair(
+    map: &PartitionMap,
+    live: &[NodeId],
+    also_used: impl IntoIterator<Item = StreamId>,
+    storage_of: impl Fn(StreamId) -> StorageMode,
+) -> Option<Reconfiguration> {
+    let hosting = map.hosting_nodes();
+    let also_used: Vec<StreamId> = also_used.into_iter().collect();
+    for (partition, info) in &map.partitions {
+        if info.replicas.iter().all(|n| live.contains(n)) {
+            continue;
+        }
+        let mut group: Vec<NodeId> = info
+            .replicas
+            .iter()
+            .copied()
+            .filter(|n| live.contains(n))
+            .collect();
+        if group.is_empty() {
+            // No live replica holds the state: nothing to copy it from.
+            continue;
+        }
+        let wanted = info.replicas.len();
+        let mut candidates: Vec<NodeId> = hosting
+            .iter()
+            .copied()
+            .filter(|n| live.contains(n) && !group.contains(n))
+            .collect();
+        candidates.sort_by_key(|n| (load(map, *n), *n));
+        group.extend(candidates.into_iter().take(wanted - group.len()));
+        if group.len() < wanted || group.len().is_multiple_of(2) {
+            // Too few live nodes to restore the replication factor: the
+            // partition keeps running on its live majority (moving it to
+            // fewer replicas would lower its durability) until a node
+            // joins.
+            continue;
+        }
+        let storage = storage_of(info.stream);
+        return Some(re_home(map, *partition, group, &also_used, storage));
+    }
+    None
+}
+
+/// Partitions `node` replicates.
+fn load(map: &PartitionMap, node: NodeId) -> usize {
+    map.partitions
+        .values()
+        .filter(|p| p.replicas.contains(&node))
+        .count()
+}
+
+fn re_home(
+    map: &PartitionMap,
+    partition: PartitionId,
+    group: Vec<NodeId>,
+    also_used: &[StreamId],
+    storage: StorageMode,
+) -> Reconfiguration {
+    let old = &map.partitions[&partition].replicas;
+    let learners = old.iter().copied().filter(|n| !group.contains(n)).collect();
+    Reconfiguration::Move {
+        partition,
+        replicas: group.clone(),
+        stream: StreamSpec {
+            stream: map.next_stream_id(also_used.iter().copied()),
+            acceptors: group,
+            learners,
+            storage,
+            base_position: 0,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PartitionInfo;
+
+    /// Five nodes, three partitions of three replicas as `amulet dev
+    /// --nodes 5` places them: p1 on 1-3, p2 on 4, 5, 1, p3 on 2-4.
+    fn five_nodes() -> PartitionMap {
+        let info = |p: u32, replicas: [u32; 3]| {
+            (
+                PartitionId(p),
+                PartitionInfo {
+                    stream: StreamId(p + 1),
+                    replicas: replicas.into_iter().map(NodeId).collect(),
+                },
+            )
+        };
+        PartitionMap::uniform(
+            StreamId(1),
+            vec![info(1, [1, 2, 3]), info(2, [4, 5, 1]), info(3, [2, 3, 4])],
+        )
+    }
+
+    const SYNC: fn(StreamId) -> StorageMode = |_| StorageMode::SyncDurable;
+
+    fn nodes(ids: &[u32]) -> Vec<NodeId> {
+        ids.iter().copied().map(NodeId).collect()
+    }
+
+    #[test]
+    fn thesis_4_2_a_removed_nodes_partition_moves_to_the_least_loaded_live_node() {
+        let map = five_nodes();
+        let live = nodes(&[1, 2, 3, 4]);
+        let plan = next_repair(&map, &live, [], SYNC).expect("p2 needs a repair");
+        let Reconfiguration::Move {
+            partition,
+            replicas,
+            stream,
+        } = &plan
+        else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(*partition, PartitionId(2));
+        // 2 and 3 hold two partitions each, like 1 and 4 (p2's survivors):
+        // the lowest id among the least loaded.
+        assert_eq!(*replicas, nodes(&[4, 1, 2]));
+        assert_eq!(stream.acceptors, *replicas);
+        assert_eq!(stream.learners, nodes(&[5]));
+        assert_eq!(stream.stream, StreamId(5), "a stream id never used");
+        let next = plan.apply(&map, 0).expect("the plan applies to its map");
+        assert!(next.partitions_of(NodeId(5)).is_empty());
+        assert_eq!(
+            next_repair(&next, &live, [], SYNC),
+            None,
+            "one repair restores every partition here"
+        );
+    }
+
+    #[test]
+    fn thesis_4_2_every_partition_of_a_removed_node_is_repaired_one_move_at_a_time() {
+        let mut map = five_nodes();
+        let live = nodes(&[2, 3, 4, 5]);
+        let mut moves = 0;
+        while let Some(plan) = next_repair(&map, &live, [], SYNC) {
+            map = plan.apply(&map, 0).expect("applies");
+            moves += 1;
+            assert!(moves <= 3, "repairs do not converge");
+        }
+        assert_eq!(moves, 2, "node 1 held p1 and p2");
+        assert!(map.partitions_of(NodeId(1)).is_empty());
+        for info in map.partitions.values() {
+            assert_eq!(info.replicas.len(), 3);
+            assert!(info.replicas.iter().all(|n| live.contains(n)));
+        }
+    }
+
+    #[test]
+    fn thesis_4_2_without_enough_live_nodes_or_a_live_replica_nothing_moves() {
+        let map = five_nodes();
+        // Three live nodes: p1 keeps 2 and 3 and takes 4 ...
+        let plan = next_repair(&map, &nodes(&[2, 3, 4]), [], SYNC);
+        assert!(matches!(
+            plan,
+            Some(Reconfiguration::Move {
+                partition: PartitionId(1),
+                ..
+            })
+        ));
+        // ... with two, no group of three can be formed for p1 or p3, and
+        // p2 has no live replica at all (4, 5 and 1 are gone): its state
+        // is nowhere to copy from.
+        assert_eq!(next_repair(&map, &nodes(&[2, 3]), [], SYNC), None);
+        assert_eq!(next_repair(&map, &nodes(&[1, 2, 3, 4, 5]), [], SYNC), None);
+    }
+}

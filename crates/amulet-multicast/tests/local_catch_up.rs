@@ -93,3 +93,35 @@ fn thesis_3_3_a_value_does_not_wait_for_the_idle_streams_next_skip() {
         );
     }
 }
+
+#[test]
+fn thesis_3_3_anticipatory_skip_values_closer_than_the_catch_up_gap_do_not_wait() {
+    let delta = StreamLimits::default().skip_interval_micros;
+    let mut now = TimeMicros(0);
+    let mut n = node(now);
+    for _ in 0..200 {
+        now = now.plus(500);
+        n.tick(now);
+        pump(&mut n, now);
+    }
+    assert!(n.coordinates_any());
+    for round in 0..50u32 {
+        now = now.plus(delta);
+        n.tick(now);
+        pump(&mut n, now);
+        // Values 1 µs apart, far closer than local catch-ups may be (Δ/4):
+        // each is delivered when decided, because stream 2 skipped level
+        // with stream 1 in the round its instance was proposed, not after
+        // the merge blocked on it.
+        for i in 0..5 {
+            now = now.plus(1);
+            let value = Bytes::from(format!("value {round}.{i}"));
+            n.multicast(now, StreamId(1), value.clone()).unwrap();
+            let delivered = pump(&mut n, now);
+            assert!(
+                delivered.contains(&value),
+                "round {round}: value {i} waited for stream 2's next skip"
+            );
+        }
+    }
+}

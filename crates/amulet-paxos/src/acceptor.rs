@@ -242,6 +242,19 @@ impl StreamNode {
         if !self.config.is_acceptor(self.me) || instance < self.log.trimmed_below() {
             return;
         }
+        // The common case, from the index alone: this acceptor voted in the
+        // deciding ballot (one batch per ballot and instance), or the
+        // decision is logged already.
+        match (self.log.vote(instance), ballot) {
+            (Some((_, true)), _) => return,
+            (Some((voted, false)), Some(ballot)) if voted == ballot => {
+                self.log
+                    .mark_decided(instance, voted)
+                    .unwrap_or_else(|e| storage_failed(e));
+                return;
+            }
+            _ => {}
+        }
         let existing = self
             .log
             .read(instance)

@@ -49,6 +49,10 @@ pub(crate) struct Coordinator {
     /// Skip weight proposed to let learners' merges catch up (not part of
     /// this coordinator's λ pace, so rate leveling does not count it).
     pub(crate) catch_up_weight: u64,
+    /// Instances of fresh values this coordinator proposed (not skips or
+    /// nulls): what makes the other streams of a merge anticipate
+    /// (`MulticastNode`'s anticipatory skips).
+    pub(crate) value_instances: u64,
     pub(crate) decide_delay_micros: u64,
 }
 
@@ -65,6 +69,7 @@ impl Coordinator {
             pending_skip: 0,
             proposed_weight: 0,
             catch_up_weight: 0,
+            value_instances: 0,
             decide_delay_micros: 0,
         }
     }
@@ -82,28 +87,39 @@ impl StreamNode {
     /// below the coordinator's in-flight window, so its projected position
     /// is exact.
     pub(crate) fn catch_up(&mut self, need: u64) {
-        let position = self.learner.position;
-        let next_learned = self.learner.next;
-        let Some(c) = self.coordinator.as_mut() else {
+        let Some(projected) = self.projected_position() else {
             return;
         };
-        if !matches!(c.phase, Phase::Ready) || next_learned > c.next_instance {
-            return;
-        }
-        let mut projected = position.saturating_add(c.pending_skip);
-        let mut covered = 0u64;
-        for (_, entry) in c.in_flight.range(next_learned..) {
-            projected = projected.saturating_add(entry.batch.merge_weight());
-            covered += 1;
-        }
-        if covered != c.next_instance.0 - next_learned.0 {
-            return; // Instances this node has not learned: position unknown.
-        }
+        let c = self
+            .coordinator
+            .as_mut()
+            .expect("projected only while coordinating");
         if need > projected {
             let extra = need - projected;
             c.pending_skip += extra;
             c.catch_up_weight += extra;
         }
+    }
+
+    /// The merge position the stream reaches once everything this
+    /// coordinator proposed or queued as a skip is decided: the learner's
+    /// position plus the weight in flight and the pending skip. `None`
+    /// unless coordinating and ready, with this node's learner level with
+    /// the start of the in-flight window (otherwise the position of the
+    /// instances between is unknown here).
+    pub(crate) fn projected_position(&self) -> Option<u64> {
+        let next_learned = self.learner.next;
+        let c = self.coordinator.as_ref()?;
+        if !matches!(c.phase, Phase::Ready) || next_learned > c.next_instance {
+            return None;
+        }
+        let mut projected = self.learner.position.saturating_add(c.pending_skip);
+        let mut covered = 0u64;
+        for (_, entry) in c.in_flight.range(next_learned..) {
+            projected = projected.saturating_add(entry.batch.merge_weight());
+            covered += 1;
+        }
+        (covered == c.next_instance.0 - next_learned.0).then_some(projected)
     }
 
     fn prepare_window(&self) -> u64 {
@@ -332,6 +348,9 @@ impl StreamNode {
         let c = self.coordinator.as_mut().expect("coordinating");
         if fresh {
             c.proposed_weight = c.proposed_weight.saturating_add(batch.merge_weight());
+            if matches!(batch, Batch::Values(_)) {
+                c.value_instances += 1;
+            }
         }
         self.stats.instances_proposed += 1;
         if let Batch::Skip(count) = batch {

@@ -311,6 +311,18 @@ impl StreamNode {
         true
     }
 
+    /// As coordinator (ready, its learner level with its in-flight
+    /// window): the merge position the stream reaches once everything it
+    /// proposed is decided, and how many instances of fresh values it has
+    /// proposed so far. `MulticastNode` skips the other streams it
+    /// coordinates up to that position in the same round (anticipatory
+    /// skips), so a value's merge does not wait for a second ring lap.
+    pub fn projected_values(&self) -> Option<(u64, u64)> {
+        let position = self.projected_position()?;
+        let c = self.coordinator.as_ref()?;
+        Some((position, c.value_instances))
+    }
+
     /// Sets the merge position this node's merge needs the stream to
     /// reach (0: none); see [`amulet_wire::Message::Heartbeat`].
     pub fn set_merge_need(&mut self, position: u64) {

@@ -533,6 +533,18 @@ impl<D: Disk> LogCore<D> {
         Ok(())
     }
 
+    /// `instance`'s vote from the index: its ballot and whether decided.
+    pub(crate) fn vote(&self, tag: Tag, instance: Instance) -> Option<(Ballot, bool)> {
+        let state = self.state(tag);
+        if instance < state.trimmed_below {
+            return None;
+        }
+        state
+            .index
+            .get(&instance)
+            .map(|entry| (entry.ballot, entry.decided))
+    }
+
     pub(crate) fn read(
         &self,
         tag: Tag,
@@ -725,6 +737,10 @@ impl<D: Disk> AcceptorLog for DurableLog<D> {
 
     fn read(&self, instance: Instance) -> Result<Option<LogRecord>, StorageError> {
         self.core.read(None, instance)
+    }
+
+    fn vote(&self, instance: Instance) -> Option<(Ballot, bool)> {
+        self.core.vote(None, instance)
     }
 
     fn trim(&mut self, below: Instance) -> Result<(), StorageError> {

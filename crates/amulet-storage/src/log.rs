@@ -71,6 +71,17 @@ pub trait AcceptorLog: Send {
     fn mark_decided(&mut self, instance: Instance, ballot: Ballot) -> Result<(), StorageError>;
     /// The record of `instance`, or `None` if there is none or it was trimmed.
     fn read(&self, instance: Instance) -> Result<Option<LogRecord>, StorageError>;
+    /// The ballot of `instance`'s record and whether it is decided, from
+    /// the log's index, without reading and decoding its batch as `read`
+    /// does (a durable log's `read` is a disk read). `None` when the log
+    /// cannot tell without `read` (the default) or holds no record. A
+    /// durable log never holds two votes of one ballot with different
+    /// batches (ballots are never reused: promises are durable), so an
+    /// acceptor learning a decision of the ballot it voted in marks the
+    /// vote decided without comparing batches.
+    fn vote(&self, _instance: Instance) -> Option<(Ballot, bool)> {
+        None
+    }
     /// Forget every instance below `below` (and promises for them). Never
     /// moves the trim point backwards.
     fn trim(&mut self, below: Instance) -> Result<(), StorageError>;

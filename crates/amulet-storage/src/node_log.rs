@@ -111,6 +111,10 @@ impl<D: Disk> AcceptorLog for StreamLog<D> {
         lock(&self.core).read(self.stream, instance)
     }
 
+    fn vote(&self, instance: Instance) -> Option<(Ballot, bool)> {
+        lock(&self.core).vote(self.stream, instance)
+    }
+
     fn trim(&mut self, below: Instance) -> Result<(), StorageError> {
         lock(&self.core).trim(self.stream, below)
     }

@@ -37,6 +37,13 @@ pub struct NodeArgs {
     /// Stop cleanly when standard input closes (used by `amulet dev`).
     #[arg(long)]
     stop_on_stdin_eof: bool,
+    /// Threads of the node's async runtime: 1 runs the event loop, the
+    /// peer connections and the client API on one thread (hand-offs
+    /// between them are queue pushes, not thread wakeups); more spreads
+    /// them over a work-stealing pool. File work (checkpoints) runs on
+    /// blocking threads either way.
+    #[arg(long, env = "AMULET_NODE_THREADS", default_value_t = 1)]
+    threads: usize,
 }
 
 /// Runs the node.
@@ -48,10 +55,17 @@ pub fn run(args: NodeArgs) -> anyhow::Result<()> {
         window: args.load_window,
         warmup_micros: args.load_warmup_ms * 1000,
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    let runtime = match args.threads {
+        0 => anyhow::bail!("--threads must be at least 1"),
+        1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        threads => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build(),
+    }
+    .context("cannot start the async runtime")?;
     let report = runtime.block_on(serve(config, load, &args))?;
     // Tasks still blocked on sockets must not hold the exit up.
     runtime.shutdown_timeout(Duration::from_millis(200));

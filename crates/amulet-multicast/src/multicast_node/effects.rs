@@ -37,6 +37,7 @@ impl Effects {
 impl MulticastNode {
     /// Takes the accumulated effects.
     pub fn drain(&mut self) -> Effects {
+        self.anticipate();
         std::mem::take(&mut self.effects)
     }
 

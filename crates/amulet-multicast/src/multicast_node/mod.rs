@@ -65,6 +65,11 @@ pub struct MulticastNode {
     needs_scratch: Vec<(StreamId, u64)>,
     /// When each stream coordinated here last skipped for local catch-up.
     local_catch_ups: BTreeMap<StreamId, TimeMicros>,
+    /// Per stream coordinated here, its count of value instances at the
+    /// last anticipation (see `pacing.rs`).
+    anticipated: BTreeMap<StreamId, u64>,
+    /// The latest time an input brought.
+    now: TimeMicros,
     /// Subscriptions each group's merge stopped for, and since when the
     /// lane recovering the new stream has been level with its learner.
     stalled: BTreeMap<GroupId, (ValueId, TimeMicros)>,
@@ -132,6 +137,8 @@ impl MulticastNode {
             pacing: BTreeMap::new(),
             retired: BTreeSet::new(),
             local_catch_ups: BTreeMap::new(),
+            anticipated: BTreeMap::new(),
+            now,
             needs_scratch: Vec::new(),
             stalled: BTreeMap::new(),
             incarnation,
@@ -186,6 +193,7 @@ impl MulticastNode {
 
     /// A peer message.
     pub fn on_message(&mut self, now: TimeMicros, from: NodeId, envelope: Envelope) {
+        self.now = self.now.max(now);
         let Some(stream) = self.streams.get_mut(&envelope.stream) else {
             return;
         };
@@ -200,6 +208,7 @@ impl MulticastNode {
 
     /// Time passed: timeouts, heartbeats, rate leveling.
     pub fn tick(&mut self, now: TimeMicros) {
+        self.now = self.now.max(now);
         for stream in self.streams.values_mut() {
             stream.step(now, Input::Tick, &mut self.output);
         }
@@ -230,6 +239,7 @@ impl MulticastNode {
         kind: ValueKind,
         bytes: Bytes,
     ) -> Result<ValueId, MulticastError> {
+        self.now = self.now.max(now);
         let node = self
             .streams
             .get_mut(&stream)

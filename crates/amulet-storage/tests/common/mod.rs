@@ -123,7 +123,17 @@ pub fn observe(log: &dyn AcceptorLog) -> Model {
     let recovered = log.recovered();
     let mut records = BTreeMap::new();
     for i in 0..INSTANCES {
-        if let Some(record) = log.read(Instance(i)).unwrap() {
+        let record = log.read(Instance(i)).unwrap();
+        // The index's answer (the acceptor's fast path for decisions)
+        // agrees with the record itself, whenever the log gives one.
+        if let Some(vote) = log.vote(Instance(i)) {
+            assert_eq!(
+                Some(vote),
+                record.as_ref().map(|r| (r.ballot, r.decided)),
+                "the index disagrees with the record of instance {i}"
+            );
+        }
+        if let Some(record) = record {
             records.insert(Instance(i), record);
         }
     }

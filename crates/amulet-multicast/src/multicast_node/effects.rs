@@ -35,10 +35,24 @@ impl Effects {
 }
 
 impl MulticastNode {
-    /// Takes the accumulated effects.
+    /// The end of a round of inputs: every stream's proposals leave and
+    /// its queued values become instances (one `Propose` and about one
+    /// instance per stream and round, `StreamNode::batch_per_round`), the
+    /// other streams coordinated here skip level with new values
+    /// (`anticipate`), and the accumulated effects are taken.
     pub fn drain(&mut self) -> Effects {
+        self.flush_streams();
         self.anticipate();
+        self.flush_streams();
         std::mem::take(&mut self.effects)
+    }
+
+    fn flush_streams(&mut self) {
+        let now = self.now;
+        for stream in self.streams.values_mut() {
+            stream.flush_round(now, &mut self.output);
+        }
+        self.absorb();
     }
 
     /// Moves stream output into the merge and the effects.

@@ -94,7 +94,8 @@ impl MulticastNode {
         if self.streams.contains_key(&id) {
             return Err(MulticastError::StreamExists(id));
         }
-        let node = StreamNode::new(self.me, config, log, self.incarnation, now);
+        let mut node = StreamNode::new(self.me, config, log, self.incarnation, now);
+        node.batch_per_round();
         self.streams.insert(id, node);
         Ok(())
     }

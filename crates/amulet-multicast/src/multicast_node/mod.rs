@@ -127,7 +127,9 @@ impl MulticastNode {
             .into_iter()
             .map(|(config, log)| {
                 let id = config.stream;
-                (id, StreamNode::new(me, config, log, incarnation, now))
+                let mut node = StreamNode::new(me, config, log, incarnation, now);
+                node.batch_per_round();
+                (id, node)
             })
             .collect();
         MulticastNode {

@@ -90,6 +90,12 @@ struct Args {
     /// Seed of the clients' random streams.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Operations per second all clients together start at most in the
+    /// measured runs (default: closed loop). At a rate every system
+    /// serves, CPU per operation compares builds without the throughput
+    /// each one reaches weighing in.
+    #[arg(long)]
+    rate: Option<f64>,
     /// etcd client endpoints (comma-separated).
     #[arg(
         long,
@@ -348,6 +354,7 @@ where
             load: !args.skip_load,
             load_time_limit: seconds(args.load_timeout, "load-timeout")?,
             seed: args.seed,
+            rate: args.rate,
             connections: args
                 .connections
                 .unwrap_or_else(|| default_connections(kind, args.clients))

@@ -39,6 +39,13 @@ pub struct RunSpec {
     /// Bound on one operation; one that takes longer counts as an error.
     pub op_timeout: Duration,
     pub seed: u64,
+    /// Operations per second all clients together start at most (`None`:
+    /// closed loop, each client starts its next operation at once). A
+    /// client behind its schedule starts at once, so a rate above what the
+    /// system serves is the closed loop.
+    pub rate: Option<f64>,
+    /// How many clients share the rate.
+    pub clients: usize,
 }
 
 /// Everything one backend runs: a load phase, then each workload under each
@@ -58,6 +65,9 @@ pub struct Suite {
     pub seed: u64,
     /// Reported in the results: how many connections the handles share.
     pub connections: usize,
+    /// Operations per second of the measured runs (not the load phase);
+    /// see [`RunSpec::rate`].
+    pub rate: Option<f64>,
 }
 
 /// SplitMix64 finaliser, to derive independent per-client seeds.
@@ -230,7 +240,21 @@ async fn client_loop<B: KvBackend>(
     let mut value = vec![0u8; spec.value_size];
     let mut ops = OpSet::default();
     let mut series = Series::with_seconds(seconds);
+    // With a rate, client i of n starts operation k at (k + i/n) / rate_i,
+    // where rate_i is its share: the clients' starts interleave evenly.
+    let clients = spec.clients.max(1) as f64;
+    let interval = spec
+        .rate
+        .filter(|r| *r > 0.0)
+        .map(|r| Duration::from_secs_f64(clients / r));
+    let mut next_start = interval.map(|i| start + i.mul_f64(client as f64 / clients));
     loop {
+        if let (Some(at), Some(interval)) = (next_start, interval) {
+            if at > clock::now() {
+                tokio::time::sleep_until(at.into()).await;
+            }
+            next_start = Some(at + interval);
+        }
         let t0 = clock::now();
         if t0.saturating_duration_since(start) >= end {
             break;
@@ -380,6 +404,8 @@ pub async fn run_suite<B: KvBackend>(
                 duration: suite.duration,
                 op_timeout: suite.op_timeout,
                 seed: suite.seed,
+                rate: suite.rate,
+                clients: handles.len(),
             };
             let r = run(&handles, &spec, suite.connections).await;
             on_result(&r);
@@ -407,6 +433,7 @@ mod tests {
             load_time_limit: Duration::from_secs(10),
             seed: 1,
             connections: 1,
+            rate: None,
         }
     }
 
@@ -475,6 +502,8 @@ mod tests {
             duration: Duration::from_millis(300),
             op_timeout: Duration::from_secs(1),
             seed: 9,
+            rate: None,
+            clients: handles.len(),
         };
         let r = run(&handles, &spec, 4).await;
         let reads = r.ops.get(OpType::Read);
@@ -511,6 +540,8 @@ mod tests {
             duration: Duration::from_millis(500),
             op_timeout: Duration::from_millis(100),
             seed: 2,
+            rate: None,
+            clients: handles.len(),
         };
         let t = clock::now();
         let r = run(&handles, &spec, 1).await;

@@ -85,6 +85,9 @@ pub struct StreamNode {
     /// Merge position this node's merge needs the stream to reach (0: none),
     /// sent in heartbeats to the coordinator.
     pub(crate) merge_need: u64,
+    /// When a peer last reported a merge need beyond what this node, as
+    /// coordinator, had proposed: some merge elsewhere waited on the stream.
+    pub(crate) need_heard_at: Option<TimeMicros>,
     /// This node's safe instance (see [`StreamNode::set_safe_instance`]).
     pub(crate) safe: Instance,
     /// The safe instance each peer last reported in a heartbeat.
@@ -130,6 +133,7 @@ impl StreamNode {
             stats: StreamStats::default(),
             bugs: Bugs::default(),
             merge_need: 0,
+            need_heard_at: None,
             safe: Instance(0),
             peer_safe: BTreeMap::new(),
             per_round: false,
@@ -508,9 +512,49 @@ impl StreamNode {
                 self.peer_safe.insert(from, safe);
                 self.learner.observe_decided_below(decided_below, self.now);
                 if merge_need > 0 {
+                    // A need beyond what this coordinator has proposed: the
+                    // stream lags some merge (not a learner behind in
+                    // learning what is decided).
+                    if self
+                        .projected_position()
+                        .is_some_and(|projected| merge_need > projected)
+                    {
+                        self.need_heard_at = Some(self.now);
+                    }
                     self.catch_up(merge_need);
                 }
             }
+        }
+    }
+
+    /// When a peer last reported a merge need for this stream beyond what
+    /// this coordinator had proposed (see `MulticastNode`'s rate leveling:
+    /// a coordinator paces its stream only while some merge waits on it).
+    pub fn need_heard_at(&self) -> Option<TimeMicros> {
+        self.need_heard_at
+    }
+
+    /// Sends this node's merge need for the stream to every other member
+    /// now, in a heartbeat out of its schedule: values wait in the merge
+    /// here for a stream that decided nothing lately (its coordinator may
+    /// have stopped pacing it) or whose next skip is late. The scheduled
+    /// heartbeats carry on as before.
+    pub fn send_merge_need_now(&mut self, now: TimeMicros, need: u64, out: &mut Output) {
+        self.now = self.now.max(now);
+        if need == 0 {
+            return;
+        }
+        let heartbeat = Message::Heartbeat {
+            ballot: self.highest_ballot,
+            decided_below: self.learner.next,
+            voting: self.acceptor.is_some(),
+            merge_need: need,
+            hears: self.ring.hears_mask(),
+            safe: self.safe,
+        };
+        let targets: Vec<NodeId> = self.ring.others().collect();
+        for to in targets {
+            self.send(to, heartbeat.clone(), out);
         }
     }
 

@@ -89,6 +89,19 @@ impl Merger {
         most
     }
 
+    /// Whether a lane other than `stream` holds decided values the merge
+    /// has not reached: a merge waiting on `stream` then holds values back
+    /// (not only skip weight, which nobody waits for).
+    pub fn holds_values_beyond(&self, stream: StreamId) -> bool {
+        self.lanes.iter().any(|(id, lane)| {
+            *id != stream
+                && lane
+                    .queue
+                    .iter()
+                    .any(|(_, batch)| matches!(batch, Batch::Values(values) if !values.is_empty()))
+        })
+    }
+
     /// The first round at which the set of streams in the rounds changes
     /// or the merge stops at a fence.
     pub(super) fn next_change(&self) -> u64 {

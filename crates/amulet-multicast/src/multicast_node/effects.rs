@@ -43,6 +43,9 @@ impl MulticastNode {
     pub fn drain(&mut self) -> Effects {
         self.flush_streams();
         self.anticipate();
+        // Values a learner delivered in this round may now wait on
+        // another stream (local catch-up, a need sent out of schedule).
+        self.catch_up_locally(self.now);
         self.flush_streams();
         std::mem::take(&mut self.effects)
     }
@@ -66,6 +69,7 @@ impl MulticastNode {
             self.effects.trimmed.push(trimmed);
         }
         for decided in output.decided.drain(..) {
+            self.waits.decided(decided.stream, self.now);
             let mut takers = self
                 .groups
                 .values_mut()

@@ -108,6 +108,7 @@ impl MulticastNode {
         }
         self.pacing.remove(&stream);
         self.local_catch_ups.remove(&stream);
+        self.waits.forget(stream);
         self.streams.remove(&stream).map(StreamNode::into_log)
     }
 

@@ -36,7 +36,7 @@ use amulet_storage::AcceptorLog;
 use amulet_types::{NodeId, StreamConfig, StreamId, TimeMicros, ValueId};
 use amulet_wire::{Envelope, ValueKind};
 use bytes::Bytes;
-use pacing::Pacing;
+use pacing::{Pacing, Waits};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Why a multicast was refused.
@@ -61,10 +61,13 @@ pub struct MulticastNode {
     /// stays for replicas that replay to it.
     retired: BTreeSet<StreamId>,
     pub(crate) groups: BTreeMap<GroupId, Merger>,
-    /// Reused by local catch-up: (blocked stream, position needed).
-    needs_scratch: Vec<(StreamId, u64)>,
+    /// Reused by local catch-up: (blocked stream, position needed,
+    /// whether values wait behind it).
+    needs_scratch: Vec<(StreamId, u64, bool)>,
     /// When each stream coordinated here last skipped for local catch-up.
     local_catch_ups: BTreeMap<StreamId, TimeMicros>,
+    /// Merges here waiting on streams (what wakes pacing; `pacing.rs`).
+    waits: Waits,
     /// Per stream coordinated here, its count of value instances at the
     /// last anticipation (see `pacing.rs`).
     anticipated: BTreeMap<StreamId, u64>,
@@ -139,6 +142,7 @@ impl MulticastNode {
             pacing: BTreeMap::new(),
             retired: BTreeSet::new(),
             local_catch_ups: BTreeMap::new(),
+            waits: Waits::default(),
             anticipated: BTreeMap::new(),
             now,
             needs_scratch: Vec::new(),

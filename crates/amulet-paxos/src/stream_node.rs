@@ -514,10 +514,16 @@ impl StreamNode {
                 if merge_need > 0 {
                     // A need beyond what this coordinator has proposed: the
                     // stream lags some merge (not a learner behind in
-                    // learning what is decided).
-                    if self
-                        .projected_position()
-                        .is_some_and(|projected| merge_need > projected)
+                    // learning what is decided). A coordinator that cannot
+                    // tell where its stream stands (its own learner behind
+                    // its window, say trimmed past on a node without
+                    // replicas, or phase 1 running) takes any need as one:
+                    // catch-up cannot skip for it, pacing can (simulator,
+                    // access seed 5000099: the global stream stopped).
+                    if self.coordinator.is_some()
+                        && self
+                            .projected_position()
+                            .is_none_or(|projected| merge_need > projected)
                     {
                         self.need_heard_at = Some(self.now);
                     }

@@ -103,6 +103,7 @@ ARGS = {
     "txn_range": ({"txn", "map", "limit"}, {"from", "to", "reverse"}),
     "txn_commit": ({"txn"}, set()),
     "txn_abandon": ({"txn"}, set()),
+    "leave": ({"node"}, set()),
     "create_log": ({"log"}, set()),
     "drop_log": ({"log"}, set()),
     "append": ({"log", "value"}, set()),
@@ -206,6 +207,9 @@ class Runner:
             return self.create_map(self.prefix + step["map"], step.get("layout"))
         if op == "drop_map":
             self.client.drop_map(self.prefix + step["map"])
+            return None
+        if op == "leave":
+            self.client.leave(step["node"])
             return None
         if op == "snapshot_read":
             snapshot = self.snapshots.get(step["name"])

@@ -115,7 +115,7 @@ impl Client {
         })
     }
 
-    async fn timed<T>(
+    pub(crate) async fn timed<T>(
         &self,
         what: &str,
         call: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,

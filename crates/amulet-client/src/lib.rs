@@ -43,6 +43,7 @@ mod error;
 pub mod eventual;
 mod log;
 mod map;
+mod membership;
 mod node_channel;
 mod read_versions;
 pub mod rules;

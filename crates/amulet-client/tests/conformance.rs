@@ -188,6 +188,7 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "txn_put" => (&["txn", "map", "key", "value"], &[]),
         "txn_range" => (&["txn", "map", "limit"], &["from", "to", "reverse"]),
         "txn_commit" | "txn_abandon" => (&["txn"], &[]),
+        "leave" => (&["node"], &[]),
         "create_log" | "drop_log" | "log_bounds" => (&["log"], &[]),
         "append" => (&["log", "value"], &[]),
         "multi_append" => (&["entries"], &[]),
@@ -422,6 +423,11 @@ impl Runner {
             "contains_value" => ok(Json::Bool(
                 self.map(step)?.contains_value(data(arg("value"))).await?,
             )),
+            "leave" => {
+                let node = u32::try_from(arg("node").int()).expect("a node id");
+                self.client.leave(node).await?;
+                ok(Json::Null)
+            }
             "create_log" => {
                 self.client
                     .create_log(&format!("{}{}", self.prefix, arg("log").str()))

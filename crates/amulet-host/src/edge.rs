@@ -120,6 +120,13 @@ impl<S: StateMachine> Host<S> {
             self.out.push(Command::Reply { token, reply });
             return;
         }
+        if let Body::Membership(amulet_membership::Command::Leave { node }) = &request.body {
+            if let Some(why) = self.leave_refused(*node) {
+                let reply = ClientReply::Refused(Refusal::MembershipChange(why));
+                self.out.push(Command::Reply { token, reply });
+                return;
+            }
+        }
         let adopting = partition.is_some_and(|p| self.adopting(p));
         let here = partition.filter(|p| self.replicas.contains_key(p));
         let reply = match here {

@@ -44,6 +44,7 @@ mod hand_off;
 mod healing;
 mod host;
 mod invariants;
+mod leaving;
 mod log_tail;
 mod monitoring;
 mod recovery;

@@ -654,6 +654,13 @@ impl pb::amulet_server::Amulet for Service {
         self.who_am_i_rpc(request)
     }
 
+    async fn change_membership(
+        &self,
+        request: Request<pb::ChangeMembershipRequest>,
+    ) -> Result<Response<pb::ChangeMembershipResponse>, Status> {
+        self.change_membership_rpc(request).await
+    }
+
     async fn eventual_get(
         &self,
         r: Request<pb::EventualGetRequest>,

@@ -51,3 +51,48 @@ pub(crate) fn state_name(state: MemberState) -> &'static str {
         MemberState::Leaving => "leaving",
     }
 }
+
+impl crate::client_api::Service {
+    /// `ChangeMembership`: a member's leave, ordered on the global stream
+    /// like any configuration change; the replicas judge it (cluster
+    /// admin, an active member, not the last) and the host at the edge
+    /// (not a global acceptor, its partitions can move).
+    pub(crate) async fn change_membership_rpc(
+        &self,
+        request: tonic::Request<pb::ChangeMembershipRequest>,
+    ) -> Result<tonic::Response<pb::ChangeMembershipResponse>, tonic::Status> {
+        let started = tokio::time::Instant::now();
+        let principal = crate::api_connection::principal_of(&request);
+        let result = async {
+            let command = match request.into_inner().change {
+                Some(pb::change_membership_request::Change::Leave(node)) if node > 0 => {
+                    amulet_membership::Command::Leave {
+                        node: amulet_types::NodeId(node),
+                    }
+                }
+                Some(pb::change_membership_request::Change::Leave(_)) => {
+                    return Err(tonic::Status::invalid_argument(
+                        "leave: node ids start at 1",
+                    ))
+                }
+                None => {
+                    return Err(tonic::Status::invalid_argument(
+                        "no membership change given (leave)",
+                    ))
+                }
+            };
+            tracing::info!(?command, "membership change requested");
+            let request = amulet_smr::ClientRequest {
+                map_version: amulet_types::MapVersion(0),
+                session: None,
+                body: amulet_smr::Body::Membership(command),
+                principal,
+            };
+            self.submit(None, request).await?;
+            Ok(tonic::Response::new(pb::ChangeMembershipResponse {}))
+        }
+        .await;
+        self.record("change_membership", started, &result);
+        result
+    }
+}

@@ -476,6 +476,18 @@ impl EventLoop {
                     self.waiters.remove(&token);
                     self.host.cancel(token);
                 }
+                // A node the view removed (it left, or failed and came
+                // back) that has handed off every replica and votes in no
+                // stream in use has nothing left to do: it stops cleanly.
+                if let Some(view) = self.host.left_cluster() {
+                    tracing::warn!(
+                        node = %self.me,
+                        view = view.0,
+                        "this node is no longer a member (removed in view {}) and holds no replica or vote: stopping",
+                        view.0
+                    );
+                    return self.flush().map(|_| ());
+                }
             }
             unsettled = self.flush()? == Flushed::Unsettled;
             if let Some(load) = self.load.as_mut() {

@@ -64,6 +64,30 @@ pub fn next_repair(
     None
 }
 
+/// The first partition `leaver` replicates that self-healing could not
+/// move off it once it leaves: no other live replica holds its state, or
+/// too few live nodes (among those replicating some partition, as
+/// [`next_repair`] picks them) could take the replicas it would lose.
+/// `live` is every node not removed and not leaving, the leaver excluded.
+/// `None`: every partition of the leaver can be re-homed.
+pub fn leave_blocker(map: &PartitionMap, live: &[NodeId], leaver: NodeId) -> Option<PartitionId> {
+    let hosting = map.hosting_nodes();
+    let alive = |n: &NodeId| *n != leaver && live.contains(n);
+    map.partitions
+        .iter()
+        .filter(|(_, info)| info.replicas.contains(&leaver))
+        .find(|(_, info)| {
+            let staying = info.replicas.iter().filter(|n| alive(n)).count();
+            let lost = info.replicas.len() - staying;
+            let candidates = hosting
+                .iter()
+                .filter(|n| alive(n) && !info.replicas.contains(n))
+                .count();
+            staying == 0 || candidates < lost
+        })
+        .map(|(partition, _)| *partition)
+}
+
 /// Partitions `node` replicates.
 fn load(map: &PartitionMap, node: NodeId) -> usize {
     map.partitions
@@ -121,6 +145,35 @@ mod tests {
 
     fn nodes(ids: &[u32]) -> Vec<NodeId> {
         ids.iter().copied().map(NodeId).collect()
+    }
+
+    #[test]
+    fn sconekv_2_a_leave_is_blocked_only_where_no_live_node_can_take_the_replica() {
+        let map = five_nodes();
+        // Node 5 leaves: p2 (4, 5, 1) can move onto 2 or 3.
+        assert_eq!(leave_blocker(&map, &nodes(&[1, 2, 3, 4]), NodeId(5)), None);
+        // With 2 and 3 gone too, p2 has nowhere to go (1 and 4 hold it).
+        assert_eq!(
+            leave_blocker(&map, &nodes(&[1, 4]), NodeId(5)),
+            Some(PartitionId(2))
+        );
+        // Three nodes, three replicas each: nobody can leave.
+        let three = PartitionMap::uniform(
+            StreamId(1),
+            vec![(
+                PartitionId(1),
+                crate::PartitionInfo {
+                    stream: StreamId(2),
+                    replicas: nodes(&[1, 2, 3]),
+                },
+            )],
+        );
+        assert_eq!(
+            leave_blocker(&three, &nodes(&[1, 2, 3]), NodeId(3)),
+            Some(PartitionId(1))
+        );
+        // A node replicating nothing never blocks.
+        assert_eq!(leave_blocker(&three, &nodes(&[1, 2, 3]), NodeId(4)), None);
     }
 
     #[test]

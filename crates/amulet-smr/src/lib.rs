@@ -42,7 +42,7 @@ pub use access::{
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
 pub use hand_off::{handed_off, replicas_to_hand_off};
-pub use healing::next_repair;
+pub use healing::{leave_blocker, next_repair};
 pub use map_error::{InvalidMap, PartitionMapError};
 pub use partition_map::{EventualLayout, Keys, Layout, PartitionInfo, PartitionMap, Placement};
 pub use reconfiguration::{Reconfiguration, StreamSpec};

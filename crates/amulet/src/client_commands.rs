@@ -145,6 +145,18 @@ pub enum Op {
     Token(crate::access_command::TokenOp),
     /// Print who the cluster takes this client for, and its roles.
     Whoami,
+    /// Member NODE leaves the cluster gracefully (docs/membership.md): the
+    /// next view removes it, self-healing moves its partitions onto the
+    /// other live nodes, and the node stops by itself once it holds none.
+    /// Refused, with nothing changed, for an acceptor of the global stream
+    /// or a node whose partitions have no other live node to go to.
+    Leave {
+        node: u32,
+        /// Wait up to this many seconds until the node is removed and
+        /// holds no replica, printing progress (0: do not wait).
+        #[arg(long, default_value_t = 120)]
+        wait_secs: u64,
+    },
     /// Split partition SOURCE: the keys from the token --at-token (hash
     /// maps; default: the middle of SOURCE's first token segment) and, for
     /// range maps, from --at-key MAP=KEY on move to the new partition NEW
@@ -395,6 +407,13 @@ async fn execute(
         Op::Access(access_op) => crate::access_command::run_access(client, &access_op).await?,
         Op::Token(token_op) => crate::access_command::run_token(client, &token_op).await?,
         Op::Whoami => crate::access_command::run_whoami(client).await?,
+        Op::Leave { node, wait_secs } => {
+            client.leave(node).await?;
+            println!("node {node} is leaving: the next view removes it and its partitions move to the live nodes");
+            if wait_secs > 0 {
+                crate::membership_command::wait_until_left(client, node, wait_secs).await?;
+            }
+        }
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
             let configured = configured_streams(client).await;
             // Checked once here for a clear error; built again on the

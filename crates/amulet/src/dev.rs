@@ -254,6 +254,7 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
     }
     #[allow(clippy::disallowed_methods)] // a wall-clock bound on the demo, not protocol time
     let started = std::time::Instant::now();
+    let mut left = std::collections::BTreeSet::new();
     loop {
         std::thread::sleep(Duration::from_millis(100));
         if interrupted.load(Ordering::Relaxed) {
@@ -269,6 +270,18 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         }
         for (i, child) in children.0.iter_mut().enumerate() {
             if let Some(status) = child.try_wait()? {
+                if status.success() {
+                    // A node that left the cluster (`amulet leave`) stops
+                    // cleanly by itself once its partitions moved away.
+                    if left.insert(i) {
+                        println!(
+                            "node {} stopped by itself (it left the cluster); see {}",
+                            i + 1,
+                            args.dir.join(format!("node-{}.log", i + 1)).display()
+                        );
+                    }
+                    continue;
+                }
                 anyhow::bail!(
                     "node {} exited ({status}); see {}",
                     i + 1,

@@ -1,6 +1,7 @@
 //! `amulet dev --nodes 5`: a local cluster of five processes, each
 //! partition on three of them, serving clients at every node; a split and
-//! a move without ids get ids the cluster never used.
+//! a move without ids get ids the cluster never used; a node leaves
+//! gracefully (SCONEKV §2) and its partitions move to the others.
 // Wall-clock bounds on the test's waits, not protocol time.
 #![allow(clippy::disallowed_methods)]
 
@@ -57,6 +58,17 @@ fn run(args: &[&str]) -> String {
     let text = String::from_utf8_lossy(&output.stdout).to_string()
         + &String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "amulet {args:?}: {text}");
+    text
+}
+
+fn run_fails(args: &[&str]) -> String {
+    let output = amulet().args(args).output().expect("run amulet");
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "amulet {args:?} succeeded: {text}"
+    );
     text
 }
 
@@ -159,6 +171,58 @@ fn dev_with_five_nodes_places_three_replicas_per_partition_serves_everywhere_and
             "value",
             "key-{node} after the split and the move"
         );
+    }
+    // A graceful leave (docs/membership.md). Refused, nothing changed: an
+    // acceptor of the global stream (1-3), a node not in the view, no node.
+    let refused = run_fails(&["leave", "1", "--addr", &address(2)]);
+    assert!(refused.contains("global stream"), "{refused}");
+    let refused = run_fails(&["leave", "9", "--addr", &address(2)]);
+    assert!(refused.contains("not an active member"), "{refused}");
+    let refused = run_fails(&["leave", "0", "--addr", &address(2)]);
+    assert!(refused.contains("node ids start at 1"), "{refused}");
+    // Node 5 leaves: the next view removes it, self-healing moves
+    // partition 2 (on 3, 4, 5) onto 1 or 2, and node 5 stops by itself.
+    let left = run(&["leave", "5", "--wait-secs", "100", "--addr", &address(1)]);
+    assert!(
+        left.contains("node 5 left") || left.contains("it left"),
+        "{left}"
+    );
+    let status = run(&["status", "--addr", &address(1)]);
+    assert!(status.contains("removed [5]"), "{status}");
+    for line in status
+        .lines()
+        .filter(|l| l.trim_start().starts_with("partition ") && l.contains("replicas ["))
+    {
+        let replicas = line.split('[').nth(1).expect("a replica list");
+        let replicas: Vec<&str> = replicas.trim_end_matches(']').split(", ").collect();
+        assert_eq!(replicas.len(), 3, "still three replicas: {line}");
+        assert!(!replicas.contains(&"5"), "a replica left on node 5: {line}");
+    }
+    for node in 1..NODES {
+        let read = run(&["get", &format!("key-{node}"), "--addr", &address(node)]);
+        assert_eq!(read.trim(), "value", "key-{node} after node 5 left");
+    }
+    let read = run(&["get", "key-5", "--addr", &address(1)]);
+    assert_eq!(
+        read.trim(),
+        "value",
+        "key-5 (written through node 5) after it left"
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        text.clear();
+        std::fs::File::open(&log)
+            .unwrap()
+            .read_to_string(&mut text)
+            .unwrap();
+        if text.contains("node 5 stopped by itself") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node 5 did not stop after leaving:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
     }
     drop(dev);
     let _ = std::fs::remove_dir_all(&dir);

@@ -45,6 +45,9 @@ class AmuletStub:
         self.CreateToken = unary("CreateToken", pb.CreateTokenRequest, pb.CreateTokenResponse)
         self.GetAccess = unary("GetAccess", pb.GetAccessRequest, pb.AccessConfiguration)
         self.WhoAmI = unary("WhoAmI", pb.WhoAmIRequest, pb.WhoAmIResponse)
+        self.ChangeMembership = unary(
+            "ChangeMembership", pb.ChangeMembershipRequest, pb.ChangeMembershipResponse
+        )
         self.ReadSnapshot = channel.unary_stream(
             _SERVICE + "ReadSnapshot",
             request_serializer=pb.ReadSnapshotRequest.SerializeToString,

@@ -557,6 +557,22 @@ class Client:
             raise errors.InvalidArgument("change_access takes a ChangeAccessRequest with one change set")
         self._unordered("change access", "ChangeAccess", change, may_apply=True)
 
+    # ---- membership (docs/membership.md) --------------------------------
+
+    def leave(self, node: int) -> None:
+        """Member ``node`` leaves the cluster gracefully: ordered on the
+        global stream, the next view removes it, self-healing moves its
+        partitions onto the other live nodes, and the node stops by itself
+        once it holds none (watch ``amulet status``). Needs the cluster
+        admin role. ``FailedPrecondition`` (nothing changed): not an
+        active member, the last member, an acceptor of the global stream,
+        or a partition with no other live node to move to;
+        ``InvalidArgument``: node 0."""
+        if not isinstance(node, int) or isinstance(node, bool) or not 0 <= node <= 0xFFFF_FFFF:
+            raise errors.InvalidArgument(f"leave takes a node id (1 to 2**32-1), not {node!r}")
+        request = pb.ChangeMembershipRequest(leave=node)
+        self._unordered("leave", "ChangeMembership", request, may_apply=True)
+
     def grant(self, role: str, map: str, permission: str) -> None:
         """``role`` gets ``permission`` (``"read"``, ``"write"`` or
         ``"admin"``) on the map or log ``map`` (``"*"``: every one),

@@ -4,6 +4,7 @@ import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.AccessConfiguration;
 import amulet.v1.AmuletOuterClass.ChangeAccessRequest;
+import amulet.v1.AmuletOuterClass.ChangeMembershipRequest;
 import amulet.v1.AmuletOuterClass.CreateTokenRequest;
 import amulet.v1.AmuletOuterClass.CreateTokenResponse;
 import amulet.v1.AmuletOuterClass.GetAccessRequest;
@@ -578,6 +579,22 @@ public final class AmuletClient implements AutoCloseable {
       throw new IllegalArgumentException("an access change with no change set");
     }
     accessCall("change access", false, stub -> stub.changeAccess(change));
+  }
+
+  /**
+   * Member {@code node} leaves the cluster gracefully (docs/membership.md):
+   * ordered on the global stream, the next view removes it, self-healing
+   * moves its partitions onto the other live nodes, and the node stops by
+   * itself once it holds none. Needs the cluster admin role.
+   *
+   * @throws AmuletException {@code FAILED_PRECONDITION} (nothing changed)
+   *     for a node that is not an active member, the last member, an
+   *     acceptor of the global stream, or one whose partitions have no
+   *     other live node to move to; {@code INVALID_ARGUMENT} for node 0
+   */
+  public void leave(int node) {
+    ChangeMembershipRequest request = ChangeMembershipRequest.newBuilder().setLeave(node).build();
+    accessCall("leave", false, stub -> stub.changeMembership(request));
   }
 
   /**

@@ -64,7 +64,7 @@ public class ConformanceTest {
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
           "reverse", "nearest", "name", "txn", "fields", "log", "below", "max_entries", "count",
-          "r", "w", "context", "save", "expect", "error");
+          "r", "w", "context", "save", "node", "expect", "error");
   /** The scenario files, run in this order. */
   static final List<String> FILES =
       List.of("scenarios.json", "transactions.json", "logs.json", "eventual.json");
@@ -361,6 +361,9 @@ public class ConformanceTest {
         return JsonNull.INSTANCE;
       case "create_log":
         c.createLog(prefix + step.get("log").getAsString());
+        return JsonNull.INSTANCE;
+      case "leave":
+        c.leave(step.get("node").getAsInt());
         return JsonNull.INSTANCE;
       case "drop_log":
         c.dropLog(prefix + step.get("log").getAsString());

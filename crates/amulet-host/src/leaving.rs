@@ -1,0 +1,74 @@
+//! A member's graceful leave (docs/membership.md, SCONEKV §2): what the
+//! host refuses at the edge before a `Leave` is ordered, and when a node
+//! that left may stop.
+//!
+//! The replicas judge a leave by the view (an active member, not the
+//! last). The host adds what the view cannot see: the leaver must not be
+//! an acceptor of the global stream (replacing the global stream is not
+//! built, so its vote would be lost for good), and self-healing must be
+//! able to move every partition it replicates onto other live nodes
+//! (otherwise the leave would only lower their replication).
+
+use crate::host::Host;
+use amulet_membership::{MemberState, ViewId};
+use amulet_smr::StateMachine;
+use amulet_types::NodeId;
+
+impl<S: StateMachine> Host<S> {
+    /// Why a leave of `node` is refused here, or `None` to order it (the
+    /// replicas then judge it by the view they execute).
+    pub(crate) fn leave_refused(&self, node: NodeId) -> Option<String> {
+        let membership = self.membership()?;
+        let map = self.current_map()?;
+        let votes_globally = self
+            .node
+            .streams()
+            .get(&map.global_stream)
+            .is_some_and(|s| s.config().acceptors.contains(&node));
+        if votes_globally {
+            return Some(format!(
+                "node {} is an acceptor of the global stream {} (replacing the global stream is not built yet): it cannot leave",
+                node.0, map.global_stream.0
+            ));
+        }
+        let view = membership.view();
+        if view.state(node) != Some(MemberState::Active) {
+            return None; // the replicas refuse it, with the view's reason
+        }
+        let live: Vec<NodeId> = map
+            .hosting_nodes()
+            .into_iter()
+            .chain(view.members())
+            .filter(|n| view.state(*n) == Some(MemberState::Active))
+            .collect();
+        amulet_smr::leave_blocker(map, &live, node).map(|partition| {
+            format!(
+                "node {} cannot leave: partition {} would have no live node to move its replica to (add a node first)",
+                node.0, partition.0
+            )
+        })
+    }
+
+    /// The view that removed this node, once the node has nothing left to
+    /// do for the cluster: it runs no replica (every partition it held
+    /// was handed off) and votes in no stream still in use. The runtime
+    /// then stops. `None` while it is a member, or still serves.
+    pub fn left_cluster(&self) -> Option<ViewId> {
+        if !self.replicas.is_empty() {
+            return None;
+        }
+        let membership = self.membership()?;
+        let view = membership.view();
+        if !view.removed().contains(&self.config.me) {
+            return None;
+        }
+        let retired = self
+            .current_map()
+            .map(|m| m.retired_streams.clone())
+            .unwrap_or_default();
+        let votes = self.node.streams().iter().any(|(stream, s)| {
+            !retired.contains(stream) && s.config().acceptors.contains(&self.config.me)
+        });
+        (!votes).then(|| view.id())
+    }
+}

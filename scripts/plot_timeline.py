@@ -30,7 +30,7 @@ def main():
     seconds = [int(r["second"]) for r in rows]
     ops = [int(r["ops"]) for r in rows]
     p99 = [int(r["p99_us"]) / 1000 if r["p99_us"] else None for r in rows]
-    events = [(int(r["second"]), r["event"]) for r in csv.DictReader(open(events_csv))]
+    events = [(float(r["second"]), r["event"]) for r in csv.DictReader(open(events_csv))]
 
     first = min(s for s, _ in events)
     restart = max(s for s, _ in events)
@@ -49,6 +49,11 @@ def main():
     last = max(seconds)
     tail = [o for s, o in zip(seconds, ops) if s >= (recovered_at or last) and s < last]
 
+    at = {e: s for s, e in events}
+    if "kill" in at and "removed" in at:
+        print(f"detection_s={at['removed'] - at['kill']:.2f} (kill to the view change that removed the node)")
+    if "kill" in at and "re-replicated" in at:
+        print(f"full_replication_s={at['re-replicated'] - at['kill']:.2f} (kill to a map with no replica on the removed node)")
     print(f"normal_ops_per_s={normal:.0f}")
     print(f"lowest_second={low_s} lowest_ops={low} lowest_share={low / normal:.2f}")
     print(f"seconds_below_90pct={len(below)} ({below[0] if below else '-'}..{below[-1] if below else '-'})")
@@ -76,6 +81,7 @@ def main():
         "split": "split of a partition (2 -> 3 partitions)",
         "split-move": "split (2 -> 3 partitions), new partition moved to its own group",
         "replace-stream": "acceptor replacement (partition moved to a new stream)",
+        "kill-for-good": "a node killed for good, removed and its partitions re-homed (5 nodes)",
     }
     fig.suptitle(f"Amulet DMap: {titles.get(scenario, scenario)} under steady load")
     fig.tight_layout()

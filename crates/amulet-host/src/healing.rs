@@ -112,6 +112,25 @@ impl<S: StateMachine> Host<S> {
     }
 }
 
+impl<S: StateMachine> Host<S> {
+    /// Partitions of the newest map with a replica on a node the view
+    /// removed or that is leaving: self-healing's work left (0 when
+    /// membership is off). A metric; `amulet status` draws the same from
+    /// the map and the view.
+    pub fn rehoming_partitions(&self) -> u64 {
+        let (Some(membership), Some(map)) = (self.membership(), self.current_map()) else {
+            return 0;
+        };
+        let view = membership.view();
+        let gone =
+            |n: &NodeId| view.removed().contains(n) || view.state(*n) == Some(MemberState::Leaving);
+        map.partitions
+            .values()
+            .filter(|p| p.replicas.iter().any(gone))
+            .count() as u64
+    }
+}
+
 /// Injected bug: the repair keeps one of the partition's removed replicas
 /// in place of a live node it would have taken.
 fn keep_a_removed_replica(

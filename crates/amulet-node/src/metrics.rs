@@ -278,7 +278,7 @@ impl Metrics {
         let membership = Family::<NameLabels, G>::default();
         registry.register(
             "membership",
-            "Membership (docs/membership.md) as this node executed it, by figure: view (its number), members, removed (ids removed for good), unstable and stable subjects, view_changes remembered; and this node's monitor: probes_sent, probes_answered, alerts_proposed, cuts_proposed, proposals_failed, repairs_proposed (self-healing moves)",
+            "Membership (docs/membership.md) as this node executed it, by figure: view (its number), members, removed (ids removed for good), unstable and stable subjects, view_changes remembered; and this node's monitor: probes_sent, probes_answered, alerts_proposed, cuts_proposed, proposals_failed, repairs_proposed (self-healing moves), rehoming_partitions (partitions with a replica on a removed or leaving node: self-healing's work left)",
             membership.clone(),
         );
         Metrics {
@@ -449,6 +449,7 @@ impl Metrics {
                 ("cuts_proposed", counters.cuts_proposed),
                 ("proposals_failed", counters.proposals_failed),
                 ("repairs_proposed", counters.repairs_proposed),
+                ("rehoming_partitions", stats.rehoming),
             ];
             if let Some(membership) = &stats.membership {
                 let evaluation = membership.evaluate();

@@ -86,6 +86,9 @@ pub struct NodeStats {
     /// What membership has done here.
     #[serde(skip)]
     pub membership_counters: amulet_host::MembershipCounters,
+    /// Partitions with a replica on a removed or leaving node (self-healing's
+    /// work left).
+    pub rehoming: u64,
 }
 
 /// Why a request to a node failed.

@@ -569,6 +569,7 @@ impl EventLoop {
                     eventual: self.eventual.status(),
                     membership: self.host.membership(),
                     membership_counters: self.host.membership_counters(),
+                    rehoming: self.host.rehoming_partitions(),
                 });
             }
             Command::Submit {

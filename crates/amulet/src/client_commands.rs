@@ -714,10 +714,15 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
     }
     let mut healthy = 0;
     let mut newest_view: Option<amulet_api::pb::MembershipStatus> = None;
+    let mut held = std::collections::BTreeMap::new();
     for (node, address) in &addresses {
         match client.status(address).await {
             Ok(s) => {
                 healthy += 1;
+                held.insert(
+                    s.node,
+                    s.replicas.iter().map(|r| r.partition).collect::<Vec<u32>>(),
+                );
                 if let Some(view) = &s.membership {
                     if newest_view
                         .as_ref()
@@ -775,6 +780,9 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
     }
     if let Some(view) = &newest_view {
         crate::membership_command::print_view(view);
+        if let Some(progress) = crate::membership_command::rehoming(&map, view, &held) {
+            println!("{progress}");
+        }
     }
     println!("health: {healthy}/{} nodes answer", addresses.len());
     Ok(())

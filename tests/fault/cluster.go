@@ -3,7 +3,8 @@ package main
 // The cluster harness: three `amulet node` processes (3 partitions x 3
 // replicas, sync acceptor storage), each in its own network namespace
 // joined by a veth pair to a bridge, or, without namespaces, on 127.0.0.x
-// addresses with ports 23000-23990.
+// addresses with ports 23000-23990. The membership families run five
+// (placed as `amulet dev --nodes 5` places them).
 
 import (
 	"context"
@@ -18,6 +19,7 @@ import (
 
 const (
 	nodeCount  = 3
+	nodesMax   = 5
 	partitions = 3
 	bridgeName = "amf-br0"
 	subnet     = "10.213.77"
@@ -36,6 +38,9 @@ type Node struct {
 	cmd        *exec.Cmd
 	exited     chan struct{}
 	Paused     bool
+	// Gone: killed for good (kill-for-good); never restarted, and not
+	// expected to answer.
+	Gone bool
 }
 
 type Cluster struct {
@@ -148,19 +153,22 @@ func CleanupNetwork() {
 		}
 		run("ip", "netns", "del", f[0])
 	}
-	for i := 1; i <= nodeCount; i++ {
+	for i := 1; i <= nodesMax; i++ {
 		run("ip", "link", "del", fmt.Sprintf("amf-v%d", i))
 	}
 	run("ip", "link", "del", bridgeName)
 	cleanupLoopbackRules()
 }
 
-func NewCluster(bin, dir string, netns bool, logf func(string, ...any)) (*Cluster, error) {
+func NewCluster(bin, dir string, netns bool, nodes int, logf func(string, ...any)) (*Cluster, error) {
+	if nodes != nodeCount && nodes != nodesMax {
+		return nil, fmt.Errorf("a cluster of %d or %d nodes, not %d", nodeCount, nodesMax, nodes)
+	}
 	c := &Cluster{Netns: netns, Bin: bin, Dir: dir, ID: uint64(time.Now().UnixNano()&0xffffffff) | 1, Storage: "sync", logf: logf}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for i := 1; i <= nodeCount; i++ {
+	for i := 1; i <= nodes; i++ {
 		n := &Node{ID: i}
 		if netns {
 			n.NS = fmt.Sprintf("amf-n%d", i)
@@ -234,12 +242,26 @@ func (c *Cluster) configText(n *Node) string {
 		fmt.Fprintf(&b, "%d = %q\n", m.ID, m.PeerAddr)
 		members = append(members, fmt.Sprint(m.ID))
 	}
-	for s := 1; s <= partitions+1; s++ {
-		fmt.Fprintf(&b, "\n[[streams]]\nid = %d\nacceptors = [%s]\nstorage = %q\n", s, strings.Join(members, ", "), c.Storage)
-	}
-	b.WriteString("\n[smr]\nglobal_stream = 1\n")
-	for p := 1; p <= partitions; p++ {
-		fmt.Fprintf(&b, "\n[[smr.partitions]]\nid = %d\nstream = %d\nreplicas = [%s]\n", p, p+1, strings.Join(members, ", "))
+	if len(c.Nodes) == nodesMax {
+		// local_dmap_placement(5, 5): the global stream's acceptors are
+		// nodes 1-3 (4 and 5 learn it); each partition on three nodes.
+		fmt.Fprintf(&b, "\n[[streams]]\nid = 1\nacceptors = [1, 2, 3]\nstorage = %q\nlearners = [4, 5]\n", c.Storage)
+		groups := []string{"1, 2, 3", "4, 5, 1", "2, 3, 4"}
+		for p, g := range groups {
+			fmt.Fprintf(&b, "\n[[streams]]\nid = %d\nacceptors = [%s]\nstorage = %q\n", p+2, g, c.Storage)
+		}
+		b.WriteString("\n[smr]\nglobal_stream = 1\n")
+		for p, g := range groups {
+			fmt.Fprintf(&b, "\n[[smr.partitions]]\nid = %d\nstream = %d\nreplicas = [%s]\n", p+1, p+2, g)
+		}
+	} else {
+		for s := 1; s <= partitions+1; s++ {
+			fmt.Fprintf(&b, "\n[[streams]]\nid = %d\nacceptors = [%s]\nstorage = %q\n", s, strings.Join(members, ", "), c.Storage)
+		}
+		b.WriteString("\n[smr]\nglobal_stream = 1\n")
+		for p := 1; p <= partitions; p++ {
+			fmt.Fprintf(&b, "\n[[smr.partitions]]\nid = %d\nstream = %d\nreplicas = [%s]\n", p, p+1, strings.Join(members, ", "))
+		}
 	}
 	b.WriteString("\n[smr.clients]\n")
 	for _, m := range c.Nodes {
@@ -247,6 +269,10 @@ func (c *Cluster) configText(n *Node) string {
 	}
 	if c.TLSDir != "" {
 		fmt.Fprintf(&b, "\n[tls]\ndir = %q\n", c.TLSDir)
+	}
+	if InjectBug == "no-self-healing" {
+		// The kill-for-good family's healing check must catch it.
+		b.WriteString("\n[membership]\nself_healing = false\n")
 	}
 	return b.String()
 }
@@ -386,4 +412,57 @@ func (c *Cluster) Crashed() []int {
 		}
 	}
 	return out
+}
+
+// Healed asks the live nodes (`amulet status`) whether the view removed
+// gone and whether its partitions are re-homed: no partition names it and
+// no new replica is still fetching its state (no "re-homing:" line).
+func (c *Cluster) Healed(gone *Node) (removed, rehomed bool) {
+	var live []string
+	for _, n := range c.Nodes {
+		if !n.Gone {
+			live = append(live, n.ClientAddr)
+		}
+	}
+	args := []string{"--addr", strings.Join(live, ","), "--timeout-secs", "5"}
+	if c.TLSDir != "" {
+		args = append(args, "--tls-dir", c.TLSDir, "--user", "admin")
+	}
+	out, err := exec.Command(c.Bin, append(args, "status")...).CombinedOutput()
+	if err != nil {
+		return false, false
+	}
+	id := fmt.Sprint(gone.ID)
+	names := func(list string) bool {
+		for _, f := range strings.Split(list, ", ") {
+			if f == id {
+				return true
+			}
+		}
+		return false
+	}
+	onGone, waiting := false, false
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "view ") {
+			if i := strings.Index(line, "removed ["); i >= 0 {
+				rest := line[i+len("removed ["):]
+				if j := strings.Index(rest, "]"); j >= 0 && names(rest[:j]) {
+					removed = true
+				}
+			}
+		}
+		if strings.HasPrefix(line, "partition ") {
+			if i := strings.Index(line, "replicas ["); i >= 0 {
+				rest := strings.TrimSuffix(line[i+len("replicas ["):], "]")
+				if names(rest) {
+					onGone = true
+				}
+			}
+		}
+		if strings.HasPrefix(line, "re-homing:") {
+			waiting = true
+		}
+	}
+	return removed, removed && !onGone && !waiting
 }

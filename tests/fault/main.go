@@ -33,6 +33,9 @@ var ciScenarios = []string{
 	// 5 s of the heal, no tombstones; a restart (finding 1) and a partition.
 	"kill-replica/eventual",
 	"partition-minority/eventual",
+	// Membership (five nodes): a node killed for good is removed and its
+	// partitions re-homed while the register workload runs.
+	"kill-for-good/register",
 }
 
 type Result struct {
@@ -57,7 +60,7 @@ type Result struct {
 func main() {
 	mode := flag.String("mode", "ci", "ci (a few short scenarios) or long")
 	duration := flag.Duration("duration", 0, "workload time per scenario (default: 35s in ci mode, 10m in long mode)")
-	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank, log, eventual), all (every family with register+map+snapshot+log+eventual), all-txn (every family with append+bank), all-log (every family with log) or all-eventual (every family with eventual) (default: the ci set in ci mode, all in long mode)")
+	scenarios := flag.String("scenarios", "", "comma-separated scenarios: FAMILY[/WORKLOAD[+WORKLOAD]] (workloads: register, map, snapshot, append, bank, log, eventual), all (every family with register+map+snapshot+log+eventual), all-txn (every family with append+bank), all-log (every family with log), all-eventual (every family with eventual) or all-membership (the five-node membership families with register+map+snapshot) (default: the ci set in ci mode, all in long mode)")
 	bin := flag.String("bin", "", "the amulet binary")
 	out := flag.String("out", "", "output directory (histories, logs, visualisations)")
 	seed := flag.Int64("seed", 0, "random seed (0: from the clock)")
@@ -68,7 +71,7 @@ func main() {
 	check := flag.String("check", "", "only check a recorded history.jsonl (with -model)")
 	model := flag.String("model", "register", "model for -check: register, map, log (a log.history.jsonl), eventual (an eventual.history.jsonl, with the eventual.final.json beside it), or append (an Elle history, judged by amulet-sim)")
 	flag.StringVar(&SimBin, "sim", defaultSim(), "amulet-sim, whose --check-history judges the append workload's histories")
-	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads or tail-skips (in the nodes; tests/fault/run builds them with it), stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view) or eventual-blind-deletes (in this client: eventual deletes sent with a read's context but recorded as having read nothing)")
+	flag.StringVar(&InjectBug, "bug", "", "inject a bug to show the checkers catch it: local-reads or tail-skips (in the nodes; tests/fault/run builds them with it), stale-reads (in this client: gets, scans, list reads, log reads and bounds answered from the client's earlier view), eventual-blind-deletes (in this client: eventual deletes sent with a read's context but recorded as having read nothing) or no-self-healing (the nodes' configurations turn self-healing off: kill-for-good's healing check must fail)")
 	flag.BoolVar(&Insecure, "insecure", false, "run the nodes without TLS (by default they require certificates from a CA the suite makes, and this client presents a user's)")
 	flag.Parse()
 
@@ -123,6 +126,10 @@ func main() {
 	case *scenarios == "all-eventual":
 		for _, f := range Families {
 			list = append(list, f+"/eventual")
+		}
+	case *scenarios == "all-membership":
+		for _, f := range MembershipFamilies {
+			list = append(list, f+"/register+map+snapshot")
 		}
 	case *scenarios == "":
 		list = ciScenarios
@@ -267,7 +274,7 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 		CleanupNetwork()
 		defer CleanupNetwork()
 	}
-	c, err := NewCluster(bin, filepath.Join(dir, "cluster"), netns, logf)
+	c, err := NewCluster(bin, filepath.Join(dir, "cluster"), netns, nodesFor(r.Family), logf)
 	if err != nil {
 		anomaly("harness: %v", err)
 		return
@@ -394,6 +401,9 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 		anomaly("health check after healing: %v", err)
 	} else {
 		logf("health check after: ok")
+	}
+	if node, _, _ := nem.Healing(); node != 0 {
+		checkHealing(r, c, nem, anomaly)
 	}
 	os.WriteFile(filepath.Join(dir, "nemesis.log"), []byte(strings.Join(nem.Events, "\n")+"\n"), 0o644)
 
@@ -577,6 +587,9 @@ func waitGroupTimeout(wg *sync.WaitGroup, d time.Duration) bool {
 func healthCheck(conn *Conn, c *Cluster, limit time.Duration) error {
 	return waitUntil(limit, func() error {
 		for _, n := range c.Nodes {
+			if n.Gone {
+				continue
+			}
 			if !n.Running() {
 				return fmt.Errorf("node %d is not running", n.ID)
 			}
@@ -731,5 +744,39 @@ func lockMachine(path string, wait time.Duration) error {
 			told = true
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// checkHealing (kill-for-good): within 60 s of the end the view has
+// removed the node killed for good and its partitions are re-homed on
+// live nodes with their state; the detection and re-homing times go in
+// the details.
+func checkHealing(r *Result, c *Cluster, nem *Nemesis, anomaly func(string, ...any)) {
+	node, _, _ := nem.Healing()
+	var gone *Node
+	for _, n := range c.Nodes {
+		if n.ID == node {
+			gone = n
+		}
+	}
+	removed, rehomed := false, false
+	waitUntil(60*time.Second, func() error {
+		removed, rehomed = c.Healed(gone)
+		if !rehomed {
+			return fmt.Errorf("not healed")
+		}
+		return nil
+	})
+	_, detected, homed := nem.Healing()
+	r.Details["healing"] = fmt.Sprintf("node %d killed for good: removed after %.1f s, re-homed after %.1f s (-1: not seen while the nemesis ran)", node, detected, homed)
+	switch {
+	case !removed:
+		r.Checks["healing"] = "FAIL"
+		anomaly("healing: node %d, killed for good, is still in the view", node)
+	case !rehomed:
+		r.Checks["healing"] = "FAIL"
+		anomaly("healing: node %d was removed but a partition still waits on it", node)
+	default:
+		r.Checks["healing"] = "ok"
 	}
 }

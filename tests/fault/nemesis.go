@@ -26,6 +26,22 @@ var Families = []string{
 	"netem",                 // latency/loss/duplication/reordering on every node's link
 }
 
+// Membership families (docs/membership.md), on five nodes; run by
+// `--scenarios all-membership` or by name, not by `all`.
+var MembershipFamilies = []string{
+	"kill-for-good", // SIGKILL node 4 or 5 once and never restart it: the cluster removes it and re-homes its partitions
+}
+
+// nodesFor is the cluster size a family runs on.
+func nodesFor(family string) int {
+	for _, f := range MembershipFamilies {
+		if f == family {
+			return nodesMax
+		}
+	}
+	return nodeCount
+}
+
 func needsNetns(family string) bool {
 	return strings.HasPrefix(family, "partition-") || family == "netem"
 }
@@ -46,6 +62,10 @@ type Nemesis struct {
 	Events  []string
 	Injects int
 	start   time.Time
+	// kill-for-good: the node killed, when, and when `amulet status`
+	// first showed it removed from the view and no partition waiting on it.
+	gone                         *Node
+	goneAt, removedAt, rehomedAt time.Time
 }
 
 func NewNemesis(c *Cluster, conn *Conn, family string, seed int64, logf func(string, ...any)) *Nemesis {
@@ -65,7 +85,9 @@ func (m *Nemesis) Run(ctx context.Context, quiet, hold time.Duration) {
 		if !sleepCtx(ctx, quiet) {
 			return
 		}
-		if err := m.inject(ctx); err != nil {
+		if err := m.inject(ctx); err == errNothingToDo {
+			// kill-for-good kills once; later cycles only wait.
+		} else if err != nil {
 			m.event("inject failed: %v", err)
 		} else {
 			m.Injects++
@@ -109,7 +131,7 @@ func (m *Nemesis) other(not *Node) *Node {
 // by the nemesis (nodes aborting with a stack overflow went unnoticed).
 func (m *Nemesis) noteCrashes() {
 	for _, n := range m.c.Nodes {
-		if n.cmd != nil && !n.Running() && !m.killed[n.ID] && !m.crashed[n.ID] {
+		if n.cmd != nil && !n.Running() && !m.killed[n.ID] && !m.crashed[n.ID] && !n.Gone {
 			m.crashed[n.ID] = true
 			m.event("node %d exited without being killed (see its log)", n.ID)
 		}
@@ -130,7 +152,7 @@ func (m *Nemesis) inject(ctx context.Context) error {
 		m.killed[coord.ID] = true
 		m.c.Kill(coord)
 	case "kill-majority":
-		a := m.c.Nodes[m.rng.Intn(nodeCount)]
+		a := m.c.Nodes[m.rng.Intn(len(m.c.Nodes))]
 		b := m.other(a)
 		m.event("SIGKILL nodes %d and %d (a majority of every partition)", a.ID, b.ID)
 		m.killed[a.ID], m.killed[b.ID] = true, true
@@ -147,15 +169,15 @@ func (m *Nemesis) inject(ctx context.Context) error {
 		m.event("isolate coordinator node %d from the other nodes", coord.ID)
 		return m.isolate(coord, true)
 	case "partition-minority":
-		n := m.c.Nodes[m.rng.Intn(nodeCount)]
+		n := m.c.Nodes[m.rng.Intn(len(m.c.Nodes))]
 		m.event("partition: minority {%d} / majority {rest}", n.ID)
 		return m.isolate(n, true)
 	case "partition-oneway":
-		n := m.c.Nodes[m.rng.Intn(nodeCount)]
+		n := m.c.Nodes[m.rng.Intn(len(m.c.Nodes))]
 		m.event("one-way: node %d cannot send to the others", n.ID)
 		return m.isolate(n, false)
 	case "partition-bridge":
-		bridge := m.c.Nodes[m.rng.Intn(nodeCount)]
+		bridge := m.c.Nodes[m.rng.Intn(len(m.c.Nodes))]
 		var ends []*Node
 		for _, n := range m.c.Nodes {
 			if n != bridge {
@@ -167,6 +189,16 @@ func (m *Nemesis) inject(ctx context.Context) error {
 			return err
 		}
 		return m.block(ends[1], ends[0])
+	case "kill-for-good":
+		if m.gone != nil {
+			return errNothingToDo
+		}
+		n := m.c.Nodes[3+m.rng.Intn(2)]
+		m.event("SIGKILL node %d for good (never restarted)", n.ID)
+		n.Gone = true
+		m.gone, m.goneAt = n, time.Now()
+		m.c.Kill(n)
+		go m.watchHealing(ctx, n)
 	case "netem":
 		return m.netemOn()
 	default:
@@ -318,6 +350,50 @@ func (m *Nemesis) Heal() {
 }
 
 // Unexpected lists nodes that exited without being killed by the nemesis.
+var errNothingToDo = fmt.Errorf("nothing to inject")
+
+// watchHealing polls `amulet status` until it shows gone removed from the
+// view and no partition waiting on it (no replica there, every new replica
+// installed), and dates both.
+func (m *Nemesis) watchHealing(ctx context.Context, gone *Node) {
+	for ctx.Err() == nil {
+		removed, rehomed := m.c.Healed(gone)
+		m.mu.Lock()
+		if removed && m.removedAt.IsZero() {
+			m.removedAt = time.Now()
+			m.event("node %d removed from the view (%.1f s after the kill)", gone.ID, m.removedAt.Sub(m.goneAt).Seconds())
+		}
+		if rehomed && m.rehomedAt.IsZero() {
+			m.rehomedAt = time.Now()
+			m.event("node %d's partitions re-homed (%.1f s after the kill)", gone.ID, m.rehomedAt.Sub(m.goneAt).Seconds())
+		}
+		done := !m.rehomedAt.IsZero()
+		m.mu.Unlock()
+		if done {
+			return
+		}
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+}
+
+// Healing reports kill-for-good's timeline: the node killed (0: none) and
+// the seconds from the kill to its removal and to the re-homing (negative:
+// not seen).
+func (m *Nemesis) Healing() (node int, removed, rehomed float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone == nil {
+		return 0, -1, -1
+	}
+	since := func(t time.Time) float64 {
+		if t.IsZero() {
+			return -1
+		}
+		return t.Sub(m.goneAt).Seconds()
+	}
+	return m.gone.ID, since(m.removedAt), since(m.rehomedAt)
+}
+
 func (m *Nemesis) Unexpected() []int {
 	m.noteCrashes()
 	var out []int

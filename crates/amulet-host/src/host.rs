@@ -387,6 +387,11 @@ impl<S: StateMachine> Host<S> {
                     let mut gauges = r.state().gauges();
                     gauges.push(("unsignalled_commands", r.unsignalled() as u64));
                     gauges.push(("held_replies", r.held_replies() as u64));
+                    // Requests routed by an older map: taken by fence
+                    // keys, refused as stale (docs/dynatree.md).
+                    let (taken, refused) = r.fence_key_verdicts();
+                    gauges.push(("fence_key_taken_requests", taken));
+                    gauges.push(("stale_map_refused_requests", refused));
                     gauges
                 },
             })

@@ -90,6 +90,17 @@ pub struct SmrEntry {
     /// its streams from the start. 0 turns them off.
     #[serde(default = "default_checkpoint_interval_ms")]
     pub checkpoint_interval_ms: u64,
+    /// Whether replicas take a request routed by a client's older map
+    /// when its keys are still inside the partition's range (fence keys,
+    /// docs/dynatree.md; the default) or refuse every such request for a
+    /// refresh (`false`: whole-map versions, for comparison). It decides
+    /// execution: the same in every node's file, like the rest of `[smr]`.
+    #[serde(default = "default_fence_keys")]
+    pub fence_keys: bool,
+}
+
+fn default_fence_keys() -> bool {
+    true
 }
 
 fn default_checkpoint_interval_ms() -> u64 {

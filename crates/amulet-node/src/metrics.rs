@@ -192,7 +192,7 @@ impl Metrics {
         let state = Family::<StateLabels, G>::default();
         registry.register(
             "replica_state",
-            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes)",
+            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes), and requests routed by a client's older map that the replica took by fence keys (fence_key_taken_requests) or refused as stale (stale_map_refused_requests), counted since it started",
             state.clone(),
         );
         let delivered = G::default();

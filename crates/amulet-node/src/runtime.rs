@@ -143,6 +143,7 @@ impl Node {
         let membership = config.membership_settings();
         host_config.monitor = membership.monitor();
         host_config.self_healing = membership.self_healing;
+        host_config.fence_keys = config.smr.as_ref().is_none_or(|smr| smr.fence_keys);
         let host = Host::start(
             host_config,
             logs,

@@ -230,3 +230,55 @@ fn thesis_3_4_4_a_peer_behind_the_asker_serves_what_it_has() {
         outcome.violations[0]
     );
 }
+
+/// DynaTree §III-A: a replica validates a request routed by a stale
+/// cache with the partition's fence keys. One that takes it without
+/// checking executes keys that moved to another partition there.
+#[test]
+fn dynatree_iii_a_replica_accepting_a_key_outside_its_range_is_caught() {
+    caught_within_50_seeds(
+        DmapBug::FenceKeysUnchecked,
+        "fence keys unchecked survived 50 seeds",
+    );
+}
+
+/// DynaTree §III-A: a client told its cache is stale refreshes it. One
+/// that keeps its cached ranges sends to the old partition forever.
+#[test]
+fn dynatree_iii_a_client_trusting_its_cache_after_a_refusal_is_caught() {
+    caught_within_50_seeds(
+        DmapBug::ClientKeepsStaleRanges,
+        "a client keeping its stale ranges survived 50 seeds",
+    );
+}
+
+/// DynaTree §III-A: fence keys exist to cut needless invalidations. Over
+/// the same seeds (the same faults and reconfigurations), fewer
+/// single-key requests are sent back for a refresh than with whole-map
+/// versions, where any map change refuses every request routed before it.
+#[test]
+fn dynatree_iii_a_fence_keys_refuse_fewer_requests_than_whole_map_versions() {
+    let refusals = |bug| {
+        (1_000_000..1_000_008)
+            .map(|seed| {
+                let outcome = run_dmap_seed(seed, false, bug);
+                assert!(
+                    outcome.violations.is_empty(),
+                    "seed {seed}: {:?}",
+                    outcome.violations
+                );
+                outcome.stats.stale_key_refusals
+            })
+            .sum::<u64>()
+    };
+    let (fenced, whole) = (refusals(DmapBug::None), refusals(DmapBug::WholeMapVersions));
+    println!("single-key stale refusals: fence keys {fenced}, whole-map versions {whole}");
+    assert!(
+        whole > 0,
+        "no reconfiguration made a request stale: the test shows nothing"
+    );
+    assert!(
+        fenced < whole,
+        "fence keys {fenced} >= whole-map versions {whole}"
+    );
+}

@@ -104,6 +104,17 @@ pub enum DmapBug {
     /// Self-healing: a repair keeps one of the partition's removed
     /// replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Fence keys (DynaTree §III-A): a replica takes a request routed by
+    /// an older map without checking that its key is still inside the
+    /// partition's range, and executes it there.
+    FenceKeysUnchecked,
+    /// Fence keys: a client refused as stale keeps its cached ranges
+    /// (ignores the map the refusal carries) and sends again by them.
+    ClientKeepsStaleRanges,
+    /// Not a bug: whole-map versions, the behaviour before fence keys
+    /// (every request routed by an older map is refused for a refresh),
+    /// run to count the refreshes fence keys save.
+    WholeMapVersions,
 }
 
 /// What the swarm's clients run.
@@ -135,6 +146,7 @@ impl DmapBug {
             answer_reads_locally: self == DmapBug::AnswerReadsLocally,
             begin_without_signals: self == DmapBug::BeginWithoutSignals,
             access_at_edge: self == DmapBug::AccessAtEdge,
+            fence_keys_unchecked: self == DmapBug::FenceKeysUnchecked,
         }
     }
 
@@ -451,6 +463,7 @@ impl DmapCluster {
                     initial_map.clone(),
                 );
                 client.churns_maps = churn && c == 0;
+                client.keeps_stale_ranges = bug == DmapBug::ClientKeepsStaleRanges;
                 client.merges_fields = kind == ClientKind::Fields;
                 client.appends_logs = kind == ClientKind::Logs;
                 if kind == ClientKind::Access {
@@ -688,6 +701,7 @@ impl Workload for DmapCluster {
         config.trim_quorum = self.checkpoints.quorum;
         config.report_deliveries = false;
         config.replica_bugs = self.bug.replica_bugs();
+        config.fence_keys = self.bug != DmapBug::WholeMapVersions;
         config.bugs = self.bug.host_bugs();
         config.membership = Some(first_view);
         // Faster than production (removal within 5 s), so that the

@@ -87,6 +87,8 @@ impl DmapCluster {
                     .map(|s| s.trimmed_below().0)
                     .sum(),
                 subscription_changes: counters.iter().map(|c| c.reconfigured).sum(),
+                stale_key_refusals: self.clients.iter().map(|c| c.stale_refusals[0]).sum(),
+                stale_other_refusals: self.clients.iter().map(|c| c.stale_refusals[1]).sum(),
                 virtual_micros: harness.now.0,
                 trace_events: harness.trace.events(),
                 network: harness.network.stats(),

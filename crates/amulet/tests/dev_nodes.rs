@@ -153,7 +153,19 @@ fn dev_with_five_nodes_places_three_replicas_per_partition_serves_everywhere_and
         split.contains("new: PartitionId(4)") && split.contains("stream: StreamId(5)"),
         "{split}"
     );
-    let moved = run(&["move", "2", "--to", "3,4,5", "--addr", &address(3)]);
+    // The old replica hands off once a majority of the new group holds a
+    // checkpoint past the move (10 s apart): up to two intervals after
+    // the fence, more on a loaded machine (a CI run timed out at 30 s).
+    let moved = run(&[
+        "move",
+        "2",
+        "--to",
+        "3,4,5",
+        "--addr",
+        &address(3),
+        "--timeout-secs",
+        "120",
+    ]);
     assert!(moved.contains("stream: StreamId(6)"), "{moved}");
     let status = run(&["status", "--addr", &address(1)]);
     assert!(

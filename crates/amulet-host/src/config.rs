@@ -142,6 +142,9 @@ pub struct HostConfig<S> {
     /// refreshes fence keys save). It decides execution: every node of a
     /// cluster must have the same setting.
     pub fence_keys: bool,
+    /// The balancer (docs/dynatree.md): splits range partitions past a
+    /// size bound by itself.
+    pub balancer: crate::BalancerConfig,
 }
 
 impl<S> HostConfig<S> {
@@ -169,6 +172,7 @@ impl<S> HostConfig<S> {
             self_healing: true,
             membership_bug: amulet_membership::MembershipBug::None,
             fence_keys: true,
+            balancer: crate::BalancerConfig::default(),
         }
     }
 

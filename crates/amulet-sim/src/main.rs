@@ -431,6 +431,10 @@ fn swarm(
         println!("state_transfer_chunks={}", summary.state_transfer_chunks);
         println!("hand_offs={}", summary.hand_offs);
     }
+    if summary.balancer_splits + summary.balancer_merges > 0 {
+        println!("balancer_splits={}", summary.balancer_splits);
+        println!("balancer_merges={}", summary.balancer_merges);
+    }
     if summary.stale_key_refusals + summary.stale_other_refusals > 0 {
         println!("stale_key_refusals={}", summary.stale_key_refusals);
         println!("stale_other_refusals={}", summary.stale_other_refusals);

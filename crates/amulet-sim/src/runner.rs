@@ -38,6 +38,10 @@ pub struct SeedStats {
     /// Single-key requests refused as routed by a stale partition map
     /// (DMap seeds): what fence keys save.
     pub stale_key_refusals: u64,
+    /// Splits the balancer proposed (DMap seeds that run it).
+    pub balancer_splits: u64,
+    /// Merges the balancer proposed (DMap seeds that run it).
+    pub balancer_merges: u64,
     /// Other requests (spanning partitions, snapshots) refused as routed
     /// by a stale partition map (DMap seeds).
     pub stale_other_refusals: u64,
@@ -85,6 +89,10 @@ pub struct SwarmSummary {
     pub subscription_changes: u64,
     /// Single-key requests refused as stale, over all seeds.
     pub stale_key_refusals: u64,
+    /// Splits the balancer proposed, over all seeds.
+    pub balancer_splits: u64,
+    /// Merges the balancer proposed, over all seeds.
+    pub balancer_merges: u64,
     /// Other requests refused as stale, over all seeds.
     pub stale_other_refusals: u64,
     /// Wall-clock time taken.
@@ -164,6 +172,8 @@ pub fn run_swarm_replayed_by(
         summary.state_transfers += outcome.stats.state_transfers;
         summary.state_transfer_chunks += outcome.stats.state_transfer_chunks;
         summary.hand_offs += outcome.stats.hand_offs;
+        summary.balancer_splits += outcome.stats.balancer_splits;
+        summary.balancer_merges += outcome.stats.balancer_merges;
         summary.subscription_changes += outcome.stats.subscription_changes;
         summary.stale_key_refusals += outcome.stats.stale_key_refusals;
         summary.stale_other_refusals += outcome.stats.stale_other_refusals;

@@ -177,6 +177,24 @@ fn dmap_iii_c_splits_merges_and_stream_replacements_happen_in_the_swarm() {
     assert!(changes > 0, "12 seeds split or merged no partition");
 }
 
+/// DynaTree's oracle as Amulet's balancer (docs/dynatree.md): in every
+/// seed with a range map, range partitions past a few entries split by
+/// themselves and, in half of them, small neighbours merge, alongside the
+/// operator's changes and the nemesis; the parts above check those
+/// histories for linearizability.
+#[test]
+fn dynatree_oracle_the_balancer_splits_and_merges_in_the_swarm() {
+    let (splits, merges) = (0..16).fold((0, 0), |(splits, merges), seed| {
+        let stats = run_dmap_seed(seed, false, DmapBug::None).stats;
+        (
+            splits + stats.balancer_splits,
+            merges + stats.balancer_merges,
+        )
+    });
+    assert!(splits > 0, "16 seeds: the balancer split nothing");
+    assert!(merges > 0, "16 seeds: the balancer merged nothing");
+}
+
 #[test]
 fn dmap_iii_c_a_split_that_hands_over_nothing_is_caught() {
     caught_within_50_seeds(

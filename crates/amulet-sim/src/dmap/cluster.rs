@@ -220,6 +220,9 @@ struct DmapCluster {
     client_rng: Rng,
     /// Reconfigures the cluster now and then (in two seeds of three).
     operator: Option<Operator>,
+    /// The balancer (docs/dynatree.md): a range partition holding more
+    /// than 2 to 4 entries splits by itself (see `balancer_of`).
+    balancer: amulet_host::BalancerConfig,
     /// Grants and revokes the clients' permission (`ClientKind::Access`),
     /// and records every replica's access configuration by position.
     access: Option<access::AccessWorkload>,
@@ -297,6 +300,30 @@ pub fn run_dmap_with(
     let (mut cluster, mut harness) = DmapCluster::new(seed, options, bug, verbose, end, kind);
     harness.run(&mut cluster, end);
     cluster.outcome(&harness)
+}
+
+/// The balancer a seed runs: with DMap's clients (`--dmap`) it splits
+/// range partitions past 2 to 4 entries (the workload's keys are few), and
+/// in half the seeds merges neighbours holding at most half that. Drawn
+/// from its own generator, so that the seed's other draws do not depend on
+/// it. Paused with the other clients: under a change of the map every
+/// second, a command judged by map version (a map drop, say) is refused as
+/// stale at every resend, since the client's resends back off to 500 ms
+/// (`amulet-sim --logs --seed 19` with it on; docs/dynatree.md).
+fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerConfig {
+    let mut rng = Rng::new(seed ^ 0x6261_6C61);
+    let enabled = kind == ClientKind::Map;
+    let split_entries = rng.range(2, 4);
+    let merge_entries = if rng.chance(0.5) {
+        split_entries / 2
+    } else {
+        0
+    };
+    amulet_host::BalancerConfig {
+        enabled,
+        split_entries,
+        merge_entries,
+    }
 }
 
 /// The initial partition map and its keyspace layout for `partitions`.
@@ -415,7 +442,10 @@ impl DmapCluster {
             });
         }
         if verbose {
-            println!("storage={storage:?} partitions={partitions} map={initial_map:#?}");
+            println!(
+                "storage={storage:?} partitions={partitions} balancer={:?} map={initial_map:#?}",
+                balancer_of(seed, kind)
+            );
         }
         let slots = harness::slots(&nodes, storage, seed);
         let nemesis_config =
@@ -525,6 +555,7 @@ impl DmapCluster {
             next_value: 0,
             client_rng,
             operator,
+            balancer: balancer_of(seed, kind),
             access: (kind == ClientKind::Access).then(|| access::AccessWorkload::new(seed)),
             membership: Default::default(),
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
@@ -702,6 +733,7 @@ impl Workload for DmapCluster {
         config.report_deliveries = false;
         config.replica_bugs = self.bug.replica_bugs();
         config.fence_keys = self.bug != DmapBug::WholeMapVersions;
+        config.balancer = self.balancer;
         config.bugs = self.bug.host_bugs();
         config.membership = Some(first_view);
         // Faster than production (removal within 5 s), so that the

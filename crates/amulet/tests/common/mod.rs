@@ -89,6 +89,17 @@ impl Cluster {
     /// A cluster as [`Cluster::start_with`] whose `[smr]` sections also
     /// hold `smr_lines` (each ending in a newline).
     pub fn start_with_smr(name: &str, checkpoint_ms: Option<u64>, smr_lines: &str) -> Cluster {
+        Cluster::start_with_sections(name, checkpoint_ms, smr_lines, "")
+    }
+
+    /// A cluster as [`Cluster::start_with_smr`] whose files end with
+    /// `sections` (whole TOML sections, e.g. `[balancer]`).
+    pub fn start_with_sections(
+        name: &str,
+        checkpoint_ms: Option<u64>,
+        smr_lines: &str,
+        sections: &str,
+    ) -> Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-dmap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -122,6 +133,7 @@ impl Cluster {
                 "\n[tls]\ndir = {:?}\n",
                 certificates().display().to_string()
             ));
+            text.push_str(sections);
             std::fs::write(cluster.dir.join(format!("node-{node}.toml")), text).unwrap();
             cluster.spawn(node);
         }

@@ -81,6 +81,8 @@ impl DmapCluster {
                 state_transfers: counters.iter().map(|c| c.transfers).sum(),
                 state_transfer_chunks: counters.iter().map(|c| c.transfer_chunks).sum(),
                 hand_offs: counters.iter().map(|c| c.hand_offs).sum(),
+                balancer_splits: counters.iter().map(|c| c.splits_proposed).sum(),
+                balancer_merges: counters.iter().map(|c| c.merges_proposed).sum(),
                 trimmed_instances: harness
                     .hosts()
                     .flat_map(|(_, h)| h.multicast_node().streams().values())

@@ -56,6 +56,9 @@ struct Inner {
     /// until when commands go elsewhere: a client that prefers one replica
     /// must not send every operation to a dead one first.
     suspects: Mutex<Suspects>,
+    /// Partition map fetches a refusal sent this client to (see
+    /// [`Client::map_refreshes`]).
+    map_refreshes: std::sync::atomic::AtomicU64,
 }
 
 /// A connection to an Amulet cluster; cheap to clone, shared by tasks.
@@ -125,6 +128,7 @@ impl Client {
                         let inner = Inner {
                             prefer,
                             suspects: Mutex::new(Suspects::default()),
+                            map_refreshes: Default::default(),
                             config,
                             timing,
                             clock: env.clock,
@@ -440,6 +444,16 @@ impl Client {
         f(rng.as_mut())
     }
 
+    /// How many times this client fetched the partition map because a
+    /// node said its copy was stale or named the wrong replicas. With
+    /// fence keys (docs/dynatree.md) a split or move elsewhere does not
+    /// send single-key requests back for one.
+    pub fn map_refreshes(&self) -> u64 {
+        self.inner
+            .map_refreshes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub(crate) fn map_version(&self) -> u64 {
         self.inner
             .routing
@@ -646,6 +660,9 @@ impl Client {
                 Next::Fail(error) => return Err(error),
                 Next::Retry { refresh_map } => {
                     if refresh_map {
+                        self.inner
+                            .map_refreshes
+                            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         self.refresh_map().await;
                     }
                     let until = resend.pause(self.now())?;

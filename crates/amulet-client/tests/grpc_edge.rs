@@ -201,10 +201,11 @@ async fn bad_requests_get_their_documented_status_and_change_nothing() {
             None,
         ),
         (
-            "stale partition map version",
+            // (A key the partition still holds runs: fence keys.)
+            "stale partition map version, command spanning partitions",
             pb::MapRequest {
                 header: header(1, session, next(), version - 1),
-                op: put(k.clone(), Bytes::new()),
+                op: Some(Op::Size(pb::Size { map: map("m") })),
             },
             Code::FailedPrecondition,
             Some(ErrorKind::StaleMap),

@@ -1,7 +1,9 @@
 //! DMap as a replicated state machine: where each command's keys live, and
 //! which commands change the partition map.
 
-use crate::{ExecContext, MapCommand, MapReply, Nearest, PartitionCheckpoint, PartitionState};
+use crate::{
+    ExecContext, MapCommand, MapName, MapReply, Nearest, PartitionCheckpoint, PartitionState,
+};
 use amulet_smr::{Keys, KeyspaceChange, Need, Permission, Placement, StateMachine};
 use std::ops::Bound;
 
@@ -207,6 +209,21 @@ impl StateMachine for PartitionState {
             ("log_entries", log_entries),
             ("log_bytes", log_bytes),
         ]
+    }
+
+    fn keyspace_entries(&self, keyspace: &str) -> Option<u64> {
+        let name = MapName::new(keyspace).ok()?;
+        Some(self.entries(&name).map_or(0, |e| e.len() as u64))
+    }
+
+    fn keyspace_key_at(&self, keyspace: &str, at: u64) -> Option<bytes::Bytes> {
+        let name = MapName::new(keyspace).ok()?;
+        let entries = self.entries(&name)?;
+        let at = usize::try_from(at).ok()?;
+        entries
+            .iter()
+            .nth(at)
+            .map(|e| bytes::Bytes::copy_from_slice(e.key()))
     }
 
     fn is_voted(command: &MapCommand) -> bool {

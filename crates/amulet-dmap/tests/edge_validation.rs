@@ -137,12 +137,14 @@ fn every_bad_request_gets_its_documented_answer_and_changes_nothing() {
             },
         ),
         (
-            "stale partition map version",
+            // A stale version for a key inside this partition's range runs
+            // (fence keys: tests/fence_keys.rs).
+            "stale partition map version, key outside the partition's range",
             app(
                 version - 1,
                 MapCommand::Get {
                     map: map_name(),
-                    key: mine.clone(),
+                    key: theirs.clone(),
                 },
             ),
             |r| matches!(r, ClientReply::StaleMap(m) if m.version.0 >= 2),

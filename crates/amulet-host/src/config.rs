@@ -54,6 +54,10 @@ pub struct ReplicaBugs {
     /// An access change takes effect at the replica that received it when
     /// it is proposed, before it is ordered.
     pub access_at_edge: bool,
+    /// A request routed by an older map is taken without checking that
+    /// the current map still places its key in the partition (fence keys
+    /// unchecked).
+    pub fence_keys_unchecked: bool,
 }
 
 /// Deliberately broken variants of the host itself, for the simulator to
@@ -132,6 +136,15 @@ pub struct HostConfig<S> {
     pub self_healing: bool,
     /// Injected membership bug (the simulator's; never in production).
     pub membership_bug: amulet_membership::MembershipBug,
+    /// Whether replicas judge requests routed by an older map by fence
+    /// keys (DynaTree §III-A; on by default) or refuse them all as stale
+    /// (whole-map versions, the behaviour before, kept to count the
+    /// refreshes fence keys save). It decides execution: every node of a
+    /// cluster must have the same setting.
+    pub fence_keys: bool,
+    /// The balancer (docs/dynatree.md): splits range partitions past a
+    /// size bound by itself.
+    pub balancer: crate::BalancerConfig,
 }
 
 impl<S> HostConfig<S> {
@@ -158,6 +171,8 @@ impl<S> HostConfig<S> {
             monitor: amulet_membership::MonitorConfig::default(),
             self_healing: true,
             membership_bug: amulet_membership::MembershipBug::None,
+            fence_keys: true,
+            balancer: crate::BalancerConfig::default(),
         }
     }
 

@@ -75,6 +75,7 @@ pub(crate) fn prepare_replica<S: StateMachine>(
         let first = amulet_membership::Membership::new(view.clone(), config.membership_bug);
         replica.set_initial_membership(first);
     }
+    replica.set_fence_keys(config.fence_keys);
     apply_replica_bugs(replica, config.replica_bugs);
 }
 
@@ -90,6 +91,9 @@ fn apply_replica_bugs<S: StateMachine>(replica: &mut Replica<S>, bugs: ReplicaBu
     }
     if bugs.access_at_edge {
         replica.set_bug_access_at_edge(true);
+    }
+    if bugs.fence_keys_unchecked {
+        replica.set_bug_fence_keys_unchecked(true);
     }
 }
 

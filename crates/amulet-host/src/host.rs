@@ -110,6 +110,11 @@ pub struct HostCounters {
     pub reconfigured: u64,
     /// Group commits.
     pub syncs: u64,
+    /// Splits the balancer proposed (docs/dynatree.md); each takes effect
+    /// unless another change replaced the map it was built on first.
+    pub splits_proposed: u64,
+    /// Merges the balancer proposed.
+    pub merges_proposed: u64,
 }
 
 /// A fetched peer checkpoint, decoded and waiting to be checked and
@@ -161,6 +166,8 @@ pub struct Host<S: StateMachine> {
     pub(crate) membership_counters: crate::monitoring::MembershipCounters,
     /// Self-healing's record (see `healing`).
     pub(crate) healing: crate::healing::Healing,
+    /// The balancer's record (see `balancer`).
+    pub(crate) balancing: crate::balancer::Balancing,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -228,6 +235,7 @@ impl<S: StateMachine> Host<S> {
         self.start_checkpoints(now);
         self.run_monitor(now);
         self.heal(now);
+        self.balance(now);
         self.check_after_step();
         Ok(())
     }
@@ -387,6 +395,11 @@ impl<S: StateMachine> Host<S> {
                     let mut gauges = r.state().gauges();
                     gauges.push(("unsignalled_commands", r.unsignalled() as u64));
                     gauges.push(("held_replies", r.held_replies() as u64));
+                    // Requests routed by an older map: taken by fence
+                    // keys, refused as stale (docs/dynatree.md).
+                    let (taken, refused) = r.fence_key_verdicts();
+                    gauges.push(("fence_key_taken_requests", taken));
+                    gauges.push(("stale_map_refused_requests", refused));
                     gauges
                 },
             })

@@ -32,6 +32,7 @@
 //! | invariants checked after every step | `invariants.rs` | |
 #![deny(missing_docs)]
 
+mod balancer;
 mod checkpoint_codec;
 mod checkpointer;
 mod checkpointing;
@@ -54,6 +55,7 @@ mod status;
 mod storage;
 mod trimming;
 
+pub use balancer::BalancerConfig;
 pub use checkpoint_codec::{
     decode_checkpoint, encode_checkpoint, encode_checkpoint_to, CheckpointBody,
 };

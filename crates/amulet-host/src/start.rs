@@ -126,6 +126,7 @@ impl<S: StateMachine> Host<S> {
             known_membership: None,
             membership_counters: Default::default(),
             healing: Default::default(),
+            balancing: Default::default(),
         };
         host.remember_maps();
         host.check_after_step();

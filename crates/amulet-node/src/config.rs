@@ -90,6 +90,17 @@ pub struct SmrEntry {
     /// its streams from the start. 0 turns them off.
     #[serde(default = "default_checkpoint_interval_ms")]
     pub checkpoint_interval_ms: u64,
+    /// Whether replicas take a request routed by a client's older map
+    /// when its keys are still inside the partition's range (fence keys,
+    /// docs/dynatree.md; the default) or refuse every such request for a
+    /// refresh (`false`: whole-map versions, for comparison). It decides
+    /// execution: the same in every node's file, like the rest of `[smr]`.
+    #[serde(default = "default_fence_keys")]
+    pub fence_keys: bool,
+}
+
+fn default_fence_keys() -> bool {
+    true
 }
 
 fn default_checkpoint_interval_ms() -> u64 {
@@ -123,6 +134,48 @@ pub struct NodeConfig {
     /// absent.
     #[serde(default)]
     pub membership: Option<MembershipEntry>,
+    /// The balancer (docs/dynatree.md); defaults when absent.
+    #[serde(default)]
+    pub balancer: BalancerEntry,
+}
+
+/// `[balancer]`: range partitions split by themselves past a size bound
+/// (docs/dynatree.md). A node proposes splits only for partitions whose
+/// lowest live replica it is, so each node's file decides its own
+/// proposals; the splits themselves are ordered and executed everywhere.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BalancerEntry {
+    /// `false` pauses it: this node proposes no split.
+    #[serde(default = "default_balancer_enabled")]
+    pub enabled: bool,
+    /// A partition holding more than this many entries of one range map
+    /// is split at its middle key (at least 2).
+    #[serde(default = "default_split_entries")]
+    pub split_entries: u64,
+    /// Two neighbouring ranges of a range map on the same replicas that
+    /// together hold at most this many entries are merged; 0 (the
+    /// default): never. At most half of `split_entries`.
+    #[serde(default)]
+    pub merge_entries: u64,
+}
+
+impl Default for BalancerEntry {
+    fn default() -> BalancerEntry {
+        BalancerEntry {
+            enabled: default_balancer_enabled(),
+            split_entries: default_split_entries(),
+            merge_entries: 0,
+        }
+    }
+}
+
+fn default_balancer_enabled() -> bool {
+    true
+}
+
+fn default_split_entries() -> u64 {
+    amulet_host::BalancerConfig::default().split_entries
 }
 
 /// Where a node's TLS files are: `dir` holds `ca.pem`, `node-<id>.pem` and
@@ -276,6 +329,18 @@ impl NodeConfig {
         self.membership_settings().validate()?;
         if self.node == 0 {
             return Err(invalid("node id 0 is reserved (ballot owner of nobody)"));
+        }
+        if self.balancer.split_entries < 2 {
+            return Err(invalid(format!(
+                "[balancer] split_entries = {}: at least 2 (a partition of one entry has no middle key)",
+                self.balancer.split_entries
+            )));
+        }
+        if self.balancer.merge_entries > self.balancer.split_entries / 2 {
+            return Err(invalid(format!(
+                "[balancer] merge_entries = {} is more than half of split_entries = {} (a merged partition would split again)",
+                self.balancer.merge_entries, self.balancer.split_entries
+            )));
         }
         if self.streams.is_empty() {
             return Err(invalid("no [[streams]]"));
@@ -532,6 +597,27 @@ pipeline_instances_max = 32
         assert_eq!(mine[1].storage, StorageMode::SyncDurable);
         assert_eq!(mine[1].limits.pipeline_instances_max, 32);
         assert!(config.frame_bytes_max() > mine[0].limits.value_bytes_max);
+    }
+
+    #[test]
+    fn the_balancer_section_is_optional_and_its_bound_checked() {
+        let config = NodeConfig::parse(GOOD).unwrap();
+        assert!(config.balancer.enabled);
+        assert_eq!(config.balancer.split_entries, 1_000_000);
+        let paused = NodeConfig::parse(&format!(
+            "{GOOD}\n[balancer]\nenabled = false\nsplit_entries = 5000\n"
+        ))
+        .unwrap();
+        assert!(!paused.balancer.enabled);
+        assert_eq!(paused.balancer.split_entries, 5000);
+        let error = error_of(&format!("{GOOD}\n[balancer]\nsplit_entries = 1\n"));
+        assert!(error.contains("split_entries = 1"), "{error}");
+        let error = error_of(&format!(
+            "{GOOD}\n[balancer]\nsplit_entries = 100\nmerge_entries = 51\n"
+        ));
+        assert!(error.contains("merge_entries = 51"), "{error}");
+        let error = error_of(&format!("{GOOD}\n[balancer]\nsplit_at = 5\n"));
+        assert!(error.contains("unknown field"), "{error}");
     }
 
     #[test]

@@ -97,6 +97,7 @@ pub(crate) struct Metrics {
     tail_entries: Family<LogLabels, Counter>,
     eventual: Family<EventualLabels, G>,
     membership: Family<NameLabels, G>,
+    balancer: Family<NameLabels, G>,
     auth_refused: Family<ReasonLabels, Counter>,
     limited: Family<ReasonLabels, Counter>,
     access_version: G,
@@ -192,7 +193,7 @@ impl Metrics {
         let state = Family::<StateLabels, G>::default();
         registry.register(
             "replica_state",
-            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes)",
+            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes), and requests routed by a client's older map that the replica took by fence keys (fence_key_taken_requests) or refused as stale (stale_map_refused_requests), counted since it started",
             state.clone(),
         );
         let delivered = G::default();
@@ -281,6 +282,12 @@ impl Metrics {
             "Membership (docs/membership.md) as this node executed it, by figure: view (its number), members, removed (ids removed for good), unstable and stable subjects, view_changes remembered; and this node's monitor: probes_sent, probes_answered, alerts_proposed, cuts_proposed, proposals_failed, repairs_proposed (self-healing moves), rehoming_partitions (partitions with a replica on a removed or leaving node: self-healing's work left)",
             membership.clone(),
         );
+        let balancer = Family::<NameLabels, G>::default();
+        registry.register(
+            "balancer",
+            "The balancer (docs/dynatree.md), by figure: splits_proposed and merges_proposed by this node since it started, partitions in the newest map it holds",
+            balancer.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
@@ -310,6 +317,7 @@ impl Metrics {
             tail_entries,
             eventual,
             membership,
+            balancer,
             auth_refused,
             limited,
             access_version,
@@ -466,6 +474,13 @@ impl Metrics {
                 self.membership
                     .get_or_create(&NameLabels { name })
                     .set(value);
+            }
+            for (name, value) in [
+                ("splits_proposed", stats.splits_proposed),
+                ("merges_proposed", stats.merges_proposed),
+                ("partitions", stats.partitions),
+            ] {
+                self.balancer.get_or_create(&NameLabels { name }).set(value);
             }
             // Dropped and moved-away logs leave the gauges.
             self.log_first.clear();

@@ -89,6 +89,12 @@ pub struct NodeStats {
     /// Partitions with a replica on a removed or leaving node (self-healing's
     /// work left).
     pub rehoming: u64,
+    /// Splits the balancer proposed here since the node started.
+    pub splits_proposed: u64,
+    /// Merges the balancer proposed here since the node started.
+    pub merges_proposed: u64,
+    /// Partitions in the newest map this node holds.
+    pub partitions: u64,
 }
 
 /// Why a request to a node failed.

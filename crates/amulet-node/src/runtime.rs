@@ -143,6 +143,12 @@ impl Node {
         let membership = config.membership_settings();
         host_config.monitor = membership.monitor();
         host_config.self_healing = membership.self_healing;
+        host_config.fence_keys = config.smr.as_ref().is_none_or(|smr| smr.fence_keys);
+        host_config.balancer = amulet_host::BalancerConfig {
+            enabled: config.balancer.enabled,
+            split_entries: config.balancer.split_entries,
+            merge_entries: config.balancer.merge_entries,
+        };
         let host = Host::start(
             host_config,
             logs,
@@ -570,6 +576,12 @@ impl EventLoop {
                     membership: self.host.membership(),
                     membership_counters: self.host.membership_counters(),
                     rehoming: self.host.rehoming_partitions(),
+                    splits_proposed: self.host.counters().splits_proposed,
+                    merges_proposed: self.host.counters().merges_proposed,
+                    partitions: self
+                        .host
+                        .current_map()
+                        .map_or(0, |m| m.partitions.len() as u64),
                 });
             }
             Command::Submit {

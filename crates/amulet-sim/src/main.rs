@@ -148,6 +148,15 @@ enum BugArg {
     /// Self-healing (`--dmap`): a repair keeps one of the partition's
     /// removed replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Fence keys (`--dmap`): a request routed by an older map is taken
+    /// without checking its key against the partition's current range.
+    FenceKeysUnchecked,
+    /// Fence keys (`--dmap`): a client refused as stale keeps its cached
+    /// ranges.
+    ClientKeepsStaleRanges,
+    /// Not a bug (`--dmap`): whole-map versions, the behaviour before
+    /// fence keys, to compare `map_refreshes` with.
+    WholeMapVersions,
     /// Eventual maps (`--dotted`): anti-entropy closes the answerer's
     /// whole clock entry even when its reply was cut.
     SyncAdvancesWholeClock,
@@ -199,6 +208,9 @@ impl BugArg {
             BugArg::AccessAtEdge => DmapBug::AccessAtEdge,
             BugArg::MembershipAtEdge => DmapBug::MembershipAtEdge,
             BugArg::HealingKeepsRemovedReplica => DmapBug::HealingKeepsRemovedReplica,
+            BugArg::FenceKeysUnchecked => DmapBug::FenceKeysUnchecked,
+            BugArg::ClientKeepsStaleRanges => DmapBug::ClientKeepsStaleRanges,
+            BugArg::WholeMapVersions => DmapBug::WholeMapVersions,
             _ => DmapBug::None,
         }
     }
@@ -254,6 +266,9 @@ impl BugArg {
             | BugArg::AccessAtEdge
             | BugArg::MembershipAtEdge
             | BugArg::HealingKeepsRemovedReplica
+            | BugArg::FenceKeysUnchecked
+            | BugArg::ClientKeepsStaleRanges
+            | BugArg::WholeMapVersions
             | BugArg::SyncAdvancesWholeClock
             | BugArg::StripPastGaps
             | BugArg::ForgetUnstrippedDeletes
@@ -415,6 +430,14 @@ fn swarm(
         println!("state_transfers={}", summary.state_transfers);
         println!("state_transfer_chunks={}", summary.state_transfer_chunks);
         println!("hand_offs={}", summary.hand_offs);
+    }
+    if summary.balancer_splits + summary.balancer_merges > 0 {
+        println!("balancer_splits={}", summary.balancer_splits);
+        println!("balancer_merges={}", summary.balancer_merges);
+    }
+    if summary.stale_key_refusals + summary.stale_other_refusals > 0 {
+        println!("stale_key_refusals={}", summary.stale_key_refusals);
+        println!("stale_other_refusals={}", summary.stale_other_refusals);
     }
     println!("seeds={} violations={}", summary.seeds, summary.violations);
     if summary.violations == 0 {

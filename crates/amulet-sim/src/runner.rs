@@ -35,6 +35,16 @@ pub struct SeedStats {
     /// Subscriptions joined or left by the replica that made the most
     /// (elastic seeds).
     pub subscription_changes: u64,
+    /// Single-key requests refused as routed by a stale partition map
+    /// (DMap seeds): what fence keys save.
+    pub stale_key_refusals: u64,
+    /// Splits the balancer proposed (DMap seeds that run it).
+    pub balancer_splits: u64,
+    /// Merges the balancer proposed (DMap seeds that run it).
+    pub balancer_merges: u64,
+    /// Other requests (spanning partitions, snapshots) refused as routed
+    /// by a stale partition map (DMap seeds).
+    pub stale_other_refusals: u64,
     /// Virtual time at the end, in micros.
     pub virtual_micros: u64,
     /// Events fed to the trace hash.
@@ -77,6 +87,14 @@ pub struct SwarmSummary {
     pub hand_offs: u64,
     /// Subscription changes, over all seeds (elastic seeds).
     pub subscription_changes: u64,
+    /// Single-key requests refused as stale, over all seeds.
+    pub stale_key_refusals: u64,
+    /// Splits the balancer proposed, over all seeds.
+    pub balancer_splits: u64,
+    /// Merges the balancer proposed, over all seeds.
+    pub balancer_merges: u64,
+    /// Other requests refused as stale, over all seeds.
+    pub stale_other_refusals: u64,
     /// Wall-clock time taken.
     pub elapsed: Duration,
 }
@@ -154,7 +172,11 @@ pub fn run_swarm_replayed_by(
         summary.state_transfers += outcome.stats.state_transfers;
         summary.state_transfer_chunks += outcome.stats.state_transfer_chunks;
         summary.hand_offs += outcome.stats.hand_offs;
+        summary.balancer_splits += outcome.stats.balancer_splits;
+        summary.balancer_merges += outcome.stats.balancer_merges;
         summary.subscription_changes += outcome.stats.subscription_changes;
+        summary.stale_key_refusals += outcome.stats.stale_key_refusals;
+        summary.stale_other_refusals += outcome.stats.stale_other_refusals;
         if !outcome.violations.is_empty() {
             summary.violations += outcome.violations.len() as u64;
             summary.failed_seeds.push(seed);

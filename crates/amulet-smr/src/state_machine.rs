@@ -108,6 +108,21 @@ pub trait StateMachine {
         Vec::new()
     }
 
+    /// How many entries this partition holds of `keyspace` (0 for a
+    /// keyspace it holds nothing of): what the balancer splits a range
+    /// partition by (docs/dynatree.md). Must be cheap (it is asked every
+    /// second on the event loop). `None`: the service has no such sizes.
+    fn keyspace_entries(&self, _keyspace: &str) -> Option<u64> {
+        None
+    }
+
+    /// The key at position `at` of `keyspace` in key order (0-based), if
+    /// it holds that many: where the balancer cuts a partition (its middle
+    /// key). Asked only when a split is proposed.
+    fn keyspace_key_at(&self, _keyspace: &str, _at: u64) -> Option<bytes::Bytes> {
+        None
+    }
+
     /// Whether the command is decided by a vote of every partition it
     /// involves (a transaction's commit, SCONEKV §4 without its locks):
     /// `execute` only votes, changing nothing, and its partial reply is

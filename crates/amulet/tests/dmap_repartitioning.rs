@@ -9,11 +9,13 @@ mod common;
 use amulet_client::{Client, Error};
 use amulet_smr::{Reconfiguration, StreamSpec};
 use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
+use bytes::Bytes;
 use common::{
     check_acknowledged, client_config, reconfigure, stream_spec, wait_for_replica, Cluster,
     Writers, NODES,
 };
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A cluster checkpointing every 200 ms, its client, and a map `name`.
 fn start(name: &str) -> (Cluster, tokio::runtime::Runtime, Arc<Client>) {
@@ -219,7 +221,11 @@ fn dmap_iii_c_a_partition_moved_to_other_nodes_arrives_by_state_transfer_and_los
     cluster.spawn(3);
     wait_for_replica(&runtime, &client, &cluster, 3, 2, false);
     writers.more(100);
-    assert!(client.partition_map().version.0 > before);
+    // The writers' client need not have refreshed its map: with fence
+    // keys its requests to nodes 1 and 2 still run (the move changed no
+    // range). The map the nodes hold has moved on.
+    let moved = client.wait_for_map_version(before + 1, Duration::from_secs(60), |_| {});
+    assert!(runtime.block_on(moved), "the move off node 3 took effect");
     let (acked, unknown) = writers.stop(&runtime);
     check_acknowledged(&runtime, &client, "mv", &acked, "at the end");
     let size = runtime.block_on(client.map("mv").unwrap().size()).unwrap();
@@ -267,4 +273,112 @@ fn dmap_iii_c_a_move_without_checkpoints_is_refused() {
     runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();
+}
+
+/// DynaTree §III-A on real processes: with fence keys, a split and a
+/// merge of partition 1 and a stream replacement of partition 2 send no
+/// request for a key of partitions 2 and 3 back for a map refresh; with
+/// whole-map versions (`[smr] fence_keys = false`) every change sends
+/// each writer's next request back. Writers use their own client (the
+/// operator's refreshes its map as it reconfigures); both clusters run
+/// the same changes in one test.
+#[test]
+fn dynatree_iii_a_fence_keys_send_fewer_requests_back_than_whole_map_versions() {
+    let refreshes = |name: &str, fence_keys: bool| {
+        let smr = format!("fence_keys = {fence_keys}\n");
+        let cluster = Cluster::start_with_smr(name, Some(200), &smr);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let connect = || {
+            let client = Client::connect_with(cluster.addresses(), client_config());
+            Arc::new(runtime.block_on(client).unwrap())
+        };
+        let (operator, writer) = (connect(), connect());
+        runtime.block_on(operator.create_map(name)).unwrap();
+        // Keys partitions 2 and 3 hold, which none of the changes moves.
+        let map = operator.partition_map();
+        let keys: Vec<Bytes> = (0..2_000)
+            .map(|i| Bytes::from(format!("k{i:05}")))
+            .filter(|k| map.partition_of(name, k).is_ok_and(|p| p != PartitionId(1)))
+            .collect();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tasks: Vec<_> = (0..2usize)
+            .map(|w| {
+                let (writer, stop) = (writer.clone(), stop.clone());
+                let mine: Vec<Bytes> = keys.iter().skip(w).step_by(2).cloned().collect();
+                let name = name.to_string();
+                runtime.spawn(async move {
+                    let map = writer.map(&name).unwrap();
+                    // Each key's last write, if it was acknowledged (an
+                    // unknown outcome leaves the key's value unknown).
+                    let mut last = std::collections::BTreeMap::new();
+                    for i in 0..1_000_000usize {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        let key = mine[i % mine.len()].clone();
+                        let value = Bytes::from(format!("{w}-{i}"));
+                        let acked = map.put(key.clone(), value.clone()).await.is_ok();
+                        last.insert(key, acked.then_some(value));
+                    }
+                    last.into_iter()
+                        .filter_map(|(k, v)| Some((k, v?)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let pause = || std::thread::sleep(std::time::Duration::from_millis(500));
+        pause();
+        let segment_end = map.token_ring[1].0;
+        let changes = [
+            Reconfiguration::Split {
+                source: PartitionId(1),
+                new: PartitionId(4),
+                stream: stream_spec(5),
+                at_token: Some(segment_end / 2),
+                at_keys: Vec::new(),
+            },
+            Reconfiguration::ReplaceStream {
+                partition: PartitionId(2),
+                stream: stream_spec(6),
+            },
+            Reconfiguration::Merge {
+                source: PartitionId(4),
+                into: PartitionId(1),
+            },
+        ];
+        for change in changes {
+            reconfigure(&runtime, &operator, change);
+            pause();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut last = std::collections::BTreeMap::new();
+        for task in tasks {
+            last.extend(runtime.block_on(task).unwrap());
+        }
+        assert!(!last.is_empty(), "{name}: no write was acknowledged");
+        // The writers' keys are disjoint: a key's last acknowledged
+        // write (not followed by an unknown one) is its value.
+        check_acknowledged(&runtime, &operator, name, &last, "at the end");
+        let refreshes = writer.map_refreshes();
+        runtime.block_on(operator.close());
+        runtime.block_on(writer.close());
+        drop(runtime);
+        cluster.stop();
+        refreshes
+    };
+    let fenced = refreshes("fk-on", true);
+    let whole = refreshes("fk-off", false);
+    println!("writer map refreshes: fence keys {fenced}, whole-map versions {whole}");
+    assert!(
+        whole > 0,
+        "whole-map versions sent no request back: the test shows nothing"
+    );
+    assert!(
+        fenced < whole,
+        "fence keys {fenced} >= whole-map versions {whole}"
+    );
 }

@@ -13,7 +13,19 @@ pub fn map_name() -> MapName {
 
 /// The replica of `partition` at `node`, keeping `signal_cache_bytes` of
 /// partial replies for late signal requests.
+#[allow(dead_code)] // not every test file uses it
 pub fn replica(node: u32, partition: u32, signal_cache_bytes: usize) -> Replica<PartitionState> {
+    replica_at(node, partition, signal_cache_bytes, None)
+}
+
+/// [`replica`] with its map at `version` when given (as if changed since
+/// by reconfigurations that moved no key).
+pub fn replica_at(
+    node: u32,
+    partition: u32,
+    signal_cache_bytes: usize,
+    version: Option<u64>,
+) -> Replica<PartitionState> {
     let info = |p: u32| {
         (
             PartitionId(p),
@@ -25,6 +37,9 @@ pub fn replica(node: u32, partition: u32, signal_cache_bytes: usize) -> Replica<
     };
     let mut map = PartitionMap::uniform(StreamId(1), vec![info(1), info(2)]);
     map.create_keyspace("m", Layout::Hash).unwrap();
+    if let Some(version) = version {
+        map.version = amulet_types::MapVersion(version);
+    }
     let mut state = PartitionState::new(MapLimits::default());
     let all = |_: &[u8]| true;
     let ctx = ExecContext {

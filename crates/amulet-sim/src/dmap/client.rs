@@ -167,6 +167,12 @@ pub struct SimClient {
     pub phase: Phase,
     /// Operations it completed after the network healed.
     pub completed_after_heal: u64,
+    /// Requests refused as routed by a stale map: single-key commands
+    /// (what fence keys judge), then the others.
+    pub stale_refusals: [u64; 2],
+    /// Broken on purpose (`DmapBug::ClientKeepsStaleRanges`): a refusal's
+    /// map is ignored.
+    pub keeps_stale_ranges: bool,
     /// Whether it sometimes creates or drops another map.
     pub churns_maps: bool,
     /// Draws field-record operations too (`ClientKind::Fields`).
@@ -200,6 +206,8 @@ impl SimClient {
             first_tag: 1,
             phase: Phase::Opening { sent_at: 0 },
             completed_after_heal: 0,
+            stale_refusals: [0; 2],
+            keeps_stale_ranges: false,
             churns_maps: false,
             merges_fields: false,
             appends_logs: false,
@@ -388,6 +396,14 @@ impl SimClient {
             ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) => Some(map.clone()),
             _ => None,
         };
+        if matches!(reply, ClientReply::StaleMap(_)) {
+            // Single-key commands are what fence keys judge; the others
+            // (spanning partitions, snapshots) stay judged by version.
+            let single_key = matches!(&self.phase, Phase::Waiting { command, .. }
+                if matches!(PartitionState::placement(command).keys, amulet_smr::Keys::One(_)));
+            self.stale_refusals[usize::from(!single_key)] += 1;
+        }
+        let carried = carried.filter(|_| !self.keeps_stale_ranges);
         let outcome = Outcome::from(reply);
         let next = if tag == self.tag && attempts.in_flight().is_some() {
             attempts.on_outcome(outcome, &mut self.session, TimeMicros(now))

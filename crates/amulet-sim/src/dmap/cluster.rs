@@ -104,6 +104,17 @@ pub enum DmapBug {
     /// Self-healing: a repair keeps one of the partition's removed
     /// replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Fence keys (DynaTree §III-A): a replica takes a request routed by
+    /// an older map without checking that its key is still inside the
+    /// partition's range, and executes it there.
+    FenceKeysUnchecked,
+    /// Fence keys: a client refused as stale keeps its cached ranges
+    /// (ignores the map the refusal carries) and sends again by them.
+    ClientKeepsStaleRanges,
+    /// Not a bug: whole-map versions, the behaviour before fence keys
+    /// (every request routed by an older map is refused for a refresh),
+    /// run to count the refreshes fence keys save.
+    WholeMapVersions,
 }
 
 /// What the swarm's clients run.
@@ -135,6 +146,7 @@ impl DmapBug {
             answer_reads_locally: self == DmapBug::AnswerReadsLocally,
             begin_without_signals: self == DmapBug::BeginWithoutSignals,
             access_at_edge: self == DmapBug::AccessAtEdge,
+            fence_keys_unchecked: self == DmapBug::FenceKeysUnchecked,
         }
     }
 
@@ -208,6 +220,9 @@ struct DmapCluster {
     client_rng: Rng,
     /// Reconfigures the cluster now and then (in two seeds of three).
     operator: Option<Operator>,
+    /// The balancer (docs/dynatree.md): a range partition holding more
+    /// than 2 to 4 entries splits by itself (see `balancer_of`).
+    balancer: amulet_host::BalancerConfig,
     /// Grants and revokes the clients' permission (`ClientKind::Access`),
     /// and records every replica's access configuration by position.
     access: Option<access::AccessWorkload>,
@@ -285,6 +300,30 @@ pub fn run_dmap_with(
     let (mut cluster, mut harness) = DmapCluster::new(seed, options, bug, verbose, end, kind);
     harness.run(&mut cluster, end);
     cluster.outcome(&harness)
+}
+
+/// The balancer a seed runs: with DMap's clients (`--dmap`) it splits
+/// range partitions past 2 to 4 entries (the workload's keys are few), and
+/// in half the seeds merges neighbours holding at most half that. Drawn
+/// from its own generator, so that the seed's other draws do not depend on
+/// it. Paused with the other clients: under a change of the map every
+/// second, a command judged by map version (a map drop, say) is refused as
+/// stale at every resend, since the client's resends back off to 500 ms
+/// (`amulet-sim --logs --seed 19` with it on; docs/dynatree.md).
+fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerConfig {
+    let mut rng = Rng::new(seed ^ 0x6261_6C61);
+    let enabled = kind == ClientKind::Map;
+    let split_entries = rng.range(2, 4);
+    let merge_entries = if rng.chance(0.5) {
+        split_entries / 2
+    } else {
+        0
+    };
+    amulet_host::BalancerConfig {
+        enabled,
+        split_entries,
+        merge_entries,
+    }
 }
 
 /// The initial partition map and its keyspace layout for `partitions`.
@@ -403,7 +442,10 @@ impl DmapCluster {
             });
         }
         if verbose {
-            println!("storage={storage:?} partitions={partitions} map={initial_map:#?}");
+            println!(
+                "storage={storage:?} partitions={partitions} balancer={:?} map={initial_map:#?}",
+                balancer_of(seed, kind)
+            );
         }
         let slots = harness::slots(&nodes, storage, seed);
         let nemesis_config =
@@ -451,6 +493,7 @@ impl DmapCluster {
                     initial_map.clone(),
                 );
                 client.churns_maps = churn && c == 0;
+                client.keeps_stale_ranges = bug == DmapBug::ClientKeepsStaleRanges;
                 client.merges_fields = kind == ClientKind::Fields;
                 client.appends_logs = kind == ClientKind::Logs;
                 if kind == ClientKind::Access {
@@ -512,6 +555,7 @@ impl DmapCluster {
             next_value: 0,
             client_rng,
             operator,
+            balancer: balancer_of(seed, kind),
             access: (kind == ClientKind::Access).then(|| access::AccessWorkload::new(seed)),
             membership: Default::default(),
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),
@@ -688,6 +732,8 @@ impl Workload for DmapCluster {
         config.trim_quorum = self.checkpoints.quorum;
         config.report_deliveries = false;
         config.replica_bugs = self.bug.replica_bugs();
+        config.fence_keys = self.bug != DmapBug::WholeMapVersions;
+        config.balancer = self.balancer;
         config.bugs = self.bug.host_bugs();
         config.membership = Some(first_view);
         // Faster than production (removal within 5 s), so that the

@@ -182,4 +182,6 @@ fn add_counters(into: &mut HostCounters, more: HostCounters) {
     into.hand_offs += more.hand_offs;
     into.reconfigured += more.reconfigured;
     into.syncs += more.syncs;
+    into.splits_proposed += more.splits_proposed;
+    into.merges_proposed += more.merges_proposed;
 }

@@ -24,7 +24,12 @@ impl<S: StateMachine> Replica<S> {
         self.now_micros = self.now_micros.max(now_micros);
         let id = self.next_request;
         self.next_request += 1;
-        match self.route_request(&request) {
+        let routed = self.route_request(&request);
+        if request.map_version < self.map.version && matches!(request.body, Body::App(_)) {
+            let refused = matches!(routed, Err(ClientReply::StaleMap(_)));
+            self.fence_key_verdicts[usize::from(refused)] += 1;
+        }
+        match routed {
             Ok(stream) if self.answer_reads_locally && stream == self.stream() => {
                 if let Body::App(command) = &request.body {
                     if S::is_read_only(command) {
@@ -154,7 +159,14 @@ impl<S: StateMachine> Replica<S> {
             if let Some(reply) = executed {
                 return Err(reply.unwrap_or(ClientReply::Lost));
             }
-            return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
+            // Still this partition's under the current map (its fence
+            // keys hold the command's keys): no refresh needed.
+            if !self.fence_keys_admit(command) {
+                return Err(ClientReply::StaleMap(Box::new(self.map.clone())));
+            }
+            if self.fence_keys_trust_client(true) {
+                return Ok(self.stream());
+            }
         }
         // "No such map" and "the map exists" are verdicts on the partition
         // map, which this replica may hold in an older version than others

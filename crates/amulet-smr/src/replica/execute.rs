@@ -213,7 +213,12 @@ impl<S: StateMachine> Replica<S> {
         command: S::Command,
     ) {
         let origin = envelope.origin;
-        if envelope.map_version != self.map.version {
+        // Routed by an older map, a command on this partition's stream
+        // that the current map still places here alone runs (fence keys,
+        // `fence_keys.rs`); the same verdict at every replica.
+        let stale = envelope.map_version < self.map.version;
+        let fenced_in = stale && !global && self.fence_keys_admit(&command);
+        if envelope.map_version != self.map.version && !fenced_in {
             // A retry of a command this partition executed under the old
             // map (its reply was lost) gets that reply: resent under the
             // new map it could run again elsewhere, on another stream whose
@@ -269,7 +274,8 @@ impl<S: StateMachine> Replica<S> {
             // partition stream would run in one partition alone.
             return self.answer(&origin, ClientReply::Refused(Refusal::NeedsGlobalStream));
         }
-        let in_me = involved.contains(&self.config.partition);
+        let in_me = involved.contains(&self.config.partition)
+            || (!global && self.fence_keys_trust_client(stale));
         if !global && !in_me {
             return self.answer(
                 &origin,

@@ -22,6 +22,7 @@ mod checkpoint;
 mod client_request;
 mod edge;
 mod execute;
+mod fence_keys;
 mod fences;
 mod invariants;
 mod signals;
@@ -153,6 +154,13 @@ pub struct Replica<S: StateMachine> {
     begin_without_signals: bool,
     answer_reads_locally: bool,
     access_at_edge: bool,
+    /// Whether a request routed by an older map is judged by fence keys
+    /// (see `fence_keys.rs`); `false` refuses it whatever it names.
+    fence_keys: bool,
+    fence_keys_unchecked: bool,
+    /// Requests routed by an older map received here: taken by fence keys,
+    /// and refused as stale (counters, for metrics).
+    fence_key_verdicts: [u64; 2],
     /// See [`ReplicaCheckpoint::pending_reconfiguration`].
     pending_reconfiguration: Option<Reconfiguration>,
     /// Requests received here and proposed, not answered yet, with the
@@ -211,6 +219,9 @@ impl<S: StateMachine> Replica<S> {
             begin_without_signals: false,
             answer_reads_locally: false,
             access_at_edge: false,
+            fence_keys: true,
+            fence_keys_unchecked: false,
+            fence_key_verdicts: [0; 2],
             pending_reconfiguration: None,
             proposed: BTreeMap::new(),
             global_position_checked: AtomicU64::new(0),
@@ -249,6 +260,23 @@ impl<S: StateMachine> Replica<S> {
     /// not have at the same position).
     pub fn set_bug_access_at_edge(&mut self, on: bool) {
         self.access_at_edge = on;
+    }
+
+    /// Whether requests routed by an older map are judged by fence keys
+    /// (the default) or refused as stale whatever keys they name (the
+    /// behaviour before fence keys, kept to count what they save). It
+    /// decides execution, so every replica of the cluster must have the
+    /// same setting.
+    pub fn set_fence_keys(&mut self, on: bool) {
+        self.fence_keys = on;
+    }
+
+    /// A deliberately broken variant, for the simulator to show that its
+    /// checkers catch it: a request routed by an older map is taken
+    /// without checking that its key is still inside this partition's
+    /// range, and executed here even when the key moved to another one.
+    pub fn set_bug_fence_keys_unchecked(&mut self, on: bool) {
+        self.fence_keys_unchecked = on;
     }
 
     /// The service state.
@@ -329,6 +357,12 @@ impl<S: StateMachine> Replica<S> {
     /// Delivered commands not executed yet.
     pub fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Requests routed by a client's older map that this replica's edge
+    /// took by fence keys, and that it refused as stale, since it started.
+    pub fn fence_key_verdicts(&self) -> (u64, u64) {
+        (self.fence_key_verdicts[0], self.fence_key_verdicts[1])
     }
 
     /// Delivered values that did not decode (a bug or corruption upstream).

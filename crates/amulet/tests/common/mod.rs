@@ -83,6 +83,23 @@ impl Cluster {
     /// A cluster whose replicas checkpoint every `checkpoint_ms` (the
     /// default interval when `None`).
     pub fn start_with(name: &str, checkpoint_ms: Option<u64>) -> Cluster {
+        Cluster::start_with_smr(name, checkpoint_ms, "")
+    }
+
+    /// A cluster as [`Cluster::start_with`] whose `[smr]` sections also
+    /// hold `smr_lines` (each ending in a newline).
+    pub fn start_with_smr(name: &str, checkpoint_ms: Option<u64>, smr_lines: &str) -> Cluster {
+        Cluster::start_with_sections(name, checkpoint_ms, smr_lines, "")
+    }
+
+    /// A cluster as [`Cluster::start_with_smr`] whose files end with
+    /// `sections` (whole TOML sections, e.g. `[balancer]`).
+    pub fn start_with_sections(
+        name: &str,
+        checkpoint_ms: Option<u64>,
+        smr_lines: &str,
+        sections: &str,
+    ) -> Cluster {
         let dir = std::env::temp_dir().join(format!("amulet-dmap-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -103,18 +120,20 @@ impl Cluster {
                 PARTITIONS,
                 "sync",
             );
-            if let Some(ms) = checkpoint_ms {
-                let smr = "[smr]\nglobal_stream = 1\n";
-                assert!(
-                    text.contains(smr),
-                    "the generated config has an [smr] section"
-                );
-                text = text.replace(smr, &format!("{smr}checkpoint_interval_ms = {ms}\n"));
-            }
+            let smr = "[smr]\nglobal_stream = 1\n";
+            assert!(
+                text.contains(smr),
+                "the generated config has an [smr] section"
+            );
+            let interval = checkpoint_ms
+                .map(|ms| format!("checkpoint_interval_ms = {ms}\n"))
+                .unwrap_or_default();
+            text = text.replace(smr, &format!("{smr}{interval}{smr_lines}"));
             text.push_str(&format!(
                 "\n[tls]\ndir = {:?}\n",
                 certificates().display().to_string()
             ));
+            text.push_str(sections);
             std::fs::write(cluster.dir.join(format!("node-{node}.toml")), text).unwrap();
             cluster.spawn(node);
         }

@@ -81,12 +81,16 @@ impl DmapCluster {
                 state_transfers: counters.iter().map(|c| c.transfers).sum(),
                 state_transfer_chunks: counters.iter().map(|c| c.transfer_chunks).sum(),
                 hand_offs: counters.iter().map(|c| c.hand_offs).sum(),
+                balancer_splits: counters.iter().map(|c| c.splits_proposed).sum(),
+                balancer_merges: counters.iter().map(|c| c.merges_proposed).sum(),
                 trimmed_instances: harness
                     .hosts()
                     .flat_map(|(_, h)| h.multicast_node().streams().values())
                     .map(|s| s.trimmed_below().0)
                     .sum(),
                 subscription_changes: counters.iter().map(|c| c.reconfigured).sum(),
+                stale_key_refusals: self.clients.iter().map(|c| c.stale_refusals[0]).sum(),
+                stale_other_refusals: self.clients.iter().map(|c| c.stale_refusals[1]).sum(),
                 virtual_micros: harness.now.0,
                 trace_events: harness.trace.events(),
                 network: harness.network.stats(),

@@ -1,0 +1,212 @@
+//! DynaTree's oracle, as Amulet's balancer (docs/dynatree.md): a range
+//! map created with one partition splits by itself as data arrives, with
+//! no operator command, while clients write, until every partition is
+//! within the configured bound; once most keys are removed, neighbours
+//! merge back. Every acknowledged key reads back throughout.
+
+#![allow(clippy::disallowed_methods)] // wall-clock bounds on a real-process test
+
+mod common;
+
+use amulet_client::{Client, KeyBound};
+use amulet_smr::Layout;
+use amulet_types::PartitionId;
+use bytes::Bytes;
+use common::{client_config, Cluster};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The balancer's bound in this test: a partition holding more than this
+/// many entries of the map splits at its middle key.
+const SPLIT_ENTRIES: usize = 300;
+
+/// Neighbours that together hold at most this many entries merge.
+const MERGE_ENTRIES: usize = 150;
+
+/// Keys written: first a shuffled half, then the other half in order
+/// (sequential inserts all land on the last range).
+const KEYS: usize = 2_400;
+
+/// The map's ranges in the client's map, refreshed from the nodes.
+async fn ranges(client: &Client, name: &str) -> Vec<(Bytes, PartitionId)> {
+    let version = client.partition_map().version.0;
+    client
+        .wait_for_map_version(version + 1, Duration::from_millis(300), |_| {})
+        .await;
+    match client.partition_map().keyspaces.get(name) {
+        Some(Layout::Range(ranges)) => ranges.clone(),
+        other => panic!("{name} is not a range map: {other:?}"),
+    }
+}
+
+/// The entries of each of the map's ranges, in key order, once `done`
+/// holds of them (asserted within a minute).
+fn settle(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    name: &str,
+    done: impl Fn(&[usize]) -> bool,
+) -> Vec<usize> {
+    let began = Instant::now();
+    loop {
+        let ranges = runtime.block_on(ranges(client, name));
+        let map = client.map(name).unwrap();
+        let sizes: Vec<usize> = ranges
+            .iter()
+            .enumerate()
+            .map(|(at, (start, _))| {
+                let from = Some(KeyBound {
+                    key: start.clone(),
+                    inclusive: true,
+                });
+                let to = ranges.get(at + 1).map(|(next, _)| KeyBound {
+                    key: next.clone(),
+                    inclusive: false,
+                });
+                let (entries, more) = runtime.block_on(map.range(from, to, 1_000, false)).unwrap();
+                // Past 1,000 it is far over any bound here: 1,001.
+                entries.len() + usize::from(more)
+            })
+            .collect();
+        if done(&sizes) {
+            return sizes;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the balancer did not settle within a minute: {sizes:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn dynatree_oracle_a_range_map_grows_from_one_partition_by_itself() {
+    let name = "grown";
+    let cluster = Cluster::start_with_sections(
+        "balancer",
+        Some(1_000),
+        "",
+        &format!(
+            "\n[balancer]\nsplit_entries = {SPLIT_ENTRIES}\nmerge_entries = {MERGE_ENTRIES}\n"
+        ),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = Arc::new(
+        runtime
+            .block_on(Client::connect_with(cluster.addresses(), client_config()))
+            .unwrap(),
+    );
+    let one = vec![(Bytes::new(), PartitionId(1))];
+    runtime
+        .block_on(client.create_map_with(name, Layout::Range(one)))
+        .unwrap();
+    let keys: Vec<Bytes> = (0..KEYS).map(|i| Bytes::from(format!("k{i:06}"))).collect();
+    // A fixed shuffle of the first half (a multiplicative permutation),
+    // then the second half in order.
+    let half = KEYS / 2;
+    let mut order: Vec<usize> = (0..half).map(|i| (i * 7919) % half).collect();
+    order.extend(half..KEYS);
+    let writers = 8;
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let client = client.clone();
+            let mine: Vec<Bytes> = order
+                .iter()
+                .skip(w)
+                .step_by(writers)
+                .map(|i| keys[*i].clone())
+                .collect();
+            runtime.spawn(async move {
+                let map = client.map(name).unwrap();
+                for key in mine {
+                    let value = Bytes::from(format!("v-{}", String::from_utf8_lossy(&key)));
+                    map.put(key.clone(), value).await.unwrap_or_else(|e| {
+                        panic!("put {key:?}: {e}");
+                    });
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        runtime.block_on(task).unwrap();
+    }
+    // Every partition within the bound, within a minute of the last put.
+    let settled = settle(&runtime, &client, name, |sizes| {
+        sizes.iter().all(|s| *s <= SPLIT_ENTRIES)
+    });
+    println!("partitions' entries after the balancer settled: {settled:?}");
+    assert_eq!(settled.iter().sum::<usize>(), KEYS);
+    assert!(
+        settled.len() >= KEYS / SPLIT_ENTRIES,
+        "{} partitions for {KEYS} entries of at most {SPLIT_ENTRIES}",
+        settled.len()
+    );
+    // Every key reads back its value.
+    let map = client.map(name).unwrap();
+    for key in &keys {
+        let value = runtime.block_on(map.get(key.clone())).unwrap();
+        let expected = format!("v-{}", String::from_utf8_lossy(key));
+        assert_eq!(value.as_deref(), Some(expected.as_bytes()), "{key:?}");
+    }
+    assert_eq!(runtime.block_on(map.size()).unwrap(), KEYS as u64);
+    // Removing nine keys in ten leaves neighbours that together hold at
+    // most MERGE_ENTRIES: they merge until no two neighbours could.
+    let kept: Vec<&Bytes> = keys.iter().step_by(10).collect();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let client = client.clone();
+            let gone: Vec<Bytes> = keys
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % 10 != 0 && i % writers == w)
+                .map(|(_, k)| k.clone())
+                .collect();
+            runtime.spawn(async move {
+                let map = client.map(name).unwrap();
+                for key in gone {
+                    map.remove(key.clone())
+                        .await
+                        .unwrap_or_else(|e| panic!("remove {key:?}: {e}"));
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        runtime.block_on(task).unwrap();
+    }
+    let merged = settle(&runtime, &client, name, |sizes| {
+        sizes
+            .windows(2)
+            .all(|pair| pair[0] + pair[1] > MERGE_ENTRIES)
+    });
+    println!("partitions' entries after the merges: {merged:?}");
+    assert_eq!(merged.iter().sum::<usize>(), kept.len());
+    assert!(merged.len() < settled.len(), "{merged:?}");
+    for key in &kept {
+        let value = runtime.block_on(map.get((*key).clone())).unwrap();
+        let expected = format!("v-{}", String::from_utf8_lossy(key));
+        assert_eq!(value.as_deref(), Some(expected.as_bytes()), "{key:?}");
+    }
+    assert_eq!(runtime.block_on(map.size()).unwrap(), kept.len() as u64);
+    // The nodes logged the splits they proposed (a proposal built on a
+    // map another one replaced first fails and is made again).
+    let splits: usize = (1..=common::NODES)
+        .map(|node| {
+            let log = std::fs::read_to_string(cluster.dir.join(format!("node-{node}.log")))
+                .unwrap_or_default();
+            log.matches("balancer: proposing a split").count()
+        })
+        .sum();
+    assert!(
+        splits >= settled.len() - 1,
+        "{splits} splits proposed for {} partitions",
+        settled.len()
+    );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

@@ -669,6 +669,27 @@ async fn thesis_3_5_2_tail_requests_get_their_documented_status() {
         let mut raw = AmuletClient::connect(format!("http://{address}"))
             .await
             .unwrap();
+        // This node's replica answers from its own state, which may not
+        // yet hold the trim and the appends another replica acknowledged
+        // (a clean-clone CI run saw a stream open for a start below the
+        // first position): wait until its metrics show both, within 10 s.
+        let bounds = [
+            "amulet_log_first_position{log=\"l\"} 1\n".to_string(),
+            format!("amulet_log_end_position{{log=\"l\"}} {end}\n"),
+        ];
+        let mut caught_up = false;
+        for _ in 0..200 {
+            let metrics = http_get(address, "/metrics").await;
+            if bounds.iter().all(|b| metrics.contains(b.as_str())) {
+                caught_up = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            caught_up,
+            "{address}: its replica of l did not catch up in 10 s"
+        );
         let refused: [(&str, pb::TailLogRequest, Code); 4] = [
             ("a bad log name", tail("bad name", 0), Code::InvalidArgument),
             ("an unknown log", tail("nope", 0), Code::NotFound),

@@ -98,23 +98,14 @@ impl<S: StateMachine> Host<S> {
             return;
         }
         let me = self.config.me;
-        let streams = self.node.streams();
-        let also_used: Vec<_> = streams.keys().copied().collect();
+        let also_used: Vec<_> = self.node.streams().keys().copied().collect();
         let split = self
             .replicas
             .iter()
             .filter(|(_, r)| r.map().version == map.version && !r.moved_away())
             .filter(|(p, _)| proposer(&map, **p, &gone) == Some(me))
             .find_map(|(p, r)| {
-                let storage = streams
-                    .get(&map.partitions[p].stream)
-                    .map(|s| s.config().storage)
-                    .or_else(|| {
-                        map.streams
-                            .get(&map.partitions[p].stream)
-                            .map(|s| s.storage)
-                    })
-                    .unwrap_or(StorageMode::SyncDurable);
+                let storage = self.stream_storage(&map, map.partitions[p].stream);
                 split_of(
                     &map,
                     *p,

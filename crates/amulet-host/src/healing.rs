@@ -8,7 +8,7 @@
 
 use crate::host::Host;
 use amulet_membership::MemberState;
-use amulet_smr::{Body, ClientRequest, StateMachine};
+use amulet_smr::{Body, ClientRequest, PartitionMap, StateMachine};
 use amulet_types::{MapVersion, NodeId, StorageMode, StreamId, TimeMicros};
 
 /// How often the proposer looks for a partition to repair.
@@ -69,15 +69,8 @@ impl<S: StateMachine> Host<S> {
             .chain(active.iter().copied())
             .filter(|n| !gone(n))
             .collect();
-        let streams = self.node.streams();
-        let storage_of = |stream: StreamId| {
-            streams
-                .get(&stream)
-                .map(|s| s.config().storage)
-                .or_else(|| map.streams.get(&stream).map(|s| s.storage))
-                .unwrap_or(StorageMode::SyncDurable)
-        };
-        let also_used = streams.keys().copied();
+        let storage_of = |stream: StreamId| self.stream_storage(map, stream);
+        let also_used = self.node.streams().keys().copied();
         let Some(mut repair) = amulet_smr::next_repair(map, &live, also_used, storage_of) else {
             return;
         };
@@ -113,6 +106,18 @@ impl<S: StateMachine> Host<S> {
 }
 
 impl<S: StateMachine> Host<S> {
+    /// The storage of `stream`: as this node runs it, else as `map`
+    /// records it (synced when neither knows it). A new stream for a
+    /// partition (a repair's, a split's) keeps its current one's.
+    pub(crate) fn stream_storage(&self, map: &PartitionMap, stream: StreamId) -> StorageMode {
+        self.node
+            .streams()
+            .get(&stream)
+            .map(|s| s.config().storage)
+            .or_else(|| map.streams.get(&stream).map(|s| s.storage))
+            .unwrap_or(StorageMode::SyncDurable)
+    }
+
     /// Partitions of the newest map with a replica on a node the view
     /// removed or that is leaving: self-healing's work left (0 when
     /// membership is off). A metric; `amulet status` draws the same from

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 mod access;
+mod balancer;
 mod membership;
 mod operator;
 mod report;
@@ -302,30 +303,6 @@ pub fn run_dmap_with(
     cluster.outcome(&harness)
 }
 
-/// The balancer a seed runs: with DMap's clients (`--dmap`) it splits
-/// range partitions past 2 to 4 entries (the workload's keys are few), and
-/// in half the seeds merges neighbours holding at most half that. Drawn
-/// from its own generator, so that the seed's other draws do not depend on
-/// it. Paused with the other clients: under a change of the map every
-/// second, a command judged by map version (a map drop, say) is refused as
-/// stale at every resend, since the client's resends back off to 500 ms
-/// (`amulet-sim --logs --seed 19` with it on; docs/dynatree.md).
-fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerConfig {
-    let mut rng = Rng::new(seed ^ 0x6261_6C61);
-    let enabled = kind == ClientKind::Map;
-    let split_entries = rng.range(2, 4);
-    let merge_entries = if rng.chance(0.5) {
-        split_entries / 2
-    } else {
-        0
-    };
-    amulet_host::BalancerConfig {
-        enabled,
-        split_entries,
-        merge_entries,
-    }
-}
-
 /// The initial partition map and its keyspace layout for `partitions`.
 fn initial_map(rng: &mut Rng, partitions: u32) -> (PartitionMap, Layout) {
     let infos = (1..=partitions)
@@ -444,7 +421,7 @@ impl DmapCluster {
         if verbose {
             println!(
                 "storage={storage:?} partitions={partitions} balancer={:?} map={initial_map:#?}",
-                balancer_of(seed, kind)
+                balancer::balancer_of(seed, kind)
             );
         }
         let slots = harness::slots(&nodes, storage, seed);
@@ -555,7 +532,7 @@ impl DmapCluster {
             next_value: 0,
             client_rng,
             operator,
-            balancer: balancer_of(seed, kind),
+            balancer: balancer::balancer_of(seed, kind),
             access: (kind == ClientKind::Access).then(|| access::AccessWorkload::new(seed)),
             membership: Default::default(),
             issue_until: TimeMicros(end.0 - DRAIN_MICROS),

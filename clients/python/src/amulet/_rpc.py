@@ -10,6 +10,21 @@ import grpc
 from amulet.tls import NODE_SERVER_NAME
 from amulet.v1 import amulet_pb2 as pb
 
+# Pause between attempts, doubled up to BACKOFF_MAX (seconds).
+BACKOFF_MIN = 0.01
+BACKOFF_MAX = 0.5
+
+# Retried statuses without an amulet-error kind: the request may have taken
+# effect (the same sequence makes a resend safe).
+_RETRY_CODES = frozenset(
+    {
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.UNKNOWN,
+    }
+)
+
 if TYPE_CHECKING:
     from amulet.tls import BearerToken, TlsFiles
 

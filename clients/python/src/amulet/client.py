@@ -47,16 +47,22 @@ import grpc
 
 from amulet import access as _access
 from amulet import errors
-from amulet._rpc import AmuletStub, error_kind, metadata_value, open_channel
+from amulet._rpc import (  # noqa: F401 (BACKOFF_*, _RETRY_CODES: used by log, eventual, transaction)
+    _RETRY_CODES,
+    BACKOFF_MAX,
+    BACKOFF_MIN,
+    AmuletStub,
+    error_kind,
+    metadata_value,
+    open_channel,
+)
+from amulet.admin import Admin
 from amulet.read_versions import ReadVersions
 from amulet.routing import Placement, Routing, UnknownMap
 from amulet.sessions import SessionPool, SessionSlot
 from amulet.tls import TlsFiles, connect_hint, resolve_credentials
 from amulet.v1 import amulet_pb2 as pb
 
-# Pause between attempts, doubled up to BACKOFF_MAX (seconds).
-BACKOFF_MIN = 0.01
-BACKOFF_MAX = 0.5
 
 # 1 to 128 ASCII letters, digits, '_', '-', '.' (crates/amulet-dmap/src/map_name.rs).
 MAP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -87,16 +93,6 @@ KEYSPACE_OPS = frozenset({"create_map", "drop_map", "create_log", "drop_log"})
 # so it ends in Unavailable rather than OutcomeUnknown.
 READ_VERSION_OPS = frozenset({"begin_transaction", "end_transaction"})
 
-# Retried statuses without an amulet-error kind: the request may have taken
-# effect (the same sequence makes a resend safe).
-_RETRY_CODES = frozenset(
-    {
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.CANCELLED,
-        grpc.StatusCode.UNKNOWN,
-    }
-)
 
 
 class _Retry(Exception):
@@ -134,7 +130,7 @@ def check_map_name(name: str) -> str:
     return name
 
 
-class Client:
+class Client(Admin):
     """A connection to an Amulet cluster, shared freely between threads.
 
     ``seeds`` are client API addresses (``host:port``) of any nodes; the
@@ -543,137 +539,6 @@ class Client:
         with self._lock:
             if routing.version >= self._routing.version:
                 self._routing = routing
-
-    # ---- access control (docs/security.md, amulet.access) ----------------
-
-    def change_access(self, change: pb.ChangeAccessRequest) -> None:
-        """Orders one access change (a ``ChangeAccessRequest``: assign or
-        unassign a role, grant or revoke a permission, revoke a token); it
-        holds at every replica from its point of the order on. Needs the
-        cluster admin role (else ``PermissionDenied``, nothing changed); a
-        bad change is ``InvalidArgument``. ``grant``, ``revoke``,
-        ``assign_role``, ``unassign_role`` and ``revoke_token`` make one."""
-        if not isinstance(change, pb.ChangeAccessRequest) or change.WhichOneof("change") is None:
-            raise errors.InvalidArgument("change_access takes a ChangeAccessRequest with one change set")
-        self._unordered("change access", "ChangeAccess", change, may_apply=True)
-
-    # ---- membership (docs/membership.md) --------------------------------
-
-    def leave(self, node: int) -> None:
-        """Member ``node`` leaves the cluster gracefully: ordered on the
-        global stream, the next view removes it, self-healing moves its
-        partitions onto the other live nodes, and the node stops by itself
-        once it holds none (watch ``amulet status``). Needs the cluster
-        admin role. ``FailedPrecondition`` (nothing changed): not an
-        active member, the last member, an acceptor of the global stream,
-        or a partition with no other live node to move to;
-        ``InvalidArgument``: node 0."""
-        if not isinstance(node, int) or isinstance(node, bool) or not 0 <= node <= 0xFFFF_FFFF:
-            raise errors.InvalidArgument(f"leave takes a node id (1 to 2**32-1), not {node!r}")
-        request = pb.ChangeMembershipRequest(leave=node)
-        self._unordered("leave", "ChangeMembership", request, may_apply=True)
-
-    def grant(self, role: str, map: str, permission: str) -> None:
-        """``role`` gets ``permission`` (``"read"``, ``"write"`` or
-        ``"admin"``) on the map or log ``map`` (``"*"``: every one),
-        replacing what it had there."""
-        self.change_access(_access.grant_change(role, map, permission))
-
-    def revoke(self, role: str, map: str) -> None:
-        """``role`` loses its grant on ``map``."""
-        self.change_access(_access.revoke_change(role, map))
-
-    def assign_role(self, user: str, role: str) -> None:
-        """``user`` gets ``role`` (``"cluster-admin"``: everything)."""
-        self.change_access(_access.assign_change(user, role))
-
-    def unassign_role(self, user: str, role: str) -> None:
-        """``user`` loses ``role`` (the last cluster admin cannot:
-        ``InvalidArgument``)."""
-        self.change_access(_access.unassign_change(user, role))
-
-    def revoke_token(self, token_id) -> None:
-        """The token with id ``token_id`` (``CreatedToken.id``; a
-        ``CreatedToken`` itself will do, and of a whole token only its id
-        is sent) stops being valid at once, everywhere: requests made with
-        it are ``Unauthenticated``, those already ordered after the
-        revocation too."""
-        self.change_access(_access.revoke_token_change(token_id))
-
-    def create_token(self, user: str, ttl_seconds: int = 0) -> "_access.CreatedToken":
-        """A new bearer token for ``user``, valid ``ttl_seconds`` (1 to
-        31,536,000; 0: a day). The secret is in the returned
-        ``CreatedToken.token`` only (its repr hides it): the cluster keeps
-        its digest. Needs the cluster admin role. Resent only when no node
-        answered: a token made by an attempt whose answer was lost is
-        never known to anyone and expires (``access().tokens`` lists it)."""
-        if not isinstance(user, str):
-            raise TypeError(f"the user must be a str, not {type(user).__name__}")
-        if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 0:
-            raise errors.InvalidArgument(f"bad token lifetime {ttl_seconds!r}: seconds, 1 to 31,536,000 (0: a day)")
-        reply = self._unordered(
-            "create token", "CreateToken", pb.CreateTokenRequest(user=user, ttl_seconds=ttl_seconds), may_apply=True
-        )
-        return _access.CreatedToken(token=reply.token, id=reply.id, expires_unix_micros=reply.expires_unix_micros)
-
-    def access(self, address: str | None = None) -> "_access.AccessConfiguration":
-        """The access configuration (users' roles, roles' grants, tokens'
-        ids, users and expiries, never their secrets) as a node last
-        executed it: the node at ``address``, or any. Needs the cluster
-        admin role."""
-        reply = self._unordered("get access", "GetAccess", pb.GetAccessRequest(), may_apply=False, address=address)
-        return _access.AccessConfiguration.from_pb(reply)
-
-    def who_am_i(self, address: str | None = None) -> "_access.WhoAmI":
-        """Who a node (the one at ``address``, or any) takes this client
-        for: its user, the id of its token, its roles."""
-        reply = self._unordered("who am I", "WhoAmI", pb.WhoAmIRequest(), may_apply=False, address=address)
-        return _access.WhoAmI.from_pb(reply)
-
-    def _unordered(self, what: str, method: str, request, *, may_apply: bool, address: str | None = None):
-        """One call of ``method`` outside sessions (access control), at
-        ``address`` or at a random node, another one after a failure. Sent
-        again, under ``operation_timeout``, when the node did not take it
-        (``behind``, ``retryable``, UNAVAILABLE) or did not answer in time
-        (DEADLINE_EXCEEDED, CANCELLED, UNKNOWN); refused credentials and
-        everything else are final. Gives up with ``Unavailable``, or
-        ``OutcomeUnknown`` if ``may_apply`` and an attempt may have taken
-        effect."""
-        if self._closed:
-            raise errors.AmuletError("the client is closed")
-        deadline = time.monotonic() + self.operation_timeout
-        backoff = BACKOFF_MIN
-        maybe_applied = False
-        failed_at = None
-        while True:
-            target = address
-            if target is None:
-                addresses = list(self._routing.addresses.values()) or list(self.seeds)
-                if len(addresses) > 1 and failed_at in addresses:
-                    addresses = [a for a in addresses if a != failed_at]
-                target = random.choice(addresses)
-            try:
-                return getattr(self._stub(target), method)(request, timeout=self.attempt_timeout)
-            except grpc.RpcError as e:
-                code, message, kind = e.code(), e.details() or "", error_kind(e)
-                if kind == "reply-lost":
-                    raise errors.OutcomeUnknown(f"{what}: {message}", code) from None
-                if kind in ("behind", "retryable", "stale-map", "not-a-replica"):
-                    pass
-                elif code in _RETRY_CODES:
-                    # No answer, or a broken connection: it may have been taken.
-                    maybe_applied |= may_apply
-                else:
-                    raise errors.from_status(code, message) from None
-                last = f"{self._peer(target)}: {code.name}: {message}"
-                failed_at = target
-            if time.monotonic() + backoff >= deadline:
-                why = f"{what}: gave up after {self.operation_timeout}s: {last}"
-                if maybe_applied:
-                    raise errors.OutcomeUnknown(why)
-                raise errors.Unavailable(why)
-            time.sleep(backoff)
-            backoff = min(backoff * 2, BACKOFF_MAX)
 
     # ---- the protocol ----------------------------------------------------
 

@@ -12,6 +12,10 @@ use amulet_types::{Ballot, Instance, NodeId, TimeMicros};
 use amulet_wire::{Batch, Message};
 use std::collections::BTreeMap;
 
+/// Chunks of decided instances (each at most one retransmission reply)
+/// a restarted acceptor reads back from its own log per tick.
+const OWN_LOG_CHUNKS_PER_TICK: usize = 8;
+
 /// Every this many unanswered gap repair attempts, decide the instance
 /// with a higher ballot instead of asking for retransmission.
 const REPAIR_EVERY_ATTEMPTS: u32 = 3;
@@ -34,6 +38,9 @@ pub(crate) struct Learner {
     last_request: Option<TimeMicros>,
     attempts: u32,
     cursor: usize,
+    /// The last repair tick read decided instances from this node's own
+    /// acceptor log and more may follow: the next tick reads on at once.
+    reading_own_log: bool,
     delivered: Delivered,
     /// Set when `next` was trimmed at the acceptors; delivery waits for
     /// `resume_at` with a checkpoint's position.
@@ -55,6 +62,7 @@ impl Learner {
             last_request: None,
             attempts: 0,
             cursor: 0,
+            reading_own_log: false,
             delivered: Delivered::default(),
             trimmed: None,
             repair: None,
@@ -103,6 +111,7 @@ impl Learner {
         self.attempts = 0;
         self.gap_since = None;
         self.last_request = None;
+        self.reading_own_log = false;
     }
 
     /// The first decided instance held beyond `next`, or one past the
@@ -245,28 +254,54 @@ impl StreamNode {
         let next = self.learner.next;
         if target <= next {
             self.learner.gap_since = None;
+            self.learner.reading_own_log = false;
             return;
         }
         let wait = self.config.limits.gap_repair_after_micros;
         let since = *self.learner.gap_since.get_or_insert(self.now);
-        if self.now.since(since) < wait
+        let waiting = self.now.since(since) < wait
             || self
                 .learner
                 .last_request
-                .is_some_and(|t| self.now.since(t) < wait)
-        {
+                .is_some_and(|t| self.now.since(t) < wait);
+        if waiting && !self.learner.reading_own_log {
             return;
         }
-        self.learner.last_request = Some(self.now);
-        self.learner.attempts += 1;
+        if !waiting {
+            self.learner.last_request = Some(self.now);
+            self.learner.attempts += 1;
+        }
         if self.config.is_acceptor(self.me) {
-            for (instance, batch) in self.read_decided(next, target) {
-                self.learn(instance, None, batch);
+            // An acceptor restarted on its log (thesis §3.4.1) holds the
+            // decisions it knew before the crash: it reads them back before
+            // asking anyone. One chunk per repair interval read 2,560
+            // instances a second, slower than a busy stream decides, so a
+            // restarted acceptor never caught up; it reads a few chunks per
+            // tick and goes on at the next tick while its log has more.
+            self.learner.reading_own_log = false;
+            for _ in 0..OWN_LOG_CHUNKS_PER_TICK {
+                let from = self.learner.next;
+                let chunk = self.read_decided(from, target);
+                if chunk.is_empty() {
+                    break;
+                }
+                for (instance, batch) in chunk {
+                    self.learn(instance, None, batch);
+                }
+                self.deliver(out);
+                self.learner.reading_own_log = self.learner.next > from;
+                if !self.learner.reading_own_log {
+                    break;
+                }
             }
-            if self.learner.has_decided(next) {
+            if self.learner.reading_own_log || self.learner.has_decided(self.learner.next) {
+                return;
+            }
+            if waiting {
                 return;
             }
         }
+        let next = self.learner.next;
         if self.learner.attempts.is_multiple_of(REPAIR_EVERY_ATTEMPTS) {
             self.start_repair(next, out);
             return;

@@ -13,7 +13,7 @@
 //! map is current).
 use crate::command::Command;
 use crate::host::Host;
-use amulet_smr::{trim_point, StateMachine};
+use amulet_smr::{safe_to_report, trim_point, StateMachine};
 use amulet_types::{Instance, StreamId, TimeMicros};
 
 impl<S: StateMachine> Host<S> {
@@ -43,7 +43,7 @@ impl<S: StateMachine> Host<S> {
         }
         let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
         for stream in streams {
-            let safe = self.checkpointer.safe_instance(stream);
+            let safe = safe_to_report(self.checkpointer.safe_instance(stream), &map, stream);
             let Some(node) = self.node.stream_mut(stream) else {
                 continue;
             };

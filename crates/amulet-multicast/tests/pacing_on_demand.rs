@@ -185,3 +185,34 @@ fn thesis_3_3_a_stream_a_merge_waited_on_is_paced_for_a_while_then_sleeps() {
         instances
     );
 }
+
+#[test]
+fn thesis_3_3_a_retired_stream_is_paced_while_a_merge_still_waits_on_it() {
+    // Node 2 marks B retired (a replica there holds a map that retires
+    // it) while node 1's merge still takes B up to its fence. Its
+    // coordinator must pace B on demand as for any stream: it once paced
+    // retired streams never, and replicas short of their fence on a node
+    // whose coordinator could not catch up by projection (its learner
+    // trimmed past) waited for good (dmap swarm seed 1000163).
+    let mut now = TimeMicros(0);
+    let mut nodes = two_nodes(now);
+    run_ms(&mut nodes, &mut now, 3_000);
+    nodes.get_mut(&NodeId(2)).expect("node 2").retire_stream(B);
+    for i in 0..50u32 {
+        now = now.plus(1);
+        let value = Bytes::from(format!("value {i}"));
+        nodes
+            .get_mut(&NodeId(1))
+            .expect("node 1")
+            .multicast(now, A, value)
+            .expect("multicast");
+        run_ms(&mut nodes, &mut now, 10);
+    }
+    assert!(
+        nodes[&NodeId(2)].pacing_active(),
+        "a retired stream is not paced while a merge waits on it"
+    );
+    // Nobody waits any more (past the fence): it sleeps, as any stream.
+    run_ms(&mut nodes, &mut now, 1_500);
+    assert!(nodes.values().all(|n| !n.pacing_active()));
+}

@@ -53,4 +53,4 @@ pub use replica::{
 };
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};
-pub use trim_point::{trim_point, TrimQuorum};
+pub use trim_point::{safe_to_report, trim_point, TrimQuorum};

@@ -57,6 +57,31 @@ pub fn trim_point(
     point
 }
 
+/// The safe instance a node reports for `stream`, given `checkpointed`
+/// (the least first-unreflected instance over the durable checkpoints of
+/// its replicas that merge the stream, `None` when none does) and the
+/// node's newest map: a stream that map retired, which no durable
+/// checkpoint here merges (each replica here that merged it checkpointed
+/// past its fence), is needed here no more, so the node holds all of it
+/// (`u64::MAX`). Without that, a replica moved away whose new group moved
+/// on (merged the partition away, moved it again) before its first
+/// checkpoint with the new stream never saw the new group report one,
+/// never handed off ([`crate::handed_off`]) and waited at its next fence
+/// for good (simulator, DMap seed 1377 with the balancer's moves). `None`:
+/// nothing to report (the last report stands).
+pub fn safe_to_report(
+    checkpointed: Option<Instance>,
+    newest: &PartitionMap,
+    stream: StreamId,
+) -> Option<Instance> {
+    checkpointed.or_else(|| {
+        newest
+            .retired_streams
+            .contains(&stream)
+            .then_some(Instance(u64::MAX))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,5 +135,36 @@ mod tests {
         assert_eq!(all, Some(Instance(0)));
         assert_eq!(majority, Some(Instance(50)));
         assert_eq!(trim_point(&map(), StreamId(9), &s, TrimQuorum::All), None);
+    }
+
+    #[test]
+    fn dmap_iii_c_a_replica_moved_away_hands_off_when_its_new_group_retired_the_stream() {
+        // p2 moved to n1 (stream 7), and n1 merged it away before any
+        // checkpoint of p2 with stream 7: n1's checkpoints merge stream 7
+        // no more, and its newest map retired it.
+        let moved = PartitionMap::uniform(
+            StreamId(1),
+            vec![(
+                PartitionId(2),
+                PartitionInfo {
+                    stream: StreamId(7),
+                    replicas: vec![NodeId(1)],
+                },
+            )],
+        );
+        let mut newest = moved.clone();
+        newest.partitions.clear();
+        newest.retired_streams.insert(StreamId(7));
+        let reported = safe_to_report(None, &newest, StreamId(7));
+        assert_eq!(reported, Some(Instance(u64::MAX)));
+        let heard = BTreeMap::from([(NodeId(1), reported.expect("reported"))]);
+        assert!(crate::handed_off(&moved, PartitionId(2), &heard));
+        // Not before it retired, and never over a checkpoint's own word.
+        assert_eq!(safe_to_report(None, &moved, StreamId(7)), None);
+        assert!(!crate::handed_off(&moved, PartitionId(2), &BTreeMap::new()));
+        assert_eq!(
+            safe_to_report(Some(Instance(3)), &newest, StreamId(7)),
+            Some(Instance(3))
+        );
     }
 }

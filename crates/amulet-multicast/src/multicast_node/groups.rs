@@ -126,7 +126,8 @@ impl MulticastNode {
         self.feed_lanes(|_, _| true);
     }
 
-    /// Marks `stream` retired (see the field): no more skips for it.
+    /// Marks `stream` retired (see the field): no anticipatory skips for
+    /// it, pacing only while some merge still waits on it.
     pub fn retire_stream(&mut self, stream: StreamId) {
         if self.retired.insert(stream) {
             self.pacing.remove(&stream);

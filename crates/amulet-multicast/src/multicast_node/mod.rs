@@ -56,9 +56,11 @@ pub struct MulticastNode {
     streams: BTreeMap<StreamId, StreamNode>,
     pacing: BTreeMap<StreamId, Pacing>,
     /// Streams retired by a reconfiguration: no group merges them from
-    /// their fence on, so their coordinator proposes no more skips (the
-    /// log would grow without end); what was decided up to the fence
-    /// stays for replicas that replay to it.
+    /// their fence on, so their coordinator proposes no anticipatory
+    /// skips for them (the log would grow with every value of the other
+    /// streams); it still paces them on demand, for merges here or
+    /// elsewhere that have not reached the fence (see `pacing.rs`). What
+    /// was decided up to the fence stays for replicas that replay to it.
     retired: BTreeSet<StreamId>,
     pub(crate) groups: BTreeMap<GroupId, Merger>,
     /// Reused by local catch-up: (blocked stream, position needed,

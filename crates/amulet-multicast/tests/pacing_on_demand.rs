@@ -96,6 +96,24 @@ fn run_ms(nodes: &mut BTreeMap<NodeId, MulticastNode>, now: &mut TimeMicros, ms:
     }
 }
 
+/// Values on A at node 1 now and then for half a second: node 1's merges
+/// wait on B each time.
+fn values_on_a_for_half_a_second(
+    nodes: &mut BTreeMap<NodeId, MulticastNode>,
+    now: &mut TimeMicros,
+) {
+    for i in 0..50u32 {
+        *now = now.plus(1);
+        let value = Bytes::from(format!("value {i}"));
+        nodes
+            .get_mut(&NodeId(1))
+            .expect("node 1")
+            .multicast(*now, A, value)
+            .expect("multicast");
+        run_ms(nodes, now, 10);
+    }
+}
+
 #[test]
 fn thesis_3_3_an_idle_cluster_proposes_no_skips() {
     let mut now = TimeMicros(0);
@@ -150,17 +168,7 @@ fn thesis_3_3_a_stream_a_merge_waited_on_is_paced_for_a_while_then_sleeps() {
     let mut now = TimeMicros(0);
     let mut nodes = two_nodes(now);
     run_ms(&mut nodes, &mut now, 3_000);
-    // Values on A now and then for half a second: the merges wait on B.
-    for i in 0..50u32 {
-        now = now.plus(1);
-        let value = Bytes::from(format!("value {i}"));
-        nodes
-            .get_mut(&NodeId(1))
-            .expect("node 1")
-            .multicast(now, A, value)
-            .expect("multicast");
-        run_ms(&mut nodes, &mut now, 10);
-    }
+    values_on_a_for_half_a_second(&mut nodes, &mut now);
     // Node 1's merges waited on B: node 2 paces it.
     assert!(
         nodes[&NodeId(2)].pacing_active(),
@@ -193,21 +201,13 @@ fn thesis_3_3_a_retired_stream_is_paced_while_a_merge_still_waits_on_it() {
     // coordinator must pace B on demand as for any stream: it once paced
     // retired streams never, and replicas short of their fence on a node
     // whose coordinator could not catch up by projection (its learner
-    // trimmed past) waited for good (dmap swarm seed 1000163).
+    // trimmed past) waited for good (dmap swarm seed 1000163, with
+    // catch-up chaining).
     let mut now = TimeMicros(0);
     let mut nodes = two_nodes(now);
     run_ms(&mut nodes, &mut now, 3_000);
     nodes.get_mut(&NodeId(2)).expect("node 2").retire_stream(B);
-    for i in 0..50u32 {
-        now = now.plus(1);
-        let value = Bytes::from(format!("value {i}"));
-        nodes
-            .get_mut(&NodeId(1))
-            .expect("node 1")
-            .multicast(now, A, value)
-            .expect("multicast");
-        run_ms(&mut nodes, &mut now, 10);
-    }
+    values_on_a_for_half_a_second(&mut nodes, &mut now);
     assert!(
         nodes[&NodeId(2)].pacing_active(),
         "a retired stream is not paced while a merge waits on it"

@@ -103,14 +103,8 @@ impl MulticastNode {
     /// Proposes skips at the streams this node coordinates (thesis §3.3),
     /// those some merge waited on lately (see the module doc).
     pub(super) fn level_rates(&mut self, now: TimeMicros) {
-        // Retired streams are paced too, on demand like the rest: a
-        // stream is retired here as soon as any replica of this node holds
-        // a map that retires it, while replicas elsewhere (or here) may
-        // still be merging it up to their fence and report a need; with
-        // no pacing there, a coordinator whose own learner cannot tell
-        // where the stream stands (trimmed past) never skipped again and
-        // those replicas waited for good (dmap swarm seed 1000163). Once
-        // every merge passed the fence nobody waits on it: no skips.
+        // Retired streams too (see the `retired` field): merges short of
+        // their fence may still wait on one (dmap swarm seed 1000163).
         for (id, stream) in self.streams.iter_mut() {
             let Some((ballot, proposed_weight, delay)) = stream.coordinator_progress() else {
                 self.pacing.remove(id);

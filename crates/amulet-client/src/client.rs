@@ -318,8 +318,11 @@ impl Client {
     /// the map version the change was made from once the cluster ordered
     /// and accepted it; every replica applies it at a fence soon after
     /// (watch for a map version above the one returned: see
-    /// [`Client::wait_for_map_version`]). Not retried on an unknown
-    /// outcome: a resend would be refused as stale or as overlapping.
+    /// [`Client::wait_for_map_version`]). A node behind the client's map
+    /// version (restarted, still replaying) refuses it before ordering
+    /// anything: the client asks again until the operation timeout. Not
+    /// retried on an unknown outcome: a resend would be refused as stale
+    /// or as overlapping.
     pub async fn reconfigure(&self, change: &amulet_smr::Reconfiguration) -> Result<u64, Error> {
         self.reconfigure_with(|_| Ok(change.clone()))
             .await
@@ -336,7 +339,13 @@ impl Client {
         &self,
         build: impl Fn(&PartitionMap) -> Result<amulet_smr::Reconfiguration, Error>,
     ) -> Result<(u64, amulet_smr::Reconfiguration), Error> {
-        for _ in 0..3 {
+        // A node behind the map version asked for (restarted, replaying)
+        // refused before ordering anything: ask again, at another node
+        // perhaps, until the operation timeout. A change that raced
+        // another one is rebuilt on the newer map, three times at most.
+        let mut backoff = self.backoff();
+        let mut raced = 0;
+        while raced < 3 {
             self.refresh_map().await;
             let version = self.map_version();
             let change = build(&self.partition_map())?;
@@ -350,12 +359,14 @@ impl Client {
             .map_err(|_| Error::OutcomeUnknown("reconfigure: no answer in time".into()))?;
             match answer {
                 Ok(_) => return Ok((version, change)),
-                Err(status)
-                    if amulet_api::error_kind(&status) == Some(amulet_api::ErrorKind::StaleMap) =>
-                {
-                    continue
-                }
-                Err(status) => return Err(Error::from_status(&status)),
+                Err(status) => match amulet_api::error_kind(&status) {
+                    Some(amulet_api::ErrorKind::StaleMap) => raced += 1,
+                    Some(amulet_api::ErrorKind::Behind) => match backoff.pause(self.now()) {
+                        Some(until) => self.sleep_until(until).await,
+                        None => return Err(Error::from_status(&status)),
+                    },
+                    _ => return Err(Error::from_status(&status)),
+                },
             }
         }
         Err(Error::Unavailable(

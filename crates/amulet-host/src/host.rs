@@ -135,7 +135,8 @@ pub struct Host<S: StateMachine> {
     pub(crate) replicas: BTreeMap<PartitionId, Replica<S>>,
     /// The configured partition map (`None`: the node runs no service).
     pub(crate) configured_map: Option<PartitionMap>,
-    /// The newest map a replica here has executed, kept when replicas go.
+    /// The newest map a replica here has executed, kept when replicas go;
+    /// or, at a node that runs none, the newest a peer told it of.
     pub(crate) known_map: Option<PartitionMap>,
     /// The access configuration of the most advanced replica seen, by its
     /// global position (kept when replicas go, like `known_map`).

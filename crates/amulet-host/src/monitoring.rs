@@ -7,8 +7,8 @@
 use crate::command::Command;
 use crate::host::Host;
 use amulet_membership::{Membership, MonitorOutput};
-use amulet_smr::{Body, CommandEnvelope, Origin, ReplicaMessage, StateMachine};
-use amulet_types::TimeMicros;
+use amulet_smr::{Body, CommandEnvelope, Origin, PartitionMap, ReplicaMessage, StateMachine};
+use amulet_types::{NodeId, TimeMicros};
 use std::sync::Arc;
 
 /// What membership has done at this node since it started (metrics).
@@ -28,6 +28,11 @@ pub struct MembershipCounters {
     /// Self-healing moves this node proposed (as the view's lowest active
     /// member).
     pub repairs_proposed: u64,
+    /// Partition maps sent to a peer whose probe or probe reply carried an
+    /// older version.
+    pub maps_sent: u64,
+    /// Partition maps this node, running no replica, took from a peer.
+    pub maps_learned: u64,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -57,6 +62,7 @@ impl<S: StateMachine> Host<S> {
         let Some(membership) = self.membership() else {
             return;
         };
+        let map_version = self.map_version();
         let Some(monitor) = self.monitor.as_mut() else {
             return;
         };
@@ -67,7 +73,11 @@ impl<S: StateMachine> Host<S> {
                     self.membership_counters.probes_sent += 1;
                     self.out.push(Command::SendReplica {
                         to,
-                        message: Box::new(ReplicaMessage::Probe { from: me, nonce }),
+                        message: Box::new(ReplicaMessage::Probe {
+                            from: me,
+                            nonce,
+                            map_version,
+                        }),
                     });
                 }
                 MonitorOutput::Propose(command) => self.propose_membership(now, command),
@@ -114,26 +124,73 @@ impl<S: StateMachine> Host<S> {
         }
     }
 
-    /// A probe (answered at once) or a probe's reply (to the monitor).
+    /// A probe (answered at once), a probe's reply (to the monitor), or a
+    /// peer's newer map. Both probe messages carry the sender's map
+    /// version, so every monitored edge keeps both ends' maps current.
     pub(crate) fn on_probe_message(&mut self, message: ReplicaMessage) {
         match message {
-            ReplicaMessage::Probe { from, nonce } => {
+            ReplicaMessage::Probe {
+                from,
+                nonce,
+                map_version,
+            } => {
                 self.membership_counters.probes_answered += 1;
                 let reply = ReplicaMessage::ProbeReply {
                     from: self.config.me,
                     nonce,
+                    map_version: self.map_version(),
                 };
                 self.out.push(Command::SendReplica {
                     to: from,
                     message: Box::new(reply),
                 });
+                self.tell_map_if_older(from, map_version);
             }
-            ReplicaMessage::ProbeReply { from, nonce } => {
+            ReplicaMessage::ProbeReply {
+                from,
+                nonce,
+                map_version,
+            } => {
                 if let Some(monitor) = self.monitor.as_mut() {
                     monitor.on_reply(from, nonce);
                 }
+                self.tell_map_if_older(from, map_version);
             }
+            ReplicaMessage::Map { map, .. } => self.learn_map(*map),
             _ => {}
         }
+    }
+
+    /// Sends this node's newest map to `peer` if `peer_version` is older.
+    fn tell_map_if_older(&mut self, peer: NodeId, peer_version: u64) {
+        let Some(map) = self.current_map().filter(|m| m.version.0 > peer_version) else {
+            return;
+        };
+        let message = ReplicaMessage::Map {
+            from: self.config.me,
+            map: Box::new(map.clone()),
+        };
+        self.membership_counters.maps_sent += 1;
+        self.out.push(Command::SendReplica {
+            to: peer,
+            message: Box::new(message),
+        });
+    }
+
+    /// A peer's newer map. Kept only by a node that runs no replica: one
+    /// that does learns maps by executing them, at the point of the order
+    /// where they take effect, and decides by them (trimming's safe
+    /// instances, hand-offs); a map ahead of its replicas would have it
+    /// report streams its replicas still merge as no longer needed.
+    fn learn_map(&mut self, map: PartitionMap) {
+        if !self.replicas.is_empty() || map.version.0 <= self.map_version() {
+            return;
+        }
+        tracing::info!(
+            map_version = map.version.0,
+            "partition map learned from a peer"
+        );
+        self.membership_counters.maps_learned += 1;
+        self.known_map = Some(map);
     }
 }

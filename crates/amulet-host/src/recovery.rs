@@ -150,7 +150,8 @@ impl<S: StateMachine> Host<S> {
             ReplicaMessage::Signal { .. }
             | ReplicaMessage::SignalRequest { .. }
             | ReplicaMessage::Probe { .. }
-            | ReplicaMessage::ProbeReply { .. } => {}
+            | ReplicaMessage::ProbeReply { .. }
+            | ReplicaMessage::Map { .. } => {}
         }
     }
 

@@ -188,6 +188,9 @@ pub enum ReplicaMessage {
         from: NodeId,
         /// Echoed in the reply.
         nonce: u64,
+        /// The version of the observer's newest partition map: a subject
+        /// with a newer one tells it ([`ReplicaMessage::Map`]).
+        map_version: u64,
     },
     /// The answer to a [`ReplicaMessage::Probe`].
     ProbeReply {
@@ -195,6 +198,20 @@ pub enum ReplicaMessage {
         from: NodeId,
         /// The probe's nonce.
         nonce: u64,
+        /// The version of the subject's newest partition map: an observer
+        /// with a newer one tells it.
+        map_version: u64,
+    },
+    /// A peer's newest partition map, sent to a node whose probe (or probe
+    /// reply) carried an older version. A node that runs no replica has
+    /// nothing that executes maps (its last replica was moved away): this
+    /// is how it learns the maps after, to answer clients with and to
+    /// adopt a partition moved back to it (docs/membership.md).
+    Map {
+        /// The sender.
+        from: NodeId,
+        /// The sender's newest partition map.
+        map: Box<PartitionMap>,
     },
 }
 
@@ -210,12 +227,14 @@ impl ReplicaMessage {
 }
 
 impl ReplicaMessage {
-    /// Whether it is membership's edge monitoring (the node's monitor
-    /// handles it).
+    /// Whether it is membership's edge monitoring, or the map news it
+    /// carries (the node's monitor handles it).
     pub fn is_probe(&self) -> bool {
         matches!(
             self,
-            ReplicaMessage::Probe { .. } | ReplicaMessage::ProbeReply { .. }
+            ReplicaMessage::Probe { .. }
+                | ReplicaMessage::ProbeReply { .. }
+                | ReplicaMessage::Map { .. }
         )
     }
 

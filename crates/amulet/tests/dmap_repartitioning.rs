@@ -382,3 +382,54 @@ fn dynatree_iii_a_fence_keys_send_fewer_requests_back_than_whole_map_versions() 
         "fence keys {fenced} >= whole-map versions {whole}"
     );
 }
+
+/// A node whose last replica was moved away executes no map any more: it
+/// learns the later ones from its peers, whose probes and probe replies
+/// carry their map versions (docs/membership.md), so it answers clients
+/// and status requests with the current map instead of the one its last
+/// replica executed.
+#[test]
+fn membership_a_node_left_without_replicas_learns_later_maps_from_its_peers() {
+    let (cluster, runtime, client) = start("nr");
+    // Writes on every partition: a replica moved away hands off once the
+    // new group checkpointed an instance of the new stream.
+    let writers = Writers::start(&runtime, &client, "nr", 2);
+    writers.more(100);
+    // Every partition leaves node 3, which stays an acceptor of their
+    // new streams.
+    for (partition, stream) in [(1, 5), (2, 6), (3, 7)] {
+        reconfigure(
+            &runtime,
+            &client,
+            Reconfiguration::Move {
+                partition: PartitionId(partition),
+                replicas: vec![NodeId(1), NodeId(2)],
+                stream: stream_spec(stream),
+            },
+        );
+    }
+    writers.more(100);
+    for partition in 1..=3 {
+        wait_for_replica(&runtime, &client, &cluster, 3, partition, false);
+    }
+    let (acked, _) = writers.stop(&runtime);
+    // Two changes node 3 takes no part in (a map's creation and drop
+    // change the partition map): every node, node 3 included, reports
+    // the new version.
+    runtime.block_on(client.create_map("other")).unwrap();
+    runtime.block_on(client.drop_map("other")).unwrap();
+    let version = client.partition_map().version.0;
+    assert!(
+        runtime.block_on(client.wait_for_map_version(version, Duration::from_secs(60), |_| {})),
+        "node 3 learned map version {version} in 60 s"
+    );
+    let status = runtime
+        .block_on(client.status(&cluster.address(3)))
+        .unwrap();
+    assert!(status.replicas.is_empty(), "{status:?}");
+    assert_eq!(status.map_version, client.partition_map().version.0);
+    check_acknowledged(&runtime, &client, "nr", &acked, "at the end");
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

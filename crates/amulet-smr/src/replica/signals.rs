@@ -73,7 +73,8 @@ impl<S: StateMachine> Replica<S> {
             | ReplicaMessage::CheckpointChunk { .. }
             | ReplicaMessage::NotHeld { .. }
             | ReplicaMessage::Probe { .. }
-            | ReplicaMessage::ProbeReply { .. } => {}
+            | ReplicaMessage::ProbeReply { .. }
+            | ReplicaMessage::Map { .. } => {}
         }
         self.debug_check_invariants();
     }

@@ -72,6 +72,9 @@ impl Drop for Cluster {
             let _ = child.kill();
             let _ = child.wait();
         }
+        if std::thread::panicking() {
+            self.print_log_tails();
+        }
     }
 }
 
@@ -138,6 +141,30 @@ impl Cluster {
             cluster.spawn(node);
         }
         cluster
+    }
+
+    /// A failed test's evidence where CI shows it: the last lines of each
+    /// node's log other than periodic checkpoints (the directory stays).
+    fn print_log_tails(&self) {
+        const LINES: usize = 40;
+        eprintln!("node logs kept in {}", self.dir.display());
+        for node in 1..=NODES {
+            let Ok(text) = std::fs::read_to_string(self.dir.join(format!("node-{node}.log")))
+            else {
+                continue;
+            };
+            let lines: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.contains("purpose=Periodic"))
+                .collect();
+            eprintln!(
+                "--- node {node}: last {LINES} lines of {} kept",
+                lines.len()
+            );
+            for line in &lines[lines.len().saturating_sub(LINES)..] {
+                eprintln!("{line}");
+            }
+        }
     }
 
     pub fn spawn(&mut self, node: u32) {

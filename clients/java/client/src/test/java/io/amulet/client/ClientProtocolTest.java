@@ -515,9 +515,17 @@ public class ClientProtocolTest {
       dropper.beforeDrop =
           () -> {
             // The map version moves on and this client's cache with it
-            // while the first attempt is under way.
+            // while the first attempt is under way. The node the refresh
+            // asks may not have executed the new map yet (CI once read
+            // the old version): ask until the cache moved, at most 2 s.
+            long before = c.partitionMapVersion();
             other.createMap(ByteMapTest.fresh());
-            c.refreshMap(null);
+            for (int i = 0; i < 400 && c.partitionMapVersion() <= before; i++) {
+              c.refreshMap(null);
+              if (c.partitionMapVersion() <= before) {
+                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000L);
+              }
+            }
           };
       assertNull(m.put(b("k"), b("v")));
       long routedBy = dropper.sent.get(0).getMapVersion();

@@ -46,6 +46,7 @@ mod map;
 mod membership;
 mod node_channel;
 mod read_versions;
+mod reconfigure;
 pub mod rules;
 mod session_pool;
 mod snapshot;

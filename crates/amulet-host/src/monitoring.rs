@@ -33,6 +33,11 @@ pub struct MembershipCounters {
     pub maps_sent: u64,
     /// Partition maps this node, running no replica, took from a peer.
     pub maps_learned: u64,
+    /// Memberships sent to a peer whose probe or probe reply carried an
+    /// older view.
+    pub views_sent: u64,
+    /// Memberships this node, running no replica, took from a peer.
+    pub views_learned: u64,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -40,12 +45,22 @@ impl<S: StateMachine> Host<S> {
     /// executed it (or the last one that went); `None` when membership is
     /// off or this node runs no replica (it has not executed any view).
     pub fn membership(&self) -> Option<Arc<Membership>> {
+        self.membership_at().map(|(_, membership)| membership)
+    }
+
+    /// [`Host::membership`] with the global position where it was
+    /// executed.
+    fn membership_at(&self) -> Option<(u64, Arc<Membership>)> {
         self.replicas
             .values()
             .filter_map(|r| Some((r.global_position(), r.membership()?.clone())))
             .chain(self.known_membership.clone())
             .max_by_key(|(position, _)| *position)
-            .map(|(_, membership)| membership)
+    }
+
+    /// The number of this node's newest view (0 without membership).
+    fn view_number(&self) -> u64 {
+        self.membership().map_or(0, |m| m.view().id().0)
     }
 
     /// What membership has done here.
@@ -63,6 +78,7 @@ impl<S: StateMachine> Host<S> {
             return;
         };
         let map_version = self.map_version();
+        let view = membership.view().id().0;
         let Some(monitor) = self.monitor.as_mut() else {
             return;
         };
@@ -77,6 +93,7 @@ impl<S: StateMachine> Host<S> {
                             from: me,
                             nonce,
                             map_version,
+                            view,
                         }),
                     });
                 }
@@ -125,40 +142,91 @@ impl<S: StateMachine> Host<S> {
     }
 
     /// A probe (answered at once), a probe's reply (to the monitor), or a
-    /// peer's newer map. Both probe messages carry the sender's map
-    /// version, so every monitored edge keeps both ends' maps current.
+    /// peer's newer map or view. Both probe messages carry the sender's
+    /// map version and view number, so every monitored edge keeps both
+    /// ends' maps and views current.
     pub(crate) fn on_probe_message(&mut self, message: ReplicaMessage) {
         match message {
             ReplicaMessage::Probe {
                 from,
                 nonce,
                 map_version,
+                view,
             } => {
                 self.membership_counters.probes_answered += 1;
                 let reply = ReplicaMessage::ProbeReply {
                     from: self.config.me,
                     nonce,
                     map_version: self.map_version(),
+                    view: self.view_number(),
                 };
                 self.out.push(Command::SendReplica {
                     to: from,
                     message: Box::new(reply),
                 });
                 self.tell_map_if_older(from, map_version);
+                self.tell_view_if_older(from, view);
             }
             ReplicaMessage::ProbeReply {
                 from,
                 nonce,
                 map_version,
+                view,
             } => {
                 if let Some(monitor) = self.monitor.as_mut() {
                     monitor.on_reply(from, nonce);
                 }
                 self.tell_map_if_older(from, map_version);
+                self.tell_view_if_older(from, view);
             }
             ReplicaMessage::Map { map, .. } => self.learn_map(*map),
+            ReplicaMessage::View {
+                position,
+                membership,
+                ..
+            } => self.learn_view(position, *membership),
             _ => {}
         }
+    }
+
+    /// Sends this node's newest membership to `peer` if `peer_view` is
+    /// older. A node the view removed that comes back probes by the view
+    /// it last executed: the first of its subjects to answer tells it.
+    fn tell_view_if_older(&mut self, peer: NodeId, peer_view: u64) {
+        let Some((position, membership)) = self
+            .membership_at()
+            .filter(|(_, m)| m.view().id().0 > peer_view)
+        else {
+            return;
+        };
+        let message = ReplicaMessage::View {
+            from: self.config.me,
+            position,
+            membership: Box::new((*membership).clone()),
+        };
+        self.membership_counters.views_sent += 1;
+        self.out.push(Command::SendReplica {
+            to: peer,
+            message: Box::new(message),
+        });
+    }
+
+    /// A peer's newer membership. Kept only by a node that runs no
+    /// replica, for the reason [`Host::learn_map`] gives: one that does
+    /// executes views at the point of the order where they take effect.
+    /// A node the view removed then finds it has left
+    /// ([`Host::left_cluster`]) and its runtime stops.
+    fn learn_view(&mut self, position: u64, membership: Membership) {
+        if !self.replicas.is_empty() || membership.view().id().0 <= self.view_number() {
+            return;
+        }
+        tracing::info!(
+            view = membership.view().id().0,
+            removed = membership.view().removed().contains(&self.config.me),
+            "view learned from a peer"
+        );
+        self.membership_counters.views_learned += 1;
+        self.known_membership = Some((position, Arc::new(membership)));
     }
 
     /// Sends this node's newest map to `peer` if `peer_version` is older.
@@ -182,7 +250,7 @@ impl<S: StateMachine> Host<S> {
     /// where they take effect, and decides by them (trimming's safe
     /// instances, hand-offs); a map ahead of its replicas would have it
     /// report streams its replicas still merge as no longer needed.
-    fn learn_map(&mut self, map: PartitionMap) {
+    pub(crate) fn learn_map(&mut self, map: PartitionMap) {
         if !self.replicas.is_empty() || map.version.0 <= self.map_version() {
             return;
         }

@@ -130,6 +130,10 @@ impl<S: StateMachine> Host<S> {
                         "a peer's newer map moved this partition away while this node was down"
                     );
                     self.hand_off(partition);
+                    // With no replica left, the peer's map is the newest
+                    // this node knows: adopting by the older one would
+                    // fetch the partition just dropped.
+                    self.learn_map(map);
                 } else if let Some((to, message)) = self.transfer.not_held(partition, from, now) {
                     self.out.push(Command::SendReplica {
                         to,
@@ -151,7 +155,8 @@ impl<S: StateMachine> Host<S> {
             | ReplicaMessage::SignalRequest { .. }
             | ReplicaMessage::Probe { .. }
             | ReplicaMessage::ProbeReply { .. }
-            | ReplicaMessage::Map { .. } => {}
+            | ReplicaMessage::Map { .. }
+            | ReplicaMessage::View { .. } => {}
         }
     }
 
@@ -361,6 +366,7 @@ impl<S: StateMachine> Host<S> {
                     "a peer's checkpoint shows this partition moved away"
                 );
                 self.hand_off(asked);
+                self.learn_map(body.replica.map.clone());
                 continue;
             }
             // The run-time streams the checkpoint's map names, before its

@@ -279,7 +279,7 @@ impl Metrics {
         let membership = Family::<NameLabels, G>::default();
         registry.register(
             "membership",
-            "Membership (docs/membership.md) as this node executed it, by figure: view (its number), members, removed (ids removed for good), unstable and stable subjects, view_changes remembered; and this node's monitor: probes_sent, probes_answered, alerts_proposed, cuts_proposed, proposals_failed, repairs_proposed (self-healing moves), maps_sent (to a peer whose probe or reply carried an older map version), maps_learned (from a peer, by this node while it runs no replica), rehoming_partitions (partitions with a replica on a removed or leaving node: self-healing's work left)",
+            "Membership (docs/membership.md) as this node executed it, by figure: view (its number), members, removed (ids removed for good), unstable and stable subjects, view_changes remembered; and this node's monitor: probes_sent, probes_answered, alerts_proposed, cuts_proposed, proposals_failed, repairs_proposed (self-healing moves), maps_sent (to a peer whose probe or reply carried an older map version), maps_learned (from a peer, by this node while it runs no replica), views_sent and views_learned (the same for views: how a node without replicas, or one the view removed that came back, learns the current view), rehoming_partitions (partitions with a replica on a removed or leaving node: self-healing's work left)",
             membership.clone(),
         );
         let balancer = Family::<NameLabels, G>::default();
@@ -459,6 +459,8 @@ impl Metrics {
                 ("repairs_proposed", counters.repairs_proposed),
                 ("maps_sent", counters.maps_sent),
                 ("maps_learned", counters.maps_learned),
+                ("views_sent", counters.views_sent),
+                ("views_learned", counters.views_learned),
                 ("rehoming_partitions", stats.rehoming),
             ];
             if let Some(membership) = &stats.membership {

@@ -191,6 +191,10 @@ pub enum ReplicaMessage {
         /// The version of the observer's newest partition map: a subject
         /// with a newer one tells it ([`ReplicaMessage::Map`]).
         map_version: u64,
+        /// The number of the observer's newest view (0 without
+        /// membership): a subject with a newer one tells it
+        /// ([`ReplicaMessage::View`]).
+        view: u64,
     },
     /// The answer to a [`ReplicaMessage::Probe`].
     ProbeReply {
@@ -201,6 +205,9 @@ pub enum ReplicaMessage {
         /// The version of the subject's newest partition map: an observer
         /// with a newer one tells it.
         map_version: u64,
+        /// The number of the subject's newest view (0 without
+        /// membership): an observer with a newer one tells it.
+        view: u64,
     },
     /// A peer's newest partition map, sent to a node whose probe (or probe
     /// reply) carried an older version. A node that runs no replica has
@@ -212,6 +219,21 @@ pub enum ReplicaMessage {
         from: NodeId,
         /// The sender's newest partition map.
         map: Box<PartitionMap>,
+    },
+    /// A peer's newest membership, sent to a node whose probe (or probe
+    /// reply) carried an older view. A node that runs no replica executes
+    /// no view change: this is how it learns the views after (to monitor
+    /// by the current view), and how a node the view removed that comes
+    /// back learns it was removed and stops (docs/membership.md).
+    View {
+        /// The sender.
+        from: NodeId,
+        /// The position in the global stream where the sender's replica
+        /// executed it (views at nodes compare by it, as the replicas'
+        /// own do).
+        position: u64,
+        /// The sender's newest membership.
+        membership: Box<amulet_membership::Membership>,
     },
 }
 
@@ -227,14 +249,15 @@ impl ReplicaMessage {
 }
 
 impl ReplicaMessage {
-    /// Whether it is membership's edge monitoring, or the map news it
-    /// carries (the node's monitor handles it).
+    /// Whether it is membership's edge monitoring, or the map and view
+    /// news it carries (the node's monitor handles it).
     pub fn is_probe(&self) -> bool {
         matches!(
             self,
             ReplicaMessage::Probe { .. }
                 | ReplicaMessage::ProbeReply { .. }
                 | ReplicaMessage::Map { .. }
+                | ReplicaMessage::View { .. }
         )
     }
 

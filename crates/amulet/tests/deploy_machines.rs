@@ -411,6 +411,66 @@ fn deployment_init_writes_one_directory_per_machine_and_the_nodes_form_a_cluster
         .map(String::as_str)
         .collect::<Vec<_>>());
     assert!(success && size.trim() == "21", "nothing lost: {size}");
+
+    // The dead machine comes back with an empty disk (its data directory
+    // wiped, its configuration kept): it starts from the first view and
+    // map, finds its partitions moved away (its peers' checkpoints and
+    // `NotHeld` say so) and drops them, and executes nothing that would
+    // tell it the view removed it. Its subjects' probe replies do
+    // (docs/membership.md "Views for a node without a replica"): it then
+    // holds no replica and no vote and stops by itself, with exit status
+    // 0, changing nothing.
+    let config = cluster.join(format!("node-{NODES}/amulet.toml"));
+    std::fs::remove_dir_all(dir.join(format!("data-{NODES}"))).expect("wipe the dead node's disk");
+    let again = dir.join(format!("node-{NODES}-again.log"));
+    let child = machines
+        .command(NODES, amulet_bin())
+        .arg("node")
+        .arg("--config")
+        .arg(&config)
+        .arg("--stop-on-stdin-eof")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&again).unwrap())
+        .spawn()
+        .expect("restart the removed node");
+    nodes.0.push(child);
+    let back = Instant::now();
+    let deadline = back + Duration::from_secs(60);
+    let exit = loop {
+        let child = nodes.0.last_mut().expect("just pushed");
+        if let Some(exit) = child.try_wait().expect("poll the restarted node") {
+            break exit;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the removed node {NODES}, restarted, did not stop within 60 s: {}",
+            std::fs::read_to_string(&again).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let log = std::fs::read_to_string(&again).unwrap_or_default();
+    assert!(
+        exit.success() && log.contains("is no longer a member"),
+        "the removed node {NODES} stopped with {exit}: {log}"
+    );
+    println!(
+        "the removed node {NODES}, restarted, stopped by itself {:.1} s later (view learned from a peer: {})",
+        back.elapsed().as_secs_f64(),
+        log.contains("view learned from a peer")
+    );
+    let status = cli_until_ok(
+        &with(&["status"])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(status.contains(&removed), "still view 2: {status}");
+    let (success, size) = cli(&with(&["size"])
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>());
+    assert!(success && size.trim() == "21", "nothing lost: {size}");
     drop(nodes);
     drop(machines);
     let _ = std::fs::remove_dir_all(Path::new(&dir));

@@ -74,7 +74,8 @@ impl<S: StateMachine> Replica<S> {
             | ReplicaMessage::NotHeld { .. }
             | ReplicaMessage::Probe { .. }
             | ReplicaMessage::ProbeReply { .. }
-            | ReplicaMessage::Map { .. } => {}
+            | ReplicaMessage::Map { .. }
+            | ReplicaMessage::View { .. } => {}
         }
         self.debug_check_invariants();
     }

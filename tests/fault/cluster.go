@@ -362,6 +362,28 @@ func (c *Cluster) Kill(n *Node) {
 	n.Paused = false
 }
 
+// ComeBack restarts n, killed for good and removed from the view, with
+// its data directory wiped (a machine back with an empty disk). Its peers
+// tell it the view removed it and it must stop by itself with exit
+// status 0 (docs/membership.md "Views for a node without a replica");
+// it is killed if it still runs after `within`. Returns whether it
+// stopped by itself, and its exit status.
+func (c *Cluster) ComeBack(n *Node, within time.Duration) (stopped bool, code int, err error) {
+	if err := os.RemoveAll(filepath.Join(c.Dir, fmt.Sprintf("node-%d", n.ID))); err != nil {
+		return false, 0, err
+	}
+	if err := c.Start(n); err != nil {
+		return false, 0, err
+	}
+	select {
+	case <-n.exited:
+		return true, n.cmd.ProcessState.ExitCode(), nil
+	case <-time.After(within):
+		c.Kill(n)
+		return false, 0, nil
+	}
+}
+
 func (c *Cluster) Pause(n *Node)  { n.Signal(syscall.SIGSTOP); n.Paused = true }
 func (c *Cluster) Resume(n *Node) { n.Signal(syscall.SIGCONT); n.Paused = false }
 

@@ -778,5 +778,24 @@ func checkHealing(r *Result, c *Cluster, nem *Nemesis, anomaly func(string, ...a
 		anomaly("healing: node %d was removed but a partition still waits on it", node)
 	default:
 		r.Checks["healing"] = "ok"
+		// The removed node comes back with an empty disk: told by its
+		// peers that the view removed it, it stops by itself (exit 0);
+		// the final reads then show it changed nothing.
+		began := time.Now()
+		stopped, code, err := c.ComeBack(gone, 30*time.Second)
+		switch {
+		case err != nil:
+			r.Checks["removed-node-stops"] = "FAIL"
+			anomaly("healing: restarting node %d: %v", node, err)
+		case !stopped:
+			r.Checks["removed-node-stops"] = "FAIL"
+			anomaly("healing: node %d, removed, came back with an empty disk and still ran 30 s later", node)
+		case code != 0:
+			r.Checks["removed-node-stops"] = "FAIL"
+			anomaly("healing: node %d, removed, came back and stopped with exit status %d", node, code)
+		default:
+			r.Checks["removed-node-stops"] = "ok"
+			r.Details["removed-node-stops"] = fmt.Sprintf("node %d came back with an empty disk and stopped by itself after %.1f s", node, time.Since(began).Seconds())
+		}
 	}
 }

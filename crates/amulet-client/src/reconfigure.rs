@@ -1,6 +1,6 @@
-//! Repartitioning from a client (docs/ARCHITECTURE.md, DMap §III-C):
-//! a split, merge, stream replacement or move, ordered on the global
-//! stream, and the wait until every node has applied it.
+//! Changes ordered on the global stream, from a client: repartitioning
+//! (docs/ARCHITECTURE.md, DMap §III-C: a split, merge, stream replacement
+//! or move), and the waits until every node has applied such a change.
 
 use crate::{Client, Error};
 use amulet_smr::PartitionMap;
@@ -67,6 +67,48 @@ impl Client {
         Err(Error::Unavailable(
             "reconfigure: the map kept changing".into(),
         ))
+    }
+
+    /// Waits until every node in the map has executed, at each of its
+    /// replicas, every global-stream value some node had executed when
+    /// called (or `timeout` passes); returns whether they all got there.
+    /// A change ordered on the global stream (an access change: a token
+    /// created or revoked, a grant) takes effect at a node when its
+    /// replicas execute it; after this, it has taken effect everywhere
+    /// (docs/security.md "Where a change takes effect"). A node that does
+    /// not answer counts as not there yet.
+    pub async fn wait_until_every_node_caught_up(&self, timeout: Duration) -> bool {
+        let timeout_micros = u64::try_from(timeout.as_micros()).unwrap_or(u64::MAX);
+        let deadline = TimeMicros(self.now().0.saturating_add(timeout_micros));
+        let addresses: Vec<String> = self.node_addresses().into_values().collect();
+        let mut target = 0;
+        for address in &addresses {
+            if let Ok(status) = self.status(address).await {
+                let most = status.replicas.iter().map(|r| r.global_position).max();
+                target = target.max(most.unwrap_or(0));
+            }
+        }
+        for address in &addresses {
+            loop {
+                // A node that runs no replica executes nothing: it is there.
+                let executed = self.status(address).await.ok().map(|status| {
+                    status
+                        .replicas
+                        .iter()
+                        .map(|r| r.global_position)
+                        .min()
+                        .unwrap_or(u64::MAX)
+                });
+                if executed.is_some_and(|e| e >= target) {
+                    break;
+                }
+                if self.now() >= deadline {
+                    return false;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        true
     }
 
     /// Waits until every node in the map reports a map version of at

@@ -297,6 +297,14 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
         .unwrap();
     admin.assign_role("carol", "writers").await.unwrap();
     let created = admin.create_token("carol", 3600).await.unwrap();
+    // A token is known at a node once its replicas executed its creation
+    // (docs/security.md "Where a change takes effect"): the CI run of
+    // b08a365 used it at once at a node that had not yet.
+    assert!(
+        admin
+            .wait_until_every_node_caught_up(Duration::from_secs(10))
+            .await
+    );
     assert!(
         !format!("{created:?}").contains(&created.token),
         "Debug hides the secret"
@@ -357,7 +365,11 @@ async fn security_a_token_authenticates_until_revoked_and_a_forged_one_never_doe
         })
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        admin
+            .wait_until_every_node_caught_up(Duration::from_secs(10))
+            .await
+    );
     let replayed = carol.map("carts").unwrap().put("c", "2").await;
     assert!(
         matches!(replayed, Err(Error::Unauthenticated(_))),

@@ -93,6 +93,13 @@ fn security_a_tokens_secret_is_in_no_log_metric_error_or_file() {
             .unwrap();
         admin.assign_role("carol", "writers").await.unwrap();
         let created = admin.create_token("carol", 600).await.unwrap();
+        // Known at every node before carol uses it (docs/security.md
+        // "Where a change takes effect").
+        assert!(
+            admin
+                .wait_until_every_node_caught_up(Duration::from_secs(10))
+                .await
+        );
         admin.close().await;
         (created.token, created.id)
     });
@@ -146,7 +153,11 @@ fn security_a_tokens_secret_is_in_no_log_metric_error_or_file() {
             .change_access(&AccessChange::RevokeToken { id: id.clone() })
             .await
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            admin
+                .wait_until_every_node_caught_up(Duration::from_secs(10))
+                .await
+        );
         let replayed = carts.put("k", "again").await.unwrap_err();
         assert!(matches!(replayed, Error::Unauthenticated(_)), "{replayed}");
         said.push(replayed.to_string());

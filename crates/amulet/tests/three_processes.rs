@@ -320,6 +320,18 @@ fn kill_and_restart_node_3(name: &str, storage: &str, kill_after_ms: u64, voting
     let ring = (storage == "memory").then_some(262_144);
     let mut cluster = Cluster::start_configured(name, storage, 4000, 500, 1, ring);
     std::thread::sleep(Duration::from_millis(kill_after_ms));
+    // Killed before it recorded its first incarnation (a loaded machine
+    // starts processes slowly: the clean-clone CI run of afbe197 killed it
+    // 300 ms in, before that), node 3 would come back as incarnation 1.
+    let log = cluster.dir.join("node-3.log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("node started")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node 3 did not start within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     cluster.children[2].kill().unwrap();
     cluster.children[2].wait().unwrap();
     let restarted = cluster.spawn(3, 3000, 500);

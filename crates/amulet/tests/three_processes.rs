@@ -309,6 +309,7 @@ fn two_nodes_go_on_after_the_third_is_killed() {
 /// Runs three nodes with `storage`, SIGKILLs node 3 after `kill_after_ms`,
 /// restarts it on the same data directory, and checks that it comes back
 /// as incarnation 2, voting or not as `voting`, and that all three agree.
+#[allow(clippy::disallowed_methods)] // a wall-clock bound on the test's wait
 fn kill_and_restart_node_3(name: &str, storage: &str, kill_after_ms: u64, voting: bool) {
     // A restarted memory acceptor learns the streams from the start out of
     // the others' rings: they must still hold instance 0 when it asks. On a

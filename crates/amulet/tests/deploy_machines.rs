@@ -171,6 +171,23 @@ impl Drop for Nodes {
     }
 }
 
+/// Starts `node` on its machine from its directory under `cluster`,
+/// logging to `log`; it stops when its stdin closes.
+fn start_node(machines: &Machines, cluster: &Path, node: u32, log: &Path) -> Child {
+    let config = cluster.join(format!("node-{node}/amulet.toml"));
+    machines
+        .command(node, amulet_bin())
+        .arg("node")
+        .arg("--config")
+        .arg(&config)
+        .arg("--stop-on-stdin-eof")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("start a node")
+}
+
 /// Runs the CLI from the "operator's machine" (the root namespace).
 fn cli(args: &[&str]) -> (bool, String) {
     let output = Command::new(amulet_bin())
@@ -263,20 +280,8 @@ fn deployment_init_writes_one_directory_per_machine_and_the_nodes_form_a_cluster
 
     let mut nodes = Nodes(Vec::new());
     for node in 1..=NODES {
-        let config = cluster.join(format!("node-{node}/amulet.toml"));
-        let log = std::fs::File::create(dir.join(format!("node-{node}.log"))).unwrap();
-        let child = machines
-            .command(node, amulet_bin())
-            .arg("node")
-            .arg("--config")
-            .arg(&config)
-            .arg("--stop-on-stdin-eof")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start a node");
-        nodes.0.push(child);
+        let log = dir.join(format!("node-{node}.log"));
+        nodes.0.push(start_node(&machines, &cluster, node, &log));
     }
     // The client line `amulet init` printed, as written.
     let line = printed
@@ -420,21 +425,9 @@ fn deployment_init_writes_one_directory_per_machine_and_the_nodes_form_a_cluster
     // (docs/membership.md "Views for a node without a replica"): it then
     // holds no replica and no vote and stops by itself, with exit status
     // 0, changing nothing.
-    let config = cluster.join(format!("node-{NODES}/amulet.toml"));
     std::fs::remove_dir_all(dir.join(format!("data-{NODES}"))).expect("wipe the dead node's disk");
     let again = dir.join(format!("node-{NODES}-again.log"));
-    let child = machines
-        .command(NODES, amulet_bin())
-        .arg("node")
-        .arg("--config")
-        .arg(&config)
-        .arg("--stop-on-stdin-eof")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&again).unwrap())
-        .spawn()
-        .expect("restart the removed node");
-    nodes.0.push(child);
+    nodes.0.push(start_node(&machines, &cluster, NODES, &again));
     let back = Instant::now();
     let deadline = back + Duration::from_secs(60);
     let exit = loop {

@@ -3,7 +3,10 @@
 //! service from the descriptors.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it was compiled: a build script
+    // compiled for another checkout sharing the target directory would
+    // otherwise compile that checkout's proto files.
+    let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let file = root.join("amulet/v1/amulet.proto");
     println!("cargo:rerun-if-changed={}", file.display());
     let descriptors = protox::compile([&file], [&root])?;

@@ -19,6 +19,11 @@ pub fn map_to_pb(map: &PartitionMap, addresses: &BTreeMap<NodeId, String>) -> pb
                 id: id.0,
                 stream: info.stream.0,
                 replicas: info.replicas.iter().map(|n| n.0).collect(),
+                handing_off: map
+                    .handing_off
+                    .get(id)
+                    .map(|nodes| nodes.iter().map(|n| n.0).collect())
+                    .unwrap_or_default(),
             })
             .collect(),
         token_ring: map
@@ -53,7 +58,14 @@ pub fn map_from_pb(
     map: pb::PartitionMap,
 ) -> Result<(PartitionMap, BTreeMap<NodeId, String>), Status> {
     let mut partitions = BTreeMap::new();
+    let mut handing_off = BTreeMap::new();
     for p in map.partitions {
+        if !p.handing_off.is_empty() {
+            handing_off.insert(
+                PartitionId(p.id),
+                p.handing_off.iter().copied().map(NodeId).collect(),
+            );
+        }
         let info = PartitionInfo {
             stream: StreamId(p.stream),
             replicas: p.replicas.into_iter().map(NodeId).collect(),
@@ -87,6 +99,7 @@ pub fn map_from_pb(
         retired_streams: Default::default(),
         merged: Default::default(),
         eventual_stores: Default::default(),
+        handing_off,
     };
     decoded
         .validate()

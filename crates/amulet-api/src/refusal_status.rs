@@ -133,6 +133,10 @@ mod tests {
                     new: vec![],
                 },
                 InvalidMap::MoveToIdleNode(NodeId(5)),
+                InvalidMap::HandOffInProgress {
+                    partition: p,
+                    from: vec![NodeId(4)],
+                },
             ]
             .into_iter()
             .map(Refusal::InvalidMap),

@@ -15,7 +15,6 @@
 //! has doubled.
 
 use crate::host::Host;
-use amulet_membership::MemberState;
 use amulet_smr::StreamSpec;
 use amulet_smr::{Body, ClientRequest, Layout, PartitionMap, Reconfiguration, StateMachine};
 use amulet_types::{MapVersion, NodeId, PartitionId, StorageMode, TimeMicros};
@@ -43,6 +42,11 @@ pub struct BalancerConfig {
     /// `split_entries`, so a merged partition must double before it
     /// splits again (no flapping).
     pub merge_entries: u64,
+    /// Whether a node replicating at least two partitions more than
+    /// another gives one of them to it (`amulet_smr::next_rebalance`),
+    /// proposed by the node that proposes self-healing's repairs. Needs
+    /// membership and checkpoints (a move's state travels as one).
+    pub moves: bool,
 }
 
 impl Default for BalancerConfig {
@@ -51,6 +55,7 @@ impl Default for BalancerConfig {
             enabled: true,
             split_entries: 1_000_000,
             merge_entries: 0,
+            moves: true,
         }
     }
 }
@@ -103,6 +108,8 @@ impl<S: StateMachine> Host<S> {
             .replicas
             .iter()
             .filter(|(_, r)| r.map().version == map.version && !r.moved_away())
+            // A split waits for a move's hand-off (refused until then).
+            .filter(|(p, _)| !map.handing_off.contains_key(p))
             .filter(|(p, _)| proposer(&map, **p, &gone) == Some(me))
             .find_map(|(p, r)| {
                 let storage = self.stream_storage(&map, map.partitions[p].stream);
@@ -115,17 +122,20 @@ impl<S: StateMachine> Host<S> {
                     storage,
                 )
             });
-        let (partition, change) = match split {
-            Some(split) => split,
-            None => match self.merge_of(&map, &gone, config.merge_entries) {
-                Some(merge) => merge,
-                None => return,
-            },
+        let change = split
+            .or_else(|| self.merge_of(&map, &gone, config.merge_entries))
+            .or_else(|| self.move_of(&map, config.moves));
+        let Some((partition, change)) = change else {
+            return;
         };
         let what = match change {
             Reconfiguration::Merge { .. } => {
                 self.counters.merges_proposed += 1;
                 "merge"
+            }
+            Reconfiguration::Move { .. } => {
+                self.counters.moves_proposed += 1;
+                "move"
             }
             _ => {
                 self.counters.splits_proposed += 1;
@@ -206,6 +216,26 @@ impl<S: StateMachine> Host<S> {
         None
     }
 
+    /// The move the balancer proposes, if any (`amulet_smr::next_rebalance`),
+    /// with the partition whose replica here submits it: when this node
+    /// proposes the cluster's own changes (as self-healing's repairs) and
+    /// checkpoints are taken.
+    fn move_of(&self, map: &PartitionMap, moves: bool) -> Option<(PartitionId, Reconfiguration)> {
+        if !moves || self.checkpointer.every_micros() == 0 {
+            return None;
+        }
+        let live = self.live_if_proposer(map)?;
+        let storage_of = |stream| self.stream_storage(map, stream);
+        let also_used = self.node.streams().keys().copied();
+        let change = amulet_smr::next_rebalance(map, &live, also_used, storage_of)?;
+        let (via, _) = self
+            .replicas
+            .iter()
+            .filter(|(_, r)| r.map().version == map.version && !r.moved_away())
+            .max_by_key(|(_, r)| r.global_position())?;
+        Some((*via, change))
+    }
+
     /// Nodes the view removed or that are leaving (none without
     /// membership).
     fn gone_nodes(&self) -> Vec<NodeId> {
@@ -217,7 +247,7 @@ impl<S: StateMachine> Host<S> {
             .keys()
             .copied()
             .chain(view.removed().iter().copied())
-            .filter(|n| view.removed().contains(n) || view.state(*n) == Some(MemberState::Leaving))
+            .filter(|n| view.gone(*n))
             .collect()
     }
 }

@@ -25,7 +25,10 @@ const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// per-user limits); files of formats 3 to 5 decode with no holders.
 /// 7: replicas keep the cluster's membership (docs/membership.md); files
 /// of formats 3 to 6 decode with none (the configured first view).
-const VERSION: u32 = 7;
+/// 8: partition maps keep the nodes each partition is being handed off
+/// from (`PartitionMap::handing_off`); files of formats 3 to 7 decode
+/// with none.
+const VERSION: u32 = 8;
 /// The oldest format this build reads.
 const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;
@@ -221,11 +224,40 @@ pub(crate) mod tests {
         }
     }
 
+    /// A partition map as formats 7 and older wrote it (no hand-off sets).
+    #[derive(Serialize)]
+    struct Format7Map {
+        version: amulet_types::MapVersion,
+        global_stream: amulet_types::StreamId,
+        partitions:
+            std::collections::BTreeMap<amulet_types::PartitionId, amulet_smr::PartitionInfo>,
+        token_ring: Vec<(u32, amulet_types::PartitionId)>,
+        keyspaces: std::collections::BTreeMap<String, amulet_smr::Layout>,
+        streams: std::collections::BTreeMap<amulet_types::StreamId, amulet_smr::StreamSpec>,
+        retired_streams: std::collections::BTreeSet<amulet_types::StreamId>,
+        merged: std::collections::BTreeMap<amulet_types::PartitionId, amulet_types::PartitionId>,
+        eventual_stores: std::collections::BTreeMap<amulet_types::NodeId, u64>,
+    }
+
+    fn format_7_map(map: amulet_smr::PartitionMap) -> Format7Map {
+        Format7Map {
+            version: map.version,
+            global_stream: map.global_stream,
+            partitions: map.partitions,
+            token_ring: map.token_ring,
+            keyspaces: map.keyspaces,
+            streams: map.streams,
+            retired_streams: map.retired_streams,
+            merged: map.merged,
+            eventual_stores: map.eventual_stores,
+        }
+    }
+
     /// A replica's checkpoint before format 5 (no access configuration).
     #[derive(Serialize)]
     struct Format4Replica<C> {
         partition: amulet_types::PartitionId,
-        map: amulet_smr::PartitionMap,
+        map: Format7Map,
         state: C,
         sessions: amulet_smr::SessionTable<amulet_smr::ClientReply<MapReply>>,
         local_clock_micros: u64,
@@ -261,7 +293,7 @@ pub(crate) mod tests {
         Format4Body {
             replica: Format4Replica {
                 partition: r.partition,
-                map: r.map,
+                map: format_7_map(r.map),
                 state: state(r.state),
                 sessions: r.sessions,
                 local_clock_micros: r.local_clock_micros,
@@ -322,6 +354,33 @@ pub(crate) mod tests {
     /// `current` as format 6 wrote it: holders, no membership.
     fn format_6(current: &DmapBody) -> Vec<u8> {
         encode_older(&with_access(current, |state| state), 6)
+    }
+
+    /// A replica's checkpoint of format 7: format 6's fields, then the
+    /// membership; its map has no hand-off sets.
+    #[derive(Serialize)]
+    struct Format7Replica<C> {
+        older: Format6Replica<C>,
+        membership: Option<std::sync::Arc<amulet_membership::Membership>>,
+    }
+
+    #[derive(Serialize)]
+    struct Format7Body<C> {
+        replica: Format7Replica<C>,
+        position: MergePosition,
+    }
+
+    /// `current` as format 7 wrote it: membership, no hand-off sets.
+    fn format_7(current: &DmapBody) -> Vec<u8> {
+        let older = with_access(current, |state| state);
+        let body = Format7Body {
+            replica: Format7Replica {
+                older: older.replica,
+                membership: current.replica.membership.clone(),
+            },
+            position: older.position,
+        };
+        encode_older(&body, 7)
     }
 
     /// `body` in the file layout of format `version`.
@@ -396,6 +455,23 @@ pub(crate) mod tests {
         assert_eq!(read.replica.global_position, 9);
         assert_eq!(read.replica.access, current.replica.access);
         assert_eq!(read.replica.membership, None);
+    }
+
+    #[test]
+    fn dmap_iii_c_a_checkpoint_of_format_7_decodes_with_no_hand_offs() {
+        let mut current = body(9);
+        current.replica.map.handing_off.insert(
+            amulet_types::PartitionId(1),
+            [amulet_types::NodeId(4)].into_iter().collect(),
+        );
+        let read: DmapBody = decode_checkpoint(&encode_checkpoint(&current)).unwrap();
+        assert_eq!(read.replica.map, current.replica.map, "format 8 keeps them");
+        let read: DmapBody = decode_checkpoint(&format_7(&current)).expect("format 7 decodes");
+        assert_eq!(read.replica.global_position, 9);
+        assert!(read.replica.map.handing_off.is_empty());
+        let mut without = current.replica.map.clone();
+        without.handing_off.clear();
+        assert_eq!(read.replica.map, without);
     }
 
     #[test]

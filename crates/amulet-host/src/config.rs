@@ -89,6 +89,10 @@ pub struct HostBugs {
     /// Self-healing's moves keep one removed replica of the partition in
     /// place of a live node.
     pub healing_keeps_removed_replica: bool,
+    /// A node a move takes a partition from reports it holds nothing of
+    /// it (`Body::HandedOff`) as soon as the map lists it, while its
+    /// replica still serves the state.
+    pub handed_off_while_holding: bool,
 }
 
 /// A host's identity and settings.

@@ -17,8 +17,11 @@
 
 use crate::command::Command;
 use crate::host::Host;
-use amulet_smr::{group_of, handed_off, replicas_to_hand_off, PartitionMap, StateMachine};
-use amulet_types::{Instance, PartitionId, TimeMicros};
+use amulet_smr::{
+    group_of, handed_off, replicas_to_hand_off, Body, CommandEnvelope, Origin, PartitionMap,
+    StateMachine,
+};
+use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
 
 impl<S: StateMachine> Host<S> {
     /// Starts fetching every partition `map` (the node's newest) gives
@@ -58,6 +61,89 @@ impl<S: StateMachine> Host<S> {
         });
         for partition in handed {
             self.hand_off(partition);
+        }
+        self.report_handed_off(now);
+    }
+
+    /// Reports, on the global stream, every partition whose hand-off set
+    /// (`PartitionMap::handing_off`, by the node's newest map) lists this
+    /// node while it holds nothing of it: no replica, no state being
+    /// fetched. The set decides the learners of the partition's next
+    /// stream; once the report is ordered the node is left out of them.
+    /// The node that proposes the cluster's own changes (self-healing's
+    /// repairs) also reports for the nodes the view removed, which never
+    /// will. Reported again a second later while the map still lists it.
+    fn report_handed_off(&mut self, now: TimeMicros) {
+        const AGAIN_MICROS: u64 = 1_000_000;
+        let Some(map) = self.current_map() else {
+            return;
+        };
+        if map.handing_off.is_empty() {
+            self.handed_off_reported.clear();
+            return;
+        }
+        let me = self.config.me;
+        let (version, global) = (map.version, map.global_stream);
+        let removed: Vec<NodeId> = match self.live_if_proposer(map) {
+            Some(_) => self
+                .membership()
+                .map(|m| m.view().removed().iter().copied().collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let holds_nothing = |p: &PartitionId| {
+            self.config.bugs.handed_off_while_holding
+                || (!self.replicas.contains_key(p) && !self.transfer.fetching(*p))
+        };
+        let listed: Vec<(PartitionId, NodeId)> = map
+            .handing_off
+            .iter()
+            .flat_map(|(p, from)| from.iter().map(|n| (*p, *n)))
+            .filter(|(p, n)| (*n == me && holds_nothing(p)) || removed.contains(n))
+            .collect();
+        let due: Vec<(PartitionId, NodeId, StreamId)> = listed
+            .iter()
+            .filter_map(|(p, n)| Some((*p, *n, map.partitions.get(p)?.stream)))
+            .filter(|(p, n, _)| {
+                self.handed_off_reported
+                    .get(&(*p, *n))
+                    .is_none_or(|(at, when)| {
+                        *at != version || now.0 >= when.0.saturating_add(AGAIN_MICROS)
+                    })
+            })
+            .collect();
+        self.handed_off_reported
+            .retain(|reported, _| listed.contains(reported));
+        for (partition, node, stream) in due {
+            self.handed_off_reported
+                .insert((partition, node), (version, now));
+            let envelope = CommandEnvelope::<S::Command> {
+                // Request 0 is no replica's: nobody waits for an answer.
+                origin: Origin {
+                    node: me,
+                    incarnation: self.config.incarnation,
+                    request: 0,
+                },
+                timestamp_micros: now.0,
+                map_version: version,
+                session: None,
+                body: Body::HandedOff {
+                    partition,
+                    node,
+                    stream,
+                },
+                principal: None,
+            };
+            match self.node.multicast(now, global, envelope.encode()) {
+                Ok(_) => tracing::info!(
+                    partition = partition.0,
+                    node = node.0,
+                    "reported a node holds nothing of a partition it was handing off"
+                ),
+                Err(error) => {
+                    tracing::debug!(?error, "a hand-off report could not be multicast")
+                }
+            }
         }
     }
 

@@ -27,51 +27,39 @@ impl<S: StateMachine> Host<S> {
             // repair could finish.
             return;
         }
-        if self
-            .healing
-            .looked_at
-            .is_some_and(|at| now.since(at) < HEAL_INTERVAL_MICROS)
+        // A repair that took effect (the map moved past the version it
+        // was proposed on) is followed by the next one at once, not at the
+        // next interval: re-homing a removed node's partitions one a
+        // second left a cluster that lost several nodes under-replicated
+        // for as many seconds as it had partitions to move.
+        let took_effect = self.healing.proposed.is_some_and(|(version, _)| {
+            self.current_map().is_some_and(|map| map.version > version)
+        });
+        if !took_effect
+            && self
+                .healing
+                .looked_at
+                .is_some_and(|at| now.since(at) < HEAL_INTERVAL_MICROS)
         {
             return;
         }
         self.healing.looked_at = Some(now);
-        let Some(membership) = self.membership() else {
-            return;
-        };
-        let view = membership.view();
-        let active: Vec<NodeId> = view
-            .nodes()
-            .iter()
-            .filter(|(_, m)| m.state == MemberState::Active)
-            .map(|(n, _)| *n)
-            .collect();
         let Some(map) = self.current_map() else {
             return;
         };
-        // The lowest active member that replicates some partition proposes
-        // (a node with no replica executes no view: it could not judge).
-        let hosting = map.hosting_nodes();
-        if active.iter().find(|n| hosting.contains(n)) != Some(&self.config.me) {
+        let Some(live) = self.live_if_proposer(map) else {
+            self.healing.proposed = None;
             return;
-        }
+        };
         if let Some((version, at)) = self.healing.proposed {
             if version == map.version && now.since(at) < REPAIR_RETRY_MICROS {
                 return; // the last repair has not taken effect yet
             }
         }
-        // Live: every node the map names that the view has not removed and
-        // is not leaving (a node outside the view is not judged here).
-        let gone =
-            |n: &NodeId| view.removed().contains(n) || view.state(*n) == Some(MemberState::Leaving);
-        let live: Vec<NodeId> = map
-            .hosting_nodes()
-            .into_iter()
-            .chain(active.iter().copied())
-            .filter(|n| !gone(n))
-            .collect();
         let storage_of = |stream: StreamId| self.stream_storage(map, stream);
         let also_used = self.node.streams().keys().copied();
         let Some(mut repair) = amulet_smr::next_repair(map, &live, also_used, storage_of) else {
+            self.healing.proposed = None;
             return;
         };
         if self.config.bugs.healing_keeps_removed_replica {
@@ -106,6 +94,35 @@ impl<S: StateMachine> Host<S> {
 }
 
 impl<S: StateMachine> Host<S> {
+    /// The live nodes when this node proposes the cluster's own changes
+    /// (self-healing's repairs, the balancer's moves), else `None`. The
+    /// proposer is the view's lowest active member that replicates some
+    /// partition of `map` (a node with no replica executes no view: it
+    /// could not judge). Live: every node the map names or the view has
+    /// active, except those removed or leaving (a node outside the view
+    /// is not judged here). `None` without membership.
+    pub(crate) fn live_if_proposer(&self, map: &PartitionMap) -> Option<Vec<NodeId>> {
+        let membership = self.membership()?;
+        let view = membership.view();
+        let active: Vec<NodeId> = view
+            .nodes()
+            .iter()
+            .filter(|(_, m)| m.state == MemberState::Active)
+            .map(|(n, _)| *n)
+            .collect();
+        let hosting = map.hosting_nodes();
+        if active.iter().find(|n| hosting.contains(n)) != Some(&self.config.me) {
+            return None;
+        }
+        Some(
+            hosting
+                .into_iter()
+                .chain(active)
+                .filter(|n| !view.gone(*n))
+                .collect(),
+        )
+    }
+
     /// The storage of `stream`: as this node runs it, else as `map`
     /// records it (synced when neither knows it). A new stream for a
     /// partition (a repair's, a split's) keeps its current one's.
@@ -127,8 +144,7 @@ impl<S: StateMachine> Host<S> {
             return 0;
         };
         let view = membership.view();
-        let gone =
-            |n: &NodeId| view.removed().contains(n) || view.state(*n) == Some(MemberState::Leaving);
+        let gone = |n: &NodeId| view.gone(*n);
         map.partitions
             .values()
             .filter(|p| p.replicas.iter().any(gone))

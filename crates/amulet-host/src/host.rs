@@ -115,6 +115,8 @@ pub struct HostCounters {
     pub splits_proposed: u64,
     /// Merges the balancer proposed.
     pub merges_proposed: u64,
+    /// Moves the balancer proposed to even out partitions per node.
+    pub moves_proposed: u64,
 }
 
 /// A fetched peer checkpoint, decoded and waiting to be checked and
@@ -155,6 +157,12 @@ pub struct Host<S: StateMachine> {
     /// The map version adoptions were last checked against (see
     /// `forget_abandoned_adoptions`).
     pub(crate) adoptions_checked_at: Option<amulet_types::MapVersion>,
+    /// Per partition and node this node reported handed off
+    /// (`Body::HandedOff`): the map version it reported at and when, so it
+    /// reports again only if the map still lists it a while later (the
+    /// report was lost).
+    pub(crate) handed_off_reported:
+        BTreeMap<(PartitionId, NodeId), (amulet_types::MapVersion, TimeMicros)>,
     /// Flush rounds in a row that did not settle.
     pub(crate) unsettled_rounds: u64,
     pub(crate) counters: HostCounters,

@@ -104,7 +104,7 @@ impl<S: StateMachine> Host<S> {
                     let message = ReplicaMessage::NotHeld {
                         partition,
                         from: me,
-                        map,
+                        map: Box::new(map),
                     };
                     self.out.push(Command::SendReplica {
                         to: from,
@@ -133,7 +133,7 @@ impl<S: StateMachine> Host<S> {
                     // With no replica left, the peer's map is the newest
                     // this node knows: adopting by the older one would
                     // fetch the partition just dropped.
-                    self.learn_map(map);
+                    self.learn_map(*map);
                 } else if let Some((to, message)) = self.transfer.not_held(partition, from, now) {
                     self.out.push(Command::SendReplica {
                         to,

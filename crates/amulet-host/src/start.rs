@@ -120,6 +120,7 @@ impl<S: StateMachine> Host<S> {
             last_trim: None,
             last_async_sync: now,
             adoptions_checked_at: None,
+            handed_off_reported: Default::default(),
             unsettled_rounds: 0,
             counters,
             monitor,

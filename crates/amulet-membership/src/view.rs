@@ -145,6 +145,12 @@ impl View {
         self.nodes.get(&node).map(|member| member.state)
     }
 
+    /// Whether `node` was removed or is leaving: its partitions are to be
+    /// re-homed and it takes no new ones.
+    pub fn gone(&self, node: NodeId) -> bool {
+        self.removed.contains(&node) || self.state(node) == Some(MemberState::Leaving)
+    }
+
     /// True for Active and Leaving nodes: the ones in the rings.
     pub fn is_member(&self, node: NodeId) -> bool {
         matches!(

@@ -255,6 +255,7 @@ impl Service {
             Body::Reconfigure(_) => "reconfigure",
             Body::Access(_) => "change_access",
             Body::Membership(_) => "change_membership",
+            Body::HandedOff { .. } => "handed_off",
         };
         let started = tokio::time::Instant::now();
         let result = self

@@ -158,6 +158,11 @@ pub struct BalancerEntry {
     /// default): never. At most half of `split_entries`.
     #[serde(default)]
     pub merge_entries: u64,
+    /// Whether a node replicating at least two partitions more than
+    /// another gives it one (with membership and checkpoints; default
+    /// true).
+    #[serde(default = "default_balancer_enabled")]
+    pub moves: bool,
 }
 
 impl Default for BalancerEntry {
@@ -166,6 +171,7 @@ impl Default for BalancerEntry {
             enabled: default_balancer_enabled(),
             split_entries: default_split_entries(),
             merge_entries: 0,
+            moves: default_balancer_enabled(),
         }
     }
 }
@@ -609,6 +615,10 @@ pipeline_instances_max = 32
         ))
         .unwrap();
         assert!(!paused.balancer.enabled);
+        assert!(config.balancer.moves);
+        let still = NodeConfig::parse(&format!("{GOOD}\n[balancer]\nmoves = false\n")).unwrap();
+        assert!(!still.balancer.moves);
+        assert!(still.balancer.enabled);
         assert_eq!(paused.balancer.split_entries, 5000);
         let error = error_of(&format!("{GOOD}\n[balancer]\nsplit_entries = 1\n"));
         assert!(error.contains("split_entries = 1"), "{error}");

@@ -285,7 +285,7 @@ impl Metrics {
         let balancer = Family::<NameLabels, G>::default();
         registry.register(
             "balancer",
-            "The balancer (docs/dynatree.md), by figure: splits_proposed and merges_proposed by this node since it started, partitions in the newest map it holds",
+            "The balancer (docs/dynatree.md), by figure: splits_proposed, merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds",
             balancer.clone(),
         );
         Metrics {
@@ -482,6 +482,7 @@ impl Metrics {
             for (name, value) in [
                 ("splits_proposed", stats.splits_proposed),
                 ("merges_proposed", stats.merges_proposed),
+                ("moves_proposed", stats.moves_proposed),
                 ("partitions", stats.partitions),
             ] {
                 self.balancer.get_or_create(&NameLabels { name }).set(value);

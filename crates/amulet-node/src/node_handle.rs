@@ -93,6 +93,8 @@ pub struct NodeStats {
     pub splits_proposed: u64,
     /// Merges the balancer proposed here since the node started.
     pub merges_proposed: u64,
+    /// Moves the balancer proposed here since the node started.
+    pub moves_proposed: u64,
     /// Partitions in the newest map this node holds.
     pub partitions: u64,
 }

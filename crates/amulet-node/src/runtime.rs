@@ -148,6 +148,7 @@ impl Node {
             enabled: config.balancer.enabled,
             split_entries: config.balancer.split_entries,
             merge_entries: config.balancer.merge_entries,
+            moves: config.balancer.moves,
         };
         let host = Host::start(
             host_config,
@@ -578,6 +579,7 @@ impl EventLoop {
                     rehoming: self.host.rehoming_partitions(),
                     splits_proposed: self.host.counters().splits_proposed,
                     merges_proposed: self.host.counters().merges_proposed,
+                    moves_proposed: self.host.counters().moves_proposed,
                     partitions: self
                         .host
                         .current_map()

@@ -148,6 +148,9 @@ enum BugArg {
     /// Self-healing (`--dmap`): a repair keeps one of the partition's
     /// removed replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Moves (`--dmap`): a node a move takes a partition from reports
+    /// that it holds nothing while its replica still serves the state.
+    HandedOffWhileHolding,
     /// Fence keys (`--dmap`): a request routed by an older map is taken
     /// without checking its key against the partition's current range.
     FenceKeysUnchecked,
@@ -208,6 +211,7 @@ impl BugArg {
             BugArg::AccessAtEdge => DmapBug::AccessAtEdge,
             BugArg::MembershipAtEdge => DmapBug::MembershipAtEdge,
             BugArg::HealingKeepsRemovedReplica => DmapBug::HealingKeepsRemovedReplica,
+            BugArg::HandedOffWhileHolding => DmapBug::HandedOffWhileHolding,
             BugArg::FenceKeysUnchecked => DmapBug::FenceKeysUnchecked,
             BugArg::ClientKeepsStaleRanges => DmapBug::ClientKeepsStaleRanges,
             BugArg::WholeMapVersions => DmapBug::WholeMapVersions,
@@ -266,6 +270,7 @@ impl BugArg {
             | BugArg::AccessAtEdge
             | BugArg::MembershipAtEdge
             | BugArg::HealingKeepsRemovedReplica
+            | BugArg::HandedOffWhileHolding
             | BugArg::FenceKeysUnchecked
             | BugArg::ClientKeepsStaleRanges
             | BugArg::WholeMapVersions
@@ -431,9 +436,10 @@ fn swarm(
         println!("state_transfer_chunks={}", summary.state_transfer_chunks);
         println!("hand_offs={}", summary.hand_offs);
     }
-    if summary.balancer_splits + summary.balancer_merges > 0 {
+    if summary.balancer_splits + summary.balancer_merges + summary.balancer_moves > 0 {
         println!("balancer_splits={}", summary.balancer_splits);
         println!("balancer_merges={}", summary.balancer_merges);
+        println!("balancer_moves={}", summary.balancer_moves);
     }
     if summary.stale_key_refusals + summary.stale_other_refusals > 0 {
         println!("stale_key_refusals={}", summary.stale_key_refusals);

@@ -179,20 +179,23 @@ fn dmap_iii_c_splits_merges_and_stream_replacements_happen_in_the_swarm() {
 
 /// DynaTree's oracle as Amulet's balancer (docs/dynatree.md): in every
 /// seed with a range map, range partitions past a few entries split by
-/// themselves and, in half of them, small neighbours merge, alongside the
+/// themselves, in half of them small neighbours merge, and a node holding
+/// two partitions more than another gives it one, alongside the
 /// operator's changes and the nemesis; the parts above check those
 /// histories for linearizability.
 #[test]
-fn dynatree_oracle_the_balancer_splits_and_merges_in_the_swarm() {
-    let (splits, merges) = (0..16).fold((0, 0), |(splits, merges), seed| {
+fn dynatree_oracle_the_balancer_splits_merges_and_moves_in_the_swarm() {
+    let (splits, merges, moves) = (0..16).fold((0, 0, 0), |(splits, merges, moves), seed| {
         let stats = run_dmap_seed(seed, false, DmapBug::None).stats;
         (
             splits + stats.balancer_splits,
             merges + stats.balancer_merges,
+            moves + stats.balancer_moves,
         )
     });
     assert!(splits > 0, "16 seeds: the balancer split nothing");
     assert!(merges > 0, "16 seeds: the balancer merged nothing");
+    assert!(moves > 0, "16 seeds: the balancer moved nothing");
 }
 
 #[test]
@@ -226,6 +229,39 @@ fn dmap_iii_c_a_move_handing_off_at_its_fence_is_caught() {
         DmapBug::HandOffAtFence,
         100,
         "handing a moved partition off at the fence survived 100 seeds",
+    );
+}
+
+/// DMap §III-C, a move ordered before the previous move's new group holds
+/// the state (docs/ARCHITECTURE.md, hand-off sets): seed 1000070 has the
+/// operator move p2 from n4-n6 to n2/n7/n9 and, while those still fetch
+/// its state, the balancer move it on. The nodes a partition is still
+/// handed off from learn the second stream and carry on to it; a node
+/// reporting it holds nothing while its replica still serves the state
+/// lets the balancer move again without them, they drop the only copy at
+/// the second fence, and clients of p2 complete nothing after healing.
+#[test]
+fn dmap_iii_c_a_hand_off_reported_while_holding_is_caught() {
+    const SEED: u64 = 1_000_070;
+    let correct = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        correct.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        correct.violations
+    );
+    assert!(
+        correct.stats.balancer_moves > 0,
+        "seed {SEED} moved nothing"
+    );
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let broken = run_catching(SEED, &|seed| {
+        run_dmap_seed(seed, false, DmapBug::HandedOffWhileHolding)
+    });
+    panic::set_hook(hook);
+    assert!(
+        !broken.violations.is_empty(),
+        "a hand-off reported while holding survived seed {SEED}"
     );
 }
 

@@ -44,8 +44,25 @@ pub enum Body<C> {
     Access(crate::AccessChange),
     /// Changes the cluster's membership (docs/membership.md): an
     /// observer's alert or a cut, proposed by nodes; a join or a leave.
-    /// Global stream only. Last, so values ordered by older builds decode.
+    /// Global stream only.
     Membership(amulet_membership::Command),
+    /// `node` holds nothing of `partition` any more (its replica was
+    /// handed off, or it never had the state): it leaves the partition's
+    /// hand-off set (`PartitionMap::handing_off`). Reported by `node`
+    /// itself, or for a node the view removed (which never will) by any
+    /// node. Proposed by nodes, never by clients; global stream only.
+    /// Last, so values ordered by older builds decode.
+    HandedOff {
+        /// The partition.
+        partition: PartitionId,
+        /// The node that holds nothing of it.
+        node: NodeId,
+        /// Its stream by the origin's newest map: the report counts only
+        /// while that is still the partition's stream (a later move may
+        /// have given the partition back to the origin and taken it away
+        /// again, and then the origin may hold the state).
+        stream: StreamId,
+    },
 }
 
 /// One command as the streams order it.
@@ -177,7 +194,7 @@ pub enum ReplicaMessage {
         /// The sender.
         from: NodeId,
         /// The sender's newest partition map.
-        map: PartitionMap,
+        map: Box<PartitionMap>,
     },
     /// Membership's edge monitoring (docs/membership.md): an observer asks
     /// its subject whether it is alive. Answered by the subject's event

@@ -139,9 +139,13 @@ pub fn work_fences<S: StateMachine>(
                 done.added.push((new, position));
             }
             FenceWork::ReplaceStream { new, .. } if !new.members().contains(&host.me) => {
-                // A replica moved away from here earlier and not handed off
-                // yet, moved again: the new stream does not reach it, and
-                // the partition's replicas of the earlier move carry on.
+                // Not a member of the partition's new stream, yet running
+                // it: the stream leaves out nodes the partition is still
+                // being handed off from only in maps made before
+                // `PartitionMap::handing_off` (checkpoint format 7 and
+                // older), whose second move could drop the only copy here
+                // (docs/ARCHITECTURE.md, moves). A map of this build lists
+                // every such node as a learner of the new stream.
                 replicas.remove(&partition);
                 node.remove_group(group);
                 done.removed.push(partition);

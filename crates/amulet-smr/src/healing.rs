@@ -89,14 +89,16 @@ pub fn leave_blocker(map: &PartitionMap, live: &[NodeId], leaver: NodeId) -> Opt
 }
 
 /// Partitions `node` replicates.
-fn load(map: &PartitionMap, node: NodeId) -> usize {
+pub(crate) fn load(map: &PartitionMap, node: NodeId) -> usize {
     map.partitions
         .values()
         .filter(|p| p.replicas.contains(&node))
         .count()
 }
 
-fn re_home(
+/// The move of `partition` onto `group`, on a new stream whose acceptors
+/// are the group and whose learners are the replicas that go.
+pub(crate) fn re_home(
     map: &PartitionMap,
     partition: PartitionId,
     group: Vec<NodeId>,

@@ -28,6 +28,7 @@ mod hand_off;
 mod healing;
 mod map_error;
 mod partition_map;
+mod rebalancing;
 mod reconfiguration;
 mod refusal;
 mod replica;
@@ -45,6 +46,7 @@ pub use hand_off::{handed_off, replicas_to_hand_off};
 pub use healing::{leave_blocker, next_repair};
 pub use map_error::{InvalidMap, PartitionMapError};
 pub use partition_map::{EventualLayout, Keys, Layout, PartitionInfo, PartitionMap, Placement};
+pub use rebalancing::next_rebalance;
 pub use reconfiguration::{Reconfiguration, StreamSpec};
 pub use refusal::Refusal;
 pub use replica::{

@@ -173,6 +173,16 @@ pub enum InvalidMap {
     /// An eventual map's replicas or virtual nodes out of bounds.
     #[error("{0}")]
     EventualReplicas(String),
+    /// A split or merge of a partition a move is still handing off: some
+    /// node it was moved from may hold its only state, and would not take
+    /// part in the split (fork the new partition) or the merge.
+    #[error("partition {} is still being handed off from nodes {:?} (a move has not completed): retry once its new replicas hold its state", .partition.0, .from.iter().map(|n| n.0).collect::<Vec<_>>())]
+    HandOffInProgress {
+        /// The partition.
+        partition: PartitionId,
+        /// The nodes it is being handed off from.
+        from: Vec<NodeId>,
+    },
 }
 
 impl InvalidMap {
@@ -204,6 +214,7 @@ impl InvalidMap {
             InvalidMap::MoveMembersMustLearn { .. } => "move-members-must-learn",
             InvalidMap::MoveToIdleNode(_) => "move-to-idle-node",
             InvalidMap::EventualReplicas(_) => "eventual-replicas",
+            InvalidMap::HandOffInProgress { .. } => "hand-off-in-progress",
         }
     }
 }

@@ -115,6 +115,25 @@ pub struct PartitionMap {
     /// every eventual replica id it held replaced by a new one here.
     #[serde(default)]
     pub eventual_stores: BTreeMap<NodeId, u64>,
+    /// Per partition, the nodes a move took it from whose hand-off has not
+    /// been ordered done (`Body::HandedOff`): they may still hold its only
+    /// state. A later move or stream replacement of the partition must
+    /// keep them in its new stream, so their replicas carry on to it
+    /// instead of dropping at its fence; a split or merge of it waits.
+    /// Files of checkpoint format 7 and older predate it (empty).
+    #[serde(default, deserialize_with = "handing_off_since_format_8")]
+    pub handing_off: BTreeMap<PartitionId, BTreeSet<NodeId>>,
+}
+
+/// Decodes `PartitionMap::handing_off` of a checkpoint file of format 8 or
+/// later; an older file has none (postcard is positional: nothing is read).
+fn handing_off_since_format_8<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<PartitionId, BTreeSet<NodeId>>, D::Error> {
+    if crate::checkpoint_format::decoding_format() <= 7 {
+        return Ok(BTreeMap::new());
+    }
+    BTreeMap::<PartitionId, BTreeSet<NodeId>>::deserialize(deserializer)
 }
 
 /// The token of a key: CRC-32C of its bytes (Castagnoli polynomial, as in
@@ -169,6 +188,7 @@ impl PartitionMap {
             retired_streams: BTreeSet::new(),
             merged: BTreeMap::new(),
             eventual_stores: BTreeMap::new(),
+            handing_off: BTreeMap::new(),
         }
     }
 

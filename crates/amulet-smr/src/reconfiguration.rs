@@ -139,6 +139,25 @@ impl Reconfiguration {
         base_position: u64,
     ) -> Result<PartitionMap, PartitionMapError> {
         let invalid = |why: InvalidMap| Err(PartitionMapError::Invalid(why));
+        let handing_off = |p: &PartitionId| map.handing_off.get(p).cloned().unwrap_or_default();
+        // A split or merge waits for the hand-offs of its partitions: a
+        // node a move took a partition from may hold its only state, and
+        // takes no part in either (it does not fork the new partition,
+        // and waits at a merge's fence for a partition it does not run).
+        let splits_or_merges = match self {
+            Reconfiguration::Split { source, .. } => vec![*source],
+            Reconfiguration::Merge { source, into } => vec![*source, *into],
+            _ => Vec::new(),
+        };
+        for p in splits_or_merges {
+            let from = handing_off(&p);
+            if !from.is_empty() {
+                return invalid(InvalidMap::HandOffInProgress {
+                    partition: p,
+                    from: from.into_iter().collect(),
+                });
+            }
+        }
         let mut next = map.clone();
         if let Some(spec) = self.new_stream() {
             let used = spec.stream == map.global_stream
@@ -158,6 +177,23 @@ impl Reconfiguration {
             }
             let mut recorded = spec.clone();
             recorded.base_position = base_position;
+            // The nodes a partition is still being handed off from learn
+            // its next stream too (DMap §III-C, a move ordered before the
+            // previous one's new group holds the state): their replicas
+            // then carry on to it at the fence and keep serving the state
+            // until the newest group holds it, instead of dropping with
+            // the only copy. Added here, from the map, so every replica
+            // records the same stream whoever proposed the change.
+            if let Reconfiguration::Move { partition, .. }
+            | Reconfiguration::ReplaceStream { partition, .. } = self
+            {
+                let members = recorded.members();
+                recorded.learners.extend(
+                    handing_off(partition)
+                        .into_iter()
+                        .filter(|n| !members.contains(n)),
+                );
+            }
             next.streams.insert(spec.stream, recorded);
         }
         match self {
@@ -313,6 +349,17 @@ impl Reconfiguration {
                 if let Some(idle) = replicas.iter().find(|n| !hosting.contains(n)) {
                     return invalid(InvalidMap::MoveToIdleNode(*idle));
                 }
+                // Every node the partition leaves, and every one it was
+                // still leaving, is handed off from until it says it
+                // holds nothing (`Body::HandedOff`).
+                let mut from = handing_off(partition);
+                from.extend(info.replicas.iter().copied());
+                from.retain(|n| !replicas.contains(n));
+                if from.is_empty() {
+                    next.handing_off.remove(partition);
+                } else {
+                    next.handing_off.insert(*partition, from);
+                }
                 info.replicas = replicas.clone();
                 let old = std::mem::replace(&mut info.stream, stream.stream);
                 next.retired_streams.insert(old);
@@ -329,6 +376,7 @@ mod tests {
     use super::*;
     use crate::partition_map::Keys;
     use crate::Placement;
+    use std::collections::BTreeSet;
 
     fn map() -> PartitionMap {
         let info = |s| PartitionInfo {
@@ -449,6 +497,115 @@ mod tests {
             next.next_partition_id(),
             "a merged id is not reused"
         );
+    }
+
+    /// `map()` with partitions 7 on nodes 4-6 and 8 on nodes 7-9, so moves
+    /// have places to go.
+    fn nine_nodes() -> PartitionMap {
+        let mut m = map();
+        for (p, first) in [(7, 4), (8, 7)] {
+            m.partitions.insert(
+                PartitionId(p),
+                PartitionInfo {
+                    stream: StreamId(p + 10),
+                    replicas: (first..first + 3).map(NodeId).collect(),
+                },
+            );
+        }
+        m
+    }
+
+    fn move_to(partition: u32, to: [u32; 3], stream: u32, learners: &[u32]) -> Reconfiguration {
+        Reconfiguration::Move {
+            partition: PartitionId(partition),
+            replicas: to.iter().copied().map(NodeId).collect(),
+            stream: StreamSpec {
+                acceptors: to.iter().copied().map(NodeId).collect(),
+                learners: learners.iter().copied().map(NodeId).collect(),
+                ..spec(stream)
+            },
+        }
+    }
+
+    fn nodes(ids: &[u32]) -> BTreeSet<NodeId> {
+        ids.iter().copied().map(NodeId).collect()
+    }
+
+    #[test]
+    fn dmap_iii_c_a_second_move_before_the_hand_off_keeps_the_first_one_s_leavers_in_its_stream() {
+        // p1 moves from 1-3 to 4-6, then, before any report that 1-3 hold
+        // nothing, on to 7-9: 1-3 may hold its only state, so they learn
+        // the second move's stream too (whoever proposed it left them out)
+        // and their replicas carry on to it at its fence.
+        let m = nine_nodes();
+        let first = move_to(1, [4, 5, 6], 30, &[1, 2, 3]).apply(&m, 5).unwrap();
+        assert_eq!(first.handing_off[&PartitionId(1)], nodes(&[1, 2, 3]));
+        let second = move_to(1, [7, 8, 9], 31, &[4, 5, 6])
+            .apply(&first, 9)
+            .unwrap();
+        assert_eq!(
+            second.streams[&StreamId(31)].members(),
+            (1..=9).map(NodeId).collect::<Vec<_>>(),
+            "the first move's leavers learn the second stream"
+        );
+        assert_eq!(
+            second.handing_off[&PartitionId(1)],
+            nodes(&[1, 2, 3, 4, 5, 6])
+        );
+        // A stream replacement keeps them too; a move back to a leaver
+        // takes it out of the set.
+        let replaced = Reconfiguration::ReplaceStream {
+            partition: PartitionId(1),
+            stream: StreamSpec {
+                acceptors: vec![NodeId(7), NodeId(8), NodeId(9)],
+                ..spec(32)
+            },
+        }
+        .apply(&second, 12)
+        .unwrap();
+        assert_eq!(
+            replaced.streams[&StreamId(32)].members(),
+            (1..=9).map(NodeId).collect::<Vec<_>>()
+        );
+        let back = move_to(1, [1, 2, 7], 33, &[8, 9])
+            .apply(&replaced, 14)
+            .unwrap();
+        assert_eq!(
+            back.handing_off[&PartitionId(1)],
+            nodes(&[3, 4, 5, 6, 8, 9])
+        );
+    }
+
+    #[test]
+    fn dmap_iii_c_a_split_or_merge_waits_for_the_hand_off() {
+        let m = nine_nodes();
+        let moved = move_to(1, [4, 5, 6], 30, &[1, 2, 3]).apply(&m, 5).unwrap();
+        let in_progress = Err(InvalidMap::HandOffInProgress {
+            partition: PartitionId(1),
+            from: vec![NodeId(1), NodeId(2), NodeId(3)],
+        }
+        .into());
+        let split = Reconfiguration::Split {
+            source: PartitionId(1),
+            new: PartitionId(9),
+            stream: StreamSpec {
+                acceptors: vec![NodeId(4), NodeId(5), NodeId(6)],
+                ..spec(31)
+            },
+            at_token: Some(1 << 30),
+            at_keys: vec![],
+        };
+        assert_eq!(split.apply(&moved, 7), in_progress);
+        let merge = Reconfiguration::Merge {
+            source: PartitionId(7),
+            into: PartitionId(1),
+        };
+        assert_eq!(merge.apply(&moved, 7), in_progress);
+        // Once every leaver reported, both are judged as before.
+        let mut done = moved.clone();
+        done.handing_off.clear();
+        assert!(split.apply(&done, 7).is_ok());
+        assert!(merge.apply(&done, 7).is_ok());
     }
 
     #[test]

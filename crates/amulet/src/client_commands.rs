@@ -701,6 +701,12 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
             p.stream.0,
             replicas.join(", ")
         );
+        // Nodes a move took it from that have not yet said they hold
+        // nothing of it (docs/ARCHITECTURE.md, hand-off sets).
+        if let Some(from) = map.handing_off.get(id) {
+            let from: Vec<String> = from.iter().map(|n| n.0.to_string()).collect();
+            println!("    handing off from [{}]", from.join(", "));
+        }
     }
     let maps: Vec<&String> = map.keyspaces.keys().collect();
     println!("  maps: {maps:?}");

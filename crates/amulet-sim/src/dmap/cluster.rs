@@ -138,6 +138,9 @@ struct DmapCluster {
     /// replicas, merges and streams are printed this often (virtual µs),
     /// to see where a stuck run stopped.
     dump_every_micros: Option<u64>,
+    /// Streams created at run time whose acceptors the nemesis budgets
+    /// (see [`balancer::budget_runtime_streams`]).
+    budgeted_streams: std::collections::BTreeSet<StreamId>,
 }
 
 /// Runs one DMap seed with the fault mix it draws.
@@ -442,6 +445,7 @@ impl DmapCluster {
                 .and_then(|ms| ms.parse::<u64>().ok())
                 .filter(|ms| *ms > 0)
                 .map(|ms| ms * 1_000),
+            budgeted_streams: std::collections::BTreeSet::new(),
         };
         let mut harness = harness;
         for c in 0..cluster.clients.len() {
@@ -650,6 +654,7 @@ impl Workload for DmapCluster {
                 Self::print_nodes(harness);
             }
         }
+        balancer::budget_runtime_streams(harness, &mut self.budgeted_streams);
         let issuing = now < self.issue_until;
         if issuing && self.operator.as_ref().is_some_and(|o| now >= o.next) {
             self.reconfigure(harness);

@@ -184,4 +184,5 @@ fn add_counters(into: &mut HostCounters, more: HostCounters) {
     into.syncs += more.syncs;
     into.splits_proposed += more.splits_proposed;
     into.merges_proposed += more.merges_proposed;
+    into.moves_proposed += more.moves_proposed;
 }

@@ -128,6 +128,12 @@ impl<S: StateMachine> Replica<S> {
                     .map_err(|e| ClientReply::Refused(Refusal::AccessChange(e)))?;
                 return Ok(self.map.global_stream);
             }
+            Body::HandedOff { .. } => {
+                // Only a node knows it holds nothing of a partition.
+                return Err(ClientReply::Refused(Refusal::MembershipChange(
+                    "hand-offs are reported by the nodes only".into(),
+                )));
+            }
             Body::Membership(command) => {
                 use amulet_membership::Command;
                 return match command {

@@ -10,7 +10,7 @@ use crate::{
     AccessChange, Body, CommandEnvelope, ExecContext, KeyspaceChange, Need, Origin, Placement,
     Refusal, SessionCheck, StateMachine,
 };
-use amulet_types::{MapVersion, NodeId, StreamId};
+use amulet_types::{MapVersion, NodeId, PartitionId, StreamId};
 
 impl<S: StateMachine> Replica<S> {
     /// A value delivered by the merge of this replica's streams, in merge
@@ -68,6 +68,11 @@ impl<S: StateMachine> Replica<S> {
             }
             Body::Access(change) => self.execute_access(global, &envelope, &change),
             Body::Membership(command) => self.execute_membership(global, &envelope, &command),
+            Body::HandedOff {
+                partition,
+                node,
+                stream,
+            } => self.execute_handed_off(global, &envelope, partition, node, stream),
             body => self.execute_session(global, &envelope, body),
         }
     }
@@ -163,6 +168,49 @@ impl<S: StateMachine> Replica<S> {
         }
     }
 
+    /// `node` holds nothing of `partition` any more: it leaves the
+    /// partition's hand-off set, and the map takes a new version (the set
+    /// decides the learners of the partition's next stream, so every
+    /// replica and client must tell the two maps apart). Global stream
+    /// only, from nodes only; nobody waits for an answer. Counts when
+    /// `node` reports itself, or when the view (as executed here, at this
+    /// point of the order) removed it: a removed node never reports, and
+    /// would hold the partition's splits and merges back for good.
+    /// Idempotent: nodes propose again while their map still lists it,
+    /// and a repeat changes nothing.
+    fn execute_handed_off(
+        &mut self,
+        global: bool,
+        envelope: &CommandEnvelope<S::Command>,
+        partition: PartitionId,
+        node: NodeId,
+        stream: StreamId,
+    ) {
+        if !global || envelope.principal.is_some() {
+            return; // refused at the edge; a forged one does nothing
+        }
+        if self.map.partitions.get(&partition).map(|p| p.stream) != Some(stream) {
+            return; // reported before a later move: stale
+        }
+        let removed = self
+            .membership
+            .as_ref()
+            .is_some_and(|m| m.view().removed().contains(&node));
+        if node != envelope.origin.node && !removed {
+            return; // only the node itself knows it holds nothing
+        }
+        let Some(from) = self.map.handing_off.get_mut(&partition) else {
+            return;
+        };
+        if !from.remove(&node) {
+            return;
+        }
+        if from.is_empty() {
+            self.map.handing_off.remove(&partition);
+        }
+        self.map.version = MapVersion(self.map.version.0 + 1);
+    }
+
     fn execute_session(
         &mut self,
         global: bool,
@@ -199,7 +247,11 @@ impl<S: StateMachine> Replica<S> {
                 self.sessions.close(session);
                 ClientReply::SessionOk
             }
-            Body::App(_) | Body::Reconfigure(_) | Body::Access(_) | Body::Membership(_) => {
+            Body::App(_)
+            | Body::Reconfigure(_)
+            | Body::Access(_)
+            | Body::Membership(_)
+            | Body::HandedOff { .. } => {
                 unreachable!("handled by execute")
             }
         };

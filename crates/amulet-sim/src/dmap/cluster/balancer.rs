@@ -23,5 +23,36 @@ pub(super) fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerC
         enabled,
         split_entries,
         merge_entries,
+        moves: true,
+    }
+}
+
+/// Budgets, in the nemesis, the acceptors of every stream a node's map
+/// holds that the run did not start with: the streams the balancer's
+/// moves and self-healing create, not only the operator's. Without it
+/// the nemesis, budgeting only the groups it knew, crashed two in-memory
+/// acceptors of a balancer-made stream one after the other (seed 101:
+/// stream 8 of `{n1, n4, n6}` after n4 and n1 restarted), which loses
+/// the stream for good, as documented for in-memory acceptors.
+pub(super) fn budget_runtime_streams(
+    harness: &mut Harness,
+    budgeted: &mut std::collections::BTreeSet<StreamId>,
+) {
+    let mut new = Vec::new();
+    for (_, host) in harness.hosts() {
+        let Some(map) = host.current_map() else {
+            continue;
+        };
+        for (stream, spec) in &map.streams {
+            // A single synced acceptor needs no budget: it is the stream.
+            if spec.acceptors.len() > 1 && !budgeted.contains(stream) {
+                new.push((*stream, spec.acceptors.clone()));
+            }
+        }
+    }
+    for (stream, acceptors) in new {
+        if budgeted.insert(stream) {
+            harness.nemesis.add_group(CrashGroup::minority(acceptors));
+        }
     }
 }

@@ -64,6 +64,12 @@ pub enum DmapBug {
     /// Self-healing: a repair keeps one of the partition's removed
     /// replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Moves: a node a move takes a partition from reports that it holds
+    /// nothing of it as soon as the map lists it, while its replica still
+    /// serves the state; a second move (the balancer's) is then ordered
+    /// before the first one's new group holds it, without the old group
+    /// among its stream's learners.
+    HandedOffWhileHolding,
     /// Fence keys (DynaTree §III-A): a replica takes a request routed by
     /// an older map without checking that its key is still inside the
     /// partition's range, and executes it there.
@@ -109,6 +115,7 @@ impl DmapBug {
             tail_skips_an_entry: self == DmapBug::TailSkipsAnEntry,
             membership_at_edge: self == DmapBug::MembershipAtEdge,
             healing_keeps_removed_replica: self == DmapBug::HealingKeepsRemovedReplica,
+            handed_off_while_holding: self == DmapBug::HandedOffWhileHolding,
         }
     }
 }

@@ -14,6 +14,13 @@ impl DmapCluster {
             self.calls.len(),
             self.violations.len()
         );
+        if let Some(map) = harness
+            .hosts()
+            .filter_map(|(_, h)| h.current_map())
+            .max_by_key(|m| m.version)
+        {
+            println!("newest map: {map:?}");
+        }
         let (tailed, reconnects) = self.tailers.totals();
         if tailed > 0 || reconnects > 0 {
             println!("tails: entries delivered={tailed} reconnects={reconnects}");

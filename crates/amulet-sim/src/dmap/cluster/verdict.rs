@@ -83,6 +83,7 @@ impl DmapCluster {
                 hand_offs: counters.iter().map(|c| c.hand_offs).sum(),
                 balancer_splits: counters.iter().map(|c| c.splits_proposed).sum(),
                 balancer_merges: counters.iter().map(|c| c.merges_proposed).sum(),
+                balancer_moves: counters.iter().map(|c| c.moves_proposed).sum(),
                 trimmed_instances: harness
                     .hosts()
                     .flat_map(|(_, h)| h.multicast_node().streams().values())
@@ -127,6 +128,24 @@ impl DmapCluster {
                     && view.state(*n) != Some(amulet_membership::MemberState::Leaving)
             })
             .collect();
+        // A node the view removed never reports that it holds nothing;
+        // the repairs' proposer reports for it, else the partition's
+        // splits and merges wait for good.
+        let stuck: Vec<_> = map
+            .handing_off
+            .iter()
+            .filter(|(_, from)| from.iter().any(|n| view.removed().contains(n)))
+            .collect();
+        if !stuck.is_empty() {
+            self.violations.push(Violation::new(
+                Property::Progress,
+                format!(
+                    "after healing, map version {} still hands partitions off from nodes view {} removed: {stuck:?}",
+                    map.version.0,
+                    view.id().0,
+                ),
+            ));
+        }
         let memory = |_| amulet_types::StorageMode::Memory;
         if let Some(repair) = amulet_smr::next_repair(&map, &live, [], memory) {
             self.violations.push(Violation::new(

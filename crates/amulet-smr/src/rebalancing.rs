@@ -1,0 +1,178 @@
+//! Evening out the partitions per node (docs/dynatree.md, DynaTree's
+//! oracle moving nodes between servers): when one live node replicates
+//! at least two partitions more than another, one of its replicas moves
+//! there. A pure function of the map and the view, like self-healing's
+//! repairs, so any member computes the same plan and a plan built on an
+//! older map fails on its version.
+//!
+//! It never flaps: a move from a node with `a` replicas to one with
+//! `b <= a - 2` changes the sum of the squared counts by
+//! `2(b - a) + 2 <= -2`, so every move lowers that sum and the moves stop
+//! (at every pair of counts within one of each other) after finitely
+//! many, whatever splits and merges add in between.
+
+use crate::healing::{load, re_home};
+use crate::{PartitionMap, Reconfiguration};
+use amulet_types::{NodeId, StorageMode, StreamId};
+
+/// The next move that evens out the replicas per node, or `None` when the
+/// counts of the live nodes replicating some partition are within one of
+/// each other (or no partition can move).
+///
+/// The most loaded node (then the highest id) gives its lowest partition
+/// that the least loaded node (then the lowest id) does not replicate; a
+/// partition with a replica outside `live` is self-healing's and is left
+/// alone. Only nodes already replicating some partition take part (a node
+/// with none executes nothing of the global stream and would never learn
+/// it was given one). The move keeps the partition's other replicas and
+/// its new stream has the storage `storage_of` gives for its current one.
+pub fn next_rebalance(
+    map: &PartitionMap,
+    live: &[NodeId],
+    also_used: impl IntoIterator<Item = StreamId>,
+    storage_of: impl Fn(StreamId) -> StorageMode,
+) -> Option<Reconfiguration> {
+    let mut nodes: Vec<(usize, NodeId)> = map
+        .hosting_nodes()
+        .into_iter()
+        .filter(|n| live.contains(n))
+        .map(|n| (load(map, n), n))
+        .collect();
+    nodes.sort();
+    let (least, to) = *nodes.first()?;
+    let (most, from) = *nodes.last()?;
+    if most < least + 2 {
+        return None;
+    }
+    let (partition, info) = map.partitions.iter().find(|(id, info)| {
+        // One move of a partition at a time: moving it again before its
+        // hand-off is safe (the leavers learn the new stream) but only
+        // lengthens the chain of nodes serving its state.
+        !map.handing_off.contains_key(id)
+            && info.replicas.contains(&from)
+            && !info.replicas.contains(&to)
+            && info.replicas.iter().all(|n| live.contains(n))
+    })?;
+    let group = info
+        .replicas
+        .iter()
+        .map(|n| if *n == from { to } else { *n })
+        .collect();
+    let also_used: Vec<StreamId> = also_used.into_iter().collect();
+    Some(re_home(
+        map,
+        *partition,
+        group,
+        &also_used,
+        storage_of(info.stream),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PartitionInfo;
+    use amulet_types::PartitionId;
+
+    const SYNC: fn(StreamId) -> StorageMode = |_| StorageMode::SyncDurable;
+
+    fn nodes(ids: &[u32]) -> Vec<NodeId> {
+        ids.iter().copied().map(NodeId).collect()
+    }
+
+    /// Six nodes; p1, p3 and p4 (splits of p1, which keep its replicas) on
+    /// 1-3, p2 on 4-6: three partitions per node against one.
+    fn split_three_times() -> PartitionMap {
+        let info = |p: u32, replicas: &[u32]| {
+            (
+                PartitionId(p),
+                PartitionInfo {
+                    stream: StreamId(p + 1),
+                    replicas: nodes(replicas),
+                },
+            )
+        };
+        PartitionMap::uniform(
+            StreamId(1),
+            vec![
+                info(1, &[1, 2, 3]),
+                info(2, &[4, 5, 6]),
+                info(3, &[1, 2, 3]),
+                info(4, &[1, 2, 3]),
+            ],
+        )
+    }
+
+    fn counts(map: &PartitionMap, live: &[NodeId]) -> Vec<usize> {
+        live.iter().map(|n| load(map, *n)).collect()
+    }
+
+    #[test]
+    fn dynatree_oracle_moves_a_replica_from_the_most_to_the_least_loaded_node() {
+        let map = split_three_times();
+        let live = nodes(&[1, 2, 3, 4, 5, 6]);
+        let plan = next_rebalance(&map, &live, [], SYNC).expect("3 against 1");
+        let Reconfiguration::Move {
+            partition,
+            replicas,
+            stream,
+        } = &plan
+        else {
+            panic!("{plan:?}")
+        };
+        // Node 3 (the highest id among those with three) gives p1 to node
+        // 4 (the lowest id among those with one).
+        assert_eq!(*partition, PartitionId(1));
+        assert_eq!(*replicas, nodes(&[1, 2, 4]));
+        assert_eq!(stream.acceptors, *replicas);
+        assert_eq!(stream.learners, nodes(&[3]));
+        assert_eq!(stream.stream, StreamId(6), "a stream id never used");
+    }
+
+    #[test]
+    fn dynatree_oracle_moves_stop_with_every_count_within_one() {
+        let mut map = split_three_times();
+        let live = nodes(&[1, 2, 3, 4, 5, 6]);
+        let mut moves = 0;
+        while let Some(plan) = next_rebalance(&map, &live, [], SYNC) {
+            map = plan.apply(&map, 0).expect("the plan applies to its map");
+            moves += 1;
+            assert!(moves <= 12, "moves do not converge: {map:?}");
+        }
+        let counts = counts(&map, &live);
+        assert_eq!(counts.iter().sum::<usize>(), 12, "no replica lost");
+        assert_eq!(counts, vec![2; 6], "{counts:?}");
+        assert_eq!(moves, 3);
+        for info in map.partitions.values() {
+            let mut replicas = info.replicas.clone();
+            replicas.sort();
+            replicas.dedup();
+            assert_eq!(replicas.len(), 3, "a replica twice on a node: {info:?}");
+        }
+    }
+
+    #[test]
+    fn dynatree_oracle_leaves_partitions_with_a_dead_replica_to_self_healing() {
+        let map = split_three_times();
+        // Node 6 is gone: p2 is self-healing's; 1-3 still hold three
+        // partitions and 4, 5 one, but every partition 1-3 hold can move.
+        let live = nodes(&[1, 2, 3, 4, 5]);
+        let plan = next_rebalance(&map, &live, [], SYNC).expect("3 against 1");
+        assert!(matches!(
+            plan,
+            Reconfiguration::Move { partition, .. } if partition != PartitionId(2)
+        ));
+        // Within one of each other: nothing moves.
+        let even = PartitionMap::uniform(
+            StreamId(1),
+            vec![(
+                PartitionId(1),
+                PartitionInfo {
+                    stream: StreamId(2),
+                    replicas: nodes(&[1, 2, 3]),
+                },
+            )],
+        );
+        assert_eq!(next_rebalance(&even, &live, [], SYNC), None);
+    }
+}

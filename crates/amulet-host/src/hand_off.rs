@@ -17,10 +17,7 @@
 
 use crate::command::Command;
 use crate::host::Host;
-use amulet_smr::{
-    group_of, handed_off, replicas_to_hand_off, Body, CommandEnvelope, Origin, PartitionMap,
-    StateMachine,
-};
+use amulet_smr::{group_of, handed_off, replicas_to_hand_off, Body, PartitionMap, StateMachine};
 use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
 
 impl<S: StateMachine> Host<S> {
@@ -117,24 +114,12 @@ impl<S: StateMachine> Host<S> {
         for (partition, node, stream) in due {
             self.handed_off_reported
                 .insert((partition, node), (version, now));
-            let envelope = CommandEnvelope::<S::Command> {
-                // Request 0 is no replica's: nobody waits for an answer.
-                origin: Origin {
-                    node: me,
-                    incarnation: self.config.incarnation,
-                    request: 0,
-                },
-                timestamp_micros: now.0,
-                map_version: version,
-                session: None,
-                body: Body::HandedOff {
-                    partition,
-                    node,
-                    stream,
-                },
-                principal: None,
+            let report = Body::HandedOff {
+                partition,
+                node,
+                stream,
             };
-            match self.node.multicast(now, global, envelope.encode()) {
+            match self.propose_unanswered(now, global, version, report) {
                 Ok(_) => tracing::info!(
                     partition = partition.0,
                     node = node.0,

@@ -41,6 +41,33 @@ pub struct MembershipCounters {
 }
 
 impl<S: StateMachine> Host<S> {
+    /// Multicasts on `stream` a command this node proposes itself (a
+    /// membership alert or cut, a hand-off report), which no replica
+    /// answers: request 0 is no replica's (their numbers start at 1).
+    pub(crate) fn propose_unanswered(
+        &mut self,
+        now: TimeMicros,
+        stream: amulet_types::StreamId,
+        map_version: amulet_types::MapVersion,
+        body: Body<S::Command>,
+    ) -> Result<(), amulet_multicast::MulticastError> {
+        let envelope = CommandEnvelope::<S::Command> {
+            origin: Origin {
+                node: self.config.me,
+                incarnation: self.config.incarnation,
+                request: 0,
+            },
+            timestamp_micros: now.0,
+            map_version,
+            session: None,
+            body,
+            principal: None,
+        };
+        self.node
+            .multicast(now, stream, envelope.encode())
+            .map(|_| ())
+    }
+
     /// The membership as the most advanced of this node's replicas
     /// executed it (or the last one that went); `None` when membership is
     /// off or this node runs no replica (it has not executed any view).
@@ -121,21 +148,9 @@ impl<S: StateMachine> Host<S> {
                 replica.bug_apply_membership_unordered(&command);
             }
         }
-        let envelope = CommandEnvelope::<S::Command> {
-            // Request 0 is no replica's (their numbers start at 1), and
-            // alerts and cuts are never answered.
-            origin: Origin {
-                node: self.config.me,
-                incarnation: self.config.incarnation,
-                request: 0,
-            },
-            timestamp_micros: now.0,
-            map_version,
-            session: None,
-            body: Body::Membership(command),
-            principal: None,
-        };
-        if let Err(error) = self.node.multicast(now, stream, envelope.encode()) {
+        // Alerts and cuts are never answered.
+        let proposed = self.propose_unanswered(now, stream, map_version, Body::Membership(command));
+        if let Err(error) = proposed {
             self.membership_counters.proposals_failed += 1;
             tracing::debug!(?error, "a membership command could not be multicast");
         }

@@ -265,6 +265,27 @@ fn dmap_iii_c_a_hand_off_reported_while_holding_is_caught() {
     );
 }
 
+/// DMap §III-C, reconfigurations one after another: seed 2001189 merges
+/// p3 into p4 and orders p1's stream replacement right behind it. The
+/// merge's work released p4's fence and p4's merge went on to the
+/// replacement's fence at once; the same pass then worked p4's (already
+/// released) fence again and released the replacement's before p4 had
+/// executed it. p4 kept the old map, refused the balancer's next split
+/// as stale while p1 applied it, and a whole-map read spanning p1, p4
+/// and p5 waited for p4's signals for good. A fence is now worked only
+/// while its group is still stopped at it.
+#[test]
+fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
+    const SEED: u64 = 2_001_189;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        run.violations
+    );
+    assert!(run.stats.balancer_splits > 0, "seed {SEED} split nothing");
+}
+
 /// Thesis §3.4.2 recovery from a peer, as the node does it: the host core
 /// (which the node runs too) pulls a peer's checkpoint chunk by chunk.
 /// State transfer that assembles the file without its last chunk never

@@ -88,6 +88,18 @@ pub fn work_fences<S: StateMachine>(
         let Some(replica) = replicas.get(&partition) else {
             continue; // removed by a merge handled in this pass
         };
+        if node.fenced(group_of(partition)) != Some(round) {
+            // Released in this pass already: a merge's `into` partition
+            // after its `source` (`merge` released it). Releasing lets the
+            // merge go on to its next fence at once, when that barrier is
+            // delivered already; working this one again there released
+            // that fence before the replica had executed the command it
+            // stands for (simulator seed 2001189: p4 merged p3 in and
+            // skipped the fence of p1's next stream replacement, so it
+            // kept the old map, refused the split after it as stale, and
+            // p1 and p5 waited for its signals for good).
+            continue;
+        }
         if !replica.is_idle() {
             continue;
         }

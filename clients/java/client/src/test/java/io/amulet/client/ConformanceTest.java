@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.AbstractMap.SimpleImmutableEntry;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -112,7 +113,19 @@ public class ConformanceTest {
 
   static synchronized AmuletClient client() {
     if (client == null) {
-      client = DevCluster.get().client();
+      // The scenarios check outcomes, not latency: a longer attempt than
+      // the tests' default, so that a loaded machine (CI once took over
+      // 4 s for an eventual write to an unknown map, which the node
+      // answers after 1 s) does not turn a refusal into OUTCOME_UNKNOWN.
+      DevCluster cluster = DevCluster.get();
+      client =
+          AmuletClient.connect(
+              cluster.addresses(),
+              cluster
+                  .config()
+                  .withAttemptTimeout(Duration.ofSeconds(10))
+                  .withOperationTimeout(Duration.ofSeconds(30))
+                  .withSnapshotLease(Duration.ofSeconds(60)));
     }
     return client;
   }

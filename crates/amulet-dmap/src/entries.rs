@@ -63,6 +63,11 @@ impl Stored {
         &self.0[self.key_end()..]
     }
 
+    /// Its key's and value's bytes: what [`Entries::payload_bytes`] sums.
+    pub fn payload_bytes(&self) -> u64 {
+        (self.0.len() - KEY_LENGTH_BYTES) as u64
+    }
+
     /// The value as a reply carries it.
     pub fn value_bytes(&self) -> Bytes {
         if self.value().len() <= REPLY_COPY_BYTES_MAX {
@@ -127,9 +132,13 @@ impl fmt::Debug for Stored {
 
 /// A map's entries, ordered bytewise by key. `clone` is O(1) and a clone
 /// is an immutable snapshot that shares every unchanged node (and every
-/// entry).
+/// entry). Keeps the sum of its keys' and values' sizes, which the
+/// balancer splits partitions by (`split_bytes`, docs/dynatree.md).
 #[derive(Clone, Default)]
-pub struct Entries(imbl::OrdSet<Stored>);
+pub struct Entries {
+    set: imbl::OrdSet<Stored>,
+    payload_bytes: u64,
+}
 
 impl Entries {
     /// No entries.
@@ -139,17 +148,22 @@ impl Entries {
 
     /// How many.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.set.len()
+    }
+
+    /// The bytes of every key and value (no overhead counted).
+    pub fn payload_bytes(&self) -> u64 {
+        self.payload_bytes
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.set.is_empty()
     }
 
     /// The entry of `key`.
     pub fn get(&self, key: &[u8]) -> Option<&Stored> {
-        self.0.get(key)
+        self.set.get(key)
     }
 
     /// The value of `key`.
@@ -159,24 +173,35 @@ impl Entries {
 
     /// Whether `key` has an entry.
     pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.0.contains(key)
+        self.set.contains(key)
     }
 
     /// Sets `key` to `value`; the previous value.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<Bytes> {
-        self.0
-            .insert(Stored::new(key, value))
+        self.insert_stored(Stored::new(key, value))
             .map(|old| old.value_bytes())
+    }
+
+    /// Inserts `entry`; the entry it replaced.
+    fn insert_stored(&mut self, entry: Stored) -> Option<Stored> {
+        self.payload_bytes += entry.payload_bytes();
+        let old = self.set.insert(entry);
+        if let Some(old) = &old {
+            self.payload_bytes -= old.payload_bytes();
+        }
+        old
     }
 
     /// Removes `key`; its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<Bytes> {
-        self.0.remove(key).map(|old| old.value_bytes())
+        let old = self.set.remove(key)?;
+        self.payload_bytes -= old.payload_bytes();
+        Some(old.value_bytes())
     }
 
     /// Every entry, ascending.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Stored> + '_ {
-        self.0.iter()
+        self.set.iter()
     }
 
     /// The entries with keys within `bounds`, ascending (reversible).
@@ -186,42 +211,59 @@ impl Entries {
         &'a self,
         bounds: (Bound<&[u8]>, Bound<&[u8]>),
     ) -> impl DoubleEndedIterator<Item = &'a Stored> + 'a {
-        self.0.range::<_, [u8]>(bounds)
+        self.set.range::<_, [u8]>(bounds)
     }
 
     /// The entry with the least key.
     pub fn first(&self) -> Option<&Stored> {
-        self.0.get_min()
+        self.set.get_min()
     }
 
     /// The entry with the greatest key.
     pub fn last(&self) -> Option<&Stored> {
-        self.0.get_max()
+        self.set.get_max()
     }
 
     /// These entries and `other`'s (`other`'s value where both hold a key).
     /// O(smaller · log larger).
     pub fn union(self, other: Entries) -> Entries {
         if self.len() >= other.len() {
-            let mut all = self.0;
-            for entry in other.0 {
-                all.insert(entry);
+            let mut all = self;
+            for entry in other.set {
+                all.insert_stored(entry);
             }
-            Entries(all)
+            all
         } else {
-            let mut all = other.0;
-            for entry in self.0 {
-                if !all.contains(entry.key()) {
-                    all.insert(entry);
+            let mut all = other;
+            for entry in self.set {
+                if !all.contains_key(entry.key()) {
+                    all.insert_stored(entry);
                 }
             }
-            Entries(all)
+            all
         }
     }
 
     /// The entries `keep` holds for, sharing them with these.
     pub fn filtered(&self, keep: impl Fn(&[u8]) -> bool) -> Entries {
-        Entries(self.0.iter().filter(|e| keep(e.key())).cloned().collect())
+        let set: imbl::OrdSet<Stored> =
+            self.set.iter().filter(|e| keep(e.key())).cloned().collect();
+        let payload_bytes = set.iter().map(Stored::payload_bytes).sum();
+        Entries { set, payload_bytes }
+    }
+
+    /// The key of the first entry at which the entries before it hold at
+    /// least `payload_bytes` bytes of keys and values (a walk in key
+    /// order): where a partition splits by size.
+    pub fn key_after_bytes(&self, payload_bytes: u64) -> Option<&[u8]> {
+        let mut before = 0;
+        for entry in self.set.iter() {
+            if before >= payload_bytes {
+                return Some(entry.key());
+            }
+            before += entry.payload_bytes();
+        }
+        None
     }
 }
 
@@ -375,5 +417,61 @@ mod tests {
             .map(Stored::key)
             .collect();
         assert_eq!(back, [&b"b"[..], b"a"]);
+    }
+
+    proptest::proptest! {
+        /// The byte count is the sum of the keys' and values' sizes after
+        /// any inserts, overwrites, removes, unions, filters and
+        /// decodes; the byte cut point splits it.
+        #[test]
+        fn payload_bytes_are_the_keys_and_values_held(
+            ops in proptest::collection::vec(
+                (proptest::bool::ANY, 0u8..32, proptest::collection::vec(0u8..255, 0..40)),
+                0..200,
+            ),
+            other in proptest::collection::vec((0u8..48, 0usize..20), 0..40),
+            cut in 0u64..4000,
+        ) {
+            let sum = |e: &Entries| -> u64 {
+                e.iter().map(|x| (x.key().len() + x.value().len()) as u64).sum()
+            };
+            let mut entries = Entries::new();
+            for (remove, key, value) in ops {
+                if remove {
+                    entries.remove(&[key]);
+                } else {
+                    entries.insert(&[key], &value);
+                }
+                proptest::prop_assert_eq!(entries.payload_bytes(), sum(&entries));
+            }
+            let other: Entries = other
+                .into_iter()
+                .map(|(k, n)| (Bytes::from(vec![k; 2]), Bytes::from(vec![k; n])))
+                .collect();
+            let both = entries.clone().union(other.clone());
+            proptest::prop_assert_eq!(both.payload_bytes(), sum(&both));
+            let both = other.union(entries.clone());
+            proptest::prop_assert_eq!(both.payload_bytes(), sum(&both));
+            let odd = entries.filtered(|k| k.first().is_some_and(|b| b % 2 == 1));
+            proptest::prop_assert_eq!(odd.payload_bytes(), sum(&odd));
+            let decoded: Entries =
+                postcard::from_bytes(&postcard::to_allocvec(&entries).unwrap()).unwrap();
+            proptest::prop_assert_eq!(decoded.payload_bytes(), entries.payload_bytes());
+            if let Some(at) = entries.key_after_bytes(cut) {
+                let before: u64 = entries
+                    .iter()
+                    .take_while(|e| e.key() < at)
+                    .map(Stored::payload_bytes)
+                    .sum();
+                proptest::prop_assert!(before >= cut);
+                let last = entries.iter().take_while(|e| e.key() < at).last();
+                proptest::prop_assert!(last.is_none_or(|l| before - l.payload_bytes() < cut));
+            } else {
+                proptest::prop_assert!(
+                    entries.payload_bytes() - entries.last().map_or(0, Stored::payload_bytes) < cut
+                        || entries.is_empty()
+                );
+            }
+        }
     }
 }

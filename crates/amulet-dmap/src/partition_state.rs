@@ -172,6 +172,13 @@ impl PartitionState {
         })
     }
 
+    /// Entries and bytes of keys and values in every map.
+    pub fn entry_totals(&self) -> (u64, u64) {
+        self.maps.values().fold((0, 0), |(n, b), entries| {
+            (n + entries.len() as u64, b + entries.payload_bytes())
+        })
+    }
+
     /// Open snapshots.
     pub fn snapshot_count(&self) -> usize {
         self.snapshots.len()

@@ -202,7 +202,10 @@ impl StateMachine for PartitionState {
 
     fn gauges(&self) -> Vec<(&'static str, u64)> {
         let (log_entries, log_bytes) = self.log_totals();
+        let (entries, payload_bytes) = self.entry_totals();
         vec![
+            ("entries", entries),
+            ("payload_bytes", payload_bytes),
             ("snapshots", self.snapshot_count() as u64),
             ("read_versions", self.read_version_count() as u64),
             ("recent_writes", self.recent_write_count() as u64),
@@ -224,6 +227,18 @@ impl StateMachine for PartitionState {
             .iter()
             .nth(at)
             .map(|e| bytes::Bytes::copy_from_slice(e.key()))
+    }
+
+    fn keyspace_bytes(&self, keyspace: &str) -> Option<u64> {
+        let name = MapName::new(keyspace).ok()?;
+        Some(self.entries(&name).map_or(0, |e| e.payload_bytes()))
+    }
+
+    fn keyspace_key_after_bytes(&self, keyspace: &str, bytes: u64) -> Option<bytes::Bytes> {
+        let name = MapName::new(keyspace).ok()?;
+        self.entries(&name)?
+            .key_after_bytes(bytes)
+            .map(bytes::Bytes::copy_from_slice)
     }
 
     fn is_voted(command: &MapCommand) -> bool {

@@ -1,8 +1,10 @@
 //! The balancer (docs/dynatree.md; DynaTree's oracle): a range partition
 //! holding more than `split_entries` entries of one range map is split at
-//! its middle key, with no operator command, so a map created with one
-//! partition grows to many as data arrives; two neighbouring ranges that
-//! together hold at most `merge_entries` are merged back.
+//! its middle key, and one holding more than `split_bytes` bytes of its
+//! keys and values at the key that halves them, with no operator command,
+//! so a map created with one partition grows to many as data arrives; two
+//! neighbouring ranges that together hold at most `merge_entries` (and
+//! half of `split_bytes`) are merged back.
 //!
 //! The decision is a proposal, ordered on the global stream like an
 //! operator's `amulet split`: the partition's lowest live replica makes it
@@ -36,6 +38,10 @@ pub struct BalancerConfig {
     /// A partition holding more than this many entries of one range map
     /// is split at its middle key.
     pub split_entries: u64,
+    /// A partition holding more than this many bytes of keys and values
+    /// of one range map is split at the key that halves them; 0: never
+    /// by size. Merges keep below half of it.
+    pub split_bytes: u64,
     /// Two neighbouring ranges of a range map, held by partitions with the
     /// same replicas, that together hold at most this many entries (of
     /// every map) are merged into one partition; 0: never. At most half of
@@ -54,6 +60,7 @@ impl Default for BalancerConfig {
         BalancerConfig {
             enabled: true,
             split_entries: 1_000_000,
+            split_bytes: 256 * 1024 * 1024,
             merge_entries: 0,
             moves: true,
         }
@@ -113,17 +120,10 @@ impl<S: StateMachine> Host<S> {
             .filter(|(p, _)| proposer(&map, **p, &gone) == Some(me))
             .find_map(|(p, r)| {
                 let storage = self.stream_storage(&map, map.partitions[p].stream);
-                split_of(
-                    &map,
-                    *p,
-                    r.state(),
-                    config.split_entries,
-                    &also_used,
-                    storage,
-                )
+                split_of(&map, *p, r.state(), &config, &also_used, storage)
             });
         let change = split
-            .or_else(|| self.merge_of(&map, &gone, config.merge_entries))
+            .or_else(|| self.merge_of(&map, &gone, &config))
             .or_else(|| self.move_of(&map, config.moves));
         let Some((partition, change)) = change else {
             return;
@@ -162,29 +162,44 @@ impl<S: StateMachine> Host<S> {
 
     /// The merge the balancer proposes, if any: two neighbouring ranges of
     /// a range map held by partitions with the same replicas, this node
-    /// the proposer of both, that together hold at most `bound` entries
-    /// of all keyspaces. The right one merges into the left.
+    /// the proposer of both, that together hold at most `merge_entries`
+    /// entries of all keyspaces (and, with `split_bytes`, at most half of
+    /// it in bytes: a merged partition must double before it splits
+    /// again). The right one merges into the left.
     fn merge_of(
         &self,
         map: &PartitionMap,
         gone: &[NodeId],
-        bound: u64,
+        config: &BalancerConfig,
     ) -> Option<(PartitionId, Reconfiguration)> {
+        let bound = config.merge_entries;
         if bound == 0 {
             return None;
         }
+        let bytes_bound = match config.split_bytes {
+            0 => u64::MAX,
+            split => split / 2,
+        };
         let me = self.config.me;
         let held = |p: PartitionId| {
             self.replicas
                 .get(&p)
                 .filter(|r| r.map().version == map.version && !r.moved_away())
         };
-        let total = |p: PartitionId| -> Option<u64> {
+        let total = |p: PartitionId| -> Option<(u64, u64)> {
             let state = held(p)?.state();
-            map.keyspaces
+            let entries: u64 = map
+                .keyspaces
                 .keys()
                 .map(|name| state.keyspace_entries(name))
-                .sum()
+                .sum::<Option<u64>>()?;
+            // A service without byte sizes counts none.
+            let bytes = map
+                .keyspaces
+                .keys()
+                .map(|name| state.keyspace_bytes(name).unwrap_or(0))
+                .sum();
+            Some((entries, bytes))
         };
         let same_replicas = |a: PartitionId, b: PartitionId| {
             let mut x = map.partitions.get(&a)?.replicas.clone();
@@ -208,7 +223,7 @@ impl<S: StateMachine> Host<S> {
                 let (Some(a), Some(b)) = (total(into), total(source)) else {
                     continue;
                 };
-                if a + b <= bound {
+                if a.0 + b.0 <= bound && a.1.saturating_add(b.1) <= bytes_bound {
                     return Some((into, Reconfiguration::Merge { source, into }));
                 }
             }
@@ -265,13 +280,15 @@ fn proposer(map: &PartitionMap, partition: PartitionId, gone: &[NodeId]) -> Opti
 }
 
 /// The split of `partition` the balancer proposes, if it holds more than
-/// `bound` entries of a range map: at the map's middle key, into a new
-/// partition (the map's next id) on a new stream with the same replicas.
+/// `split_entries` entries of a range map (at the map's middle key) or
+/// more than `split_bytes` bytes of its keys and values (at the key that
+/// halves them), into a new partition (the map's next id) on a new stream
+/// with the same replicas.
 fn split_of<S: StateMachine>(
     map: &PartitionMap,
     partition: PartitionId,
     state: &S,
-    bound: u64,
+    config: &BalancerConfig,
     also_used: &[amulet_types::StreamId],
     storage: StorageMode,
 ) -> Option<(PartitionId, Reconfiguration)> {
@@ -284,16 +301,36 @@ fn split_of<S: StateMachine>(
             continue;
         }
         let entries = state.keyspace_entries(name)?;
-        if entries <= bound {
+        let bytes = state.keyspace_bytes(name).unwrap_or(0);
+        let by_bytes = config.split_bytes > 0 && bytes > config.split_bytes;
+        if entries <= config.split_entries && !by_bytes {
             continue;
         }
-        // The middle key, or the next one when the middle one starts one
-        // of the partition's ranges (a cut there would move nothing of
-        // that range and is refused).
-        let at = (entries / 2..entries)
-            .take(2)
-            .filter_map(|i| state.keyspace_key_at(name, i))
-            .find(|key| !starts_a_range(ranges, key))?;
+        // A cut at a key that starts one of the partition's ranges would
+        // move nothing of that range and is refused: then the next key.
+        let middle = || {
+            (entries / 2..entries)
+                .take(2)
+                .filter_map(|i| state.keyspace_key_at(name, i))
+                .find(|key| !starts_a_range(ranges, key))
+        };
+        let halving = || {
+            state
+                .keyspace_key_after_bytes(name, bytes / 2)
+                .filter(|key| !starts_a_range(ranges, key))
+        };
+        // Over the byte bound, the cut halves the bytes (a few large
+        // values make the middle key a poor cut); else the entries.
+        let over_entries = entries > config.split_entries;
+        let at = by_bytes
+            .then(halving)
+            .flatten()
+            .or_else(|| over_entries.then(middle).flatten());
+        let Some(at) = at else {
+            // One entry larger than the bound, or every candidate starts a
+            // range: nothing to cut here.
+            continue;
+        };
         let change = Reconfiguration::Split {
             source: partition,
             new: map.next_partition_id(),
@@ -315,4 +352,96 @@ fn split_of<S: StateMachine>(
 /// Whether `key` is the first key of one of the keyspace's ranges.
 fn starts_a_range(ranges: &[(Bytes, PartitionId)], key: &Bytes) -> bool {
     ranges.iter().any(|(start, _)| start == key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amulet_dmap::{ExecContext, MapCommand, MapLimits, MapName, MapReply, PartitionState};
+    use amulet_smr::PartitionInfo;
+    use amulet_types::StreamId;
+
+    fn map() -> PartitionMap {
+        let info = PartitionInfo {
+            stream: StreamId(2),
+            replicas: vec![NodeId(1), NodeId(2), NodeId(3)],
+        };
+        let mut map = PartitionMap::uniform(StreamId(1), vec![(PartitionId(1), info)]);
+        map.create_keyspace("m", Layout::Range(vec![(Bytes::new(), PartitionId(1))]))
+            .expect("a new keyspace");
+        map
+    }
+
+    /// A partition holding map "m" with these keys and value sizes.
+    fn state(entries: &[(&str, usize)]) -> PartitionState {
+        let mut state = PartitionState::new(MapLimits::default());
+        let owns = |_: &[u8]| true;
+        let ctx = ExecContext {
+            now_micros: 1_000,
+            snapshot_id: 1,
+            global_position: 1,
+            owns_key: &owns,
+            owns: &|_, _| true,
+            user: None,
+        };
+        let name = MapName::new("m").expect("a valid name");
+        let create = MapCommand::CreateMap {
+            map: name.clone(),
+            layout: Layout::Range(vec![(Bytes::new(), PartitionId(1))]),
+        };
+        assert_eq!(state.execute(&create, &ctx), MapReply::Done);
+        for (key, value_bytes) in entries {
+            let put = MapCommand::Put {
+                map: name.clone(),
+                key: Bytes::copy_from_slice(key.as_bytes()),
+                value: Bytes::from(vec![b'v'; *value_bytes]),
+            };
+            state.execute(&put, &ctx);
+        }
+        state
+    }
+
+    fn cut(state: &PartitionState, split_entries: u64, split_bytes: u64) -> Option<Bytes> {
+        let config = BalancerConfig {
+            split_entries,
+            split_bytes,
+            ..BalancerConfig::default()
+        };
+        let (_, change) = split_of(
+            &map(),
+            PartitionId(1),
+            state,
+            &config,
+            &[],
+            StorageMode::AsyncDurable,
+        )?;
+        let Reconfiguration::Split { at_keys, .. } = change else {
+            panic!("the balancer proposed {change:?} for a split");
+        };
+        assert_eq!(at_keys.len(), 1);
+        assert_eq!(at_keys[0].0, "m");
+        Some(at_keys[0].1.clone())
+    }
+
+    /// DynaTree's oracle splits "past a size threshold (bytes and
+    /// entries)": 4 entries of 134 bytes, one value of 100. By entries the
+    /// cut is the middle key; by bytes it is the key that halves the
+    /// bytes, past the large value.
+    #[test]
+    fn dynatree_oracle_splits_by_entries_at_the_middle_key_and_by_bytes_where_they_halve() {
+        let s = state(&[("a", 10), ("b", 10), ("c", 100), ("d", 10)]);
+        assert_eq!(cut(&s, 1_000, 1_000), None, "under both bounds");
+        assert_eq!(cut(&s, 3, 0), Some(Bytes::from_static(b"c")));
+        assert_eq!(cut(&s, 1_000, 100), Some(Bytes::from_static(b"d")));
+        // Over both: the byte cut.
+        assert_eq!(cut(&s, 3, 100), Some(Bytes::from_static(b"d")));
+    }
+
+    /// One entry larger than the byte bound cannot be cut: no split (and
+    /// so no split proposed again and again).
+    #[test]
+    fn dynatree_oracle_does_not_split_one_entry_past_the_byte_bound() {
+        let s = state(&[("a", 1_000)]);
+        assert_eq!(cut(&s, 1_000, 100), None);
+    }
 }

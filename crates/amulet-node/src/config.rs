@@ -153,6 +153,11 @@ pub struct BalancerEntry {
     /// is split at its middle key (at least 2).
     #[serde(default = "default_split_entries")]
     pub split_entries: u64,
+    /// A partition holding more than this many bytes of keys and values
+    /// of one range map is split at the key that halves them (default
+    /// 256 MiB); 0: never by size. Merges keep below half of it.
+    #[serde(default = "default_split_bytes")]
+    pub split_bytes: u64,
     /// Two neighbouring ranges of a range map on the same replicas that
     /// together hold at most this many entries are merged; 0 (the
     /// default): never. At most half of `split_entries`.
@@ -170,6 +175,7 @@ impl Default for BalancerEntry {
         BalancerEntry {
             enabled: default_balancer_enabled(),
             split_entries: default_split_entries(),
+            split_bytes: default_split_bytes(),
             merge_entries: 0,
             moves: default_balancer_enabled(),
         }
@@ -182,6 +188,10 @@ fn default_balancer_enabled() -> bool {
 
 fn default_split_entries() -> u64 {
     amulet_host::BalancerConfig::default().split_entries
+}
+
+fn default_split_bytes() -> u64 {
+    amulet_host::BalancerConfig::default().split_bytes
 }
 
 /// Where a node's TLS files are: `dir` holds `ca.pem`, `node-<id>.pem` and
@@ -620,6 +630,9 @@ pipeline_instances_max = 32
         assert!(!still.balancer.moves);
         assert!(still.balancer.enabled);
         assert_eq!(paused.balancer.split_entries, 5000);
+        assert_eq!(paused.balancer.split_bytes, 256 * 1024 * 1024);
+        let by_size = NodeConfig::parse(&format!("{GOOD}\n[balancer]\nsplit_bytes = 0\n")).unwrap();
+        assert_eq!(by_size.balancer.split_bytes, 0);
         let error = error_of(&format!("{GOOD}\n[balancer]\nsplit_entries = 1\n"));
         assert!(error.contains("split_entries = 1"), "{error}");
         let error = error_of(&format!(

@@ -193,7 +193,7 @@ impl Metrics {
         let state = Family::<StateLabels, G>::default();
         registry.register(
             "replica_state",
-            "Sizes of the replica's state by name: open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes), and requests routed by a client's older map that the replica took by fence keys (fence_key_taken_requests) or refused as stale (stale_map_refused_requests), counted since it started",
+            "Sizes of the replica's state by name: entries of its maps and the bytes of their keys and values (entries, payload_bytes; the balancer's split_entries and split_bytes bound them per map), open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes), and requests routed by a client's older map that the replica took by fence keys (fence_key_taken_requests) or refused as stale (stale_map_refused_requests), counted since it started",
             state.clone(),
         );
         let delivered = G::default();

@@ -147,6 +147,7 @@ impl Node {
         host_config.balancer = amulet_host::BalancerConfig {
             enabled: config.balancer.enabled,
             split_entries: config.balancer.split_entries,
+            split_bytes: config.balancer.split_bytes,
             merge_entries: config.balancer.merge_entries,
             moves: config.balancer.moves,
         };

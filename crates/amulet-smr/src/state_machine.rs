@@ -123,6 +123,22 @@ pub trait StateMachine {
         None
     }
 
+    /// The bytes of the keys and values of `keyspace` this partition
+    /// holds: what the balancer splits a range partition by besides its
+    /// entries (`split_bytes`). Must be cheap, as `keyspace_entries`.
+    /// `None`: the service has no such sizes.
+    fn keyspace_bytes(&self, _keyspace: &str) -> Option<u64> {
+        None
+    }
+
+    /// The first key of `keyspace` in key order whose predecessors hold at
+    /// least `bytes` bytes of keys and values: where the balancer cuts a
+    /// partition split by size (half its bytes). Asked only when a split
+    /// is proposed.
+    fn keyspace_key_after_bytes(&self, _keyspace: &str, _bytes: u64) -> Option<bytes::Bytes> {
+        None
+    }
+
     /// Whether the command is decided by a vote of every partition it
     /// involves (a transaction's commit, SCONEKV §4 without its locks):
     /// `execute` only votes, changing nothing, and its partial reply is

@@ -47,11 +47,34 @@ fn settle(
     name: &str,
     done: impl Fn(&[usize]) -> bool,
 ) -> Vec<usize> {
+    settle_sized(runtime, client, name, |sizes| {
+        done(
+            &sizes
+                .iter()
+                .map(|(entries, _)| *entries)
+                .collect::<Vec<_>>(),
+        )
+    })
+    .into_iter()
+    .map(|(entries, _)| entries)
+    .collect()
+}
+
+/// The entries, and bytes of keys and values, of each of the map's
+/// ranges, in key order, once `done` holds of them (asserted within a
+/// minute).
+fn settle_sized(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    name: &str,
+    done: impl Fn(&[(usize, usize)]) -> bool,
+) -> Vec<(usize, usize)> {
     let began = Instant::now();
     loop {
         let ranges = runtime.block_on(ranges(client, name));
         let map = client.map(name).unwrap();
-        let sizes: Vec<usize> = ranges
+        let mut truncated = false;
+        let sizes: Vec<(usize, usize)> = ranges
             .iter()
             .enumerate()
             .map(|(at, (start, _))| {
@@ -65,10 +88,14 @@ fn settle(
                 });
                 let (entries, more) = runtime.block_on(map.range(from, to, 1_000, false)).unwrap();
                 // Past 1,000 it is far over any bound here: 1,001.
-                entries.len() + usize::from(more)
+                let bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+                // Cut short (by count or by the reply's size): its bytes
+                // are not all counted, so the sizes are not final.
+                truncated |= more;
+                (entries.len() + usize::from(more), bytes)
             })
             .collect();
-        if done(&sizes) {
+        if !truncated && done(&sizes) {
             return sizes;
         }
         assert!(
@@ -206,6 +233,85 @@ fn dynatree_oracle_a_range_map_grows_from_one_partition_by_itself() {
         "{splits} splits proposed for {} partitions",
         settled.len()
     );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
+/// DynaTree's oracle splits "past a size threshold (bytes and entries)":
+/// a map of 4 KiB values, far under the entry bound, splits by the bytes
+/// of its keys and values until every partition holds at most
+/// `split_bytes`; every value reads back.
+#[test]
+fn dynatree_oracle_a_range_map_of_large_values_splits_by_bytes() {
+    const SPLIT_BYTES: usize = 128 * 1024;
+    const VALUE_BYTES: usize = 4 * 1024;
+    const LARGE_KEYS: usize = 240;
+    let name = "large";
+    let cluster = Cluster::start_with_sections(
+        "balancer-bytes",
+        Some(1_000),
+        "",
+        &format!("\n[balancer]\nsplit_entries = 1000000\nsplit_bytes = {SPLIT_BYTES}\n"),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = Arc::new(
+        runtime
+            .block_on(Client::connect_with(cluster.addresses(), client_config()))
+            .unwrap(),
+    );
+    let one = vec![(Bytes::new(), PartitionId(1))];
+    runtime
+        .block_on(client.create_map_with(name, Layout::Range(one)))
+        .unwrap();
+    let value = |i: usize| Bytes::from(vec![b'a' + (i % 26) as u8; VALUE_BYTES]);
+    let keys: Vec<Bytes> = (0..LARGE_KEYS)
+        .map(|i| Bytes::from(format!("k{i:06}")))
+        .collect();
+    let writers = 4;
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let client = client.clone();
+            let mine: Vec<(usize, Bytes)> = keys
+                .iter()
+                .cloned()
+                .enumerate()
+                .skip(w)
+                .step_by(writers)
+                .collect();
+            runtime.spawn(async move {
+                let map = client.map(name).unwrap();
+                for (i, key) in mine {
+                    map.put(key.clone(), value(i))
+                        .await
+                        .unwrap_or_else(|e| panic!("put {key:?}: {e}"));
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        runtime.block_on(task).unwrap();
+    }
+    let settled = settle_sized(&runtime, &client, name, |sizes| {
+        sizes.iter().all(|(_, bytes)| *bytes <= SPLIT_BYTES)
+    });
+    println!("partitions' (entries, bytes) after the balancer settled: {settled:?}");
+    let total: usize = keys.iter().map(|k| k.len() + VALUE_BYTES).sum();
+    assert_eq!(settled.iter().map(|(_, b)| b).sum::<usize>(), total);
+    assert!(
+        settled.len() >= total / SPLIT_BYTES,
+        "{} partitions for {total} bytes of at most {SPLIT_BYTES}",
+        settled.len()
+    );
+    let map = client.map(name).unwrap();
+    for (i, key) in keys.iter().enumerate() {
+        let got = runtime.block_on(map.get(key.clone())).unwrap();
+        assert_eq!(got, Some(value(i)), "{key:?}");
+    }
     runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();

@@ -3,8 +3,9 @@
 use super::*;
 
 /// The balancer a seed runs: with DMap's clients (`--dmap`) it splits
-/// range partitions past 2 to 4 entries (the workload's keys are few), and
-/// in half the seeds merges neighbours holding at most half that. Drawn
+/// range partitions past 2 to 4 entries (the workload's keys are few), or
+/// in half the seeds past 6 to 11 bytes instead, and in half the seeds
+/// merges neighbours holding at most half that. Drawn
 /// from its own generator, so that the seed's other draws do not depend on
 /// it. Paused with the other clients: under a change of the map every
 /// second, a command judged by map version (a map drop, say) is refused as
@@ -13,15 +14,25 @@ use super::*;
 pub(super) fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerConfig {
     let mut rng = Rng::new(seed ^ 0x6261_6C61);
     let enabled = kind == ClientKind::Map;
-    let split_entries = rng.range(2, 4);
-    let merge_entries = if rng.chance(0.5) {
+    let mut split_entries = rng.range(2, 4);
+    let mut merge_entries = if rng.chance(0.5) {
         split_entries / 2
     } else {
         0
     };
+    // Half the seeds split by size alone: past 6 to 11 bytes of keys and
+    // values (the workload's are a few bytes each), cut where the bytes
+    // halve, and merge below half of that. Drawn last, so that the other
+    // seeds' draws stay as they were.
+    let split_bytes = if rng.chance(0.5) { rng.range(6, 11) } else { 0 };
+    if split_bytes > 0 {
+        split_entries = 1_000;
+        merge_entries = merge_entries.min(1) * split_entries / 2;
+    }
     amulet_host::BalancerConfig {
         enabled,
         split_entries,
+        split_bytes,
         merge_entries,
         moves: true,
     }

@@ -29,6 +29,16 @@ pub struct ReplicaStatus {
     pub state: Vec<(&'static str, u64)>,
 }
 
+impl ReplicaStatus {
+    /// The state size named `name` (0: the service has no such size).
+    pub fn gauge(&self, name: &str) -> u64 {
+        self.state
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
 /// A replica's checkpoints.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CheckpointStatus {

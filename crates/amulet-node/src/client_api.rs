@@ -597,6 +597,8 @@ impl pb::amulet_server::Amulet for Service {
                 .replicas
                 .into_iter()
                 .map(|r| pb::ReplicaStatus {
+                    entries: r.gauge("entries"),
+                    payload_bytes: r.gauge("payload_bytes"),
                     partition: r.partition,
                     stream: r.stream,
                     global_position: r.global_position,

@@ -754,8 +754,13 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
                     .iter()
                     .map(|r| {
                         format!(
-                            "p{}(global {}, queued {}, sessions {})",
-                            r.partition, r.global_position, r.queued, r.sessions
+                            "p{}(global {}, queued {}, sessions {}, {} entries, {})",
+                            r.partition,
+                            r.global_position,
+                            r.queued,
+                            r.sessions,
+                            r.entries,
+                            human_bytes(r.payload_bytes)
                         )
                     })
                     .collect();
@@ -792,4 +797,35 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
     }
     println!("health: {healthy}/{} nodes answer", addresses.len());
     Ok(())
+}
+
+/// `bytes` for people: B, KiB, MiB or GiB, one decimal past bytes.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_print_in_the_largest_unit_under_1024() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1024), "1.0 KiB");
+        assert_eq!(human_bytes(123_090), "120.2 KiB");
+        assert_eq!(human_bytes(256 * 1024 * 1024), "256.0 MiB");
+        assert_eq!(human_bytes(5 << 40), "5120.0 GiB");
+    }
 }

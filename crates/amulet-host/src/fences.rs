@@ -43,6 +43,12 @@ impl<S: StateMachine> Host<S> {
         }
         self.counters.reconfigured += (done.added.len() + done.removed.len()) as u64;
         for (partition, position) in done.added {
+            // Created here by the split: a fetch begun when a newer map
+            // (another replica's, past its own fence) already placed the
+            // new partition on this node is not needed, and installing
+            // its checkpoint later would rewind this replica (seed
+            // 2002022).
+            self.transfer.cancel(partition);
             if self.config.bugs.split_without_transfer {
                 self.empty_split(partition);
             } else if let Some(replica) = self.replicas.get_mut(&partition) {

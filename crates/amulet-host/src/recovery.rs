@@ -422,6 +422,30 @@ impl<S: StateMachine> Host<S> {
         .map(|_| ())
     }
 
+    /// Whether the replica of `partition` here has executed everything
+    /// `body` reflects: further along the global stream, or as far with
+    /// every lane of the checkpoint's merge merged as far here.
+    fn is_behind_replica_here(
+        &self,
+        partition: PartitionId,
+        body: &CheckpointBody<S::Checkpoint, S::Reply>,
+    ) -> bool {
+        let Some(here) = self.replicas.get(&partition) else {
+            return false;
+        };
+        let theirs = body.replica.global_position;
+        if here.global_position() != theirs {
+            return here.global_position() > theirs;
+        }
+        let Some(merged_here) = self.node.group_position(group_of(partition)) else {
+            return false;
+        };
+        let merged_here = lanes_of(&merged_here);
+        lanes_of(&body.position)
+            .iter()
+            .all(|(stream, next)| merged_here.iter().any(|(s, n)| s == stream && n >= next))
+    }
+
     /// Installs a fetched peer checkpoint: the replica and its merge
     /// restart from it, and the file becomes this replica's checkpoint.
     fn install(
@@ -458,6 +482,17 @@ impl<S: StateMachine> Host<S> {
             return;
         }
         if !adopting && !self.replicas.contains_key(&partition) {
+            self.transfer.cancel(partition);
+            return;
+        }
+        if self.is_behind_replica_here(partition, &body) {
+            // Never back: installing it would rewind the replica below
+            // what the acceptors may have trimmed already (simulator seed
+            // 2002022: a fetch begun before this node forked the partition
+            // at a split's fence installed a checkpoint two global
+            // positions behind the forked replica on two of its three
+            // nodes, after the stream was trimmed past it; no replica
+            // could catch up).
             self.transfer.cancel(partition);
             return;
         }

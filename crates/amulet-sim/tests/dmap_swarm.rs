@@ -286,6 +286,30 @@ fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
     assert!(run.stats.balancer_splits > 0, "seed {SEED} split nothing");
 }
 
+/// Thesis §3.4.2 recovery from a peer never goes back: seed 2002022
+/// splits p4 into p5 while another replica's newer map already placed p5
+/// on nodes 1-3, which began fetching it as if it had moved there; the
+/// split then forked p5 on each of them and the acceptors trimmed p5's
+/// stream past the forks' checkpoints. The stale fetch finished later
+/// and installed a checkpoint two global positions behind the forked
+/// replica on two nodes, below the trim point: no replica of p5 could
+/// catch up. A fork cancels the fetch, and an install older than the
+/// replica here is dropped.
+#[test]
+fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
+    const SEED: u64 = 2_002_022;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        run.violations
+    );
+    assert!(
+        run.stats.state_transfer_chunks > 0,
+        "seed {SEED} transferred nothing"
+    );
+}
+
 /// Thesis §3.4.2 recovery from a peer, as the node does it: the host core
 /// (which the node runs too) pulls a peer's checkpoint chunk by chunk.
 /// State transfer that assembles the file without its last chunk never

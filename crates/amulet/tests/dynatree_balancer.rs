@@ -106,16 +106,18 @@ fn settle_sized(
     }
 }
 
-#[test]
-fn dynatree_oracle_a_range_map_grows_from_one_partition_by_itself() {
-    let name = "grown";
+/// A cluster checkpointing every second whose `[balancer]` section holds
+/// `balancer`, its client, and a range map `name` of one partition.
+fn start_range_map(
+    cluster_name: &str,
+    balancer: &str,
+    name: &str,
+) -> (Cluster, tokio::runtime::Runtime, Arc<Client>) {
     let cluster = Cluster::start_with_sections(
-        "balancer",
+        cluster_name,
         Some(1_000),
         "",
-        &format!(
-            "\n[balancer]\nsplit_entries = {SPLIT_ENTRIES}\nmerge_entries = {MERGE_ENTRIES}\n"
-        ),
+        &format!("\n[balancer]\n{balancer}\n"),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -131,6 +133,17 @@ fn dynatree_oracle_a_range_map_grows_from_one_partition_by_itself() {
     runtime
         .block_on(client.create_map_with(name, Layout::Range(one)))
         .unwrap();
+    (cluster, runtime, client)
+}
+
+#[test]
+fn dynatree_oracle_a_range_map_grows_from_one_partition_by_itself() {
+    let name = "grown";
+    let (cluster, runtime, client) = start_range_map(
+        "balancer",
+        &format!("split_entries = {SPLIT_ENTRIES}\nmerge_entries = {MERGE_ENTRIES}"),
+        name,
+    );
     let keys: Vec<Bytes> = (0..KEYS).map(|i| Bytes::from(format!("k{i:06}"))).collect();
     // A fixed shuffle of the first half (a multiplicative permutation),
     // then the second half in order.
@@ -248,26 +261,11 @@ fn dynatree_oracle_a_range_map_of_large_values_splits_by_bytes() {
     const VALUE_BYTES: usize = 4 * 1024;
     const LARGE_KEYS: usize = 240;
     let name = "large";
-    let cluster = Cluster::start_with_sections(
+    let (cluster, runtime, client) = start_range_map(
         "balancer-bytes",
-        Some(1_000),
-        "",
-        &format!("\n[balancer]\nsplit_entries = 1000000\nsplit_bytes = {SPLIT_BYTES}\n"),
+        &format!("split_entries = 1000000\nsplit_bytes = {SPLIT_BYTES}"),
+        name,
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let client = Arc::new(
-        runtime
-            .block_on(Client::connect_with(cluster.addresses(), client_config()))
-            .unwrap(),
-    );
-    let one = vec![(Bytes::new(), PartitionId(1))];
-    runtime
-        .block_on(client.create_map_with(name, Layout::Range(one)))
-        .unwrap();
     let value = |i: usize| Bytes::from(vec![b'a' + (i % 26) as u8; VALUE_BYTES]);
     let keys: Vec<Bytes> = (0..LARGE_KEYS)
         .map(|i| Bytes::from(format!("k{i:06}")))

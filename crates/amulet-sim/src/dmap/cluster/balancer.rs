@@ -27,7 +27,9 @@ pub(super) fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerC
     let split_bytes = if rng.chance(0.5) { rng.range(6, 11) } else { 0 };
     if split_bytes > 0 {
         split_entries = 1_000;
-        merge_entries = merge_entries.min(1) * split_entries / 2;
+        if merge_entries > 0 {
+            merge_entries = split_entries / 2;
+        }
     }
     amulet_host::BalancerConfig {
         enabled,

@@ -36,6 +36,7 @@
 
 mod access;
 mod batcher;
+mod bulk_load;
 mod client;
 mod config;
 mod env;
@@ -55,6 +56,7 @@ mod transaction;
 pub use amulet_dmap::{field_record, KeyBound, Nearest};
 pub use amulet_tls::TlsFiles;
 pub use amulet_tuple as tuple;
+pub use bulk_load::{BulkLoad, BulkLoaded};
 pub use bytes::Bytes;
 pub use client::Client;
 pub use config::{BearerToken, ClientConfig, TOKEN_ENV};

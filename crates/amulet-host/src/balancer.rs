@@ -17,10 +17,12 @@
 //! has doubled.
 
 use crate::host::Host;
+use crate::load::{LoadWindow, MeasuredLoad};
 use amulet_smr::StreamSpec;
 use amulet_smr::{Body, ClientRequest, Layout, PartitionMap, Reconfiguration, StateMachine};
 use amulet_types::{MapVersion, NodeId, PartitionId, StorageMode, TimeMicros};
 use bytes::Bytes;
+use std::collections::BTreeMap;
 
 /// How often the balancer looks at the partitions it proposes for.
 const BALANCE_INTERVAL_MICROS: u64 = 1_000_000;
@@ -48,6 +50,16 @@ pub struct BalancerConfig {
     /// `split_entries`, so a merged partition must double before it
     /// splits again (no flapping).
     pub merge_entries: u64,
+    /// A range partition executing more than this many commands per
+    /// second over a load window (`crate::LOAD_WINDOW_MICROS`) is split at
+    /// the median key of its load, not of its size; 0: never by load.
+    /// With it, merges also need both neighbours cold: together at most
+    /// half of it.
+    pub split_ops_per_second: u64,
+    /// How long a load window is, µs (default
+    /// [`crate::LOAD_WINDOW_MICROS`]): long enough that a burst does not
+    /// split a range, short enough that a range turned hot splits soon.
+    pub load_window_micros: u64,
     /// Whether a node replicating at least two partitions more than
     /// another gives one of them to it (`amulet_smr::next_rebalance`),
     /// proposed by the node that proposes self-healing's repairs. Needs
@@ -62,18 +74,23 @@ impl Default for BalancerConfig {
             split_entries: 1_000_000,
             split_bytes: 256 * 1024 * 1024,
             merge_entries: 0,
+            split_ops_per_second: 0,
+            load_window_micros: crate::LOAD_WINDOW_MICROS,
             moves: true,
         }
     }
 }
 
 /// The balancer's record.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Balancing {
     /// When it last looked.
     pub(crate) looked_at: Option<TimeMicros>,
     /// The map version and time of the last split or merge proposed.
     pub(crate) proposed: Option<(MapVersion, TimeMicros)>,
+    /// The load windows of the partitions replicated here (with
+    /// `split_ops_per_second`).
+    pub(crate) load: BTreeMap<PartitionId, LoadWindow>,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -94,6 +111,9 @@ impl<S: StateMachine> Host<S> {
         let Some(map) = self.current_map().cloned() else {
             return;
         };
+        if config.split_ops_per_second > 0 {
+            self.measure_load(&map, now);
+        }
         if let Some((version, at)) = self.balancing.proposed {
             if version == map.version && now.since(at) < CHANGE_RETRY_MICROS {
                 return; // the last change has not taken effect yet
@@ -120,15 +140,23 @@ impl<S: StateMachine> Host<S> {
             .filter(|(p, _)| proposer(&map, **p, &gone) == Some(me))
             .find_map(|(p, r)| {
                 let storage = self.stream_storage(&map, map.partitions[p].stream);
-                split_of(&map, *p, r.state(), &config, &also_used, storage)
+                let load = self.measured_load(*p);
+                split_of(&map, *p, r.state(), load, &config, &also_used, storage)
             });
+        let by_load = split.as_ref().is_some_and(|(_, _, by_load)| *by_load);
         let change = split
+            .map(|(partition, change, _)| (partition, change))
             .or_else(|| self.merge_of(&map, &gone, &config))
             .or_else(|| self.move_of(&map, config.moves));
         let Some((partition, change)) = change else {
             return;
         };
         let what = match change {
+            Reconfiguration::Split { .. } if by_load => {
+                self.counters.splits_proposed += 1;
+                self.counters.load_splits_proposed += 1;
+                "split by load"
+            }
             Reconfiguration::Merge { .. } => {
                 self.counters.merges_proposed += 1;
                 "merge"
@@ -223,12 +251,29 @@ impl<S: StateMachine> Host<S> {
                 let (Some(a), Some(b)) = (total(into), total(source)) else {
                     continue;
                 };
+                if !self.cold(into, source, config) {
+                    continue;
+                }
                 if a.0 + b.0 <= bound && a.1.saturating_add(b.1) <= bytes_bound {
                     return Some((into, Reconfiguration::Merge { source, into }));
                 }
             }
         }
         None
+    }
+
+    /// Whether two neighbours are cold enough to merge: with splits by
+    /// load, both measured over a window and together at most half the
+    /// bound (a merged partition must double its load to split again).
+    fn cold(&self, a: PartitionId, b: PartitionId, config: &BalancerConfig) -> bool {
+        let bound = config.split_ops_per_second;
+        if bound == 0 {
+            return true;
+        }
+        let (Some(x), Some(y)) = (self.measured_load(a), self.measured_load(b)) else {
+            return false;
+        };
+        x.ops_per_second.saturating_add(y.ops_per_second) <= bound / 2
     }
 
     /// The move the balancer proposes, if any (`amulet_smr::next_rebalance`),
@@ -282,17 +327,23 @@ fn proposer(map: &PartitionMap, partition: PartitionId, gone: &[NodeId]) -> Opti
 /// The split of `partition` the balancer proposes, if it holds more than
 /// `split_entries` entries of a range map (at the map's middle key) or
 /// more than `split_bytes` bytes of its keys and values (at the key that
-/// halves them), into a new partition (the map's next id) on a new stream
-/// with the same replicas.
+/// halves them), or else executed more than `split_ops_per_second` over
+/// its last load window (at the median key of that load), into a new
+/// partition (the map's next id) on a new stream with the same replicas;
+/// with whether it is by load.
 fn split_of<S: StateMachine>(
     map: &PartitionMap,
     partition: PartitionId,
     state: &S,
+    load: Option<&MeasuredLoad>,
     config: &BalancerConfig,
     also_used: &[amulet_types::StreamId],
     storage: StorageMode,
-) -> Option<(PartitionId, Reconfiguration)> {
+) -> Option<(PartitionId, Reconfiguration, bool)> {
     let info = map.partitions.get(&partition)?;
+    let hot = load.filter(|l| {
+        config.split_ops_per_second > 0 && l.ops_per_second > config.split_ops_per_second
+    });
     for (name, layout) in &map.keyspaces {
         let Layout::Range(ranges) = layout else {
             continue;
@@ -303,7 +354,11 @@ fn split_of<S: StateMachine>(
         let entries = state.keyspace_entries(name)?;
         let bytes = state.keyspace_bytes(name).unwrap_or(0);
         let by_bytes = config.split_bytes > 0 && bytes > config.split_bytes;
-        if entries <= config.split_entries && !by_bytes {
+        let over_entries = entries > config.split_entries;
+        let hot_keys = hot
+            .and_then(|l| l.keys.get(name))
+            .filter(|keys| keys.len() >= LOAD_CUT_SAMPLES_MIN);
+        if !over_entries && !by_bytes && hot_keys.is_none() {
             continue;
         }
         // A cut at a key that starts one of the partition's ranges would
@@ -320,16 +375,25 @@ fn split_of<S: StateMachine>(
                 .filter(|key| !starts_a_range(ranges, key))
         };
         // Over the byte bound, the cut halves the bytes (a few large
-        // values make the middle key a poor cut); else the entries.
-        let over_entries = entries > config.split_entries;
-        let at = by_bytes
+        // values make the middle key a poor cut); else the entries; else,
+        // hot, the load (a hot range of a small map splits where its
+        // commands halve, not its keys).
+        let by_size = by_bytes
             .then(halving)
             .flatten()
             .or_else(|| over_entries.then(middle).flatten());
-        let Some(at) = at else {
-            // One entry larger than the bound, or every candidate starts a
-            // range: nothing to cut here.
-            continue;
+        let by_load = || {
+            let keys = hot_keys?;
+            amulet_smr::load_median(keys, |key| !starts_a_range(ranges, key))
+        };
+        let (at, is_by_load) = match by_size {
+            Some(at) => (at, false),
+            None => match by_load() {
+                Some(at) => (at, true),
+                // One entry larger than the bound, one hot key, or every
+                // candidate starts a range: nothing to cut here.
+                None => continue,
+            },
         };
         let change = Reconfiguration::Split {
             source: partition,
@@ -344,10 +408,14 @@ fn split_of<S: StateMachine>(
             at_token: None,
             at_keys: vec![(name.clone(), at)],
         };
-        return Some((partition, change));
+        return Some((partition, change, is_by_load));
     }
     None
 }
+
+/// Sampled keys a cut by load needs at least: fewer say little of where
+/// the load falls.
+const LOAD_CUT_SAMPLES_MIN: usize = 4;
 
 /// Whether `key` is the first key of one of the keyspace's ranges.
 fn starts_a_range(ranges: &[(Bytes, PartitionId)], key: &Bytes) -> bool {
@@ -402,15 +470,39 @@ mod tests {
     }
 
     fn cut(state: &PartitionState, split_entries: u64, split_bytes: u64) -> Option<Bytes> {
+        cut_with_load(state, split_entries, split_bytes, None).map(|(at, _)| at)
+    }
+
+    /// The cut the balancer proposes, with whether it is by load, given
+    /// the last load window: (ops/s over it, bound, sampled keys).
+    fn cut_with_load(
+        state: &PartitionState,
+        split_entries: u64,
+        split_bytes: u64,
+        load: Option<(u64, u64, &[&str])>,
+    ) -> Option<(Bytes, bool)> {
         let config = BalancerConfig {
             split_entries,
             split_bytes,
+            split_ops_per_second: load.map_or(0, |(_, bound, _)| bound),
             ..BalancerConfig::default()
         };
-        let (_, change) = split_of(
+        let measured = load.map(|(ops_per_second, _, keys)| {
+            let mut keys: Vec<Bytes> = keys
+                .iter()
+                .map(|k| Bytes::copy_from_slice(k.as_bytes()))
+                .collect();
+            keys.sort();
+            MeasuredLoad {
+                ops_per_second,
+                keys: [("m".to_owned(), keys)].into_iter().collect(),
+            }
+        });
+        let (_, change, by_load) = split_of(
             &map(),
             PartitionId(1),
             state,
+            measured.as_ref(),
             &config,
             &[],
             StorageMode::AsyncDurable,
@@ -420,7 +512,31 @@ mod tests {
         };
         assert_eq!(at_keys.len(), 1);
         assert_eq!(at_keys[0].0, "m");
-        Some(at_keys[0].1.clone())
+        Some((at_keys[0].1.clone(), by_load))
+    }
+
+    /// DynaTree's oracle splits "past a load threshold": a small range
+    /// whose commands fall mostly on "a" and "b" splits where the load
+    /// halves ("b"), not at its middle key; under the bound, or with one
+    /// hot key, it does not split; past the size bound, size decides.
+    #[test]
+    fn dynatree_oracle_splits_a_hot_range_at_the_median_key_of_its_load() {
+        let s = state(&[("a", 1), ("b", 1), ("c", 1), ("d", 1), ("e", 1), ("f", 1)]);
+        let hot: &[&str] = &["a", "a", "a", "b", "b", "b", "c", "f"];
+        let b = Bytes::from_static(b"b");
+        assert_eq!(
+            cut_with_load(&s, 1_000, 0, Some((100, 50, hot))),
+            Some((b, true))
+        );
+        assert_eq!(cut_with_load(&s, 1_000, 0, Some((50, 50, hot))), None);
+        let one_key: &[&str] = &["c", "c", "c", "c", "c", "c", "c", "a"];
+        assert_eq!(cut_with_load(&s, 1_000, 0, Some((100, 50, one_key))), None);
+        let few: &[&str] = &["a", "f"];
+        assert_eq!(cut_with_load(&s, 1_000, 0, Some((100, 50, few))), None);
+        assert_eq!(
+            cut_with_load(&s, 5, 0, Some((100, 50, hot))),
+            Some((Bytes::from_static(b"d"), false))
+        );
     }
 
     /// DynaTree's oracle splits "past a size threshold (bytes and

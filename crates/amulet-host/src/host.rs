@@ -113,6 +113,9 @@ pub struct HostCounters {
     /// Splits the balancer proposed (docs/dynatree.md); each takes effect
     /// unless another change replaced the map it was built on first.
     pub splits_proposed: u64,
+    /// Of `splits_proposed`, those made because the partition was hot
+    /// (`split_ops_per_second`), not large.
+    pub load_splits_proposed: u64,
     /// Merges the balancer proposed.
     pub merges_proposed: u64,
     /// Moves the balancer proposed to even out partitions per node.
@@ -409,6 +412,10 @@ impl<S: StateMachine> Host<S> {
                     let (taken, refused) = r.fence_key_verdicts();
                     gauges.push(("fence_key_taken_requests", taken));
                     gauges.push(("stale_map_refused_requests", refused));
+                    // The balancer's last load window (splits by load).
+                    if let Some(load) = self.measured_load(*partition) {
+                        gauges.push(("ops_per_second", load.ops_per_second));
+                    }
                     gauges
                 },
             })

@@ -29,6 +29,8 @@
 //! | fences: splits, merges, stream replacements | `fences.rs` | DMap §III-C, thesis §4.7 |
 //! | moves: adoption and hand-off | `hand_off.rs` | DMap §III-C |
 //! | tailing logs from a local replica, per-log status | `log_tail.rs` | thesis §3.5.2 |
+//! | the balancer (splits, merges, moves) | `balancer.rs` | DynaTree Alg. 1–4 |
+//! | load windows for splits by load | `load.rs` | DynaTree's oracle |
 //! | invariants checked after every step | `invariants.rs` | |
 #![deny(missing_docs)]
 
@@ -46,6 +48,7 @@ mod healing;
 mod host;
 mod invariants;
 mod leaving;
+mod load;
 mod log_tail;
 mod monitoring;
 mod recovery;
@@ -68,6 +71,7 @@ pub use config::{
 pub use edge::{PageAnswer, ReadAtAnswer};
 pub use flush::Flushed;
 pub use host::{Host, HostCounters, HostError, StartError};
+pub use load::LOAD_WINDOW_MICROS;
 pub use log_tail::{LogStatus, TailAnswer};
 pub use monitoring::MembershipCounters;
 pub use status::{CheckpointStatus, ReplicaStatus, StreamStatus};

@@ -599,6 +599,7 @@ impl pb::amulet_server::Amulet for Service {
                 .map(|r| pb::ReplicaStatus {
                     entries: r.gauge("entries"),
                     payload_bytes: r.gauge("payload_bytes"),
+                    ops_per_second: r.gauge("ops_per_second"),
                     partition: r.partition,
                     stream: r.stream,
                     global_position: r.global_position,

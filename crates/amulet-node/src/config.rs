@@ -163,6 +163,15 @@ pub struct BalancerEntry {
     /// default): never. At most half of `split_entries`.
     #[serde(default)]
     pub merge_entries: u64,
+    /// A range partition executing more than this many commands per
+    /// second over a load window is split at the median key of its load;
+    /// 0 (the default): never by load. With it, merges also need both
+    /// neighbours together under half of it.
+    #[serde(default)]
+    pub split_ops_per_second: u64,
+    /// The load window, ms (default 10000, at least 100).
+    #[serde(default = "default_load_window_ms")]
+    pub load_window_ms: u64,
     /// Whether a node replicating at least two partitions more than
     /// another gives it one (with membership and checkpoints; default
     /// true).
@@ -177,6 +186,8 @@ impl Default for BalancerEntry {
             split_entries: default_split_entries(),
             split_bytes: default_split_bytes(),
             merge_entries: 0,
+            split_ops_per_second: 0,
+            load_window_ms: default_load_window_ms(),
             moves: default_balancer_enabled(),
         }
     }
@@ -188,6 +199,10 @@ fn default_balancer_enabled() -> bool {
 
 fn default_split_entries() -> u64 {
     amulet_host::BalancerConfig::default().split_entries
+}
+
+fn default_load_window_ms() -> u64 {
+    amulet_host::LOAD_WINDOW_MICROS / 1_000
 }
 
 fn default_split_bytes() -> u64 {
@@ -356,6 +371,12 @@ impl NodeConfig {
             return Err(invalid(format!(
                 "[balancer] merge_entries = {} is more than half of split_entries = {} (a merged partition would split again)",
                 self.balancer.merge_entries, self.balancer.split_entries
+            )));
+        }
+        if self.balancer.load_window_ms < 100 {
+            return Err(invalid(format!(
+                "[balancer] load_window_ms = {}: at least 100 (a shorter window splits on bursts)",
+                self.balancer.load_window_ms
             )));
         }
         if self.streams.is_empty() {
@@ -639,6 +660,8 @@ pipeline_instances_max = 32
             "{GOOD}\n[balancer]\nsplit_entries = 100\nmerge_entries = 51\n"
         ));
         assert!(error.contains("merge_entries = 51"), "{error}");
+        let error = error_of(&format!("{GOOD}\n[balancer]\nload_window_ms = 99\n"));
+        assert!(error.contains("load_window_ms = 99"), "{error}");
         let error = error_of(&format!("{GOOD}\n[balancer]\nsplit_at = 5\n"));
         assert!(error.contains("unknown field"), "{error}");
     }

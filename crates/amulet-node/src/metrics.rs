@@ -193,7 +193,7 @@ impl Metrics {
         let state = Family::<StateLabels, G>::default();
         registry.register(
             "replica_state",
-            "Sizes of the replica's state by name: entries of its maps and the bytes of their keys and values (entries, payload_bytes; the balancer's split_entries and split_bytes bound them per map), open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes), and requests routed by a client's older map that the replica took by fence keys (fence_key_taken_requests) or refused as stale (stale_map_refused_requests), counted since it started",
+            "Sizes of the replica's state by name: entries of its maps and the bytes of their keys and values (entries, payload_bytes; the balancer's split_entries and split_bytes bound them per map), open snapshots, open read versions, keys in the index of recent writes, begins executed without all their signals (unsignalled_commands) and the replies held behind them (held_replies), entries and bytes held in the partition's logs (log_entries, log_bytes), and requests routed by a client's older map that the replica took by fence keys (fence_key_taken_requests) or refused as stale (stale_map_refused_requests), counted since it started; with splits by load, commands per second over the balancer's last load window (ops_per_second)",
             state.clone(),
         );
         let delivered = G::default();
@@ -285,7 +285,7 @@ impl Metrics {
         let balancer = Family::<NameLabels, G>::default();
         registry.register(
             "balancer",
-            "The balancer (docs/dynatree.md), by figure: splits_proposed, merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds",
+            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large), merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds",
             balancer.clone(),
         );
         Metrics {
@@ -481,6 +481,7 @@ impl Metrics {
             }
             for (name, value) in [
                 ("splits_proposed", stats.splits_proposed),
+                ("load_splits_proposed", stats.load_splits_proposed),
                 ("merges_proposed", stats.merges_proposed),
                 ("moves_proposed", stats.moves_proposed),
                 ("partitions", stats.partitions),

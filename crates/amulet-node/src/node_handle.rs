@@ -91,6 +91,8 @@ pub struct NodeStats {
     pub rehoming: u64,
     /// Splits the balancer proposed here since the node started.
     pub splits_proposed: u64,
+    /// Of those, splits of a hot partition (by load, not size).
+    pub load_splits_proposed: u64,
     /// Merges the balancer proposed here since the node started.
     pub merges_proposed: u64,
     /// Moves the balancer proposed here since the node started.

@@ -149,6 +149,8 @@ impl Node {
             split_entries: config.balancer.split_entries,
             split_bytes: config.balancer.split_bytes,
             merge_entries: config.balancer.merge_entries,
+            split_ops_per_second: config.balancer.split_ops_per_second,
+            load_window_micros: config.balancer.load_window_ms.saturating_mul(1_000),
             moves: config.balancer.moves,
         };
         let host = Host::start(
@@ -579,6 +581,7 @@ impl EventLoop {
                     membership_counters: self.host.membership_counters(),
                     rehoming: self.host.rehoming_partitions(),
                     splits_proposed: self.host.counters().splits_proposed,
+                    load_splits_proposed: self.host.counters().load_splits_proposed,
                     merges_proposed: self.host.counters().merges_proposed,
                     moves_proposed: self.host.counters().moves_proposed,
                     partitions: self

@@ -40,6 +40,8 @@ pub struct SeedStats {
     pub stale_key_refusals: u64,
     /// Splits the balancer proposed (DMap seeds that run it).
     pub balancer_splits: u64,
+    /// Of those, splits by load (of a hot partition).
+    pub balancer_load_splits: u64,
     /// Merges the balancer proposed (DMap seeds that run it).
     pub balancer_merges: u64,
     /// Moves the balancer proposed (DMap seeds that run it).
@@ -93,6 +95,8 @@ pub struct SwarmSummary {
     pub stale_key_refusals: u64,
     /// Splits the balancer proposed, over all seeds.
     pub balancer_splits: u64,
+    /// Of those, splits by load, over all seeds.
+    pub balancer_load_splits: u64,
     /// Merges the balancer proposed, over all seeds.
     pub balancer_merges: u64,
     /// Moves the balancer proposed, over all seeds.
@@ -177,6 +181,7 @@ pub fn run_swarm_replayed_by(
         summary.state_transfer_chunks += outcome.stats.state_transfer_chunks;
         summary.hand_offs += outcome.stats.hand_offs;
         summary.balancer_splits += outcome.stats.balancer_splits;
+        summary.balancer_load_splits += outcome.stats.balancer_load_splits;
         summary.balancer_merges += outcome.stats.balancer_merges;
         summary.balancer_moves += outcome.stats.balancer_moves;
         summary.subscription_changes += outcome.stats.subscription_changes;

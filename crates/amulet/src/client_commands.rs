@@ -105,6 +105,10 @@ pub enum Op {
         /// An eventually consistent map (siblings and contexts).
         #[arg(long)]
         eventual: bool,
+        /// Partitioned by key ranges (docs/dynatree.md): it starts in one
+        /// partition, the lowest, and the balancer splits it as it grows.
+        #[arg(long, conflicts_with = "eventual")]
+        range: bool,
         /// Eventual maps: replicas per key, on distinct nodes.
         #[arg(long, default_value_t = 3)]
         replicas: u32,
@@ -132,6 +136,9 @@ pub enum Op {
     /// KEY`, `scan [FROM [TO]]`, `map NAME`, in order, committed together
     /// at the end (strictly serializable; see docs/transactions.md).
     Txn(crate::txn_command::TxnArgs),
+    /// Load sorted `KEY<TAB>VALUE` lines into the map, pre-splitting a
+    /// range map into partitions as it goes (docs/dynatree.md).
+    BulkLoad(crate::bulk_load_command::BulkLoadArgs),
     /// Logs (DLog, docs/logs.md): create, append, multi-append, read,
     /// tail, trim, bounds, drop.
     #[command(subcommand)]
@@ -377,12 +384,26 @@ async fn execute(
         Op::CreateMap {
             name,
             eventual,
+            range,
             replicas,
             vnodes,
             merkle,
         } => {
             let name = name.as_deref().unwrap_or(&target.map);
-            if eventual {
+            if range {
+                let map = client.partition_map();
+                let first = map
+                    .partitions
+                    .keys()
+                    .next()
+                    .copied()
+                    .ok_or_else(|| anyhow::anyhow!("the cluster's map has no partition"))?;
+                let layout = amulet_smr::Layout::Range(vec![(Bytes::new(), first)]);
+                client.create_map_with(name, layout).await?;
+                println!(
+                    "created range map {name:?} (one partition, {first}; it splits as it grows)"
+                );
+            } else if eventual {
                 client
                     .create_eventual_map_with(name, replicas, vnodes, merkle)
                     .await?;
@@ -403,6 +424,7 @@ async fn execute(
             }
         }
         Op::Txn(args) => crate::txn_command::run(client, &target.map, &args).await?,
+        Op::BulkLoad(args) => crate::bulk_load_command::run(client, &target.map, &args).await?,
         Op::Log(log_op) => crate::log_command::run(client, &log_op).await?,
         Op::Access(access_op) => crate::access_command::run_access(client, &access_op).await?,
         Op::Token(token_op) => crate::access_command::run_token(client, &token_op).await?,
@@ -415,7 +437,7 @@ async fn execute(
             }
         }
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
-            let configured = configured_streams(client).await;
+            let configured = client.running_streams().await;
             // Checked once here for a clear error; built again on the
             // freshest map at every attempt.
             reconfiguration(&client.partition_map(), &op, &configured)?;
@@ -423,20 +445,6 @@ async fn execute(
         }
     }
     Ok(())
-}
-
-/// Every stream some node runs (from `Status`), for stream ids to
-/// allocate above: a node's configuration file may name streams the map
-/// does not know. Nodes that do not answer are skipped (the map still
-/// knows every stream a partition ever used).
-async fn configured_streams(client: &Client) -> Vec<StreamId> {
-    let mut streams = Vec::new();
-    for (_, address) in client.node_addresses() {
-        if let Ok(status) = client.status(&address).await {
-            streams.extend(status.streams.iter().map(|s| StreamId(s.stream)));
-        }
-    }
-    streams
 }
 
 /// The change an operator subcommand asks for, on `map`: ids not given
@@ -753,8 +761,13 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
                     .replicas
                     .iter()
                     .map(|r| {
+                        // Measured only with splits by load.
+                        let load = match r.ops_per_second {
+                            0 => String::new(),
+                            ops => format!(", {ops} ops/s"),
+                        };
                         format!(
-                            "p{}(global {}, queued {}, sessions {}, {} entries, {})",
+                            "p{}(global {}, queued {}, sessions {}, {} entries, {}{load})",
                             r.partition,
                             r.global_position,
                             r.queued,

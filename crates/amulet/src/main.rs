@@ -3,6 +3,7 @@
 
 mod access_command;
 mod bench_scan;
+mod bulk_load_command;
 mod cert_command;
 mod client_commands;
 mod dev;

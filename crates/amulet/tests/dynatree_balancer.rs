@@ -314,3 +314,141 @@ fn dynatree_oracle_a_range_map_of_large_values_splits_by_bytes() {
     drop(runtime);
     cluster.stop();
 }
+
+/// DynaTree's oracle splits "past a load threshold", at the median key by
+/// load: a map of 100 small keys, far under the size bounds, whose
+/// commands all fall on its first 20 keys splits by itself once it runs
+/// more than `split_ops_per_second`, and only inside those 20 keys (a cut
+/// by size would be at the 50th key); the 80 cold keys stay in one range,
+/// and every key reads back.
+#[test]
+fn dynatree_oracle_a_hot_range_splits_by_load_at_its_median_key() {
+    const ALL_KEYS: usize = 100;
+    const HOT_KEYS: usize = 20;
+    let name = "hot";
+    let (cluster, runtime, client) = start_range_map(
+        "balancer-load",
+        "split_ops_per_second = 150\nload_window_ms = 1000",
+        name,
+    );
+    let key = |i: usize| Bytes::from(format!("k{i:06}"));
+    let map = client.map(name).unwrap();
+    for i in 0..ALL_KEYS {
+        runtime
+            .block_on(map.put(key(i), Bytes::from("cold")))
+            .unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers = 4;
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let (client, stop) = (client.clone(), stop.clone());
+            runtime.spawn(async move {
+                let map = client.map(name).unwrap();
+                let mut n = 0;
+                // Bounded: the test stops it, or 100,000 puts.
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && n < 100_000 {
+                    let k = key((w + n * writers) % HOT_KEYS);
+                    map.put(k.clone(), Bytes::from(format!("hot{n}")))
+                        .await
+                        .unwrap_or_else(|e| panic!("put {k:?}: {e}"));
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let began = Instant::now();
+    let cuts = loop {
+        let ranges = runtime.block_on(ranges(&client, name));
+        if ranges.len() >= 2 {
+            break ranges[1..]
+                .iter()
+                .map(|(start, _)| start.clone())
+                .collect::<Vec<_>>();
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "a hot range did not split by load within a minute"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let puts: usize = tasks
+        .into_iter()
+        .map(|t| runtime.block_on(t).unwrap())
+        .sum();
+    println!(
+        "split by load after {:?} and {puts} puts, at {cuts:?}",
+        began.elapsed()
+    );
+    assert!(
+        cuts.iter().all(|cut| *cut > key(0) && *cut < key(HOT_KEYS)),
+        "cuts outside the hot keys: {cuts:?}"
+    );
+    for i in 0..ALL_KEYS {
+        let got = runtime.block_on(map.get(key(i))).unwrap();
+        assert!(got.is_some(), "{:?} lost", key(i));
+    }
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
+/// DynaTree's B+tree surface: `bulk_load` of sorted input pre-splits a
+/// range map into partitions of `partition_entries` as it goes (the
+/// balancer's bound is far above, so every cut is the load's), writes
+/// every entry, and refuses input that stops being sorted at the key where
+/// it does, with what came before loaded.
+#[test]
+fn dynatree_bulk_load_pre_splits_sorted_input_into_partitions() {
+    // Small enough for `settle` to count each range (1,000 at most).
+    const ENTRIES: usize = 3_600;
+    const PER_PARTITION: u64 = 900;
+    let name = "loaded";
+    let (cluster, runtime, client) = start_range_map("bulk-load", "split_entries = 1000000", name);
+    let key = |i: usize| Bytes::from(format!("k{i:08}"));
+    let value = |i: usize| Bytes::from(format!("v{i}"));
+    let map = client.map(name).unwrap();
+    let options = amulet_client::BulkLoad {
+        partition_entries: PER_PARTITION,
+        ..amulet_client::BulkLoad::default()
+    };
+    let loaded = runtime
+        .block_on(map.bulk_load((0..ENTRIES).map(|i| (key(i), value(i))), &options))
+        .unwrap();
+    println!("{loaded:?}");
+    assert_eq!(loaded.entries, ENTRIES as u64);
+    assert_eq!(
+        loaded.splits, 3,
+        "the first chunk starts at the map's first range"
+    );
+    let sizes = settle(&runtime, &client, name, |sizes| sizes.len() == 4);
+    assert_eq!(sizes, vec![PER_PARTITION as usize; 4]);
+    for i in (0..ENTRIES).step_by(7) {
+        assert_eq!(runtime.block_on(map.get(key(i))).unwrap(), Some(value(i)));
+    }
+    // Unsorted: refused at the key that goes back; the chunk before it is
+    // loaded, nothing of its own chunk.
+    let unsorted = [
+        (key(ENTRIES), value(0)),
+        (key(ENTRIES + 1), value(1)),
+        (key(5), value(5)),
+    ];
+    let small = amulet_client::BulkLoad {
+        partition_entries: 2,
+        ..options
+    };
+    let error = runtime
+        .block_on(map.bulk_load(unsorted, &small))
+        .unwrap_err();
+    assert!(
+        matches!(&error, amulet_client::Error::InvalidArgument(m) if m.contains("sorted")),
+        "{error}"
+    );
+    assert!(runtime.block_on(map.get(key(ENTRIES))).unwrap().is_some());
+    assert_eq!(runtime.block_on(map.get(key(5))).unwrap(), Some(value(5)));
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

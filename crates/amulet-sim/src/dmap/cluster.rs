@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 mod access;
 mod balancer;
+pub use balancer::WithoutLoadSplits;
 mod bugs;
 mod membership;
 mod operator;

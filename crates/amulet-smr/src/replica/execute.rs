@@ -7,8 +7,8 @@
 use super::edge::is_global;
 use super::{ClientReply, Replica};
 use crate::{
-    AccessChange, Body, CommandEnvelope, ExecContext, KeyspaceChange, Need, Origin, Placement,
-    Refusal, SessionCheck, StateMachine,
+    AccessChange, Body, CommandEnvelope, ExecContext, Keys, KeyspaceChange, Need, Origin,
+    Placement, Refusal, SessionCheck, StateMachine,
 };
 use amulet_types::{MapVersion, NodeId, PartitionId, StreamId};
 
@@ -378,6 +378,12 @@ impl<S: StateMachine> Replica<S> {
         placement: &Placement,
         user: Option<&str>,
     ) -> S::Reply {
+        let keyed = match (&placement.keyspace, &placement.keys) {
+            (Some(keyspace), Keys::One(key)) => Some((keyspace.as_str(), key)),
+            (Some(keyspace), Keys::Many(keys)) => keys.first().map(|k| (keyspace.as_str(), k)),
+            _ => None,
+        };
+        self.load.record(keyed);
         let (map, me) = (&self.map, self.config.partition);
         let owns = |keyspace: &str, key: &[u8]| map.partition_of(keyspace, key) == Ok(me);
         let owns_key = |key: &[u8]| match &placement.keyspace {

@@ -161,6 +161,10 @@ pub struct Replica<S: StateMachine> {
     /// Requests routed by an older map received here: taken by fence keys,
     /// and refused as stale (counters, for metrics).
     fence_key_verdicts: [u64; 2],
+    /// What this replica executed since the balancer last took it (its
+    /// splits by load, docs/dynatree.md). Local, like the counters: not
+    /// replicated, not in checkpoints.
+    load: crate::LoadSample,
     /// See [`ReplicaCheckpoint::pending_reconfiguration`].
     pending_reconfiguration: Option<Reconfiguration>,
     /// Requests received here and proposed, not answered yet, with the
@@ -222,6 +226,7 @@ impl<S: StateMachine> Replica<S> {
             fence_keys: true,
             fence_keys_unchecked: false,
             fence_key_verdicts: [0; 2],
+            load: crate::LoadSample::default(),
             pending_reconfiguration: None,
             proposed: BTreeMap::new(),
             global_position_checked: AtomicU64::new(0),
@@ -282,6 +287,17 @@ impl<S: StateMachine> Replica<S> {
     /// The service state.
     pub fn state(&self) -> &S {
         &self.state
+    }
+
+    /// What this replica executed since [`Replica::reset_load`]: the
+    /// balancer's measure of load (docs/dynatree.md).
+    pub fn load(&self) -> &crate::LoadSample {
+        &self.load
+    }
+
+    /// Starts the count of [`Replica::load`] again (a new window).
+    pub fn reset_load(&mut self) {
+        self.load = crate::LoadSample::default();
     }
 
     /// Whether a move took this partition away from this node (the map

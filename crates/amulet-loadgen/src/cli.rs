@@ -131,6 +131,10 @@ struct Args {
     /// 2026-11-28; for comparisons).
     #[arg(long)]
     amulet_random_replica: bool,
+    /// Amulet: create the map split by key ranges over the cluster's first
+    /// N partitions, cut where the keys fall evenly (0: a hashed map).
+    #[arg(long, default_value_t = 0)]
+    amulet_range_partitions: usize,
     /// Logs (Amulet) or streams (Redis) the `append` workload spreads its
     /// appends over, picked by the key.
     #[arg(long, default_value_t = 1)]
@@ -249,6 +253,8 @@ async fn run_backend(
                     op_timeout,
                     batches_in_flight: args.amulet_batches_in_flight,
                     random_replica: args.amulet_random_replica,
+                    range_partitions: args.amulet_range_partitions,
+                    records: args.record_count,
                 },
                 if args.workloads.contains(&Workload::Append) {
                     args.log_count

@@ -33,6 +33,40 @@ pub struct Routing {
     pub batches_in_flight: usize,
     /// The opposite of [`ClientConfig::one_replica_per_partition`].
     pub random_replica: bool,
+    /// A map created here is split by key ranges over the cluster's first
+    /// this many partitions, cut where YCSB's first `records` keys fall
+    /// evenly (DynaTree's experiments, docs/dynatree.md); 0: hashed.
+    pub range_partitions: usize,
+    /// The workload's key count, for those cuts.
+    pub records: u64,
+}
+
+/// The range layout of [`Routing::range_partitions`] over `map`'s
+/// partitions: cuts at the quantiles of YCSB's key names `0..records`.
+fn range_layout(
+    map: &amulet_smr::PartitionMap,
+    partitions: usize,
+    records: u64,
+) -> anyhow::Result<amulet_smr::Layout> {
+    let ids: Vec<_> = map.partitions.keys().copied().take(partitions).collect();
+    anyhow::ensure!(
+        ids.len() == partitions,
+        "--amulet-range-partitions {partitions}: the cluster has {} partitions",
+        map.partitions.len()
+    );
+    // A sample of the keys is enough for the quantiles: every k-th one.
+    let step = (records / 100_000).max(1);
+    let mut keys: Vec<String> = (0..records)
+        .step_by(step as usize)
+        .map(crate::keys::key_name)
+        .collect();
+    keys.sort();
+    let mut ranges = vec![(amulet_client::Bytes::new(), ids[0])];
+    for (at, id) in ids.iter().enumerate().skip(1) {
+        let cut = &keys[at * keys.len() / partitions];
+        ranges.push((amulet_client::Bytes::from(cut.clone()), *id));
+    }
+    Ok(amulet_smr::Layout::Range(ranges))
 }
 
 impl Routing {
@@ -64,8 +98,19 @@ impl AmuletBackend {
     ) -> anyhow::Result<Vec<AmuletBackend>> {
         let config = routing.config();
         let mut maps = Vec::new();
-        for _ in 0..connections.max(1) {
+        for at in 0..connections.max(1) {
             let client = Client::connect_with(seeds.to_vec(), config.clone()).await?;
+            if at == 0 && routing.range_partitions > 0 {
+                let layout = range_layout(
+                    &client.partition_map(),
+                    routing.range_partitions,
+                    routing.records.max(1),
+                )?;
+                match client.create_map_with(map, layout).await {
+                    Ok(_) | Err(amulet_client::Error::AlreadyExists(_)) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
             let mut handles = Vec::new();
             for i in 0..logs {
                 handles.push(

@@ -250,6 +250,14 @@ fn a_node_survives_garbage_on_its_port() {
     let started = std::time::Instant::now();
     let connect = || loop {
         match TcpStream::connect(("127.0.0.1", port)) {
+            // While node 1 is not yet listening, a connect to a port in
+            // the ephemeral range can pick that very port as its source
+            // and connect to itself (TCP simultaneous open): the garbage
+            // would then never reach the node. Retry such a connection.
+            Ok(stream) if stream.local_addr().ok() == stream.peer_addr().ok() => {
+                drop(stream);
+                std::thread::sleep(Duration::from_millis(20))
+            }
             Ok(stream) => return stream,
             Err(_) if started.elapsed() < Duration::from_secs(5) => {
                 std::thread::sleep(Duration::from_millis(20))

@@ -179,6 +179,17 @@ impl StreamNode {
                     instance: None,
                 };
                 self.send(NodeId(ballot.node), reject, out);
+            } else {
+                // Tell the ballot's owner the instance is gone, or a
+                // coordinator whose own learner fell behind the trim point
+                // (it never learns these decisions) resends phase 2 for
+                // them forever: its pipeline stays full and its stream
+                // stops (simulator seed 2002987 of `--dmap`).
+                let reply = Message::RetransmitReply {
+                    decided: Vec::new(),
+                    trimmed_below: self.log.trimmed_below(),
+                };
+                self.send(NodeId(ballot.node), reply, out);
             }
             return false;
         }

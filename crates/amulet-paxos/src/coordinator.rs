@@ -542,6 +542,32 @@ impl StreamNode {
         }
     }
 
+    /// An acceptor trimmed its log below `trimmed_below`: every instance
+    /// there is decided, so none may stay in the pipeline. This
+    /// coordinator cannot tell which value won them when its own learner
+    /// is behind the trim point, so it proposes its values again; a value
+    /// that did win is delivered once all the same (`Delivered` drops the
+    /// second copy by its id).
+    pub(crate) fn coordinator_trimmed(&mut self, trimmed_below: Instance) {
+        let Some(c) = self.coordinator.as_mut() else {
+            return;
+        };
+        c.foreign.retain(|instance, _| *instance >= trimmed_below);
+        c.next_instance = c.next_instance.max(trimmed_below);
+        let gone: Vec<Instance> = c
+            .in_flight
+            .range(..trimmed_below)
+            .map(|(i, _)| *i)
+            .collect();
+        // Highest first: `requeue` pushes to the front, so the values
+        // keep their order.
+        for instance in gone.into_iter().rev() {
+            let flight = c.in_flight.remove(&instance).expect("listed above");
+            requeue(c, flight.batch);
+        }
+        debug_assert!(c.in_flight.keys().all(|i| *i >= trimmed_below));
+    }
+
     /// Retries phase 1 and phase 2 messages that got no answer.
     pub(crate) fn coordinator_tick(&mut self, out: &mut Output) {
         let retry = self.config.limits.retry_after_micros;

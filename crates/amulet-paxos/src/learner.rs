@@ -339,6 +339,7 @@ impl StreamNode {
             self.learn(instance, None, batch);
         }
         self.deliver(out);
+        self.coordinator_trimmed(trimmed_below);
         if trimmed_below > self.learner.next && self.learner.trimmed.is_none() {
             // Explicit answer: what we need is gone from the log.
             self.learner.trimmed = Some(trimmed_below);

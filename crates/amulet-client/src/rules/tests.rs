@@ -2,7 +2,7 @@
 //! (times passed in) and seeded generators.
 
 use super::outcome::Outcome;
-use super::resend::{Next, Request, Resend, Timing};
+use super::resend::{Next, Request, Resend, Timing, STALE_MAP_RETRIES_AT_ONCE};
 use super::routing;
 use super::session::Session;
 use crate::Error;
@@ -420,6 +420,40 @@ fn pauses_double_up_to_their_limit() {
     assert_eq!(
         pauses,
         [10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 500_000, 500_000]
+    );
+}
+
+/// A stale map is news, not a fault: the retry under the fetched map goes
+/// at once, for a few answers in a row, then pauses like any failure; an
+/// answer of another kind ends the run (simulator seed 2002378 of
+/// `--dmap`: with the 500 ms pause a whole-map snapshot opening lost
+/// every race against a balancer changing the map twice a second).
+#[test]
+fn dmap_iii_b_a_stale_map_answer_is_retried_at_once_a_few_times_in_a_row() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let mut session = open_session(TimeMicros(0));
+    let mut resend = Resend::new(TimeMicros(0), &timing(), true);
+    let mut now = TimeMicros(0);
+    let mut pauses = Vec::new();
+    let outcomes = (0..STALE_MAP_RETRIES_AT_ONCE + 2)
+        .map(|_| Outcome::StaleMap("stale".into()))
+        .chain([
+            Outcome::Behind("behind".into()),
+            Outcome::StaleMap("stale".into()),
+        ]);
+    for outcome in outcomes {
+        command(&mut resend, &session, now, &map_v2(), &mut rng);
+        resend.on_outcome::<()>(outcome, &mut session, now);
+        let until = resend.pause(now).expect("before the deadline");
+        pauses.push(until.since(now));
+        now = until;
+    }
+    let at_once = STALE_MAP_RETRIES_AT_ONCE as usize;
+    assert_eq!(pauses[..at_once], vec![0; at_once], "{pauses:?}");
+    assert_eq!(
+        pauses[at_once..],
+        [10_000, 20_000, 40_000, 0],
+        "{pauses:?}: pauses after the run of stale answers, then at once again"
     );
 }
 

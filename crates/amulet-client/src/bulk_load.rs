@@ -15,9 +15,10 @@
 //! being so, before anything of its chunk is written.
 
 use crate::{Client, DMap, Error};
-use amulet_smr::{Layout, PartitionMap, Reconfiguration, StreamSpec};
+use amulet_smr::{Layout, PartitionMap, Reconfiguration};
 use amulet_types::{PartitionId, StorageMode, StreamId};
 use bytes::Bytes;
+use std::collections::BTreeMap;
 use tokio::task::JoinSet;
 
 /// How a bulk load cuts and batches its input.
@@ -51,7 +52,8 @@ impl Default for BulkLoad {
 /// What a bulk load did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BulkLoaded {
-    /// Entries written.
+    /// Entries written: acknowledged by the nodes (so after an error,
+    /// what is known to be in the map).
     pub entries: u64,
     /// Their key and value bytes.
     pub bytes: u64,
@@ -84,6 +86,7 @@ impl DMap {
         let mut loaded = BulkLoaded::default();
         let mut previous: Option<Bytes> = None;
         let mut input = entries.into_iter().peekable();
+        let mut first = true;
         while input.peek().is_some() {
             let mut chunk = Vec::new();
             for (key, value) in input.by_ref().take(chunk_entries) {
@@ -100,10 +103,10 @@ impl DMap {
             }
             // The first chunk joins the range it falls in: a cut before it
             // would leave a range with nothing of the load.
-            let first = loaded.entries == 0;
             if options.partition_entries > 0 && !first && self.cut_at(&chunk[0].0).await? {
                 loaded.splits += 1;
             }
+            first = false;
             self.write_chunk(chunk, options, &mut loaded).await?;
         }
         Ok(loaded)
@@ -138,7 +141,11 @@ impl DMap {
     }
 
     /// Writes a sorted chunk in `putAll`s that each stay within one
-    /// partition of the client's map, `in_flight` at a time.
+    /// partition of the client's map, `in_flight` at a time. Each
+    /// partition fills a batch of its own: in a hash map consecutive keys
+    /// fall in different partitions, and a batch cut at every change of
+    /// partition held one or two entries. `loaded` counts what the nodes
+    /// acknowledged.
     async fn write_chunk(
         &self,
         chunk: Vec<(Bytes, Bytes)>,
@@ -147,55 +154,95 @@ impl DMap {
     ) -> Result<(), Error> {
         let map = self.client().partition_map();
         let name = self.name().as_str();
-        let mut tasks = JoinSet::new();
-        let mut batch: Vec<(Bytes, Bytes)> = Vec::new();
-        let (mut batch_bytes, mut batch_partition) = (0usize, None);
+        let mut tasks: JoinSet<Result<(u64, u64), Error>> = JoinSet::new();
+        // Per partition (None: the map does not place the key; the node
+        // refuses it), the batch filling and its bytes.
+        let mut filling: BTreeMap<Option<PartitionId>, (Batch, usize)> = BTreeMap::new();
         let mut first_error = None;
-        let send = |batch: Vec<(Bytes, Bytes)>, tasks: &mut JoinSet<Result<(), Error>>| {
-            let handle = self.clone();
-            tasks.spawn(async move { handle.put_all(batch).await });
-        };
+        let mut ready = Vec::new();
         for (key, value) in chunk {
             let partition: Option<PartitionId> = map.partition_of(name, &key).ok();
             let size = key.len() + value.len();
-            let full = batch.len() >= options.batch_entries
-                || batch_bytes + size > options.batch_bytes
-                || (batch_partition != partition && !batch.is_empty());
-            if full {
-                while tasks.len() >= options.in_flight {
-                    if let Some(Ok(Err(error))) = tasks.join_next().await {
-                        first_error.get_or_insert(error);
-                    }
-                }
-                if first_error.is_some() {
-                    break;
-                }
-                loaded.batches += 1;
-                send(std::mem::take(&mut batch), &mut tasks);
-                batch_bytes = 0;
+            let (batch, bytes) = filling.entry(partition).or_default();
+            if !batch.is_empty()
+                && (batch.len() >= options.batch_entries || *bytes + size > options.batch_bytes)
+            {
+                ready.push(std::mem::take(batch));
+                *bytes = 0;
             }
-            batch_partition = partition;
-            batch_bytes += size;
-            loaded.entries += 1;
-            loaded.bytes += size as u64;
+            *bytes += size;
             batch.push((key, value));
+            for batch in ready.drain(..) {
+                self.send_batch(batch, options, &mut tasks, loaded, &mut first_error)
+                    .await;
+            }
+            if first_error.is_some() {
+                break;
+            }
         }
-        if first_error.is_none() && !batch.is_empty() {
-            loaded.batches += 1;
-            send(batch, &mut tasks);
+        if first_error.is_none() {
+            for (_, (batch, _)) in filling {
+                if !batch.is_empty() {
+                    self.send_batch(batch, options, &mut tasks, loaded, &mut first_error)
+                        .await;
+                }
+            }
         }
         while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    first_error.get_or_insert(error);
-                }
-                Err(panic) => {
-                    first_error.get_or_insert(Error::Protocol(format!("a batch failed: {panic}")));
-                }
-            }
+            acknowledged(joined, loaded, &mut first_error);
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Sends one `putAll` once fewer than `in_flight` are, unless one
+    /// failed meanwhile.
+    async fn send_batch(
+        &self,
+        batch: Vec<(Bytes, Bytes)>,
+        options: &BulkLoad,
+        tasks: &mut JoinSet<Result<(u64, u64), Error>>,
+        loaded: &mut BulkLoaded,
+        first_error: &mut Option<Error>,
+    ) {
+        while tasks.len() >= options.in_flight {
+            match tasks.join_next().await {
+                Some(joined) => acknowledged(joined, loaded, first_error),
+                None => break,
+            }
+        }
+        if first_error.is_some() {
+            return;
+        }
+        loaded.batches += 1;
+        let handle = self.clone();
+        tasks.spawn(async move {
+            let entries = batch.len() as u64;
+            let bytes = batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+            handle.put_all(batch).await.map(|()| (entries, bytes))
+        });
+    }
+}
+
+/// Entries of one `putAll`.
+type Batch = Vec<(Bytes, Bytes)>;
+
+/// Counts a finished `putAll` into `loaded`, or keeps the first error.
+fn acknowledged(
+    joined: Result<Result<(u64, u64), Error>, tokio::task::JoinError>,
+    loaded: &mut BulkLoaded,
+    first_error: &mut Option<Error>,
+) {
+    match joined {
+        Ok(Ok((entries, bytes))) => {
+            loaded.entries += entries;
+            loaded.bytes += bytes;
+        }
+        Ok(Err(error)) => {
+            first_error.get_or_insert(error);
+        }
+        Err(panic) => {
+            first_error.get_or_insert(Error::Protocol(format!("a batch failed: {panic}")));
+        }
     }
 }
 
@@ -218,28 +265,24 @@ fn split_at(
     let source = map
         .partition_of(name, key)
         .map_err(|e| Error::InvalidArgument(format!("bulk load into {name:?}: {e}")))?;
-    let info = map.partitions.get(&source).ok_or_else(|| {
+    let storage = map
+        .partitions
+        .get(&source)
+        .and_then(|info| map.streams.get(&info.stream))
+        .map_or(StorageMode::SyncDurable, |spec| spec.storage);
+    Reconfiguration::split_at_key(
+        map,
+        source,
+        name,
+        key.clone(),
+        storage,
+        configured.iter().copied(),
+    )
+    .ok_or_else(|| {
         Error::Protocol(format!(
             "partition {source} missing from map v{}",
             map.version.0
         ))
-    })?;
-    let storage = map
-        .streams
-        .get(&info.stream)
-        .map_or(StorageMode::SyncDurable, |spec| spec.storage);
-    Ok(Reconfiguration::Split {
-        source,
-        new: map.next_partition_id(),
-        stream: StreamSpec {
-            stream: map.next_stream_id(configured.iter().copied()),
-            acceptors: info.replicas.clone(),
-            learners: Vec::new(),
-            storage,
-            base_position: 0,
-        },
-        at_token: None,
-        at_keys: vec![(name.to_owned(), key.clone())],
     })
 }
 

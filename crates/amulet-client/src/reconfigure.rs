@@ -35,8 +35,9 @@ impl Client {
         build: impl Fn(&PartitionMap) -> Result<amulet_smr::Reconfiguration, Error>,
     ) -> Result<(u64, amulet_smr::Reconfiguration), Error> {
         // A node behind the map version asked for (restarted, replaying)
-        // refused before ordering anything: ask again, at another node
-        // perhaps, until the operation timeout. A change that raced
+        // refused before ordering anything, or another change had not yet
+        // taken effect: ask again, at another node perhaps, until the
+        // operation timeout. A change that raced
         // another one is rebuilt on the newer map, three times at most.
         let mut backoff = self.backoff();
         let mut raced = 0;
@@ -56,10 +57,15 @@ impl Client {
                 Ok(_) => return Ok((version, change)),
                 Err(status) => match amulet_api::error_kind(&status) {
                     Some(amulet_api::ErrorKind::StaleMap) => raced += 1,
-                    Some(amulet_api::ErrorKind::Behind) => match backoff.pause(self.now()) {
-                        Some(until) => self.sleep_until(until).await,
-                        None => return Err(Error::from_status(&status)),
-                    },
+                    // Behind, or another change still waiting for its
+                    // fence (`reconfiguration-pending`): both pass. A bulk
+                    // load's next split, say, comes right after the last.
+                    Some(amulet_api::ErrorKind::Behind | amulet_api::ErrorKind::Retryable) => {
+                        match backoff.pause(self.now()) {
+                            Some(until) => self.sleep_until(until).await,
+                            None => return Err(Error::from_status(&status)),
+                        }
+                    }
                     _ => return Err(Error::from_status(&status)),
                 },
             }

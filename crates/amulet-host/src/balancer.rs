@@ -18,7 +18,6 @@
 
 use crate::host::Host;
 use crate::load::{LoadWindow, MeasuredLoad};
-use amulet_smr::StreamSpec;
 use amulet_smr::{Body, ClientRequest, Layout, PartitionMap, Reconfiguration, StateMachine};
 use amulet_types::{MapVersion, NodeId, PartitionId, StorageMode, TimeMicros};
 use bytes::Bytes;
@@ -143,7 +142,9 @@ impl<S: StateMachine> Host<S> {
                 let load = self.measured_load(*p);
                 split_of(&map, *p, r.state(), load, &config, &also_used, storage)
             });
-        let by_load = split.as_ref().is_some_and(|(_, _, by_load)| *by_load);
+        let by_load = split
+            .as_ref()
+            .is_some_and(|(_, _, by)| *by == SplitBy::Load);
         let change = split
             .map(|(partition, change, _)| (partition, change))
             .or_else(|| self.merge_of(&map, &gone, &config))
@@ -324,13 +325,22 @@ fn proposer(map: &PartitionMap, partition: PartitionId, gone: &[NodeId]) -> Opti
         .min()
 }
 
+/// Why the balancer cuts a partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SplitBy {
+    /// Its entries or bytes of one range map passed the bound.
+    Size,
+    /// It executed more commands per second than the bound.
+    Load,
+}
+
 /// The split of `partition` the balancer proposes, if it holds more than
 /// `split_entries` entries of a range map (at the map's middle key) or
 /// more than `split_bytes` bytes of its keys and values (at the key that
 /// halves them), or else executed more than `split_ops_per_second` over
 /// its last load window (at the median key of that load), into a new
 /// partition (the map's next id) on a new stream with the same replicas;
-/// with whether it is by load.
+/// with what it is by.
 fn split_of<S: StateMachine>(
     map: &PartitionMap,
     partition: PartitionId,
@@ -339,8 +349,7 @@ fn split_of<S: StateMachine>(
     config: &BalancerConfig,
     also_used: &[amulet_types::StreamId],
     storage: StorageMode,
-) -> Option<(PartitionId, Reconfiguration, bool)> {
-    let info = map.partitions.get(&partition)?;
+) -> Option<(PartitionId, Reconfiguration, SplitBy)> {
     let hot = load.filter(|l| {
         config.split_ops_per_second > 0 && l.ops_per_second > config.split_ops_per_second
     });
@@ -386,29 +395,24 @@ fn split_of<S: StateMachine>(
             let keys = hot_keys?;
             amulet_smr::load_median(keys, |key| !starts_a_range(ranges, key))
         };
-        let (at, is_by_load) = match by_size {
-            Some(at) => (at, false),
+        let (at, split_by) = match by_size {
+            Some(at) => (at, SplitBy::Size),
             None => match by_load() {
-                Some(at) => (at, true),
+                Some(at) => (at, SplitBy::Load),
                 // One entry larger than the bound, one hot key, or every
                 // candidate starts a range: nothing to cut here.
                 None => continue,
             },
         };
-        let change = Reconfiguration::Split {
-            source: partition,
-            new: map.next_partition_id(),
-            stream: StreamSpec {
-                stream: map.next_stream_id(also_used.iter().copied()),
-                acceptors: info.replicas.clone(),
-                learners: Vec::new(),
-                storage,
-                base_position: 0,
-            },
-            at_token: None,
-            at_keys: vec![(name.clone(), at)],
-        };
-        return Some((partition, change, is_by_load));
+        let change = Reconfiguration::split_at_key(
+            map,
+            partition,
+            name,
+            at,
+            storage,
+            also_used.iter().copied(),
+        )?;
+        return Some((partition, change, split_by));
     }
     None
 }
@@ -512,7 +516,7 @@ mod tests {
         };
         assert_eq!(at_keys.len(), 1);
         assert_eq!(at_keys[0].0, "m");
-        Some((at_keys[0].1.clone(), by_load))
+        Some((at_keys[0].1.clone(), by_load == SplitBy::Load))
     }
 
     /// DynaTree's oracle splits "past a load threshold": a small range

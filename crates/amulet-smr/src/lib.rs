@@ -34,6 +34,7 @@ mod reconfiguration;
 mod refusal;
 mod replica;
 mod session_table;
+mod split_at_key;
 mod state_machine;
 mod trim_point;
 

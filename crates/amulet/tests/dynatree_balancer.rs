@@ -448,6 +448,32 @@ fn dynatree_bulk_load_pre_splits_sorted_input_into_partitions() {
     );
     assert!(runtime.block_on(map.get(key(ENTRIES))).unwrap().is_some());
     assert_eq!(runtime.block_on(map.get(key(5))).unwrap(), Some(value(5)));
+    // A hash map over every partition (the four the load made): never
+    // split, and each partition fills batches of its own (cut at every
+    // change of partition, sorted keys made batches of one or two).
+    runtime.block_on(client.create_map("hashed")).unwrap();
+    let hashed = client.map("hashed").unwrap();
+    let partitions_before = client.partition_map().partitions.len();
+    let batched = amulet_client::BulkLoad {
+        batch_entries: 500,
+        ..options
+    };
+    let loaded = runtime
+        .block_on(hashed.bulk_load((0..2_000).map(|i| (key(i), value(i))), &batched))
+        .unwrap();
+    println!("hash map: {loaded:?}");
+    assert_eq!((loaded.entries, loaded.splits), (2_000, 0));
+    assert!(
+        loaded.batches <= 4 + partitions_before as u64,
+        "{loaded:?} over {partitions_before} partitions"
+    );
+    assert_eq!(client.partition_map().partitions.len(), partitions_before);
+    for i in (0..2_000).step_by(13) {
+        assert_eq!(
+            runtime.block_on(hashed.get(key(i))).unwrap(),
+            Some(value(i))
+        );
+    }
     runtime.block_on(client.close());
     drop(runtime);
     cluster.stop();

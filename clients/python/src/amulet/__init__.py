@@ -42,6 +42,7 @@ See README.md for the API and ``amulet.errors`` for the exception hierarchy.
 from amulet import access, codecs, field_record
 from amulet.access import AccessConfiguration, CreatedToken, TokenInfo, WhoAmI
 from amulet import tuple as tuple_layer
+from amulet.bulk_load import BulkLoaded
 from amulet.bytemap import ByteMap
 from amulet.client import Client
 from amulet.errors import (
@@ -75,6 +76,7 @@ __all__ = [
     "AmuletError",
     "AmuletMap",
     "BearerToken",
+    "BulkLoaded",
     "ByteMap",
     "Client",
     "ConflictError",

@@ -53,6 +53,7 @@ class AmuletStub:
         self.Execute = unary("Execute", pb.MapRequest, pb.MapResponse)
         self.ReadAt = unary("ReadAt", pb.ReadAtRequest, pb.ReadAtResponse)
         self.Status = unary("Status", pb.StatusRequest, pb.StatusResponse)
+        self.Reconfigure = unary("Reconfigure", pb.ReconfigureRequest, pb.ReconfigureResponse)
         self.EventualGet = unary("EventualGet", pb.EventualGetRequest, pb.Versioned)
         self.EventualPut = unary("EventualPut", pb.EventualPutRequest, pb.Versioned)
         self.EventualDelete = unary("EventualDelete", pb.EventualDeleteRequest, pb.Versioned)

@@ -1,25 +1,31 @@
 """The cluster administration calls of :class:`amulet.Client`: access
-control (docs/security.md, :mod:`amulet.access`) and membership
-(docs/membership.md). Each is one call outside sessions, sent again at
-another node after a failure (``_unordered``)."""
+control (docs/security.md, :mod:`amulet.access`), membership
+(docs/membership.md) and repartitioning (``Reconfigure``: a split, merge,
+stream replacement or move, as ``crates/amulet-client/src/reconfigure.rs``).
+Each is one call outside sessions; access and membership calls are sent
+again at another node after a failure (``_unordered``), a reconfiguration
+as ``reconfigure_with`` says."""
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 import grpc
 
 from amulet import access as _access
 from amulet import errors
 from amulet._rpc import _RETRY_CODES, BACKOFF_MAX, BACKOFF_MIN, error_kind
+from amulet.routing import Routing
 from amulet.v1 import amulet_pb2 as pb
 
 
 class Admin:
     """Mixed into :class:`amulet.Client`, whose channels, routing and
     timeouts it uses (``_stub``, ``_peer``, ``_routing``, ``seeds``,
-    ``_closed``, ``operation_timeout``, ``attempt_timeout``)."""
+    ``_closed``, ``operation_timeout``, ``attempt_timeout``; and
+    ``_any_node``, ``refresh_map``, ``status`` for reconfigurations)."""
 
     # ---- access control (docs/security.md, amulet.access) ----------------
 
@@ -49,6 +55,88 @@ class Admin:
             raise errors.InvalidArgument(f"leave takes a node id (1 to 2**32-1), not {node!r}")
         request = pb.ChangeMembershipRequest(leave=node)
         self._unordered("leave", "ChangeMembership", request, may_apply=True)
+
+    # ---- repartitioning (Reconfigure) -------------------------------------
+
+    def reconfigure(self, change: pb.ReconfigureRequest) -> int:
+        """Asks the cluster to change its partitioning: ``change`` is a
+        ``ReconfigureRequest`` with its change (``split``, ``merge``,
+        ``replace_stream`` or ``move``) set; its ``map_version`` is set
+        here, to the freshest map this client can get. Returns the map
+        version the change was made from once the cluster ordered and
+        accepted it; every replica applies it at a fence soon after (the
+        partition map's version then passes the one returned). As
+        ``reconfigure_with`` with the same change at every attempt."""
+        if not isinstance(change, pb.ReconfigureRequest) or change.WhichOneof("change") is None:
+            raise errors.InvalidArgument("reconfigure takes a ReconfigureRequest with one change set")
+        version, _ = self.reconfigure_with(lambda routing: change)
+        return version
+
+    def reconfigure_with(
+        self, build: Callable[[Routing], pb.ReconfigureRequest]
+    ) -> tuple[int, pb.ReconfigureRequest]:
+        """Like ``reconfigure``, with the change built by ``build`` from the
+        freshest map (an ``amulet.routing.Routing``) at every attempt: ids it
+        allocates (``Routing.next_partition_id``, ``next_stream_id`` above
+        ``running_streams()``) are fresh at the version the change is
+        checked against, and a change that raced another one (``stale-map``)
+        is built again on the map after it, three times at most (then
+        ``Unavailable``). A node behind the map version (``behind``), or one
+        whose earlier change still waits for its fence (``retryable``,
+        reason ``reconfiguration-pending``), is asked again until
+        ``operation_timeout``. Not resent on an unknown outcome (a resend
+        would be refused as stale or as overlapping): no answer in time is
+        ``OutcomeUnknown``. A change that cannot apply is
+        ``InvalidArgument`` (unknown partition, stream id in use, a cut
+        outside the source's range); ``FailedPrecondition`` if the cluster
+        cannot make it as configured. Returns the version and the request
+        accepted."""
+        if self._closed:
+            raise errors.AmuletError("the client is closed")
+        deadline = time.monotonic() + self.operation_timeout
+        backoff = BACKOFF_MIN
+        raced = 0
+        while raced < 3:
+            self.refresh_map()
+            routing = self._routing
+            request = pb.ReconfigureRequest()
+            request.CopyFrom(build(routing))
+            if request.WhichOneof("change") is None:
+                raise errors.InvalidArgument("reconfigure: the change built has no change set")
+            request.map_version = routing.version
+            address, stub = self._any_node()
+            try:
+                stub.Reconfigure(request, timeout=max(deadline - time.monotonic(), self.attempt_timeout))
+                return routing.version, request
+            except grpc.RpcError as e:
+                code, message, kind = e.code(), e.details() or "", error_kind(e)
+                if kind == "stale-map":
+                    raced += 1
+                    continue
+                if kind not in ("behind", "retryable"):
+                    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                        raise errors.OutcomeUnknown(f"reconfigure: no answer in time from {address}", code) from None
+                    raise errors.from_status(code, f"reconfigure at {self._peer(address)}: {message}") from None
+                if time.monotonic() + backoff >= deadline:
+                    raise errors.Unavailable(
+                        f"reconfigure: gave up after {self.operation_timeout}s: {self._peer(address)}: {message}"
+                    ) from None
+            time.sleep(backoff)
+            backoff = min(backoff * 2, BACKOFF_MAX)
+        raise errors.Unavailable("reconfigure: the map kept changing")
+
+    def running_streams(self) -> list[int]:
+        """Every stream some node runs (from ``Status``), for stream ids to
+        allocate above (``Routing.next_stream_id``): a node's configuration
+        may name streams the map does not know. Nodes that do not answer
+        are skipped."""
+        streams: list[int] = []
+        for address in self._routing.addresses.values():
+            try:
+                streams.extend(s.stream for s in self.status(address).streams)
+            except errors.AmuletError:
+                pass
+        return streams
 
     def grant(self, role: str, map: str, permission: str) -> None:
         """``role`` gets ``permission`` (``"read"``, ``"write"`` or

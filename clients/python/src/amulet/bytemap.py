@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from amulet import bulk_load as _bulk
 from amulet import errors
 from amulet.routing import Bound, Placement
 from amulet.snapshot import Snapshot
@@ -131,6 +132,37 @@ class ByteMap:
         # An empty putAll involves every partition (as in the Rust client).
         placement = Placement(self.name, "many", tuple(e.key for e in items)) if items else Placement(self.name, "all")
         _expect(self.client.execute("put_all", message, placement), "done")
+
+    def bulk_load(
+        self,
+        entries: Iterable[Entry],
+        *,
+        partition_entries: int = _bulk.PARTITION_ENTRIES,
+        batch_entries: int = _bulk.BATCH_ENTRIES,
+        batch_bytes: int = _bulk.BATCH_BYTES,
+        in_flight: int = _bulk.IN_FLIGHT,
+    ) -> _bulk.BulkLoaded:
+        """Loads ``entries``, sorted by key with no key twice (DynaTree's
+        B+tree bulk load, ``amulet.bulk_load``): a range map is pre-split
+        as it goes, the range holding the first key of each chunk of
+        ``partition_entries`` entries after the first cut there (0: no
+        pre-split; a hash map is never split); each chunk is written in
+        ``put_all`` batches of at most ``batch_entries`` entries and
+        ``batch_bytes`` key and value bytes that stay within one partition,
+        ``in_flight`` at once. Reads the input as it goes (a chunk at a
+        time). Returns an ``amulet.BulkLoaded`` (entries, bytes, splits,
+        batches). Not atomic: a failure leaves what was written. A key not
+        above the one before it is ``InvalidArgument``, naming both, raised
+        before anything of its chunk is written (the chunks before it stay
+        written)."""
+        return _bulk.bulk_load(
+            self,
+            entries,
+            partition_entries=partition_entries,
+            batch_entries=batch_entries,
+            batch_bytes=batch_bytes,
+            in_flight=in_flight,
+        )
 
     def contains_value(self, value: bytes) -> bool:
         value = _bytes(value, "value")

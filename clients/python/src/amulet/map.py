@@ -15,6 +15,7 @@ from collections.abc import ItemsView, Iterator, KeysView, MutableMapping, Value
 from typing import Any
 
 from amulet import codecs, errors
+from amulet.bulk_load import BulkLoaded
 from amulet.bytemap import ByteMap
 
 _MISSING = object()
@@ -176,6 +177,17 @@ class AmuletMap(MutableMapping):
         more than 10 000 entries or 3 MiB with ``InvalidArgument``)."""
         items = items.items() if hasattr(items, "items") else items
         self.raw.put_all([(self._k(k), self._v(v)) for k, v in items])
+
+    def bulk_load(self, items, **options) -> BulkLoaded:
+        """Loads ``items`` (a mapping or ``(key, value)`` pairs), sorted by
+        encoded key with no key twice, as ``ByteMap.bulk_load`` (the same
+        keyword options): a range map pre-split into partitions of
+        ``partition_entries`` as it goes, then written in ``put_all``
+        batches within one partition. The order checked is the encoded
+        keys' (with ``codecs.ELEMENT``, ints by value, then strings, ...).
+        Items are encoded as they are read."""
+        items = items.items() if hasattr(items, "items") else items
+        return self.raw.bulk_load(((self._k(k), self._v(v)) for k, v in items), **options)
 
     # ---- atomic conditional operations -----------------------------------
 

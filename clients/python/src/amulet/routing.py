@@ -13,6 +13,7 @@ every key it writes and of every range it read, in any maps
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import crc32c
@@ -72,6 +73,10 @@ class Routing:
     # None for a hash layout; otherwise (start key, partition) sorted.
     keyspaces: dict[str, list[tuple[bytes, int]] | None]
     addresses: dict[int, str] = field(default_factory=dict)
+    # The global stream, and each partition's stream: what a
+    # reconfiguration allocates new ids above (``next_stream_id``).
+    global_stream: int = 0
+    streams: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def from_pb(cls, message) -> "Routing":
@@ -87,6 +92,8 @@ class Routing:
             token_ring=[(t.first_token, t.partition) for t in message.token_ring],
             keyspaces=keyspaces,
             addresses={n.node: n.address for n in message.nodes},
+            global_stream=message.global_stream,
+            streams={p.id: p.stream for p in message.partitions},
         )
         routing.validate()
         return routing
@@ -166,6 +173,19 @@ class Routing:
 
     def replica_addresses(self, partition: int) -> list[str]:
         return [self.addresses[n] for n in self.partitions.get(partition, []) if n in self.addresses]
+
+    def next_partition_id(self) -> int:
+        """A partition id above every partition of this map (as the Rust
+        ``PartitionMap::next_partition_id`` on a client's map, which knows
+        no partition merged away)."""
+        return max(self.partitions, default=0) + 1
+
+    def next_stream_id(self, also_used: Iterable[int] = ()) -> int:
+        """A stream id above the global stream, every partition's stream
+        and ``also_used`` (the streams nodes run, ``Client.running_streams``:
+        a node's configuration may name streams the map does not know)."""
+        known = [self.global_stream, *self.streams.values(), *also_used]
+        return max(known) + 1
 
 
 def _range_owner(ranges: list[tuple[bytes, int]], key: bytes) -> int:

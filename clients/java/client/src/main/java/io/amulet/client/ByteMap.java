@@ -246,6 +246,37 @@ public final class ByteMap {
     expect(client.execute(MapRequest.newBuilder().setPutAll(b).build(), p), MapResponse.ResultCase.DONE);
   }
 
+  /** {@link #bulkLoad(Iterable, BulkLoad)} with {@link BulkLoad#defaults()}. */
+  public BulkLoaded bulkLoad(Iterable<? extends Map.Entry<byte[], byte[]>> entries) {
+    return bulkLoad(entries, BulkLoad.defaults());
+  }
+
+  /**
+   * Loads {@code entries}, sorted by key (unsigned byte order) with no key
+   * twice, into this map: DynaTree's B+tree bulk load ({@link BulkLoad}). A
+   * range map is pre-split as it goes: the range holding the first key of
+   * each chunk of {@link BulkLoad#partitionEntries()} entries after the
+   * first is split at that key (unless it starts a range already); a map
+   * not in ranges is never split. Each chunk is written in {@code putAll}s
+   * of at most {@link BulkLoad#batchEntries()} entries and {@link
+   * BulkLoad#batchBytes()} key and value bytes that each stay within one
+   * partition, {@link BulkLoad#inFlight()} at once. The input is read a
+   * chunk at a time (its arrays are kept until written: do not change
+   * them). Not atomic: a failure leaves what was written, and running the
+   * same load again writes the same values.
+   *
+   * @throws IllegalArgumentException for a key not above the one before it
+   *     (naming both), before anything of its chunk is written (the chunks
+   *     before it stay written); for a split or batch the cluster refuses
+   * @throws NullPointerException for a null key or value
+   * @throws AmuletException as {@link #putAll} for a batch, or for a split
+   *     ({@code OUTCOME_UNKNOWN} without an answer in time)
+   */
+  public BulkLoaded bulkLoad(
+      Iterable<? extends Map.Entry<byte[], byte[]>> entries, BulkLoad options) {
+    return BulkLoad.run(this, entries.iterator(), options);
+  }
+
   public boolean containsValue(byte[] value) {
     return flag(
         all(

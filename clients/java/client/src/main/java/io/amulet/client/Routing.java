@@ -4,6 +4,7 @@ import amulet.v1.AmuletOuterClass;
 import com.google.protobuf.ByteString;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -30,6 +31,9 @@ final class Routing {
   final Map<String, Range[]> keyspaces;
   /** Node id to client address. */
   final Map<Integer, String> addresses;
+  /** The global stream, and each partition's stream (what a reconfiguration allocates above). */
+  final int globalStream;
+  final Map<Integer, Integer> streams;
 
   /** One range of a range layout: keys from start (inclusive) up to the next start. */
   static final class Range {
@@ -48,20 +52,26 @@ final class Routing {
       long[] ringTokens,
       int[] ringPartitions,
       Map<String, Range[]> keyspaces,
-      Map<Integer, String> addresses) {
+      Map<Integer, String> addresses,
+      int globalStream,
+      Map<Integer, Integer> streams) {
     this.version = version;
     this.partitions = partitions;
     this.ringTokens = ringTokens;
     this.ringPartitions = ringPartitions;
     this.keyspaces = keyspaces;
     this.addresses = addresses;
+    this.globalStream = globalStream;
+    this.streams = streams;
   }
 
   /** The routing of a GetPartitionMap reply; refuses a map it cannot route by. */
   static Routing fromProto(AmuletOuterClass.PartitionMap m) {
     TreeMap<Integer, List<Integer>> partitions = new TreeMap<>();
+    Map<Integer, Integer> streams = new TreeMap<>();
     for (AmuletOuterClass.Partition p : m.getPartitionsList()) {
       partitions.put(p.getId(), List.copyOf(p.getReplicasList()));
+      streams.put(p.getId(), p.getStream());
     }
     if (partitions.isEmpty()) {
       throw new AmuletException(AmuletException.Kind.PROTOCOL, "the partition map has no partitions");
@@ -112,7 +122,9 @@ final class Routing {
         tokens,
         owners,
         Collections.unmodifiableMap(keyspaces),
-        Collections.unmodifiableMap(addresses));
+        Collections.unmodifiableMap(addresses),
+        m.getGlobalStream(),
+        Collections.unmodifiableMap(streams));
   }
 
   /** The token of a key: its CRC-32C. */
@@ -206,6 +218,31 @@ final class Routing {
       involved.add(partitions.firstKey());
     }
     return new ArrayList<>(involved);
+  }
+
+  /**
+   * A partition id above every partition of this map (as the Rust {@code
+   * PartitionMap::next_partition_id} on a client's map, which knows no
+   * partition merged away).
+   */
+  int nextPartitionId() {
+    return partitions.lastKey() + 1;
+  }
+
+  /**
+   * A stream id above the global stream, every partition's stream and
+   * {@code alsoUsed} (the streams nodes run: a node's configuration may
+   * name streams the map does not know).
+   */
+  int nextStreamId(Collection<Integer> alsoUsed) {
+    int most = globalStream;
+    for (int s : streams.values()) {
+      most = Math.max(most, s);
+    }
+    for (int s : alsoUsed) {
+      most = Math.max(most, s);
+    }
+    return most + 1;
   }
 
   /** Client addresses of the replicas of a partition. */

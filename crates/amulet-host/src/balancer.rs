@@ -110,9 +110,9 @@ impl<S: StateMachine> Host<S> {
         let Some(map) = self.current_map().cloned() else {
             return;
         };
-        if config.split_ops_per_second > 0 {
-            self.measure_load(&map, now);
-        }
+        // Always: besides splits by load, a window's keys tell a tail
+        // written in order (sequential inserts) from one written all over.
+        self.measure_load(&map, now);
         if let Some((version, at)) = self.balancing.proposed {
             if version == map.version && now.since(at) < CHANGE_RETRY_MICROS {
                 return; // the last change has not taken effect yet
@@ -142,9 +142,7 @@ impl<S: StateMachine> Host<S> {
                 let load = self.measured_load(*p);
                 split_of(&map, *p, r.state(), load, &config, &also_used, storage)
             });
-        let by_load = split
-            .as_ref()
-            .is_some_and(|(_, _, by)| *by == SplitBy::Load);
+        let split_by = split.as_ref().map(|(_, _, by)| *by);
         let change = split
             .map(|(partition, change, _)| (partition, change))
             .or_else(|| self.merge_of(&map, &gone, &config))
@@ -153,10 +151,15 @@ impl<S: StateMachine> Host<S> {
             return;
         };
         let what = match change {
-            Reconfiguration::Split { .. } if by_load => {
+            Reconfiguration::Split { .. } if split_by == Some(SplitBy::Load) => {
                 self.counters.splits_proposed += 1;
                 self.counters.load_splits_proposed += 1;
                 "split by load"
+            }
+            Reconfiguration::Split { .. } if split_by == Some(SplitBy::Tail) => {
+                self.counters.splits_proposed += 1;
+                self.counters.tail_splits_proposed += 1;
+                "tail split"
             }
             Reconfiguration::Merge { .. } => {
                 self.counters.merges_proposed += 1;
@@ -332,6 +335,9 @@ enum SplitBy {
     Size,
     /// It executed more commands per second than the bound.
     Load,
+    /// Past the size bound, and it holds the map's tail written in key
+    /// order: cut where the last window's writes start.
+    Tail,
 }
 
 /// The split of `partition` the balancer proposes, if it holds more than
@@ -364,9 +370,10 @@ fn split_of<S: StateMachine>(
         let bytes = state.keyspace_bytes(name).unwrap_or(0);
         let by_bytes = config.split_bytes > 0 && bytes > config.split_bytes;
         let over_entries = entries > config.split_entries;
-        let hot_keys = hot
+        let window_keys = load
             .and_then(|l| l.keys.get(name))
             .filter(|keys| keys.len() >= LOAD_CUT_SAMPLES_MIN);
+        let hot_keys = hot.and(window_keys);
         if !over_entries && !by_bytes && hot_keys.is_none() {
             continue;
         }
@@ -395,14 +402,31 @@ fn split_of<S: StateMachine>(
             let keys = hot_keys?;
             amulet_smr::load_median(keys, |key| !starts_a_range(ranges, key))
         };
-        let (at, split_by) = match by_size {
-            Some(at) => (at, SplitBy::Size),
-            None => match by_load() {
-                Some(at) => (at, SplitBy::Load),
-                // One entry larger than the bound, one hot key, or every
-                // candidate starts a range: nothing to cut here.
-                None => continue,
-            },
+        // The map's last range, whose last window touched only keys above
+        // its median: sequential inserts. A cut at the middle would leave
+        // a left half never written again at half the bound, every time;
+        // the cut at the window's lowest key leaves the keys written
+        // before it where they are (at least half, most often nearly all
+        // of the partition) and hands the tail, where the inserts go, to
+        // the new partition, small. B+trees split their rightmost leaf
+        // the same way under appends.
+        let tail = || {
+            let (_, last) = ranges.last()?;
+            let keys = window_keys.filter(|_| *last == partition)?;
+            let median = state.keyspace_key_at(name, entries / 2)?;
+            let lowest = keys.first()?;
+            (*lowest > median && !starts_a_range(ranges, lowest)).then(|| lowest.clone())
+        };
+        let cut = (over_entries || by_bytes)
+            .then(tail)
+            .flatten()
+            .map(|at| (at, SplitBy::Tail))
+            .or_else(|| by_size.map(|at| (at, SplitBy::Size)))
+            .or_else(|| by_load().map(|at| (at, SplitBy::Load)));
+        // None: one entry larger than the bound, one hot key, or every
+        // candidate starts a range: nothing to cut here.
+        let Some((at, split_by)) = cut else {
+            continue;
         };
         let change = Reconfiguration::split_at_key(
             map,
@@ -473,18 +497,48 @@ mod tests {
         state
     }
 
+    /// `map()` with the keys from "zz" on in a second partition: the
+    /// first no longer holds the map's tail.
+    fn map_with_tail_elsewhere() -> PartitionMap {
+        let info = |stream| PartitionInfo {
+            stream: StreamId(stream),
+            replicas: vec![NodeId(1), NodeId(2), NodeId(3)],
+        };
+        let mut map = PartitionMap::uniform(
+            StreamId(1),
+            vec![(PartitionId(1), info(2)), (PartitionId(2), info(3))],
+        );
+        let ranges = vec![
+            (Bytes::new(), PartitionId(1)),
+            (Bytes::from_static(b"zz"), PartitionId(2)),
+        ];
+        map.create_keyspace("m", Layout::Range(ranges))
+            .expect("a new keyspace");
+        map
+    }
+
     fn cut(state: &PartitionState, split_entries: u64, split_bytes: u64) -> Option<Bytes> {
         cut_with_load(state, split_entries, split_bytes, None).map(|(at, _)| at)
     }
 
-    /// The cut the balancer proposes, with whether it is by load, given
-    /// the last load window: (ops/s over it, bound, sampled keys).
+    /// The cut the balancer proposes, and why, given the last load
+    /// window: (ops/s over it, bound, sampled keys).
     fn cut_with_load(
         state: &PartitionState,
         split_entries: u64,
         split_bytes: u64,
         load: Option<(u64, u64, &[&str])>,
-    ) -> Option<(Bytes, bool)> {
+    ) -> Option<(Bytes, SplitBy)> {
+        cut_in(&map(), state, split_entries, split_bytes, load)
+    }
+
+    fn cut_in(
+        map: &PartitionMap,
+        state: &PartitionState,
+        split_entries: u64,
+        split_bytes: u64,
+        load: Option<(u64, u64, &[&str])>,
+    ) -> Option<(Bytes, SplitBy)> {
         let config = BalancerConfig {
             split_entries,
             split_bytes,
@@ -502,8 +556,8 @@ mod tests {
                 keys: [("m".to_owned(), keys)].into_iter().collect(),
             }
         });
-        let (_, change, by_load) = split_of(
-            &map(),
+        let (_, change, split_by) = split_of(
+            map,
             PartitionId(1),
             state,
             measured.as_ref(),
@@ -516,7 +570,7 @@ mod tests {
         };
         assert_eq!(at_keys.len(), 1);
         assert_eq!(at_keys[0].0, "m");
-        Some((at_keys[0].1.clone(), by_load == SplitBy::Load))
+        Some((at_keys[0].1.clone(), split_by))
     }
 
     /// DynaTree's oracle splits "past a load threshold": a small range
@@ -530,7 +584,7 @@ mod tests {
         let b = Bytes::from_static(b"b");
         assert_eq!(
             cut_with_load(&s, 1_000, 0, Some((100, 50, hot))),
-            Some((b, true))
+            Some((b, SplitBy::Load))
         );
         assert_eq!(cut_with_load(&s, 1_000, 0, Some((50, 50, hot))), None);
         let one_key: &[&str] = &["c", "c", "c", "c", "c", "c", "c", "a"];
@@ -539,7 +593,46 @@ mod tests {
         assert_eq!(cut_with_load(&s, 1_000, 0, Some((100, 50, few))), None);
         assert_eq!(
             cut_with_load(&s, 5, 0, Some((100, 50, hot))),
-            Some((Bytes::from_static(b"d"), false))
+            Some((Bytes::from_static(b"d"), SplitBy::Size))
+        );
+    }
+
+    /// Sequential inserts: the map's last range, past the bound, whose
+    /// last window wrote only keys above its median (k15..k19 of
+    /// k00..k19) is cut where those writes start, not at its middle (a
+    /// left half at half the bound that is never written again). A window
+    /// spread over the range, or a range that is not the map's last, is
+    /// cut at the middle; so is a tail never measured.
+    #[test]
+    fn dynatree_growth_sequential_inserts_split_the_tail_where_the_writes_start() {
+        let keys: Vec<String> = (0..20).map(|i| format!("k{i:02}")).collect();
+        let s = state(&keys.iter().map(|k| (k.as_str(), 1)).collect::<Vec<_>>());
+        let appended: &[&str] = &["k15", "k16", "k17", "k18", "k19"];
+        let spread: &[&str] = &["k02", "k08", "k15", "k17", "k19"];
+        let (k10, k15) = (Bytes::from_static(b"k10"), Bytes::from_static(b"k15"));
+        assert_eq!(
+            cut_with_load(&s, 10, 0, Some((5, 0, appended))),
+            Some((k15.clone(), SplitBy::Tail))
+        );
+        assert_eq!(
+            cut_with_load(&s, 10, 0, Some((5, 0, spread))),
+            Some((k10.clone(), SplitBy::Size))
+        );
+        assert_eq!(
+            cut_in(
+                &map_with_tail_elsewhere(),
+                &s,
+                10,
+                0,
+                Some((5, 0, appended))
+            ),
+            Some((k10.clone(), SplitBy::Size))
+        );
+        assert_eq!(cut(&s, 10, 0), Some(k10));
+        assert_eq!(
+            cut_with_load(&s, 100, 0, Some((5, 0, appended))),
+            None,
+            "under the bound"
         );
     }
 

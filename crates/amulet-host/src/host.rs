@@ -116,6 +116,9 @@ pub struct HostCounters {
     /// Of `splits_proposed`, those made because the partition was hot
     /// (`split_ops_per_second`), not large.
     pub load_splits_proposed: u64,
+    /// Of `splits_proposed`, tail splits: the map's last range written in
+    /// key order, cut where its last window's writes start.
+    pub tail_splits_proposed: u64,
     /// Merges the balancer proposed.
     pub merges_proposed: u64,
     /// Moves the balancer proposed to even out partitions per node.

@@ -285,7 +285,7 @@ impl Metrics {
         let balancer = Family::<NameLabels, G>::default();
         registry.register(
             "balancer",
-            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large), merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds",
+            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large; tail_splits_proposed of them at the map's tail written in key order), merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds",
             balancer.clone(),
         );
         Metrics {
@@ -482,6 +482,7 @@ impl Metrics {
             for (name, value) in [
                 ("splits_proposed", stats.splits_proposed),
                 ("load_splits_proposed", stats.load_splits_proposed),
+                ("tail_splits_proposed", stats.tail_splits_proposed),
                 ("merges_proposed", stats.merges_proposed),
                 ("moves_proposed", stats.moves_proposed),
                 ("partitions", stats.partitions),

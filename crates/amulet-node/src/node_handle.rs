@@ -93,6 +93,8 @@ pub struct NodeStats {
     pub splits_proposed: u64,
     /// Of those, splits of a hot partition (by load, not size).
     pub load_splits_proposed: u64,
+    /// Of those, tail splits (sequential inserts at the map's end).
+    pub tail_splits_proposed: u64,
     /// Merges the balancer proposed here since the node started.
     pub merges_proposed: u64,
     /// Moves the balancer proposed here since the node started.

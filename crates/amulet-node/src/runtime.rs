@@ -582,6 +582,7 @@ impl EventLoop {
                     rehoming: self.host.rehoming_partitions(),
                     splits_proposed: self.host.counters().splits_proposed,
                     load_splits_proposed: self.host.counters().load_splits_proposed,
+                    tail_splits_proposed: self.host.counters().tail_splits_proposed,
                     merges_proposed: self.host.counters().merges_proposed,
                     moves_proposed: self.host.counters().moves_proposed,
                     partitions: self

@@ -439,6 +439,7 @@ fn swarm(
     if summary.balancer_splits + summary.balancer_merges + summary.balancer_moves > 0 {
         println!("balancer_splits={}", summary.balancer_splits);
         println!("balancer_load_splits={}", summary.balancer_load_splits);
+        println!("balancer_tail_splits={}", summary.balancer_tail_splits);
         println!("balancer_merges={}", summary.balancer_merges);
         println!("balancer_moves={}", summary.balancer_moves);
     }

@@ -42,6 +42,8 @@ pub struct SeedStats {
     pub balancer_splits: u64,
     /// Of those, splits by load (of a hot partition).
     pub balancer_load_splits: u64,
+    /// Of those, tail splits (the map's end written in key order).
+    pub balancer_tail_splits: u64,
     /// Merges the balancer proposed (DMap seeds that run it).
     pub balancer_merges: u64,
     /// Moves the balancer proposed (DMap seeds that run it).
@@ -97,6 +99,8 @@ pub struct SwarmSummary {
     pub balancer_splits: u64,
     /// Of those, splits by load, over all seeds.
     pub balancer_load_splits: u64,
+    /// Of those, tail splits, over all seeds.
+    pub balancer_tail_splits: u64,
     /// Merges the balancer proposed, over all seeds.
     pub balancer_merges: u64,
     /// Moves the balancer proposed, over all seeds.
@@ -182,6 +186,7 @@ pub fn run_swarm_replayed_by(
         summary.hand_offs += outcome.stats.hand_offs;
         summary.balancer_splits += outcome.stats.balancer_splits;
         summary.balancer_load_splits += outcome.stats.balancer_load_splits;
+        summary.balancer_tail_splits += outcome.stats.balancer_tail_splits;
         summary.balancer_merges += outcome.stats.balancer_merges;
         summary.balancer_moves += outcome.stats.balancer_moves;
         summary.subscription_changes += outcome.stats.subscription_changes;

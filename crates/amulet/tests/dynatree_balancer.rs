@@ -478,3 +478,57 @@ fn dynatree_bulk_load_pre_splits_sorted_input_into_partitions() {
     drop(runtime);
     cluster.stop();
 }
+
+/// Sequential inserts, the worst case of range partitioning (every write
+/// lands on the map's last range): the tail splits where the last load
+/// window's writes start, not at its middle, so the ranges it leaves
+/// behind, never written again, stay nearly full instead of at half the
+/// bound. Keys go in at about 400 a second, so a window (closed at the
+/// balancer's turn, once a second) covers less than half of a tail past
+/// the bound of 1,000.
+#[test]
+fn dynatree_growth_sequential_inserts_split_the_tail_early() {
+    const BOUND: usize = 1_000;
+    const KEYS: usize = 6_000;
+    const BATCH: usize = 20;
+    let name = "appended";
+    let (cluster, runtime, client) = start_range_map(
+        "balancer-tail",
+        &format!("split_entries = {BOUND}\nload_window_ms = 100"),
+        name,
+    );
+    let map = client.map(name).unwrap();
+    let key = |i: usize| Bytes::from(format!("k{i:08}"));
+    let started = Instant::now();
+    for first in (0..KEYS).step_by(BATCH) {
+        let batch: Vec<(Bytes, Bytes)> = (first..first + BATCH).map(|i| (key(i), key(i))).collect();
+        runtime.block_on(map.put_all(batch)).unwrap();
+        // Paced: batch n goes no earlier than n * 50 ms.
+        let due = Duration::from_millis(50 * (first / BATCH + 1) as u64);
+        if let Some(wait) = due.checked_sub(started.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    let sizes = settle(&runtime, &client, name, |sizes| {
+        sizes.iter().all(|n| *n <= BOUND) && sizes.iter().sum::<usize>() == KEYS
+    });
+    println!("ranges after {KEYS} sequential inserts: {sizes:?}");
+    let log: String = (1..=3)
+        .map(|n| std::fs::read_to_string(cluster.dir.join(format!("node-{n}.log"))).unwrap())
+        .collect();
+    let tail_splits = log.matches("proposing a tail split").count();
+    assert!(tail_splits >= 2, "{tail_splits} tail splits: {sizes:?}");
+    // Middle cuts leave ranges of about half the bound behind.
+    let behind = &sizes[..sizes.len() - 1];
+    let mean = behind.iter().sum::<usize>() / behind.len().max(1);
+    assert!(
+        mean >= BOUND * 7 / 10,
+        "ranges left behind hold {mean} on average: {sizes:?}"
+    );
+    for i in (0..KEYS).step_by(97) {
+        assert_eq!(runtime.block_on(map.get(key(i))).unwrap(), Some(key(i)));
+    }
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}

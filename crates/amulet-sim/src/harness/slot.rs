@@ -184,6 +184,7 @@ fn add_counters(into: &mut HostCounters, more: HostCounters) {
     into.syncs += more.syncs;
     into.splits_proposed += more.splits_proposed;
     into.load_splits_proposed += more.load_splits_proposed;
+    into.tail_splits_proposed += more.tail_splits_proposed;
     into.merges_proposed += more.merges_proposed;
     into.moves_proposed += more.moves_proposed;
 }

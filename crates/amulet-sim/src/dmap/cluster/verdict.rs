@@ -83,6 +83,7 @@ impl DmapCluster {
                 hand_offs: counters.iter().map(|c| c.hand_offs).sum(),
                 balancer_splits: counters.iter().map(|c| c.splits_proposed).sum(),
                 balancer_load_splits: counters.iter().map(|c| c.load_splits_proposed).sum(),
+                balancer_tail_splits: counters.iter().map(|c| c.tail_splits_proposed).sum(),
                 balancer_merges: counters.iter().map(|c| c.merges_proposed).sum(),
                 balancer_moves: counters.iter().map(|c| c.moves_proposed).sum(),
                 trimmed_instances: harness

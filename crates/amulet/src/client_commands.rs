@@ -75,8 +75,10 @@ pub enum Op {
         #[arg(long, default_value_t = 0)]
         w: u32,
     },
-    /// Print entries in key order: the whole map from a snapshot, or a
-    /// linearizable range read when bounds or a limit are given.
+    /// Print entries in key order: the whole map from a snapshot; between
+    /// bounds, page by page (each page a linearizable read within one
+    /// range partition); with --limit or --reverse, one linearizable
+    /// range read.
     Scan {
         /// Least key (inclusive).
         #[arg(long)]
@@ -344,6 +346,22 @@ async fn execute(
                 let id = snapshot.id();
                 snapshot.close().await?;
                 eprintln!("({count} entries, snapshot at global position {id})");
+            } else if limit.is_none() && !reverse {
+                let bound = |k: Option<String>, inclusive: bool| {
+                    k.map(|k| KeyBound {
+                        key: Bytes::from(k),
+                        inclusive,
+                    })
+                };
+                let mut scan = map.scan(bound(from, true), bound(to, false), 1_000);
+                let mut count = 0u64;
+                while let Some(page) = scan.next_page().await? {
+                    for (key, value) in &page {
+                        println!("{}\t{}", show(key), show(value));
+                    }
+                    count += page.len() as u64;
+                }
+                eprintln!("({count} entries, {} range reads)", scan.reads());
             } else {
                 let bound = |k: Option<String>, inclusive: bool| {
                     k.map(|k| KeyBound {

@@ -428,6 +428,33 @@ fn dynatree_bulk_load_pre_splits_sorted_input_into_partitions() {
     for i in (0..ENTRIES).step_by(7) {
         assert_eq!(runtime.block_on(map.get(key(i))).unwrap(), Some(value(i)));
     }
+    // A range scan over the four partitions, page by page: every key of
+    // [k500, k3100) once, in order, in pages of at most 128 that never
+    // cross a partition's end.
+    let mut scan = map.scan(
+        Some(amulet_client::KeyBound {
+            key: key(500),
+            inclusive: true,
+        }),
+        Some(amulet_client::KeyBound {
+            key: key(3_100),
+            inclusive: false,
+        }),
+        128,
+    );
+    let mut scanned = Vec::new();
+    let mut pages = 0;
+    while let Some(page) = runtime.block_on(scan.next_page()).unwrap() {
+        assert!(!page.is_empty() && page.len() <= 128, "{}", page.len());
+        let partition = |k: &Bytes| client.partition_map().partition_of(name, k).unwrap();
+        assert_eq!(partition(&page[0].0), partition(&page[page.len() - 1].0));
+        scanned.extend(page.into_iter().map(|(k, _)| k));
+        pages += 1;
+    }
+    assert_eq!(scanned, (500..3_100).map(key).collect::<Vec<_>>());
+    // 400, 900, 900 and 400 keys in pages of 128.
+    assert_eq!(pages, 4 + 8 + 8 + 4);
+    assert_eq!(scan.reads(), pages);
     // Unsorted: refused at the key that goes back; the chunk before it is
     // loaded, nothing of its own chunk.
     let unsorted = [

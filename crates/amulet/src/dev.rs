@@ -61,6 +61,11 @@ pub struct DevArgs {
     /// require them.)
     #[arg(long)]
     insecure: bool,
+    /// The balancer's bound for this run: a range partition holding more
+    /// entries of one map splits (docs/dynatree.md; default: the nodes'
+    /// own, 1,000,000). For watching a range map grow.
+    #[arg(long)]
+    split_entries: Option<u64>,
 }
 
 /// What `amulet dev` writes once and reads again on every run.
@@ -205,6 +210,9 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
                 "\n[tls]\ndir = {:?}\n",
                 tls_dir.display().to_string()
             ));
+        }
+        if let Some(bound) = args.split_entries {
+            text.push_str(&format!("\n[balancer]\nsplit_entries = {bound}\n"));
         }
         std::fs::write(&config_path, text)?;
         let log = std::fs::OpenOptions::new()

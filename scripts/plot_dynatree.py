@@ -37,6 +37,13 @@ def main():
         cpu = [(x, float(r["cpu_us_per_op"])) for x, r in zip(xs, mine) if r["cpu_us_per_op"]]
         if cpu:
             right.plot([c[0] for c in cpu], [c[1] for c in cpu], "o-", color=color, label=f"amulet {workload}")
+        uncached = sorted(
+            (r for r in rows if r["system"] == "amulet-no-cache" and r["workload"] == workload),
+            key=lambda r: int(r["partitions"]),
+        )
+        if uncached:
+            left.plot([int(r["partitions"]) for r in uncached], [float(r["ops_per_s"]) for r in uncached],
+                      "s--", color=color, label=f"amulet {workload}, no map cache")
         for r in rows:
             if r["system"] == "etcd" and r["workload"] == workload:
                 left.axhline(float(r["ops_per_s"]), color=color, linestyle=":", label=f"etcd {workload}")

@@ -435,8 +435,11 @@ impl Client {
             .unwrap_or_default()
     }
 
-    /// Fetches the map from some node and keeps it if it is newer.
-    pub(crate) async fn refresh_map(&self) {
+    /// Fetches the map from some node and keeps it if it is newer. The
+    /// client does so by itself when a replica calls its map stale; a
+    /// caller may to see a change sooner (or, as DynaTree's experiment
+    /// without a client cache, before every operation).
+    pub async fn refresh_map(&self) {
         let Ok((_, address)) = self.any_node() else {
             return;
         };

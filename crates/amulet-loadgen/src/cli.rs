@@ -135,6 +135,10 @@ struct Args {
     /// N partitions, cut where the keys fall evenly (0: a hashed map).
     #[arg(long, default_value_t = 0)]
     amulet_range_partitions: usize,
+    /// Amulet: fetch the partition map from a node before every operation,
+    /// as a client without a cache of it would (DynaTree's Fig. 3).
+    #[arg(long)]
+    amulet_no_map_cache: bool,
     /// Logs (Amulet) or streams (Redis) the `append` workload spreads its
     /// appends over, picked by the key.
     #[arg(long, default_value_t = 1)]
@@ -255,6 +259,7 @@ async fn run_backend(
                     random_replica: args.amulet_random_replica,
                     range_partitions: args.amulet_range_partitions,
                     records: args.record_count,
+                    no_map_cache: args.amulet_no_map_cache,
                 },
                 if args.workloads.contains(&Workload::Append) {
                     args.log_count

@@ -13,6 +13,8 @@ pub struct AmuletBackend {
     map: DMap,
     /// The logs of the `append` workload (`{map}-log-{i}`), none without.
     logs: Vec<DLog>,
+    /// [`Routing::no_map_cache`].
+    no_map_cache: bool,
 }
 
 /// The log (or stream) index `key` picks among `count`: FNV-1a, so every
@@ -39,6 +41,9 @@ pub struct Routing {
     pub range_partitions: usize,
     /// The workload's key count, for those cuts.
     pub records: u64,
+    /// Fetch the partition map from a node before every operation: no
+    /// client cache of the map (DynaTree's Fig. 3, "without cache").
+    pub no_map_cache: bool,
 }
 
 /// The range layout of [`Routing::range_partitions`] over `map`'s
@@ -83,6 +88,13 @@ impl Routing {
 }
 
 impl AmuletBackend {
+    /// Without a map cache: the map fetched again before the operation.
+    async fn uncached(&self) {
+        if self.no_map_cache {
+            self.map.client().refresh_map().await;
+        }
+    }
+
     /// Opens `connections` clients through `seeds` (client API
     /// addresses), creates `map` if needed, and returns `clients` handles
     /// spread over the clients round-robin. `routing` sets how the clients
@@ -124,7 +136,11 @@ impl AmuletBackend {
         Ok((0..clients)
             .map(|i| {
                 let (map, logs) = maps[connection_for(i, maps.len())].clone();
-                AmuletBackend { map, logs }
+                AmuletBackend {
+                    map,
+                    logs,
+                    no_map_cache: routing.no_map_cache,
+                }
             })
             .collect())
     }
@@ -136,10 +152,12 @@ impl KvBackend for AmuletBackend {
     }
 
     async fn get(&self, key: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
+        self.uncached().await;
         Ok(self.map.get(key.to_vec()).await?.map(|v| v.to_vec()))
     }
 
     async fn put(&self, key: &[u8], value: &[u8]) -> anyhow::Result<()> {
+        self.uncached().await;
         self.map.put(key.to_vec(), value.to_vec()).await?;
         Ok(())
     }

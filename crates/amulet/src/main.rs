@@ -13,6 +13,7 @@ mod log_command;
 mod membership_command;
 mod node_command;
 mod order_demo;
+mod reconfigure_command;
 mod txn_command;
 
 // The node keeps many 32 KiB values alive for a while (memory ring,

@@ -66,6 +66,10 @@ pub struct DevArgs {
     /// own, 1,000,000). For watching a range map grow.
     #[arg(long)]
     split_entries: Option<u64>,
+    /// Judge requests by whole-map versions for this run (`[smr]
+    /// fence_keys = false`), to compare with fence keys.
+    #[arg(long)]
+    whole_map_versions: bool,
 }
 
 /// What `amulet dev` writes once and reads again on every run.
@@ -210,6 +214,9 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
                 "\n[tls]\ndir = {:?}\n",
                 tls_dir.display().to_string()
             ));
+        }
+        if args.whole_map_versions {
+            text = text.replacen("\n[smr]\n", "\n[smr]\nfence_keys = false\n", 1);
         }
         if let Some(bound) = args.split_entries {
             text.push_str(&format!("\n[balancer]\nsplit_entries = {bound}\n"));

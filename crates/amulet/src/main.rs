@@ -2,6 +2,7 @@
 //! (`amulet node`), and use a cluster (`amulet get/put/del/scan/...`).
 
 mod access_command;
+mod bench_inserts;
 mod bench_scan;
 mod bulk_load_command;
 mod cert_command;
@@ -58,6 +59,10 @@ enum Command {
     /// Benchmark snapshot iteration against a get loop on a running
     /// cluster.
     BenchScan(bench_scan::BenchScanArgs),
+    /// DynaTree's growth on a running cluster: random then sequential
+    /// inserts into a range map of one partition, the balancer's splits,
+    /// every key read back, the client's map refreshes counted.
+    BenchInserts(bench_inserts::BenchInsertsArgs),
     /// YCSB-style closed-loop benchmark (amulet-loadgen): `amulet bench --
     /// --backend amulet --workloads put-only,a ...`.
     Bench {
@@ -95,6 +100,7 @@ fn main() -> std::process::ExitCode {
         Command::Init(args) => init_command::run(args),
         Command::OrderDemo(args) => order_demo::run(args),
         Command::BenchScan(args) => bench_scan::run(args),
+        Command::BenchInserts(args) => bench_inserts::run(args),
         Command::Bench { args } => {
             amulet_loadgen::cli::main_from(std::iter::once("amulet bench".to_string()).chain(args))
         }

@@ -403,21 +403,29 @@ fn split_of<S: StateMachine>(
             amulet_smr::load_median(keys, |key| !starts_a_range(ranges, key))
         };
         // The map's last range, whose last window touched only keys above
-        // its median: sequential inserts. A cut at the middle would leave
+        // its median: sequential inserts (a window shorter than half the
+        // partition's fill time; a longer one reaches below the median
+        // and reads as writes all over). A cut at the middle would leave
         // a left half never written again at half the bound, every time;
-        // the cut at the window's lowest key leaves the keys written
-        // before it where they are (at least half, most often nearly all
-        // of the partition) and hands the tail, where the inserts go, to
-        // the new partition, small. B+trees split their rightmost leaf
-        // the same way under appends.
+        // this cut leaves nine tenths of the bound behind (at least half
+        // the partition) and hands the tail, where the inserts go, to the
+        // new partition, small. B+trees split their rightmost leaf the
+        // same way under appends. By entries only: a cut near the end
+        // does not halve bytes.
         let tail = || {
             let (_, last) = ranges.last()?;
             let keys = window_keys.filter(|_| *last == partition)?;
             let median = state.keyspace_key_at(name, entries / 2)?;
-            let lowest = keys.first()?;
-            (*lowest > median && !starts_a_range(ranges, lowest)).then(|| lowest.clone())
+            if *keys.first()? <= median {
+                return None;
+            }
+            let keep =
+                (config.split_entries.saturating_mul(9) / 10).clamp(entries / 2, entries - 1);
+            state
+                .keyspace_key_at(name, keep)
+                .filter(|key| !starts_a_range(ranges, key))
         };
-        let cut = (over_entries || by_bytes)
+        let cut = (over_entries && !by_bytes)
             .then(tail)
             .flatten()
             .map(|at| (at, SplitBy::Tail))
@@ -597,38 +605,40 @@ mod tests {
         );
     }
 
-    /// Sequential inserts: the map's last range, past the bound, whose
-    /// last window wrote only keys above its median (k15..k19 of
-    /// k00..k19) is cut where those writes start, not at its middle (a
-    /// left half at half the bound that is never written again). A window
-    /// spread over the range, or a range that is not the map's last, is
-    /// cut at the middle; so is a tail never measured.
+    /// Sequential inserts: the map's last range, past the bound of 18,
+    /// whose last window wrote only keys above its median (k15..k19 of
+    /// k00..k19), keeps nine tenths of the bound (k00..k15) and hands
+    /// the rest to the new partition, instead of a cut at its middle (a
+    /// left half at half the bound that is never written again). Writes
+    /// spread over the range, a range that is not the map's last, or a
+    /// tail never measured are cut at the middle; a partition far past
+    /// the bound keeps at least half.
     #[test]
     fn dynatree_growth_sequential_inserts_split_the_tail_where_the_writes_start() {
         let keys: Vec<String> = (0..20).map(|i| format!("k{i:02}")).collect();
         let s = state(&keys.iter().map(|k| (k.as_str(), 1)).collect::<Vec<_>>());
         let appended: &[&str] = &["k15", "k16", "k17", "k18", "k19"];
         let spread: &[&str] = &["k02", "k08", "k15", "k17", "k19"];
-        let (k10, k15) = (Bytes::from_static(b"k10"), Bytes::from_static(b"k15"));
+        let (k10, k16) = (Bytes::from_static(b"k10"), Bytes::from_static(b"k16"));
         assert_eq!(
-            cut_with_load(&s, 10, 0, Some((5, 0, appended))),
-            Some((k15.clone(), SplitBy::Tail))
+            cut_with_load(&s, 18, 0, Some((5, 0, appended))),
+            Some((k16, SplitBy::Tail))
         );
         assert_eq!(
-            cut_with_load(&s, 10, 0, Some((5, 0, spread))),
+            cut_with_load(&s, 18, 0, Some((5, 0, spread))),
             Some((k10.clone(), SplitBy::Size))
         );
+        let elsewhere = map_with_tail_elsewhere();
         assert_eq!(
-            cut_in(
-                &map_with_tail_elsewhere(),
-                &s,
-                10,
-                0,
-                Some((5, 0, appended))
-            ),
+            cut_in(&elsewhere, &s, 18, 0, Some((5, 0, appended))),
             Some((k10.clone(), SplitBy::Size))
         );
-        assert_eq!(cut(&s, 10, 0), Some(k10));
+        assert_eq!(cut(&s, 18, 0), Some(k10.clone()));
+        assert_eq!(
+            cut_with_load(&s, 4, 0, Some((5, 0, appended))),
+            Some((k10, SplitBy::Tail)),
+            "far past the bound: half"
+        );
         assert_eq!(
             cut_with_load(&s, 100, 0, Some((5, 0, appended))),
             None,

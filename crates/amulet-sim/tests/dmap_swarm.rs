@@ -323,6 +323,29 @@ fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
     );
 }
 
+/// Thesis §3.4.2 recovery through a chain of merges: seed 2001595 merges
+/// p4 into p3 and p3 into p1 while node 2 is down (memory acceptors, a
+/// machine crash). Back from checkpoints of p3 and p4, behind the global
+/// stream's trim point, node 2 fetches p1's state (p3 retires at p1's
+/// fence), but p4's replica waited for p3 for good: its peers answered
+/// with p1's checkpoint, older than the replica of p1 here, which was
+/// ignored, and p4 asked again every 100 ms. A peer's checkpoint of the
+/// partition the asked one was merged into drops the asked replica.
+#[test]
+fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
+    const SEED: u64 = 2_001_595;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        run.violations
+    );
+    assert!(
+        run.stats.state_transfer_chunks > 0,
+        "seed {SEED} transferred nothing"
+    );
+}
+
 /// Thesis §3.4.2 recovery from a peer, as the node does it: the host core
 /// (which the node runs too) pulls a peer's checkpoint chunk by chunk.
 /// State transfer that assembles the file without its last chunk never

@@ -65,6 +65,7 @@ from amulet.errors import (
 from amulet.eventual import Context, EventualMap, Versioned
 from amulet.log import DLog, LogBounds, LogEntries, Tail
 from amulet.map import AmuletMap
+from amulet.scan import Scan
 from amulet.snapshot import Snapshot
 from amulet.tls import BearerToken, TlsFiles
 from amulet.transaction import Transaction, TransactionMap, transactional
@@ -96,6 +97,7 @@ __all__ = [
     "QuorumNotReached",
     "ReadVersionTooOldError",
     "ResourceExhausted",
+    "Scan",
     "SingleFloat",
     "Snapshot",
     "Tail",

@@ -1,7 +1,7 @@
 """The byte-level API of one map: one request per call (the 22 map ops of
-the proto, plus snapshots), keys and values as ``bytes``. ``AmuletMap``
-builds the typed ``MutableMapping`` on it; the conformance scenarios
-(``spec/conformance``) run it directly."""
+the proto, plus snapshots and page-by-page scans), keys and values as
+``bytes``. ``AmuletMap`` builds the typed ``MutableMapping`` on it; the
+conformance scenarios (``spec/conformance``) run it directly."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from amulet import bulk_load as _bulk
 from amulet import errors
 from amulet.routing import Bound, Placement
+from amulet.scan import Scan
 from amulet.snapshot import Snapshot
 from amulet.v1 import amulet_pb2 as pb
 
@@ -220,6 +221,28 @@ class ByteMap:
         placement = Placement(self.name, "range", lower=lower, upper=upper)
         entries = _expect(self.client.execute("range", message, placement), "entries")
         return [(e.key, e.value) for e in entries.entries], entries.more
+
+    def scan(self, lower: Bound = None, upper: Bound = None, page: int | None = None) -> Scan:
+        """The entries between ``lower`` and ``upper`` (each ``None`` for
+        open or ``(key, inclusive)``) in ascending key order, read a page
+        of at most ``page`` entries (default ``Client(range_entries=...)``)
+        at a time: an ``amulet.scan.Scan``, an iterator of pages (non-empty
+        lists of ``(key, value)``) with ``next_page()`` (None at the end)
+        and ``reads``. Sends nothing until the first page is asked for.
+
+        Guaranteed: every key between the bounds present for the whole
+        scan is returned exactly once, in order, and each page is one
+        linearizable ``range`` read, bounded also by the end of the range
+        partition its first key falls in (by the cached partition map), so
+        it is ordered on that partition's stream alone. The scan as a whole
+        is not one point of the order: a key written behind the scan's
+        position is not seen, one written ahead is. For a consistent view
+        of the whole map use ``snapshot()``. A map not in ranges is read a
+        page at a time over all its partitions. An empty range (``lower``
+        above ``upper``) yields no page and sends nothing; ``page`` below 1
+        is ``InvalidArgument``, above the cluster's range limit (10,000 by
+        default) the first read's ``InvalidArgument``."""
+        return Scan(self, lower, upper, self.client.range_entries if page is None else page)
 
     def snapshot(self) -> Snapshot:
         """Opens a snapshot of the whole map at one point of the order.

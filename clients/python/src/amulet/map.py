@@ -6,7 +6,8 @@ each, ordered across partitions by the cluster. Iterating the map or its
 views reads a snapshot: one consistent state of the whole map, however
 long the iteration takes. Range iteration (``irange``, ``items_between``)
 reads pages of ``Client(range_entries=...)`` entries, each page
-linearizable on its own.
+linearizable on its own; ``scan`` hands out such pages, each within one
+range partition (``amulet.scan``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from amulet import codecs, errors
 from amulet.bulk_load import BulkLoaded
 from amulet.bytemap import ByteMap
+from amulet.scan import Scan
 
 _MISSING = object()
 
@@ -304,6 +306,37 @@ class AmuletMap(MutableMapping):
                 upper = (entries[-1][0], False)
             else:
                 lower = (entries[-1][0], False)
+
+    def scan(
+        self,
+        minimum: Any = None,
+        maximum: Any = None,
+        inclusive: tuple[bool, bool] = (True, True),
+        page: int | None = None,
+    ) -> Scan:
+        """Items with ``minimum <= key <= maximum`` (bounds as in
+        ``items_between``: ``None`` is open, ``inclusive`` says whether each
+        is included) in ascending order, a page of at most ``page`` items
+        (default ``Client(range_entries=...)``) at a time: an
+        ``amulet.scan.Scan`` whose pages are non-empty lists of decoded
+        ``(key, value)``; ``next_page()`` returns None at the end, ``reads``
+        counts the range reads sent.
+
+        Each page is one linearizable read within one range partition (by
+        the client's cached map); the scan as a whole is not one point of
+        the order (a key written behind its position is not seen, one
+        ahead is). Every key present for the whole scan comes exactly once.
+        For a consistent view of the whole map iterate the map itself (one
+        snapshot). See ``ByteMap.scan``."""
+        lower = None if minimum is None else (self._k(minimum), bool(inclusive[0]))
+        upper = None if maximum is None else (self._k(maximum), bool(inclusive[1]))
+        return Scan(
+            self.raw,
+            lower,
+            upper,
+            self.raw.client.range_entries if page is None else page,
+            item=self._item,
+        )
 
     def irange(
         self,

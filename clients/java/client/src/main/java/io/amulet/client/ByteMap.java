@@ -385,6 +385,26 @@ public final class ByteMap {
   }
 
   /**
+   * A scan of the entries between the bounds ({@code from}/{@code to} null:
+   * open; each inclusive or exclusive) in ascending key order, read {@code
+   * page} entries at a time with {@link Scan#nextPage} (the Rust client's
+   * {@code DMap::scan}). Nothing is read until the first page is asked for.
+   *
+   * <p>Each page is one linearizable {@code range} read. On a range map it
+   * stays within one range partition (by the client's cached map), so it is
+   * ordered on that partition's stream alone; a map not in ranges is read a
+   * page at a time over all its partitions. The scan as a whole is not one
+   * point of the order: a key written behind its position is not seen, one
+   * written ahead of it is; for a consistent view of the whole map use
+   * {@link #snapshot()}. See {@link Scan}.
+   *
+   * @throws IllegalArgumentException for a page below 1
+   */
+  public Scan scan(byte[] from, boolean fromInclusive, byte[] to, boolean toInclusive, int page) {
+    return new Scan(this, from, fromInclusive, to, toInclusive, page);
+  }
+
+  /**
    * Opens a snapshot of the whole map at one point of the order; iterate it
    * for entries in key order and close it to release it early.
    */

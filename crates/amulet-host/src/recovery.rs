@@ -12,7 +12,9 @@ use crate::edge::prepare_replica;
 use crate::host::{Fetched, Host, HostError};
 use crate::state_transfer::{ChunkOutcome, Serve, Waiter, WAITED_WRITES_MAX};
 use crate::storage::{with_fence_host, LogOpener};
-use amulet_smr::{group_of, open_streams, Replica, ReplicaConfig, ReplicaMessage, StateMachine};
+use amulet_smr::{
+    group_of, open_streams, Reconfiguration, Replica, ReplicaConfig, ReplicaMessage, StateMachine,
+};
 use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
 use bytes::Bytes;
 
@@ -40,6 +42,49 @@ impl<S: StateMachine> Host<S> {
                 .recovery_sources(partition, me);
             let at_least = self.node.held_decisions(group);
             if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
+                self.out.push(Command::SendReplica {
+                    to,
+                    message: Box::new(message),
+                });
+            }
+        }
+    }
+
+    /// A replica stopped at a merge's fence waits there for the merged
+    /// partition's replica here to reach the same fence. When there is
+    /// none and none is being fetched (the node was down through the
+    /// split that gave it the source, and through the merge: its fetch of
+    /// the source was abandoned once a newer map showed it merged away),
+    /// it never will: the replica fetches a peer's checkpoint of its own
+    /// partition, past the merge (simulator seed 2001683 of `--dmap`).
+    pub(crate) fn fetch_past_stranded_merges(&mut self, now: TimeMicros) {
+        let me = self.config.me;
+        let stranded: Vec<PartitionId> = self
+            .replicas
+            .iter()
+            .filter(|(partition, replica)| {
+                self.node.fenced(group_of(**partition)).is_some()
+                    && replica.is_idle()
+                    && matches!(
+                        replica.pending_reconfiguration(),
+                        Some(Reconfiguration::Merge { source, into })
+                            if into == *partition
+                                && !self.replicas.contains_key(source)
+                                && !self.transfer.fetching(*source)
+                    )
+            })
+            .map(|(partition, _)| *partition)
+            .collect();
+        for partition in stranded {
+            let peers = self.replicas[&partition]
+                .map()
+                .recovery_sources(partition, me);
+            let at_least = self.node.held_decisions(group_of(partition));
+            if let Some((to, message)) = self.transfer.start(partition, peers, at_least, now) {
+                tracing::warn!(
+                    partition = partition.0,
+                    "waiting at a merge's fence for a partition not here: fetching past it"
+                );
                 self.out.push(Command::SendReplica {
                     to,
                     message: Box::new(message),
@@ -436,6 +481,16 @@ impl<S: StateMachine> Host<S> {
         let theirs = body.replica.global_position;
         if here.global_position() != theirs {
             return here.global_position() > theirs;
+        }
+        if here.map().version < body.replica.map.version {
+            // As far along the order, but the peer took effect of the
+            // reconfiguration at this fence and the replica here waits at
+            // it: for a merge, for the source's state, which may never
+            // come (simulator seed 2001683 of `--dmap`: P3 merged into P1
+            // while this node was down; P3 came here by a split it missed
+            // and its fetch was answered with P1's checkpoint at the
+            // merge's fence, found "not newer", and P1 waited for good).
+            return false;
         }
         let Some(merged_here) = self.node.group_position(group_of(partition)) else {
             return false;

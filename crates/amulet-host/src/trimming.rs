@@ -41,6 +41,7 @@ impl<S: StateMachine> Host<S> {
         for (stream, below) in behind {
             self.need_transfer(stream, below, now);
         }
+        self.fetch_past_stranded_merges(now);
         let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
         for stream in streams {
             let safe = safe_to_report(self.checkpointer.safe_instance(stream), &map, stream);

@@ -346,6 +346,30 @@ fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
     );
 }
 
+/// Thesis §3.4.2 recovery past a merge whose source never came: seed
+/// 2001683 splits p1 into p3 while node 1 is down; back, node 1 restores
+/// p1 and begins fetching p3 as moved to it, but p3 merges into p1 before
+/// that fetch ends, and the newer map abandons it. Node 1's p1 then
+/// stopped at the merge's fence waiting for a p3 replica it would never
+/// have, and node 3, trimmed past, installed node 1's checkpoint at that
+/// fence and stopped there too. A replica stranded at a merge's fence
+/// fetches its own partition from a peer, past the merge; a checkpoint at
+/// the same global position with a newer map is newer.
+#[test]
+fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
+    const SEED: u64 = 2_001_683;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        run.violations
+    );
+    assert!(
+        run.stats.state_transfer_chunks > 0,
+        "seed {SEED} transferred nothing"
+    );
+}
+
 /// Thesis §3.4.2 recovery from a peer, as the node does it: the host core
 /// (which the node runs too) pulls a peer's checkpoint chunk by chunk.
 /// State transfer that assembles the file without its last chunk never

@@ -313,6 +313,40 @@ impl Client {
         Ok(reply.into_inner())
     }
 
+    /// Pauses (`false`) or resumes the balancer of the node at `address`
+    /// (docs/dynatree.md, "Pause and decisions"); its state after the
+    /// change. Needs the cluster admin role. Each node proposes for the
+    /// partitions it leads: see [`Client::set_balancer_everywhere`].
+    pub async fn set_balancer(
+        &self,
+        address: &str,
+        enabled: bool,
+    ) -> Result<pb::BalancerStatus, Error> {
+        let mut channel = self.channel(address)?;
+        let reply = tokio::time::timeout(
+            self.inner.config.attempt_timeout,
+            channel.set_balancer(pb::SetBalancerRequest { enabled }),
+        )
+        .await
+        .map_err(|_| Error::Unavailable(format!("{address} did not answer in time")))?
+        .map_err(|s| Error::from_status(&s))?;
+        Ok(reply.into_inner())
+    }
+
+    /// Pauses or resumes the balancer of every node the map names; per
+    /// node, its state or why it failed (a node down keeps its switch
+    /// and must be set again once back).
+    pub async fn set_balancer_everywhere(
+        &self,
+        enabled: bool,
+    ) -> Vec<(NodeId, Result<pb::BalancerStatus, Error>)> {
+        let mut answers = Vec::new();
+        for (node, address) in self.node_addresses() {
+            answers.push((node, self.set_balancer(&address, enabled).await));
+        }
+        answers
+    }
+
     /// Closes the idle sessions (best effort; they would expire anyway).
     pub async fn close(&self) {
         for session in self.inner.sessions.drain() {

@@ -81,8 +81,75 @@ impl Default for BalancerConfig {
 }
 
 /// The balancer's record.
+/// A change in a line an operator reads: partitions, the cut, the
+/// replicas.
+fn describe(change: &Reconfiguration) -> String {
+    let key = |k: &Bytes| match std::str::from_utf8(k) {
+        Ok(text) if !text.chars().any(char::is_control) => format!("{text:?}"),
+        _ => format!(
+            "0x{}",
+            k.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        ),
+    };
+    match change {
+        Reconfiguration::Split {
+            source,
+            new,
+            at_token,
+            at_keys,
+            ..
+        } => {
+            let cuts: Vec<String> = at_keys
+                .iter()
+                .map(|(map, k)| format!("{map} at {}", key(k)))
+                .chain(at_token.map(|t| format!("token {t}")))
+                .collect();
+            format!("p{} -> p{}, {}", source.0, new.0, cuts.join(", "))
+        }
+        Reconfiguration::Merge { source, into } => format!("p{} into p{}", source.0, into.0),
+        Reconfiguration::ReplaceStream { partition, stream } => {
+            format!("p{} to stream {}", partition.0, stream.stream.0)
+        }
+        Reconfiguration::Move {
+            partition,
+            replicas,
+            ..
+        } => format!(
+            "p{} to nodes {:?}",
+            partition.0,
+            replicas.iter().map(|n| n.0).collect::<Vec<_>>()
+        ),
+    }
+}
+
+/// Decisions kept for `amulet status` (the newest; older ones are in the
+/// node's log).
+pub const BALANCER_DECISIONS_KEPT: usize = 16;
+
+/// A change the balancer proposed here (docs/dynatree.md, "Pause and
+/// decisions").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BalancerDecision {
+    /// When, by the host's clock.
+    pub at: TimeMicros,
+    /// The map version it was built on (it takes effect as the next one
+    /// unless another change came first).
+    pub map_version: u64,
+    /// "split", "split by load", "tail split", "merge" or "move".
+    pub kind: &'static str,
+    /// The partition it was proposed for.
+    pub partition: PartitionId,
+    /// The change itself, as logged.
+    pub change: String,
+}
+
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Balancing {
+    /// The operator's pause at run time (`amulet balancer pause`), over
+    /// the file's `enabled`: `None` until set.
+    pub(crate) enabled_override: Option<bool>,
+    /// The last decisions, oldest first.
+    pub(crate) decisions: std::collections::VecDeque<BalancerDecision>,
     /// When it last looked.
     pub(crate) looked_at: Option<TimeMicros>,
     /// The map version and time of the last split or merge proposed.
@@ -93,10 +160,33 @@ pub(crate) struct Balancing {
 }
 
 impl<S: StateMachine> Host<S> {
+    /// Whether this node's balancer proposes changes: the operator's
+    /// run-time switch if set, else the file's `[balancer] enabled`.
+    pub fn balancer_enabled(&self) -> bool {
+        self.balancing
+            .enabled_override
+            .unwrap_or(self.config.balancer.enabled)
+    }
+
+    /// Pauses (`false`) or resumes (`true`) this node's balancer at run
+    /// time. A change already proposed still takes effect.
+    pub fn set_balancer_enabled(&mut self, enabled: bool) {
+        if self.balancer_enabled() != enabled {
+            tracing::info!(enabled, "balancer switched by the operator");
+        }
+        self.balancing.enabled_override = Some(enabled);
+    }
+
+    /// The balancer's last decisions here, oldest first (at most
+    /// [`BALANCER_DECISIONS_KEPT`]).
+    pub fn balancer_decisions(&self) -> Vec<BalancerDecision> {
+        self.balancing.decisions.iter().cloned().collect()
+    }
+
     /// The balancer's turn (from [`Host::tick`]).
     pub(crate) fn balance(&mut self, now: TimeMicros) {
         let config = self.config.balancer;
-        if !config.enabled || config.split_entries == 0 {
+        if !self.balancer_enabled() || config.split_entries == 0 {
             return;
         }
         if self
@@ -179,6 +269,16 @@ impl<S: StateMachine> Host<S> {
             ?change,
             "balancer: proposing a {what}"
         );
+        if self.balancing.decisions.len() == BALANCER_DECISIONS_KEPT {
+            self.balancing.decisions.pop_front();
+        }
+        self.balancing.decisions.push_back(BalancerDecision {
+            at: now,
+            map_version: map.version.0,
+            kind: what,
+            partition,
+            change: describe(&change),
+        });
         self.balancing.proposed = Some((map.version, now));
         let request = ClientRequest {
             map_version: map.version,

@@ -58,7 +58,7 @@ mod status;
 mod storage;
 mod trimming;
 
-pub use balancer::BalancerConfig;
+pub use balancer::{BalancerConfig, BalancerDecision, BALANCER_DECISIONS_KEPT};
 pub use checkpoint_codec::{
     decode_checkpoint, encode_checkpoint, encode_checkpoint_to, CheckpointBody,
 };

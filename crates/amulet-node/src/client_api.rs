@@ -581,6 +581,30 @@ impl pb::amulet_server::Amulet for Service {
         result
     }
 
+    async fn set_balancer(
+        &self,
+        request: Request<pb::SetBalancerRequest>,
+    ) -> Result<Response<pb::BalancerStatus>, Status> {
+        let started = tokio::time::Instant::now();
+        let principal = principal_of(&request);
+        let result = match self.allowed_here(principal.as_ref(), |need| need(Need::Cluster)) {
+            Ok(()) => {
+                let enabled = request.into_inner().enabled;
+                tracing::info!(enabled, "balancer switch requested");
+                match self.handle.set_balancer(enabled).await {
+                    Ok(stats) => Ok(Response::new(crate::balancer_status::to_pb(&stats))),
+                    Err(HandleError::Io(e)) => Err(Status::internal(format!(
+                        "the balancer switch could not be kept: {e}; nothing changed"
+                    ))),
+                    Err(_) => Err(Status::unavailable("the node is stopping")),
+                }
+            }
+            Err(status) => Err(status),
+        };
+        self.record("set_balancer", started, &result);
+        result
+    }
+
     async fn status(
         &self,
         _: Request<pb::StatusRequest>,
@@ -590,7 +614,9 @@ impl pb::amulet_server::Amulet for Service {
             .stats()
             .await
             .ok_or_else(|| Status::unavailable("the node is stopping"))?;
+        let balancer = Some(crate::balancer_status::to_pb(&stats));
         Ok(Response::new(pb::StatusResponse {
+            balancer,
             node: self.me.0,
             map_version: stats.map_version,
             replicas: stats

@@ -106,9 +106,10 @@ async fn run(
         .eventual(map, key, operation)
         .await
         .map_err(|e| match e {
-            HandleError::Dropped | HandleError::Stopped | HandleError::Refused(_) => {
-                Status::unavailable("the node is stopping")
-            }
+            HandleError::Dropped
+            | HandleError::Stopped
+            | HandleError::Refused(_)
+            | HandleError::Io(_) => Status::unavailable("the node is stopping"),
         })?;
     match answer {
         EventualAnswer::Done(v) => Ok(pb::Versioned {

@@ -8,6 +8,8 @@
 
 mod access_api;
 mod api_connection;
+mod balancer_status;
+mod balancer_switch;
 mod checkpoint_store;
 mod client_api;
 mod client_limits;

@@ -285,7 +285,7 @@ impl Metrics {
         let balancer = Family::<NameLabels, G>::default();
         registry.register(
             "balancer",
-            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large; tail_splits_proposed of them at the map's tail written in key order), merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds",
+            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large; tail_splits_proposed of them at the map's tail written in key order), merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds, enabled (1: proposing; 0: paused by `amulet balancer pause` or the file)",
             balancer.clone(),
         );
         Metrics {
@@ -486,6 +486,7 @@ impl Metrics {
                 ("merges_proposed", stats.merges_proposed),
                 ("moves_proposed", stats.moves_proposed),
                 ("partitions", stats.partitions),
+                ("enabled", u64::from(stats.balancer_enabled)),
             ] {
                 self.balancer.get_or_create(&NameLabels { name }).set(value);
             }

@@ -54,6 +54,12 @@ pub(crate) enum Command {
     },
     /// An eventual map's request.
     Eventual(crate::runtime::EventualRequest),
+    /// The operator pauses (`false`) or resumes this node's balancer;
+    /// answered once the switch is durable.
+    SetBalancer {
+        enabled: bool,
+        reply: oneshot::Sender<std::io::Result<NodeStats>>,
+    },
     /// Stop the loop (logs are synced first).
     Shutdown,
 }
@@ -101,6 +107,11 @@ pub struct NodeStats {
     pub moves_proposed: u64,
     /// Partitions in the newest map this node holds.
     pub partitions: u64,
+    /// Whether the balancer proposes changes here now.
+    pub balancer_enabled: bool,
+    /// Its last decisions, oldest first, with their age (µs).
+    #[serde(skip)]
+    pub balancer_decisions: Vec<(u64, amulet_host::BalancerDecision)>,
 }
 
 /// Why a request to a node failed.
@@ -117,6 +128,9 @@ pub enum HandleError {
     /// The node refused the value.
     #[error("multicast refused: {0:?}")]
     Refused(MulticastError),
+    /// A file could not be written.
+    #[error("{0}")]
+    Io(std::io::Error),
 }
 
 /// Talks to a running node; cheap to clone.
@@ -290,6 +304,19 @@ impl NodeHandle {
         let (reply, answer) = oneshot::channel();
         self.commands.send(Command::Stats(reply)).ok()?;
         answer.await.ok()
+    }
+
+    /// Pauses (`false`) or resumes this node's balancer, durably; the
+    /// node's stats after the change.
+    pub async fn set_balancer(&self, enabled: bool) -> Result<NodeStats, HandleError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::SetBalancer { enabled, reply })
+            .map_err(|_| HandleError::Stopped)?;
+        answer
+            .await
+            .map_err(|_| HandleError::Dropped)?
+            .map_err(HandleError::Io)
     }
 
     /// Asks the node to stop; it syncs its logs first.

@@ -144,8 +144,11 @@ impl Node {
         host_config.monitor = membership.monitor();
         host_config.self_healing = membership.self_healing;
         host_config.fence_keys = config.smr.as_ref().is_none_or(|smr| smr.fence_keys);
+        // The operator's switch, kept across restarts, over the file's.
+        let balancer_enabled =
+            crate::balancer_switch::read(&config.data_dir)?.unwrap_or(config.balancer.enabled);
         host_config.balancer = amulet_host::BalancerConfig {
-            enabled: config.balancer.enabled,
+            enabled: balancer_enabled,
             split_entries: config.balancer.split_entries,
             split_bytes: config.balancer.split_bytes,
             merge_entries: config.balancer.merge_entries,
@@ -209,6 +212,7 @@ impl Node {
         let (access, access_rx) = watch::channel(host.access());
         let event_loop = EventLoop {
             me,
+            data_dir: config.data_dir.clone(),
             incarnation,
             host,
             transport: Some(transport),
@@ -331,6 +335,8 @@ type Read = (PartitionId, Result<Option<Bytes>, String>);
 
 pub(crate) struct EventLoop {
     me: NodeId,
+    /// The node's data directory (the balancer switch's file).
+    data_dir: std::path::PathBuf,
     incarnation: u32,
     host: Host<PartitionState>,
     /// `None` once shut down.
@@ -364,6 +370,37 @@ pub(crate) struct EventLoop {
 }
 
 impl EventLoop {
+    /// What `Status` and the metrics report.
+    fn stats(&self, now: TimeMicros) -> NodeStats {
+        NodeStats {
+            delivered: self.digest.current(),
+            streams: self.host.stream_status(),
+            map_version: self.host.current_map().map_or(0, |m| m.version.0),
+            replicas: self.host.replica_status(),
+            logs: self.host.log_status(),
+            eventual: self.eventual.status(),
+            membership: self.host.membership(),
+            membership_counters: self.host.membership_counters(),
+            rehoming: self.host.rehoming_partitions(),
+            splits_proposed: self.host.counters().splits_proposed,
+            load_splits_proposed: self.host.counters().load_splits_proposed,
+            tail_splits_proposed: self.host.counters().tail_splits_proposed,
+            merges_proposed: self.host.counters().merges_proposed,
+            moves_proposed: self.host.counters().moves_proposed,
+            partitions: self
+                .host
+                .current_map()
+                .map_or(0, |m| m.partitions.len() as u64),
+            balancer_enabled: self.host.balancer_enabled(),
+            balancer_decisions: self
+                .host
+                .balancer_decisions()
+                .into_iter()
+                .map(|d| (now.since(d.at), d))
+                .collect(),
+        }
+    }
+
     fn now(&self) -> TimeMicros {
         TimeMicros(u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
@@ -570,26 +607,16 @@ impl EventLoop {
                 let _ = reply.send(self.host.multicast(now, stream, bytes));
             }
             Command::Stats(reply) => {
-                let _ = reply.send(NodeStats {
-                    delivered: self.digest.current(),
-                    streams: self.host.stream_status(),
-                    map_version: self.host.current_map().map_or(0, |m| m.version.0),
-                    replicas: self.host.replica_status(),
-                    logs: self.host.log_status(),
-                    eventual: self.eventual.status(),
-                    membership: self.host.membership(),
-                    membership_counters: self.host.membership_counters(),
-                    rehoming: self.host.rehoming_partitions(),
-                    splits_proposed: self.host.counters().splits_proposed,
-                    load_splits_proposed: self.host.counters().load_splits_proposed,
-                    tail_splits_proposed: self.host.counters().tail_splits_proposed,
-                    merges_proposed: self.host.counters().merges_proposed,
-                    moves_proposed: self.host.counters().moves_proposed,
-                    partitions: self
-                        .host
-                        .current_map()
-                        .map_or(0, |m| m.partitions.len() as u64),
-                });
+                let _ = reply.send(self.stats(now));
+            }
+            Command::SetBalancer { enabled, reply } => {
+                // Durable before it is acknowledged (and before it takes
+                // effect: a crash in between leaves both as they were).
+                let written = crate::balancer_switch::write(&self.data_dir, enabled);
+                if written.is_ok() {
+                    self.host.set_balancer_enabled(enabled);
+                }
+                let _ = reply.send(written.map(|()| self.stats(now)));
             }
             Command::Submit {
                 partition,

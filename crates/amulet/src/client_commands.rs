@@ -150,6 +150,11 @@ pub enum Op {
     Token(crate::access_command::TokenOp),
     /// Print who the cluster takes this client for, and its roles.
     Whoami,
+    /// The balancer (docs/dynatree.md): pause or resume it on every
+    /// node, or show what each node's decided lately. Pause and resume
+    /// need the cluster admin role.
+    #[command(subcommand)]
+    Balancer(crate::balancer_command::BalancerOp),
     /// Member NODE leaves the cluster gracefully (docs/membership.md): the
     /// next view removes it, self-healing moves its partitions onto the
     /// other live nodes, and the node stops by itself once it holds none.
@@ -443,6 +448,7 @@ async fn execute(
         Op::Access(access_op) => crate::access_command::run_access(client, &access_op).await?,
         Op::Token(token_op) => crate::access_command::run_token(client, &token_op).await?,
         Op::Whoami => crate::access_command::run_whoami(client).await?,
+        Op::Balancer(op) => crate::balancer_command::run(client, &op).await?,
         Op::Leave { node, wait_secs } => {
             client.leave(node).await?;
             println!("node {node} is leaving: the next view removes it and its partitions move to the live nodes");
@@ -550,6 +556,13 @@ async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {
                     streams.join(" "),
                     replicas.join(" ")
                 );
+                if let Some(balancer) = s
+                    .balancer
+                    .as_ref()
+                    .filter(|b| !b.enabled || !b.recent.is_empty())
+                {
+                    crate::balancer_command::print_balancer(s.node, balancer);
+                }
                 for e in &s.eventual {
                     println!(
                         "  eventual {} r{}: {} keys, {} coordinated, dot-key map {}, non-stripped {}, watermark lag {}, clock bitmap {} bits, anti-entropy {} B sent / {} B received",

@@ -2,6 +2,7 @@
 //! (`amulet node`), and use a cluster (`amulet get/put/del/scan/...`).
 
 mod access_command;
+mod balancer_command;
 mod bench_inserts;
 mod bench_scan;
 mod bulk_load_command;

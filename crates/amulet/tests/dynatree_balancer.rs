@@ -559,3 +559,78 @@ fn dynatree_growth_sequential_inserts_split_the_tail_early() {
     drop(runtime);
     cluster.stop();
 }
+
+/// The operator's pause (docs/dynatree.md, "Pause and decisions"):
+/// `SetBalancer` on every node stops every split, a node restarted while
+/// paused stays paused (the switch is kept in its data directory), and
+/// once resumed the map splits to its bound; the decisions show in
+/// `amulet balancer status` (and `Status`).
+#[test]
+fn dynatree_oracle_a_paused_balancer_splits_nothing_until_resumed() {
+    let name = "paused";
+    let bound = 100;
+    let (mut cluster, runtime, client) =
+        start_range_map("balancer-pause", &format!("split_entries = {bound}"), name);
+    for (node, answer) in runtime.block_on(client.set_balancer_everywhere(false)) {
+        let status = answer.unwrap_or_else(|e| panic!("pause node {node}: {e}"));
+        assert!(!status.enabled, "node {node}");
+    }
+    // Node 1 leads partition 1 (it proposes its splits): restarted, it
+    // keeps the switch.
+    cluster.kill(1);
+    cluster.spawn(1);
+    let began = Instant::now();
+    let restarted = loop {
+        if let Ok(status) = runtime.block_on(client.status(&cluster.address(1))) {
+            break status;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "node 1 is not back"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        !restarted.balancer.expect("a balancer status").enabled,
+        "node 1 came back paused"
+    );
+    let map = client.map(name).unwrap();
+    let keys = 4 * bound;
+    for i in 0..keys {
+        let key = Bytes::from(format!("k{i:05}"));
+        runtime
+            .block_on(map.put(key, Bytes::from_static(b"v")))
+            .unwrap();
+    }
+    // Three balancer turns past the bound (one a second): nothing split.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        runtime.block_on(ranges(&client, name)).len(),
+        1,
+        "split while paused"
+    );
+    let cli = |op: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_amulet"))
+            .args(["--addr", &cluster.address(2), "--tls-dir"])
+            .arg(common::certificates())
+            .args(["balancer", op])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "amulet balancer {op}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let paused = cli("status");
+    assert_eq!(paused.matches("balancer PAUSED").count(), 3, "{paused}");
+    let resumed = cli("resume");
+    assert_eq!(resumed.matches("balancer running").count(), 3, "{resumed}");
+    let settled = settle(&runtime, &client, name, |sizes| {
+        sizes.iter().all(|s| *s <= bound)
+    });
+    assert_eq!(settled.iter().sum::<usize>(), keys);
+    let decided = cli("status");
+    assert!(
+        decided.contains("split of p1: p1 -> p"),
+        "node 1's first split is listed: {decided}"
+    );
+    cluster.stop();
+}

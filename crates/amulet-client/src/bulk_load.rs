@@ -249,7 +249,7 @@ fn acknowledged(
 /// Whether `key` falls inside a range of map `name` without starting it.
 fn needs_cut(map: &PartitionMap, name: &str, key: &Bytes) -> bool {
     match map.keyspaces.get(name) {
-        Some(Layout::Range(ranges)) => !ranges.iter().any(|(start, _)| start == key),
+        Some(Layout::Range(ranges)) => !amulet_smr::starts_range(ranges, key),
         _ => false,
     }
 }

@@ -112,14 +112,7 @@ impl Scan {
         let Some(Layout::Range(ranges)) = map.keyspaces.get(self.map.name().as_str()) else {
             return None;
         };
-        let start = self.from.as_ref().map(|b| &b.key);
-        ranges
-            .iter()
-            .map(|(first, _)| first)
-            .find(|first| match start {
-                None => !first.is_empty(),
-                Some(start) => *first > start,
-            })
-            .cloned()
+        let start = self.from.as_ref().map(|b| &b.key[..]);
+        amulet_smr::next_range_start(ranges, start).cloned()
     }
 }

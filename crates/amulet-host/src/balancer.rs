@@ -483,12 +483,12 @@ fn split_of<S: StateMachine>(
             (entries / 2..entries)
                 .take(2)
                 .filter_map(|i| state.keyspace_key_at(name, i))
-                .find(|key| !starts_a_range(ranges, key))
+                .find(|key| !amulet_smr::starts_range(ranges, key))
         };
         let halving = || {
             state
                 .keyspace_key_after_bytes(name, bytes / 2)
-                .filter(|key| !starts_a_range(ranges, key))
+                .filter(|key| !amulet_smr::starts_range(ranges, key))
         };
         // Over the byte bound, the cut halves the bytes (a few large
         // values make the middle key a poor cut); else the entries; else,
@@ -500,7 +500,7 @@ fn split_of<S: StateMachine>(
             .or_else(|| over_entries.then(middle).flatten());
         let by_load = || {
             let keys = hot_keys?;
-            amulet_smr::load_median(keys, |key| !starts_a_range(ranges, key))
+            amulet_smr::load_median(keys, |key| !amulet_smr::starts_range(ranges, key))
         };
         // The map's last range, whose last window touched only keys above
         // its median: sequential inserts (a window shorter than half the
@@ -523,7 +523,7 @@ fn split_of<S: StateMachine>(
                 (config.split_entries.saturating_mul(9) / 10).clamp(entries / 2, entries - 1);
             state
                 .keyspace_key_at(name, keep)
-                .filter(|key| !starts_a_range(ranges, key))
+                .filter(|key| !amulet_smr::starts_range(ranges, key))
         };
         let cut = (over_entries && !by_bytes)
             .then(tail)
@@ -554,10 +554,6 @@ fn split_of<S: StateMachine>(
 const LOAD_CUT_SAMPLES_MIN: usize = 4;
 
 /// Whether `key` is the first key of one of the keyspace's ranges.
-fn starts_a_range(ranges: &[(Bytes, PartitionId)], key: &Bytes) -> bool {
-    ranges.iter().any(|(start, _)| start == key)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

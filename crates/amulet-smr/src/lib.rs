@@ -48,7 +48,10 @@ pub use hand_off::{handed_off, replicas_to_hand_off};
 pub use healing::{leave_blocker, next_repair};
 pub use load_sample::{load_median, LoadSample, LOAD_SAMPLES_MAX};
 pub use map_error::{InvalidMap, PartitionMapError};
-pub use partition_map::{EventualLayout, Keys, Layout, PartitionInfo, PartitionMap, Placement};
+pub use partition_map::{
+    next_range_start, starts_range, EventualLayout, Keys, Layout, PartitionInfo, PartitionMap,
+    Placement,
+};
 pub use rebalancing::next_rebalance;
 pub use reconfiguration::{Reconfiguration, StreamSpec};
 pub use refusal::Refusal;

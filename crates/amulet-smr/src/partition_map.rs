@@ -525,6 +525,24 @@ impl PartitionMap {
     }
 }
 
+/// Whether one of a range map's `ranges` (sorted by first key, the first
+/// at the empty key) starts at `key`: a cut there exists already.
+pub fn starts_range(ranges: &[(Bytes, PartitionId)], key: &[u8]) -> bool {
+    ranges.binary_search_by(|r| r.0[..].cmp(key)).is_ok()
+}
+
+/// The first key of the range after the one holding `key` (`None`: the
+/// empty key, the map's first), or `None` from the last range on.
+pub fn next_range_start<'a>(
+    ranges: &'a [(Bytes, PartitionId)],
+    key: Option<&[u8]>,
+) -> Option<&'a Bytes> {
+    let key = key.unwrap_or_default();
+    ranges
+        .get(ranges.partition_point(|r| &r.0[..] <= key))
+        .map(|r| &r.0)
+}
+
 fn range_owner(ranges: &[(Bytes, PartitionId)], key: &[u8]) -> PartitionId {
     let at = ranges.partition_point(|r| &r.0[..] <= key);
     ranges[at.checked_sub(1).expect("ranges start at the empty key")].1
@@ -650,6 +668,29 @@ mod tests {
             }
         }
         assert_eq!(m.eventual_stores[&NodeId(2)], 8);
+    }
+
+    /// DynaTree (range scans, bulk load, the balancer's cuts): where
+    /// ranges start and which starts next.
+    #[test]
+    fn dynatree_range_starts_and_the_next_one() {
+        let b = |k: &str| Bytes::copy_from_slice(k.as_bytes());
+        let ranges = vec![
+            (b(""), PartitionId(1)),
+            (b("h"), PartitionId(2)),
+            (b("p"), PartitionId(3)),
+        ];
+        assert!(starts_range(&ranges, b""));
+        assert!(starts_range(&ranges, b"h"));
+        assert!(!starts_range(&ranges, b"ha"));
+        assert_eq!(next_range_start(&ranges, None), Some(&b("h")));
+        assert_eq!(next_range_start(&ranges, Some(b"")), Some(&b("h")));
+        assert_eq!(next_range_start(&ranges, Some(b"a")), Some(&b("h")));
+        assert_eq!(next_range_start(&ranges, Some(b"h")), Some(&b("p")));
+        assert_eq!(next_range_start(&ranges, Some(b"p")), None);
+        assert_eq!(next_range_start(&ranges, Some(b"z")), None);
+        let one = vec![(b(""), PartitionId(1))];
+        assert_eq!(next_range_start(&one, None), None);
     }
 
     /// DMap §III-C, a move: a replica left behind learns from a newer

@@ -11,9 +11,10 @@ has no certificate: only tokens). Every name carries a random suffix, so
 the module changes nothing another test uses.
 
 Then: alice reads, and each write she tries is PermissionDenied at once
-and changes nothing; a map not granted and every admin operation are
-PermissionDenied too; a token of carol's works through ``token=`` (unary
-calls, snapshot pages, a log tail) and ``who_am_i`` names it; a forged
+and changes nothing; a map not granted and every admin operation (the
+balancer switch too) are PermissionDenied; a token of carol's works
+through ``token=`` (unary calls, snapshot pages, a log tail) and
+``who_am_i`` names it; a forged
 token (the last hex digit changed), a malformed one and no credential at
 all are Unauthenticated at once; after ``revoke_token`` the same token is
 Unauthenticated, on an open client and a new one; a grant revoked while a
@@ -222,6 +223,17 @@ def test_a_reader_cannot_change_access_or_make_tokens(world, alice):
     denied(alice.access, "a reader reading the configuration")
     after = world.admin.access()
     assert (after.users, after.roles, after.tokens) == (before.users, before.roles, before.tokens)
+
+
+def test_a_reader_cannot_switch_the_balancer(world, alice):
+    address = world.addresses[0]
+    running = world.admin.balancer_status(address).enabled
+    assert alice.balancer_status(address).enabled == running  # reading it needs no role
+    denied(lambda: alice.set_balancer(address, not running), "a reader switching a balancer")
+    answers = alice.set_balancer_everywhere(not running)
+    assert len(answers) == len(world.addresses)
+    assert all(isinstance(e, amulet.PermissionDenied) for e in answers.values()), answers
+    assert [world.admin.balancer_status(a).enabled for a in world.addresses] == [running] * len(world.addresses)
 
 
 # ---- tokens ---------------------------------------------------------------------------

@@ -64,6 +64,7 @@ class AmuletStub:
         self.ChangeMembership = unary(
             "ChangeMembership", pb.ChangeMembershipRequest, pb.ChangeMembershipResponse
         )
+        self.SetBalancer = unary("SetBalancer", pb.SetBalancerRequest, pb.BalancerStatus)
         self.ReadSnapshot = channel.unary_stream(
             _SERVICE + "ReadSnapshot",
             request_serializer=pb.ReadSnapshotRequest.SerializeToString,

@@ -1,16 +1,18 @@
 """The cluster administration calls of :class:`amulet.Client`: access
 control (docs/security.md, :mod:`amulet.access`), membership
-(docs/membership.md) and repartitioning (``Reconfigure``: a split, merge,
-stream replacement or move, as ``crates/amulet-client/src/reconfigure.rs``).
+(docs/membership.md), repartitioning (``Reconfigure``: a split, merge,
+stream replacement or move, as ``crates/amulet-client/src/reconfigure.rs``)
+and each node's balancer switch (``SetBalancer``, docs/dynatree.md).
 Each is one call outside sessions; access and membership calls are sent
-again at another node after a failure (``_unordered``), a reconfiguration
-as ``reconfigure_with`` says."""
+again at another node after a failure (``_unordered``), a balancer switch
+again at the same node, a reconfiguration as ``reconfigure_with`` says."""
 
 from __future__ import annotations
 
 import random
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
@@ -55,6 +57,79 @@ class Admin:
             raise errors.InvalidArgument(f"leave takes a node id (1 to 2**32-1), not {node!r}")
         request = pb.ChangeMembershipRequest(leave=node)
         self._unordered("leave", "ChangeMembership", request, may_apply=True)
+
+    # ---- the balancer (docs/dynatree.md, "Pause and decisions") ------------
+
+    def set_balancer(self, node: str | int, enabled: bool) -> pb.BalancerStatus:
+        """Pauses (``enabled=False``) or resumes (``True``) the balancer of
+        one node: ``node`` is its client address (``host:port``) or its id
+        in the partition map. A paused node proposes no split, merge or
+        move (one already proposed still takes effect); the node keeps the
+        switch in its data directory across restarts, over its
+        configuration's ``[balancer] enabled``. Each node proposes for the
+        partitions it leads: ``set_balancer_everywhere`` switches them all.
+        Returns the node's ``BalancerStatus`` after the change (``enabled``,
+        the ``*_proposed`` counters, the ``recent`` decisions). Needs the
+        cluster admin role (else ``PermissionDenied``, at once). Setting
+        the switch twice is harmless, so a node that does not answer is
+        asked again until ``operation_timeout`` (then ``Unavailable``: it
+        may or may not have taken the switch)."""
+        if not isinstance(enabled, bool):
+            raise TypeError(f"enabled must be a bool, not {type(enabled).__name__}")
+        request = pb.SetBalancerRequest(enabled=enabled)
+        return self._unordered(
+            "set balancer", "SetBalancer", request, may_apply=False, address=self._node_address(node)
+        )
+
+    def set_balancer_everywhere(self, enabled: bool) -> dict[int, pb.BalancerStatus | errors.AmuletError]:
+        """``set_balancer`` at every node of the cached partition map, all at
+        once: by node id, its ``BalancerStatus`` after the change, or the
+        ``AmuletError`` it failed with. A node that failed (a node down, say)
+        keeps its switch: set it again once it is back; the others keep the
+        new one."""
+        if not isinstance(enabled, bool):
+            raise TypeError(f"enabled must be a bool, not {type(enabled).__name__}")
+        nodes = sorted(self._routing.addresses.items())
+        if not nodes:
+            return {}
+
+        def one(address: str):
+            try:
+                return self.set_balancer(address, enabled)
+            except errors.AmuletError as e:
+                return e
+
+        with ThreadPoolExecutor(max_workers=min(len(nodes), 16), thread_name_prefix="amulet-balancer") as pool:
+            answers = list(pool.map(one, [address for _, address in nodes]))
+        return {node: answer for (node, _), answer in zip(nodes, answers)}
+
+    def balancer_status(self, node: str | int) -> pb.BalancerStatus:
+        """The balancer of one node (its address or id, as ``set_balancer``),
+        from its ``Status``: whether it runs (``enabled``), what it proposed
+        since it started (``splits_proposed``, ``load_splits_proposed``,
+        ``tail_splits_proposed``, ``merges_proposed``, ``moves_proposed``)
+        and its last decisions (``recent``, oldest first: ``age_ms``,
+        ``map_version``, ``kind``, ``partition``, ``change``). Needs no
+        role. ``ProtocolError`` from a node too old to report it."""
+        status = self.status(self._node_address(node))
+        if not status.HasField("balancer"):
+            raise errors.ProtocolError(f"node {status.node} does not report its balancer (it predates SetBalancer)")
+        return status.balancer
+
+    def _node_address(self, node: str | int) -> str:
+        """``node``'s client address: an address as is, a node id looked up
+        in the partition map (fetched again once if the id is not in it)."""
+        if isinstance(node, str):
+            return node
+        if isinstance(node, bool) or not isinstance(node, int):
+            raise TypeError(f"a node is its address (str) or its id (int), not {type(node).__name__}")
+        address = self._routing.addresses.get(node)
+        if address is None:
+            self.refresh_map()
+            address = self._routing.addresses.get(node)
+        if address is None:
+            raise errors.InvalidArgument(f"node {node} is not in the partition map")
+        return address
 
     # ---- repartitioning (Reconfigure) -------------------------------------
 

@@ -159,21 +159,20 @@ impl DMap {
         // refuses it), the batch filling and its bytes.
         let mut filling: BTreeMap<Option<PartitionId>, (Batch, usize)> = BTreeMap::new();
         let mut first_error = None;
-        let mut ready = Vec::new();
         for (key, value) in chunk {
             let partition: Option<PartitionId> = map.partition_of(name, &key).ok();
             let size = key.len() + value.len();
             let (batch, bytes) = filling.entry(partition).or_default();
-            if !batch.is_empty()
-                && (batch.len() >= options.batch_entries || *bytes + size > options.batch_bytes)
-            {
-                ready.push(std::mem::take(batch));
+            let full = (!batch.is_empty()
+                && (batch.len() >= options.batch_entries || *bytes + size > options.batch_bytes))
+                .then(|| std::mem::take(batch));
+            if full.is_some() {
                 *bytes = 0;
             }
             *bytes += size;
             batch.push((key, value));
-            for batch in ready.drain(..) {
-                self.send_batch(batch, options, &mut tasks, loaded, &mut first_error)
+            if let Some(full) = full {
+                self.send_batch(full, options, &mut tasks, loaded, &mut first_error)
                     .await;
             }
             if first_error.is_some() {

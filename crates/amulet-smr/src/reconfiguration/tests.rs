@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::partition_map::Keys;
 use crate::Placement;

@@ -297,6 +297,21 @@ fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
     assert!(run.stats.balancer_splits > 0, "seed {SEED} split nothing");
 }
 
+/// `seed` runs clean, and recovers a replica from a peer's checkpoint on
+/// the way (the regression seeds of §3.4.2 recovery below).
+fn recovers_by_state_transfer(seed: u64) {
+    let run = run_dmap_seed(seed, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {seed}: {:?}",
+        run.violations
+    );
+    assert!(
+        run.stats.state_transfer_chunks > 0,
+        "seed {seed} transferred nothing"
+    );
+}
+
 /// Thesis §3.4.2 recovery from a peer never goes back: seed 2002022
 /// splits p4 into p5 while another replica's newer map already placed p5
 /// on nodes 1-3, which began fetching it as if it had moved there; the
@@ -311,16 +326,7 @@ fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
     const SEED: u64 = 2_002_022;
     // The scenario it was found in, from before splits by load.
     let _pinned = amulet_sim::dmap::WithoutLoadSplits::new();
-    let run = run_dmap_seed(SEED, false, DmapBug::None);
-    assert!(
-        run.violations.is_empty(),
-        "seed {SEED}: {:?}",
-        run.violations
-    );
-    assert!(
-        run.stats.state_transfer_chunks > 0,
-        "seed {SEED} transferred nothing"
-    );
+    recovers_by_state_transfer(SEED);
 }
 
 /// Thesis §3.4.2 recovery through a chain of merges: seed 2001595 merges
@@ -334,16 +340,7 @@ fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
 #[test]
 fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
     const SEED: u64 = 2_001_595;
-    let run = run_dmap_seed(SEED, false, DmapBug::None);
-    assert!(
-        run.violations.is_empty(),
-        "seed {SEED}: {:?}",
-        run.violations
-    );
-    assert!(
-        run.stats.state_transfer_chunks > 0,
-        "seed {SEED} transferred nothing"
-    );
+    recovers_by_state_transfer(SEED);
 }
 
 /// Thesis §3.4.2 recovery past a merge whose source never came: seed
@@ -358,16 +355,7 @@ fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
 #[test]
 fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
     const SEED: u64 = 2_001_683;
-    let run = run_dmap_seed(SEED, false, DmapBug::None);
-    assert!(
-        run.violations.is_empty(),
-        "seed {SEED}: {:?}",
-        run.violations
-    );
-    assert!(
-        run.stats.state_transfer_chunks > 0,
-        "seed {SEED} transferred nothing"
-    );
+    recovers_by_state_transfer(SEED);
 }
 
 /// Thesis §3.4.2 recovery from a peer, as the node does it: the host core

@@ -80,7 +80,6 @@ impl Default for BalancerConfig {
     }
 }
 
-/// The balancer's record.
 /// A change in a line an operator reads: partitions, the cut, the
 /// replicas.
 fn describe(change: &Reconfiguration) -> String {
@@ -143,6 +142,7 @@ pub struct BalancerDecision {
     pub change: String,
 }
 
+/// The balancer's record.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Balancing {
     /// The operator's pause at run time (`amulet balancer pause`), over
@@ -553,7 +553,6 @@ fn split_of<S: StateMachine>(
 /// the load falls.
 const LOAD_CUT_SAMPLES_MIN: usize = 4;
 
-/// Whether `key` is the first key of one of the keyspace's ranges.
 #[cfg(test)]
 mod tests {
     use super::*;

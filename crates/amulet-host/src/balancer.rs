@@ -64,6 +64,13 @@ pub struct BalancerConfig {
     /// proposed by the node that proposes self-healing's repairs. Needs
     /// membership and checkpoints (a move's state travels as one).
     pub moves: bool,
+    /// Moves by weight (`amulet_smr::next_weight_move`) count the nodes'
+    /// bytes once the cluster's partitions hold this many together (a
+    /// few kilobytes of difference are not worth a replica's move).
+    pub weigh_bytes_from: u64,
+    /// ... and their load once the partitions execute this many commands
+    /// per second together.
+    pub weigh_ops_per_second_from: u64,
 }
 
 impl Default for BalancerConfig {
@@ -76,6 +83,8 @@ impl Default for BalancerConfig {
             split_ops_per_second: 0,
             load_window_micros: crate::LOAD_WINDOW_MICROS,
             moves: true,
+            weigh_bytes_from: 64 * 1024 * 1024,
+            weigh_ops_per_second_from: 1_000,
         }
     }
 }
@@ -134,7 +143,8 @@ pub struct BalancerDecision {
     /// The map version it was built on (it takes effect as the next one
     /// unless another change came first).
     pub map_version: u64,
-    /// "split", "split by load", "tail split", "merge" or "move".
+    /// "split", "split by load", "tail split", "merge", "move" or "move
+    /// by weight".
     pub kind: &'static str,
     /// The partition it was proposed for.
     pub partition: PartitionId,
@@ -157,6 +167,11 @@ pub(crate) struct Balancing {
     /// The load windows of the partitions replicated here (with
     /// `split_ops_per_second`).
     pub(crate) load: BTreeMap<PartitionId, LoadWindow>,
+    /// The nodes' last weight reports (kept by the proposer of the
+    /// cluster's changes; `crate::weight_reports`).
+    pub(crate) reports: BTreeMap<NodeId, crate::weight_reports::WeightReport>,
+    /// Peers' weight reports received.
+    pub(crate) reports_received: u64,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -203,6 +218,9 @@ impl<S: StateMachine> Host<S> {
         // Always: besides splits by load, a window's keys tell a tail
         // written in order (sequential inserts) from one written all over.
         self.measure_load(&map, now);
+        if config.moves {
+            self.report_weights(&map, now);
+        }
         if let Some((version, at)) = self.balancing.proposed {
             if version == map.version && now.since(at) < CHANGE_RETRY_MICROS {
                 return; // the last change has not taken effect yet
@@ -233,11 +251,16 @@ impl<S: StateMachine> Host<S> {
                 split_of(&map, *p, r.state(), load, &config, &also_used, storage)
             });
         let split_by = split.as_ref().map(|(_, _, by)| *by);
-        let change = split
+        let merge = || self.merge_of(&map, &gone, &config);
+        let mut change = split
             .map(|(partition, change, _)| (partition, change))
-            .or_else(|| self.merge_of(&map, &gone, &config))
-            .or_else(|| self.move_of(&map, config.moves));
-        let Some((partition, change)) = change else {
+            .or_else(merge)
+            .map(|c| (c, false));
+        if change.is_none() && config.moves {
+            let (weights, latest) = self.reported_weights(&map, now);
+            change = self.move_of(&map, &weights, &latest);
+        }
+        let Some(((partition, change), by_weight)) = change else {
             return;
         };
         let what = match change {
@@ -254,6 +277,11 @@ impl<S: StateMachine> Host<S> {
             Reconfiguration::Merge { .. } => {
                 self.counters.merges_proposed += 1;
                 "merge"
+            }
+            Reconfiguration::Move { .. } if by_weight => {
+                self.counters.moves_proposed += 1;
+                self.counters.weight_moves_proposed += 1;
+                "move by weight"
             }
             Reconfiguration::Move { .. } => {
                 self.counters.moves_proposed += 1;
@@ -380,24 +408,50 @@ impl<S: StateMachine> Host<S> {
         x.ops_per_second.saturating_add(y.ops_per_second) <= bound / 2
     }
 
-    /// The move the balancer proposes, if any (`amulet_smr::next_rebalance`),
-    /// with the partition whose replica here submits it: when this node
-    /// proposes the cluster's own changes (as self-healing's repairs) and
-    /// checkpoints are taken.
-    fn move_of(&self, map: &PartitionMap, moves: bool) -> Option<(PartitionId, Reconfiguration)> {
-        if !moves || self.checkpointer.every_micros() == 0 {
+    /// The move the balancer proposes, if any: one that evens out the
+    /// partitions per node (`amulet_smr::next_rebalance`), else one that
+    /// evens out their weights by the nodes' reports of `map`'s version
+    /// (`amulet_smr::next_weight_move`; then `true`; `latest`, the
+    /// reports of any version, choose the partition a move by count
+    /// takes), with the partition
+    /// whose replica here submits it: when this node proposes the
+    /// cluster's own changes (as self-healing's repairs) and checkpoints
+    /// are taken.
+    #[allow(clippy::type_complexity)]
+    fn move_of(
+        &self,
+        map: &PartitionMap,
+        weights: &BTreeMap<PartitionId, u64>,
+        latest: &BTreeMap<PartitionId, u64>,
+    ) -> Option<((PartitionId, Reconfiguration), bool)> {
+        if self.checkpointer.every_micros() == 0 {
             return None;
         }
         let live = self.live_if_proposer(map)?;
         let storage_of = |stream| self.stream_storage(map, stream);
-        let also_used = self.node.streams().keys().copied();
-        let change = amulet_smr::next_rebalance(map, &live, also_used, storage_of)?;
+        let also_used: Vec<_> = self.node.streams().keys().copied().collect();
+        let weight_of = |p: PartitionId| latest.get(&p).copied();
+        let by_count = amulet_smr::next_rebalance(
+            map,
+            &live,
+            also_used.iter().copied(),
+            storage_of,
+            weight_of,
+        );
+        let (change, by_weight) = match by_count {
+            Some(change) => (change, false),
+            None => {
+                let change =
+                    amulet_smr::next_weight_move(map, &live, &also_used, storage_of, weights)?;
+                (change, true)
+            }
+        };
         let (via, _) = self
             .replicas
             .iter()
             .filter(|(_, r)| r.map().version == map.version && !r.moved_away())
             .max_by_key(|(_, r)| r.global_position())?;
-        Some((*via, change))
+        Some(((*via, change), by_weight))
     }
 
     /// Nodes the view removed or that are leaving (none without

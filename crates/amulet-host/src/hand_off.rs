@@ -20,6 +20,10 @@ use crate::host::Host;
 use amulet_smr::{group_of, handed_off, replicas_to_hand_off, Body, PartitionMap, StateMachine};
 use amulet_types::{Instance, NodeId, PartitionId, StreamId, TimeMicros};
 
+/// How often a node handing off a partition whose new stream its merge
+/// has taken nothing of yet sends a value on that stream.
+const NUDGE_MICROS: u64 = 2_000_000;
+
 impl<S: StateMachine> Host<S> {
     /// Starts fetching every partition `map` (the node's newest) gives
     /// this node and that it does not run; drops replicas moved away once
@@ -59,7 +63,63 @@ impl<S: StateMachine> Host<S> {
         for partition in handed {
             self.hand_off(partition);
         }
+        self.nudge_idle_hand_offs(now);
         self.report_handed_off(now);
+    }
+
+    /// Gets a first instance of a moved partition's new stream through the
+    /// merge while this node hands the partition off. A hand-off ends once
+    /// a majority of the new group holds a checkpoint reflecting an
+    /// instance of the new stream, and an idle cluster decides none: its
+    /// streams are paced only while a merge holds values back
+    /// (`amulet_multicast`'s pacing on demand), so the move of a cold
+    /// partition never finished (found with `amulet dev --nodes 5`: a move
+    /// by weight after the writes stopped stayed "handing off" for good,
+    /// and with it every later split, merge or move of the partition).
+    /// The nudge is `Body::HandedOff` on the partition's own stream, which
+    /// replicas execute as nothing (only the global stream's counts); as a
+    /// value it wakes the pacing of the streams merged with it. Sent every
+    /// [`NUDGE_MICROS`] while this node's merge has taken nothing of the
+    /// new stream.
+    fn nudge_idle_hand_offs(&mut self, now: TimeMicros) {
+        let mut due = Vec::new();
+        for (partition, replica) in &self.replicas {
+            if !replica.moved_away() {
+                continue;
+            }
+            let map = replica.map();
+            let Some(info) = map.partitions.get(partition) else {
+                continue;
+            };
+            let merged = self
+                .node
+                .merger(group_of(*partition))
+                .and_then(|m| m.next_instance(info.stream))
+                .is_some_and(|next| next > Instance(0));
+            let recently = self
+                .hand_off_nudged
+                .get(partition)
+                .is_some_and(|at| now.since(*at) < NUDGE_MICROS);
+            if !merged && !recently {
+                due.push((*partition, info.stream, map.version));
+            }
+        }
+        self.hand_off_nudged
+            .retain(|p, _| self.replicas.get(p).is_some_and(|r| r.moved_away()));
+        for (partition, stream, version) in due {
+            self.hand_off_nudged.insert(partition, now);
+            let nudge = Body::HandedOff {
+                partition,
+                node: self.config.me,
+                stream,
+            };
+            match self.propose_unanswered(now, stream, version, nudge) {
+                Ok(()) => {
+                    tracing::debug!(partition = partition.0, "nudged a hand-off's new stream")
+                }
+                Err(error) => tracing::debug!(?error, "a hand-off nudge could not be multicast"),
+            }
+        }
     }
 
     /// Reports, on the global stream, every partition whose hand-off set

@@ -102,18 +102,17 @@ impl<S: StateMachine> Host<S> {
     /// active, except those removed or leaving (a node outside the view
     /// is not judged here). `None` without membership.
     pub(crate) fn live_if_proposer(&self, map: &PartitionMap) -> Option<Vec<NodeId>> {
+        if self.cluster_proposer(map) != Some(self.config.me) {
+            return None;
+        }
         let membership = self.membership()?;
         let view = membership.view();
-        let active: Vec<NodeId> = view
+        let active = view
             .nodes()
             .iter()
             .filter(|(_, m)| m.state == MemberState::Active)
-            .map(|(n, _)| *n)
-            .collect();
+            .map(|(n, _)| *n);
         let hosting = map.hosting_nodes();
-        if active.iter().find(|n| hosting.contains(n)) != Some(&self.config.me) {
-            return None;
-        }
         Some(
             hosting
                 .into_iter()
@@ -121,6 +120,20 @@ impl<S: StateMachine> Host<S> {
                 .filter(|n| !view.gone(*n))
                 .collect(),
         )
+    }
+
+    /// The node that proposes the cluster's own changes under `map`: the
+    /// view's lowest active member that replicates some partition of it
+    /// (`None` without membership).
+    pub(crate) fn cluster_proposer(&self, map: &PartitionMap) -> Option<NodeId> {
+        let membership = self.membership()?;
+        let view = membership.view();
+        let hosting = map.hosting_nodes();
+        view.nodes()
+            .iter()
+            .filter(|(_, m)| m.state == MemberState::Active)
+            .map(|(n, _)| *n)
+            .find(|n| hosting.contains(n))
     }
 
     /// The storage of `stream`: as this node runs it, else as `map`

@@ -121,8 +121,12 @@ pub struct HostCounters {
     pub tail_splits_proposed: u64,
     /// Merges the balancer proposed.
     pub merges_proposed: u64,
-    /// Moves the balancer proposed to even out partitions per node.
+    /// Moves the balancer proposed to even out partitions per node, or
+    /// their weights.
     pub moves_proposed: u64,
+    /// Of `moves_proposed`, those made to even out the nodes' bytes and
+    /// load (`amulet_smr::next_weight_move`).
+    pub weight_moves_proposed: u64,
 }
 
 /// A fetched peer checkpoint, decoded and waiting to be checked and
@@ -183,6 +187,12 @@ pub struct Host<S: StateMachine> {
     pub(crate) healing: crate::healing::Healing,
     /// The balancer's record (see `balancer`).
     pub(crate) balancing: crate::balancer::Balancing,
+    /// When the node last asked for signals by its newest map
+    /// (`crate::signal_asks`).
+    pub(crate) newer_runners_asked_at: Option<TimeMicros>,
+    /// When this node last nudged each partition it hands off
+    /// (`Host::nudge_idle_hand_offs`).
+    pub(crate) hand_off_nudged: BTreeMap<PartitionId, TimeMicros>,
 }
 
 impl<S: StateMachine> Host<S> {
@@ -221,6 +231,8 @@ impl<S: StateMachine> Host<S> {
             }
         } else if message.is_probe() {
             self.on_probe_message(message);
+        } else if message.is_report() {
+            self.on_weights(now, message);
         } else {
             self.on_transfer_message(now, message);
         }
@@ -248,6 +260,7 @@ impl<S: StateMachine> Host<S> {
             self.report_sync(background);
         }
         self.start_checkpoints(now);
+        self.ask_newer_runners(now);
         self.run_monitor(now);
         self.heal(now);
         self.balance(now);

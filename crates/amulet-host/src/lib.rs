@@ -52,11 +52,13 @@ mod load;
 mod log_tail;
 mod monitoring;
 mod recovery;
+mod signal_asks;
 mod start;
 mod state_transfer;
 mod status;
 mod storage;
 mod trimming;
+mod weight_reports;
 
 pub use balancer::{BalancerConfig, BalancerDecision, BALANCER_DECISIONS_KEPT};
 pub use checkpoint_codec::{

@@ -201,7 +201,8 @@ impl<S: StateMachine> Host<S> {
             | ReplicaMessage::Probe { .. }
             | ReplicaMessage::ProbeReply { .. }
             | ReplicaMessage::Map { .. }
-            | ReplicaMessage::View { .. } => {}
+            | ReplicaMessage::View { .. }
+            | ReplicaMessage::Weights { .. } => {}
         }
     }
 
@@ -548,7 +549,16 @@ impl<S: StateMachine> Host<S> {
             self.transfer.cancel(partition);
             return;
         }
-        if !adopting && !self.replicas.contains_key(&partition) {
+        // A replica of `asked` behind the trim point may be this node's
+        // only way to learn that the partition it merged into is now its
+        // own too: moved here while this node was down, by maps it never
+        // executed (simulator seed 2000664 of `--dmap`: p1 moved onto
+        // nodes 4-6 and p2 merged into it while node 4, back from p2's
+        // checkpoint at an old map, fetched p2 and was sent p1's
+        // checkpoint every 100 ms, and dropped it each time for a
+        // partition it did not know it held).
+        let adopted_by_merge = merged_away && adoptable && self.replicas.contains_key(&asked);
+        if !adopting && !adopted_by_merge && !self.replicas.contains_key(&partition) {
             self.transfer.cancel(partition);
             return;
         }

@@ -128,6 +128,8 @@ impl<S: StateMachine> Host<S> {
             membership_counters: Default::default(),
             healing: Default::default(),
             balancing: Default::default(),
+            newer_runners_asked_at: None,
+            hand_off_nudged: BTreeMap::new(),
         };
         host.remember_maps();
         host.check_after_step();

@@ -177,6 +177,15 @@ pub struct BalancerEntry {
     /// true).
     #[serde(default = "default_balancer_enabled")]
     pub moves: bool,
+    /// Once the counts are even, moves also even out the nodes' bytes and
+    /// load (docs/dynatree.md, "Moves by bytes and load"): bytes count
+    /// once the partitions hold this many together (default 64 MiB)...
+    #[serde(default = "default_weigh_bytes_from")]
+    pub weigh_bytes_from: u64,
+    /// ... and load once they execute this many commands per second
+    /// together (default 1000).
+    #[serde(default = "default_weigh_ops_per_second_from")]
+    pub weigh_ops_per_second_from: u64,
 }
 
 impl Default for BalancerEntry {
@@ -189,6 +198,8 @@ impl Default for BalancerEntry {
             split_ops_per_second: 0,
             load_window_ms: default_load_window_ms(),
             moves: default_balancer_enabled(),
+            weigh_bytes_from: default_weigh_bytes_from(),
+            weigh_ops_per_second_from: default_weigh_ops_per_second_from(),
         }
     }
 }
@@ -203,6 +214,14 @@ fn default_split_entries() -> u64 {
 
 fn default_load_window_ms() -> u64 {
     amulet_host::LOAD_WINDOW_MICROS / 1_000
+}
+
+fn default_weigh_bytes_from() -> u64 {
+    amulet_host::BalancerConfig::default().weigh_bytes_from
+}
+
+fn default_weigh_ops_per_second_from() -> u64 {
+    amulet_host::BalancerConfig::default().weigh_ops_per_second_from
 }
 
 fn default_split_bytes() -> u64 {

@@ -285,7 +285,7 @@ impl Metrics {
         let balancer = Family::<NameLabels, G>::default();
         registry.register(
             "balancer",
-            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large; tail_splits_proposed of them at the map's tail written in key order), merges_proposed and moves_proposed by this node since it started, partitions in the newest map it holds, enabled (1: proposing; 0: paused by `amulet balancer pause` or the file)",
+            "The balancer (docs/dynatree.md), by figure: splits_proposed (load_splits_proposed of them because the partition was hot, not large; tail_splits_proposed of them at the map's tail written in key order), merges_proposed and moves_proposed (weight_moves_proposed of them to even out the nodes' bytes and load, not their partition counts) by this node since it started, partitions in the newest map it holds, enabled (1: proposing; 0: paused by `amulet balancer pause` or the file)",
             balancer.clone(),
         );
         Metrics {
@@ -485,6 +485,7 @@ impl Metrics {
                 ("tail_splits_proposed", stats.tail_splits_proposed),
                 ("merges_proposed", stats.merges_proposed),
                 ("moves_proposed", stats.moves_proposed),
+                ("weight_moves_proposed", stats.weight_moves_proposed),
                 ("partitions", stats.partitions),
                 ("enabled", u64::from(stats.balancer_enabled)),
             ] {

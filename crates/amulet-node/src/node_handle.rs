@@ -105,6 +105,8 @@ pub struct NodeStats {
     pub merges_proposed: u64,
     /// Moves the balancer proposed here since the node started.
     pub moves_proposed: u64,
+    /// Of those, moves that even out the nodes' bytes and load.
+    pub weight_moves_proposed: u64,
     /// Partitions in the newest map this node holds.
     pub partitions: u64,
     /// Whether the balancer proposes changes here now.

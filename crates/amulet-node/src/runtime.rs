@@ -155,6 +155,8 @@ impl Node {
             split_ops_per_second: config.balancer.split_ops_per_second,
             load_window_micros: config.balancer.load_window_ms.saturating_mul(1_000),
             moves: config.balancer.moves,
+            weigh_bytes_from: config.balancer.weigh_bytes_from,
+            weigh_ops_per_second_from: config.balancer.weigh_ops_per_second_from,
         };
         let host = Host::start(
             host_config,
@@ -387,6 +389,7 @@ impl EventLoop {
             tail_splits_proposed: self.host.counters().tail_splits_proposed,
             merges_proposed: self.host.counters().merges_proposed,
             moves_proposed: self.host.counters().moves_proposed,
+            weight_moves_proposed: self.host.counters().weight_moves_proposed,
             partitions: self
                 .host
                 .current_map()
@@ -683,7 +686,7 @@ impl EventLoop {
             }
             Frame::Replica(bytes) => match ReplicaMessage::decode(&bytes) {
                 Ok(message) => {
-                    let work = !message.is_probe();
+                    let work = !message.is_probe() && !message.is_report();
                     self.host.on_replica_message(now, message);
                     work
                 }

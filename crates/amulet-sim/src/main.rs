@@ -442,6 +442,7 @@ fn swarm(
         println!("balancer_tail_splits={}", summary.balancer_tail_splits);
         println!("balancer_merges={}", summary.balancer_merges);
         println!("balancer_moves={}", summary.balancer_moves);
+        println!("balancer_weight_moves={}", summary.balancer_weight_moves);
     }
     if summary.stale_key_refusals + summary.stale_other_refusals > 0 {
         println!("stale_key_refusals={}", summary.stale_key_refusals);

@@ -48,6 +48,8 @@ pub struct SeedStats {
     pub balancer_merges: u64,
     /// Moves the balancer proposed (DMap seeds that run it).
     pub balancer_moves: u64,
+    /// Of those, moves by weight (bytes and load).
+    pub balancer_weight_moves: u64,
     /// Other requests (spanning partitions, snapshots) refused as routed
     /// by a stale partition map (DMap seeds).
     pub stale_other_refusals: u64,
@@ -105,6 +107,8 @@ pub struct SwarmSummary {
     pub balancer_merges: u64,
     /// Moves the balancer proposed, over all seeds.
     pub balancer_moves: u64,
+    /// Of those, moves by weight (bytes and load).
+    pub balancer_weight_moves: u64,
     /// Other requests refused as stale, over all seeds.
     pub stale_other_refusals: u64,
     /// Wall-clock time taken.
@@ -189,6 +193,7 @@ pub fn run_swarm_replayed_by(
         summary.balancer_tail_splits += outcome.stats.balancer_tail_splits;
         summary.balancer_merges += outcome.stats.balancer_merges;
         summary.balancer_moves += outcome.stats.balancer_moves;
+        summary.balancer_weight_moves += outcome.stats.balancer_weight_moves;
         summary.subscription_changes += outcome.stats.subscription_changes;
         summary.stale_key_refusals += outcome.stats.stale_key_refusals;
         summary.stale_other_refusals += outcome.stats.stale_other_refusals;

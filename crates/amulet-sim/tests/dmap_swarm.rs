@@ -358,6 +358,40 @@ fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
     recovers_by_state_transfer(SEED);
 }
 
+/// DMap §III-B signals across a move's hand-off: seed 2000129 moves p2
+/// from nodes 4-6 to node 2 while p6's only replica (node 5) still waits,
+/// at an older position, for p2's signal. It asked p2's runners by its
+/// own map (4-6), which had handed p2 off and no longer answered; node 2,
+/// p2's replica by the newer map, had executed that position long ago.
+/// Every replica waiting for p6 in turn waited too, and no client
+/// completed anything after healing. The node now also asks the runners
+/// its newest map names.
+#[test]
+fn dmap_iii_b_a_replica_asks_for_signals_by_the_newest_map_after_a_hand_off() {
+    const SEED: u64 = 2_000_129;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        run.violations
+    );
+    assert!(run.stats.hand_offs > 0, "seed {SEED} handed nothing off");
+}
+
+/// Thesis §3.4.2 recovery into a partition this node learns it holds only
+/// from the checkpoint: seed 2000664 moves p1 onto nodes 4-6 and merges
+/// p2 into it while node 4, back from p2's checkpoint under an older map,
+/// is behind the trim point. Its peers answered its requests for p2 with
+/// p1's checkpoint (p2 merged into it), which node 4 dropped every 100 ms
+/// as a partition it did not hold; no client completed anything after
+/// healing. A checkpoint of the partition the asked one merged into, whose
+/// map gives it to this node, is installed.
+#[test]
+fn thesis_3_4_2_a_replica_merged_into_a_partition_moved_here_installs_it() {
+    const SEED: u64 = 2_000_664;
+    recovers_by_state_transfer(SEED);
+}
+
 /// Thesis §3.4.2 recovery from a peer, as the node does it: the host core
 /// (which the node runs too) pulls a peer's checkpoint chunk by chunk.
 /// State transfer that assembles the file without its last chunk never

@@ -50,7 +50,11 @@ pub enum Body<C> {
     /// handed off, or it never had the state): it leaves the partition's
     /// hand-off set (`PartitionMap::handing_off`). Reported by `node`
     /// itself, or for a node the view removed (which never will) by any
-    /// node. Proposed by nodes, never by clients; global stream only.
+    /// node. Proposed by nodes, never by clients; global stream only. On
+    /// a partition's own stream it does nothing: a node handing a moved
+    /// partition off sends one there to get the new stream's first
+    /// instance through an idle cluster's merges (`amulet-host`'s
+    /// `nudge_idle_hand_offs`).
     /// Last, so values ordered by older builds decode.
     HandedOff {
         /// The partition.
@@ -252,6 +256,18 @@ pub enum ReplicaMessage {
         /// The sender's newest membership.
         membership: Box<amulet_membership::Membership>,
     },
+    /// A node's report of its replicas' sizes and loads to the node that
+    /// proposes the cluster's own changes, which plans the balancer's
+    /// moves by weight from them (`crate::next_weight_move`). Sent every
+    /// balancer turn; a lost one is replaced by the next.
+    Weights {
+        /// The sender.
+        from: NodeId,
+        /// The map version its replicas executed when it measured.
+        map_version: u64,
+        /// Its replicas' partitions, sizes and loads.
+        partitions: Vec<crate::PartitionWeight>,
+    },
 }
 
 impl ReplicaMessage {
@@ -276,6 +292,12 @@ impl ReplicaMessage {
                 | ReplicaMessage::Map { .. }
                 | ReplicaMessage::View { .. }
         )
+    }
+
+    /// Whether it is a node's report of its replicas' weights (the
+    /// balancer handles it).
+    pub fn is_report(&self) -> bool {
+        matches!(self, ReplicaMessage::Weights { .. })
     }
 
     /// Encodes for the wire.

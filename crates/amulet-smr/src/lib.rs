@@ -37,6 +37,7 @@ mod session_table;
 mod split_at_key;
 mod state_machine;
 mod trim_point;
+mod weighing;
 
 pub use access::{
     AccessChange, AccessControl, AccessError, Need, Permission, Principal, TokenRecord,
@@ -62,3 +63,4 @@ pub use replica::{
 pub use session_table::{SessionCheck, SessionTable};
 pub use state_machine::{ExecContext, KeyspaceChange, StateMachine};
 pub use trim_point::{safe_to_report, trim_point, TrimQuorum};
+pub use weighing::{next_weight_move, weigh, PartitionWeight, WEIGHT_OF_ALL};

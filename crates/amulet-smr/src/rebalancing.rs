@@ -12,15 +12,16 @@
 //! many, whatever splits and merges add in between.
 
 use crate::healing::{load, re_home};
-use crate::{PartitionMap, Reconfiguration};
-use amulet_types::{NodeId, StorageMode, StreamId};
+use crate::{PartitionInfo, PartitionMap, Reconfiguration};
+use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
 
 /// The next move that evens out the replicas per node, or `None` when the
 /// counts of the live nodes replicating some partition are within one of
 /// each other (or no partition can move).
 ///
-/// The most loaded node (then the highest id) gives its lowest partition
-/// that the least loaded node (then the lowest id) does not replicate; a
+/// The most loaded node (then the highest id) gives its lightest partition
+/// by `weight_of` (then the lowest id; `None` weighs nothing) that the
+/// least loaded node (then the lowest id) does not replicate; a
 /// partition with a replica outside `live` is self-healing's and is left
 /// alone. Only nodes already replicating some partition take part (a node
 /// with none executes nothing of the global stream and would never learn
@@ -31,6 +32,7 @@ pub fn next_rebalance(
     live: &[NodeId],
     also_used: impl IntoIterator<Item = StreamId>,
     storage_of: impl Fn(StreamId) -> StorageMode,
+    weight_of: impl Fn(PartitionId) -> Option<u64>,
 ) -> Option<Reconfiguration> {
     let mut nodes: Vec<(usize, NodeId)> = map
         .hosting_nodes()
@@ -44,15 +46,15 @@ pub fn next_rebalance(
     if most < least + 2 {
         return None;
     }
-    let (partition, info) = map.partitions.iter().find(|(id, info)| {
-        // One move of a partition at a time: moving it again before its
-        // hand-off is safe (the leavers learn the new stream) but only
-        // lengthens the chain of nodes serving its state.
-        !map.handing_off.contains_key(id)
-            && info.replicas.contains(&from)
-            && !info.replicas.contains(&to)
-            && info.replicas.iter().all(|n| live.contains(n))
-    })?;
+    let (partition, info) = map
+        .partitions
+        .iter()
+        .filter(|(id, info)| movable(map, **id, info, from, to, live))
+        // The lightest: the count evens out moving the least state, and
+        // a move by weight (`crate::next_weight_move`) that left two
+        // nodes a partition apart is answered by a light partition, not
+        // by its own partition coming back.
+        .min_by_key(|(id, _)| (weight_of(**id).unwrap_or(0), **id))?;
     let group = info
         .replicas
         .iter()
@@ -68,11 +70,28 @@ pub fn next_rebalance(
     ))
 }
 
+/// Whether `partition` can move from `from` to `to`: one move of a
+/// partition at a time (moving it again before its hand-off is safe, the
+/// leavers learn the new stream, but only lengthens the chain of nodes
+/// serving its state), and a partition with a replica outside `live` is
+/// self-healing's.
+pub(crate) fn movable(
+    map: &PartitionMap,
+    partition: PartitionId,
+    info: &PartitionInfo,
+    from: NodeId,
+    to: NodeId,
+    live: &[NodeId],
+) -> bool {
+    !map.handing_off.contains_key(&partition)
+        && info.replicas.contains(&from)
+        && !info.replicas.contains(&to)
+        && info.replicas.iter().all(|n| live.contains(n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::PartitionInfo;
-    use amulet_types::PartitionId;
 
     const SYNC: fn(StreamId) -> StorageMode = |_| StorageMode::SyncDurable;
 
@@ -111,7 +130,7 @@ mod tests {
     fn dynatree_oracle_moves_a_replica_from_the_most_to_the_least_loaded_node() {
         let map = split_three_times();
         let live = nodes(&[1, 2, 3, 4, 5, 6]);
-        let plan = next_rebalance(&map, &live, [], SYNC).expect("3 against 1");
+        let plan = next_rebalance(&map, &live, [], SYNC, |_| None).expect("3 against 1");
         let Reconfiguration::Move {
             partition,
             replicas,
@@ -134,7 +153,7 @@ mod tests {
         let mut map = split_three_times();
         let live = nodes(&[1, 2, 3, 4, 5, 6]);
         let mut moves = 0;
-        while let Some(plan) = next_rebalance(&map, &live, [], SYNC) {
+        while let Some(plan) = next_rebalance(&map, &live, [], SYNC, |_| None) {
             map = plan.apply(&map, 0).expect("the plan applies to its map");
             moves += 1;
             assert!(moves <= 12, "moves do not converge: {map:?}");
@@ -157,7 +176,7 @@ mod tests {
         // Node 6 is gone: p2 is self-healing's; 1-3 still hold three
         // partitions and 4, 5 one, but every partition 1-3 hold can move.
         let live = nodes(&[1, 2, 3, 4, 5]);
-        let plan = next_rebalance(&map, &live, [], SYNC).expect("3 against 1");
+        let plan = next_rebalance(&map, &live, [], SYNC, |_| None).expect("3 against 1");
         assert!(matches!(
             plan,
             Reconfiguration::Move { partition, .. } if partition != PartitionId(2)
@@ -173,6 +192,6 @@ mod tests {
                 },
             )],
         );
-        assert_eq!(next_rebalance(&even, &live, [], SYNC), None);
+        assert_eq!(next_rebalance(&even, &live, [], SYNC, |_| None), None);
     }
 }

@@ -66,6 +66,11 @@ pub struct DevArgs {
     /// own, 1,000,000). For watching a range map grow.
     #[arg(long)]
     split_entries: Option<u64>,
+    /// The balancer's moves by weight count bytes from this many in the
+    /// cluster for this run (default: the nodes' own, 64 MiB). For
+    /// watching replicas move to even out the nodes' bytes.
+    #[arg(long)]
+    weigh_bytes_from: Option<u64>,
     /// Judge requests by whole-map versions for this run (`[smr]
     /// fence_keys = false`), to compare with fence keys.
     #[arg(long)]
@@ -218,8 +223,14 @@ pub fn run(args: DevArgs) -> anyhow::Result<()> {
         if args.whole_map_versions {
             text = text.replacen("\n[smr]\n", "\n[smr]\nfence_keys = false\n", 1);
         }
+        if args.split_entries.is_some() || args.weigh_bytes_from.is_some() {
+            text.push_str("\n[balancer]\n");
+        }
         if let Some(bound) = args.split_entries {
-            text.push_str(&format!("\n[balancer]\nsplit_entries = {bound}\n"));
+            text.push_str(&format!("split_entries = {bound}\n"));
+        }
+        if let Some(bytes) = args.weigh_bytes_from {
+            text.push_str(&format!("weigh_bytes_from = {bytes}\n"));
         }
         std::fs::write(&config_path, text)?;
         let log = std::fs::OpenOptions::new()

@@ -187,4 +187,5 @@ fn add_counters(into: &mut HostCounters, more: HostCounters) {
     into.tail_splits_proposed += more.tail_splits_proposed;
     into.merges_proposed += more.merges_proposed;
     into.moves_proposed += more.moves_proposed;
+    into.weight_moves_proposed += more.weight_moves_proposed;
 }

@@ -75,7 +75,8 @@ impl<S: StateMachine> Replica<S> {
             | ReplicaMessage::Probe { .. }
             | ReplicaMessage::ProbeReply { .. }
             | ReplicaMessage::Map { .. }
-            | ReplicaMessage::View { .. } => {}
+            | ReplicaMessage::View { .. }
+            | ReplicaMessage::Weights { .. } => {}
         }
         self.debug_check_invariants();
     }
@@ -84,6 +85,27 @@ impl<S: StateMachine> Replica<S> {
     pub fn tick(&mut self, now_micros: u64) {
         self.ask_again(now_micros);
         self.debug_check_invariants();
+    }
+
+    /// The signals the replica still waits for: each command's global
+    /// position and the involved partitions whose partial has not come
+    /// (for the node to ask their runners by a newer map than the
+    /// replica's).
+    pub fn missing_signals(&self) -> Vec<(u64, PartitionId)> {
+        let voted = |w: &Waiting<S::Command>| S::is_voted(&w.command);
+        self.waiting
+            .iter()
+            .chain(self.unsignalled.values())
+            .flat_map(|w| {
+                w.involved
+                    .iter()
+                    .filter(|p| match w.partials.get(p) {
+                        None => true,
+                        Some(partial) => voted(w) && partial.is_none(),
+                    })
+                    .map(|p| (w.global_position, *p))
+            })
+            .collect()
     }
 
     fn ask_again(&mut self, now_micros: u64) {

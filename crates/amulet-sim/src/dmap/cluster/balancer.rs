@@ -54,6 +54,10 @@ pub(super) fn balancer_of(seed: u64, kind: ClientKind) -> amulet_host::BalancerC
         split_ops_per_second,
         load_window_micros,
         moves: true,
+        // The workload's bytes and load are tiny: both always count, so
+        // that moves by weight follow the moves by count.
+        weigh_bytes_from: 0,
+        weigh_ops_per_second_from: 0,
     }
 }
 

@@ -51,6 +51,13 @@ impl DmapCluster {
                     r.pending_reconfiguration(),
                     host.multicast_node().fenced(group_of(*partition)),
                 );
+                for (position, missing) in r.missing_signals() {
+                    println!(
+                        "    missing signal at {position} from {missing}: runners by its map {:?}, by the node's newest {:?}",
+                        r.map().runners(missing),
+                        host.current_map().map(|m| m.runners(missing)),
+                    );
+                }
                 if let Some(merger) = host.multicast_node().merger(group_of(*partition)) {
                     let lanes: Vec<String> = merger
                         .fed_streams()

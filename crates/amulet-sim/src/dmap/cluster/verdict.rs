@@ -86,6 +86,7 @@ impl DmapCluster {
                 balancer_tail_splits: counters.iter().map(|c| c.tail_splits_proposed).sum(),
                 balancer_merges: counters.iter().map(|c| c.merges_proposed).sum(),
                 balancer_moves: counters.iter().map(|c| c.moves_proposed).sum(),
+                balancer_weight_moves: counters.iter().map(|c| c.weight_moves_proposed).sum(),
                 trimmed_instances: harness
                     .hosts()
                     .flat_map(|(_, h)| h.multicast_node().streams().values())

@@ -38,11 +38,7 @@ impl<S: StateMachine> Host<S> {
             })
             .map(|(p, r)| PartitionWeight {
                 partition: *p,
-                bytes: map
-                    .keyspaces
-                    .keys()
-                    .map(|name| r.state().keyspace_bytes(name).unwrap_or(0))
-                    .fold(0u64, u64::saturating_add),
+                bytes: crate::balancer::bytes_of(map, r.state()),
                 ops_per_second: self.measured_load(*p).map_or(0, |l| l.ops_per_second),
             })
             .collect()

@@ -54,6 +54,23 @@ pub(super) struct Waiting<C> {
     pub(super) asked_at_micros: u64,
 }
 
+/// The involved partitions whose partial `waiting` still lacks, with its
+/// position. A voted command needs every vote itself; others take
+/// "executed long ago" for an answer.
+fn missing_of<S: StateMachine>(
+    waiting: &Waiting<S::Command>,
+) -> impl Iterator<Item = (u64, PartitionId)> + '_ {
+    let voted = S::is_voted(&waiting.command);
+    waiting
+        .involved
+        .iter()
+        .filter(move |p| match waiting.partials.get(p) {
+            None => true,
+            Some(partial) => voted && partial.is_none(),
+        })
+        .map(|p| (waiting.global_position, *p))
+}
+
 impl<S: StateMachine> Replica<S> {
     /// A message from another replica.
     pub fn on_message(&mut self, message: ReplicaMessage) {
@@ -92,19 +109,10 @@ impl<S: StateMachine> Replica<S> {
     /// (for the node to ask their runners by a newer map than the
     /// replica's).
     pub fn missing_signals(&self) -> Vec<(u64, PartitionId)> {
-        let voted = |w: &Waiting<S::Command>| S::is_voted(&w.command);
         self.waiting
             .iter()
             .chain(self.unsignalled.values())
-            .flat_map(|w| {
-                w.involved
-                    .iter()
-                    .filter(|p| match w.partials.get(p) {
-                        None => true,
-                        Some(partial) => voted(w) && partial.is_none(),
-                    })
-                    .map(|p| (w.global_position, *p))
-            })
+            .flat_map(|w| missing_of::<S>(w))
             .collect()
     }
 
@@ -117,19 +125,7 @@ impl<S: StateMachine> Replica<S> {
                 continue;
             }
             waiting.asked_at_micros = now;
-            let position = waiting.global_position;
-            // A voted command needs every vote itself; others take
-            // "executed long ago" for an answer.
-            let voted = S::is_voted(&waiting.command);
-            let missing = waiting
-                .involved
-                .iter()
-                .filter(|p| match waiting.partials.get(p) {
-                    None => true,
-                    Some(partial) => voted && partial.is_none(),
-                })
-                .map(|p| (position, *p));
-            asks.extend(missing);
+            asks.extend(missing_of::<S>(waiting));
         }
         for (position, partition) in asks {
             for to in self.map.runners(partition) {

@@ -14,7 +14,7 @@ use amulet_smr::{
     StateMachine,
 };
 use amulet_types::MapVersion;
-use amulet_types::{PartitionId, TimeMicros};
+use amulet_types::{NodeId, PartitionId, TimeMicros};
 
 /// The answer to a snapshot page request.
 #[derive(Debug)]
@@ -124,6 +124,15 @@ impl<S: StateMachine> Host<S> {
             self.out.push(Command::Reply { token, reply });
             return;
         }
+        if let Body::Reconfigure(Reconfiguration::Move { replicas, .. }) = &request.body {
+            if let Some(idle) = self.idle_target(replicas) {
+                let reply = ClientReply::Refused(Refusal::InvalidMap(
+                    amulet_smr::InvalidMap::MoveToIdleNode(idle),
+                ));
+                self.out.push(Command::Reply { token, reply });
+                return;
+            }
+        }
         if let Body::Membership(amulet_membership::Command::Leave { node }) = &request.body {
             if let Some(why) = self.leave_refused(*node) {
                 let reply = ClientReply::Refused(Refusal::MembershipChange(why));
@@ -155,6 +164,26 @@ impl<S: StateMachine> Host<S> {
             },
         };
         self.out.push(Command::Reply { token, reply });
+    }
+
+    /// The first of a move's `replicas` that replicates nothing by this
+    /// node's newest map and does not learn the global stream by its
+    /// configuration: it would never execute the partition's share of
+    /// the global order. `None` when this node does not run the global
+    /// stream (it cannot judge; its replicas judge the rest).
+    fn idle_target(&self, replicas: &[NodeId]) -> Option<NodeId> {
+        let map = self.current_map()?;
+        let global = self
+            .node
+            .streams()
+            .get(&map.global_stream)?
+            .config()
+            .members();
+        let hosting = map.hosting_nodes();
+        replicas
+            .iter()
+            .copied()
+            .find(|n| !hosting.contains(n) && !global.contains(n))
     }
 
     /// The client behind `token` gave up (its proposal may have been

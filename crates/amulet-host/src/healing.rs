@@ -98,28 +98,47 @@ impl<S: StateMachine> Host<S> {
     /// (self-healing's repairs, the balancer's moves), else `None`. The
     /// proposer is the view's lowest active member that replicates some
     /// partition of `map` (a node with no replica executes no view: it
-    /// could not judge). Live: every node the map names or the view has
-    /// active, except those removed or leaving (a node outside the view
-    /// is not judged here). `None` without membership.
+    /// could not judge). Live: see [`Host::takers`]. `None` without
+    /// membership.
     pub(crate) fn live_if_proposer(&self, map: &PartitionMap) -> Option<Vec<NodeId>> {
         if self.cluster_proposer(map) != Some(self.config.me) {
             return None;
         }
         let membership = self.membership()?;
-        let view = membership.view();
+        Some(self.takers(map, membership.view()))
+    }
+
+    /// The nodes that may be given a partition: every node the map names,
+    /// and every active member of `view` that learns the global stream
+    /// (by this node's configuration of it), except those removed or
+    /// leaving (a node outside the view is not judged here). A member
+    /// replicating nothing (it has just joined, or its partitions all
+    /// moved away) counts: it learns the map that gives it one from its
+    /// peers' probes (docs/membership.md, "Maps for a node without a
+    /// replica") and then the global stream's order from where the
+    /// partition's checkpoint stands. One that does not learn the global
+    /// stream could never execute the partition's share of it.
+    pub(crate) fn takers(&self, map: &PartitionMap, view: &amulet_membership::View) -> Vec<NodeId> {
+        let global = self
+            .node
+            .streams()
+            .get(&map.global_stream)
+            .map(|s| s.config().members())
+            .unwrap_or_default();
         let active = view
             .nodes()
             .iter()
-            .filter(|(_, m)| m.state == MemberState::Active)
+            .filter(|(n, m)| m.state == MemberState::Active && global.contains(n))
             .map(|(n, _)| *n);
-        let hosting = map.hosting_nodes();
-        Some(
-            hosting
-                .into_iter()
-                .chain(active)
-                .filter(|n| !view.gone(*n))
-                .collect(),
-        )
+        let mut nodes: Vec<NodeId> = map
+            .hosting_nodes()
+            .into_iter()
+            .chain(active)
+            .filter(|n| !view.gone(*n))
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        nodes
     }
 
     /// The node that proposes the cluster's own changes under `map`: the

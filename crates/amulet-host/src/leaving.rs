@@ -35,10 +35,9 @@ impl<S: StateMachine> Host<S> {
         if view.state(node) != Some(MemberState::Active) {
             return None; // the replicas refuse it, with the view's reason
         }
-        let live: Vec<NodeId> = map
-            .hosting_nodes()
+        let live: Vec<NodeId> = self
+            .takers(map, view)
             .into_iter()
-            .chain(view.members())
             .filter(|n| view.state(*n) == Some(MemberState::Active))
             .collect();
         amulet_smr::leave_blocker(map, &live, node).map(|partition| {

@@ -441,6 +441,22 @@ impl<S: StateMachine> Host<S> {
         Ok(())
     }
 
+    /// Drops group 0, which a node started without replicas merges its
+    /// streams in (`start.rs`, `merge_groups`), once a replica's group
+    /// takes over. Nothing executes what group 0 merges, yet its lanes
+    /// hold the learners back (a learner is fed from the lowest instance
+    /// any group expects): a node down while the global stream was trimmed
+    /// kept its learner at group 0's position, below the trim point, and
+    /// the replica moved here never saw the global order again
+    /// (simulator seed 10 of `--dmap`, a spare node given a partition by
+    /// the balancer).
+    fn drop_placeholder_group(&mut self) {
+        let placeholder = amulet_multicast::GroupId(0);
+        if self.config.groups.is_none() && self.node.merger(placeholder).is_some() {
+            self.node.remove_group(placeholder);
+        }
+    }
+
     /// Opens every stream of `map` this node is a member of and lacks.
     fn open_streams_of(
         &mut self,
@@ -598,6 +614,9 @@ impl<S: StateMachine> Host<S> {
             // Moved here: the merge group starts at the checkpoint.
             self.node.add_group(group, &position)
         };
+        if restored.is_ok() {
+            self.drop_placeholder_group();
+        }
         if let Err(error) = restored {
             tracing::error!(
                 ?error,

@@ -444,6 +444,10 @@ fn swarm(
         println!("balancer_moves={}", summary.balancer_moves);
         println!("balancer_weight_moves={}", summary.balancer_weight_moves);
     }
+    if summary.spare_nodes > 0 {
+        println!("spare_nodes={}", summary.spare_nodes);
+        println!("spare_replicas_at_end={}", summary.spare_replicas);
+    }
     if summary.stale_key_refusals + summary.stale_other_refusals > 0 {
         println!("stale_key_refusals={}", summary.stale_key_refusals);
         println!("stale_other_refusals={}", summary.stale_other_refusals);

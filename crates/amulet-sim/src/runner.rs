@@ -50,6 +50,11 @@ pub struct SeedStats {
     pub balancer_moves: u64,
     /// Of those, moves by weight (bytes and load).
     pub balancer_weight_moves: u64,
+    /// 1 when the seed had a spare node (a member replicating nothing at
+    /// the start), else 0.
+    pub spare_nodes: u64,
+    /// Replicas the spare node ran at the end.
+    pub spare_replicas: u64,
     /// Other requests (spanning partitions, snapshots) refused as routed
     /// by a stale partition map (DMap seeds).
     pub stale_other_refusals: u64,
@@ -109,6 +114,10 @@ pub struct SwarmSummary {
     pub balancer_moves: u64,
     /// Of those, moves by weight (bytes and load).
     pub balancer_weight_moves: u64,
+    /// Seeds with a spare node, over all seeds.
+    pub spare_nodes: u64,
+    /// Replicas the spare nodes ran at the end, over all seeds.
+    pub spare_replicas: u64,
     /// Other requests refused as stale, over all seeds.
     pub stale_other_refusals: u64,
     /// Wall-clock time taken.
@@ -194,6 +203,8 @@ pub fn run_swarm_replayed_by(
         summary.balancer_merges += outcome.stats.balancer_merges;
         summary.balancer_moves += outcome.stats.balancer_moves;
         summary.balancer_weight_moves += outcome.stats.balancer_weight_moves;
+        summary.spare_nodes += outcome.stats.spare_nodes;
+        summary.spare_replicas += outcome.stats.spare_replicas;
         summary.subscription_changes += outcome.stats.subscription_changes;
         summary.stale_key_refusals += outcome.stats.stale_key_refusals;
         summary.stale_other_refusals += outcome.stats.stale_other_refusals;

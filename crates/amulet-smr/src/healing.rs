@@ -13,9 +13,9 @@ use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
 /// can take its place).
 ///
 /// The partition keeps its live replicas and takes, for each one lost, the
-/// live node replicating the fewest partitions (then the lowest id) among
-/// those already replicating some partition (a node with none executes
-/// nothing of the global stream and would never learn it was given one).
+/// live node replicating the fewest partitions (then the lowest id), a
+/// node replicating nothing too (it learns the map from its peers'
+/// probes; `live` must hold only nodes that learn the global stream).
 /// Its new stream (id `map.next_stream_id(also_used)`, the storage
 /// `storage_of` gives for the partition's current stream) has the
 /// new group as acceptors and the replicas that go as learners, as
@@ -27,7 +27,6 @@ pub fn next_repair(
     also_used: impl IntoIterator<Item = StreamId>,
     storage_of: impl Fn(StreamId) -> StorageMode,
 ) -> Option<Reconfiguration> {
-    let hosting = map.hosting_nodes();
     let also_used: Vec<StreamId> = also_used.into_iter().collect();
     for (partition, info) in &map.partitions {
         if info.replicas.iter().all(|n| live.contains(n)) {
@@ -44,12 +43,13 @@ pub fn next_repair(
             continue;
         }
         let wanted = info.replicas.len();
-        let mut candidates: Vec<NodeId> = hosting
+        let mut candidates: Vec<NodeId> = live
             .iter()
             .copied()
-            .filter(|n| live.contains(n) && !group.contains(n))
+            .filter(|n| !group.contains(n))
             .collect();
         candidates.sort_by_key(|n| (load(map, *n), *n));
+        candidates.dedup();
         group.extend(candidates.into_iter().take(wanted - group.len()));
         if group.len() < wanted || group.len().is_multiple_of(2) {
             // Too few live nodes to restore the replication factor: the
@@ -66,12 +66,14 @@ pub fn next_repair(
 
 /// The first partition `leaver` replicates that self-healing could not
 /// move off it once it leaves: no other live replica holds its state, or
-/// too few live nodes (among those replicating some partition, as
-/// [`next_repair`] picks them) could take the replicas it would lose.
-/// `live` is every node not removed and not leaving, the leaver excluded.
+/// too few live nodes (as [`next_repair`] picks them) could take the
+/// replicas it would lose. `live` is every node not removed and not
+/// leaving that learns the global stream, the leaver excluded.
 /// `None`: every partition of the leaver can be re-homed.
 pub fn leave_blocker(map: &PartitionMap, live: &[NodeId], leaver: NodeId) -> Option<PartitionId> {
-    let hosting = map.hosting_nodes();
+    let mut takers: Vec<NodeId> = live.to_vec();
+    takers.sort();
+    takers.dedup();
     let alive = |n: &NodeId| *n != leaver && live.contains(n);
     map.partitions
         .iter()
@@ -79,7 +81,7 @@ pub fn leave_blocker(map: &PartitionMap, live: &[NodeId], leaver: NodeId) -> Opt
         .find(|(_, info)| {
             let staying = info.replicas.iter().filter(|n| alive(n)).count();
             let lost = info.replicas.len() - staying;
-            let candidates = hosting
+            let candidates = takers
                 .iter()
                 .filter(|n| alive(n) && !info.replicas.contains(n))
                 .count();
@@ -242,5 +244,25 @@ mod tests {
         // is nowhere to copy from.
         assert_eq!(next_repair(&map, &nodes(&[2, 3]), [], SYNC), None);
         assert_eq!(next_repair(&map, &nodes(&[1, 2, 3, 4, 5]), [], SYNC), None);
+    }
+
+    #[test]
+    fn thesis_4_2_a_member_replicating_nothing_takes_a_removed_nodes_replica_first() {
+        let map = five_nodes();
+        // Node 5 removed; node 6 (joined, learning the global stream)
+        // replicates nothing: the least loaded, it takes p2's lost
+        // replica.
+        let live = nodes(&[1, 2, 3, 4, 6]);
+        let plan = next_repair(&map, &live, [], SYNC).expect("p2 needs a repair");
+        assert!(
+            matches!(&plan, Reconfiguration::Move { partition: PartitionId(2), replicas, .. } if *replicas == nodes(&[4, 1, 6])),
+            "{plan:?}"
+        );
+        // And it lets node 5 leave where 1-4 alone could not take p2.
+        assert_eq!(
+            leave_blocker(&map, &nodes(&[1, 4]), NodeId(5)),
+            Some(PartitionId(2))
+        );
+        assert_eq!(leave_blocker(&map, &nodes(&[1, 4, 6]), NodeId(5)), None);
     }
 }

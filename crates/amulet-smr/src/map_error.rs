@@ -166,9 +166,11 @@ pub enum InvalidMap {
         /// Its replicas after the move.
         new: Vec<NodeId>,
     },
-    /// A move to a node that runs no replica: it executes nothing of the
-    /// global stream, so it would never learn it was given one.
-    #[error("node {0} replicates no partition yet; a move goes to nodes that do")]
+    /// A move to a node that replicates nothing and does not learn the
+    /// global stream (by the configuration of the node judging it): it
+    /// could never execute the partition's share of the global order.
+    /// Refused at the edge, never by the replicas (docs/dynatree.md).
+    #[error("node {0} replicates no partition and does not learn the global stream; a move goes to nodes that do")]
     MoveToIdleNode(NodeId),
     /// An eventual map's replicas or virtual nodes out of bounds.
     #[error("{0}")]

@@ -16,17 +16,20 @@ use crate::{PartitionInfo, PartitionMap, Reconfiguration};
 use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
 
 /// The next move that evens out the replicas per node, or `None` when the
-/// counts of the live nodes replicating some partition are within one of
-/// each other (or no partition can move).
+/// counts of the `live` nodes are within one of each other (or no
+/// partition can move).
 ///
 /// The most loaded node (then the highest id) gives its lightest partition
 /// by `weight_of` (then the lowest id; `None` weighs nothing) that the
 /// least loaded node (then the lowest id) does not replicate; a
 /// partition with a replica outside `live` is self-healing's and is left
-/// alone. Only nodes already replicating some partition take part (a node
-/// with none executes nothing of the global stream and would never learn
-/// it was given one). The move keeps the partition's other replicas and
-/// its new stream has the storage `storage_of` gives for its current one.
+/// alone. Every node in `live` takes part, one replicating nothing too (a
+/// member that has just joined, or one whose partitions all moved away):
+/// it learns the map that gives it a partition from its peers' probes
+/// (docs/membership.md, "Maps for a node without a replica"), so `live`
+/// must hold only nodes that learn the global stream. The move keeps the
+/// partition's other replicas and its new stream has the storage
+/// `storage_of` gives for its current one.
 pub fn next_rebalance(
     map: &PartitionMap,
     live: &[NodeId],
@@ -34,13 +37,9 @@ pub fn next_rebalance(
     storage_of: impl Fn(StreamId) -> StorageMode,
     weight_of: impl Fn(PartitionId) -> Option<u64>,
 ) -> Option<Reconfiguration> {
-    let mut nodes: Vec<(usize, NodeId)> = map
-        .hosting_nodes()
-        .into_iter()
-        .filter(|n| live.contains(n))
-        .map(|n| (load(map, n), n))
-        .collect();
+    let mut nodes: Vec<(usize, NodeId)> = live.iter().map(|n| (load(map, *n), *n)).collect();
     nodes.sort();
+    nodes.dedup();
     let (least, to) = *nodes.first()?;
     let (most, from) = *nodes.last()?;
     if most < least + 2 {
@@ -193,5 +192,47 @@ mod tests {
             )],
         );
         assert_eq!(next_rebalance(&even, &live, [], SYNC, |_| None), None);
+    }
+
+    #[test]
+    fn dynatree_oracle_gives_partitions_to_a_member_replicating_nothing() {
+        // Growth from one partition on nodes 1-3 of five: the splits keep
+        // the replicas, so 1-3 hold four partitions and 4, 5 (members
+        // that have just joined) none. They take part, and the moves
+        // stop with every count within one.
+        let info = |p: u32| {
+            (
+                PartitionId(p),
+                PartitionInfo {
+                    stream: StreamId(p + 1),
+                    replicas: nodes(&[1, 2, 3]),
+                },
+            )
+        };
+        let mut map = PartitionMap::uniform(StreamId(1), (1..=4).map(info).collect());
+        let live = nodes(&[1, 2, 3, 4, 5]);
+        let first = next_rebalance(&map, &live, [], SYNC, |_| None).expect("4 against 0");
+        assert!(
+            matches!(&first, Reconfiguration::Move { replicas, .. } if replicas.contains(&NodeId(4))),
+            "the lowest empty node takes the first: {first:?}"
+        );
+        let mut moves = 0;
+        while let Some(plan) = next_rebalance(&map, &live, [], SYNC, |_| None) {
+            map = plan.apply(&map, 0).expect("the plan applies to its map");
+            moves += 1;
+            assert!(moves <= 12, "moves do not converge: {map:?}");
+        }
+        let counts = counts(&map, &live);
+        assert_eq!(counts.iter().sum::<usize>(), 12, "no replica lost");
+        assert!(
+            counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1,
+            "{counts:?}"
+        );
+        assert!(counts[3] >= 2 && counts[4] >= 2, "{counts:?}");
+        // Without them in `live` (they do not learn the global stream),
+        // 1-3 are even among themselves: nothing moves.
+        let hosting = nodes(&[1, 2, 3]);
+        let grown = PartitionMap::uniform(StreamId(1), (1..=4).map(info).collect());
+        assert_eq!(next_rebalance(&grown, &hosting, [], SYNC, |_| None), None);
     }
 }

@@ -343,12 +343,13 @@ impl Reconfiguration {
                         new: replicas.clone(),
                     });
                 }
-                // A node with no replica executes nothing of the global
-                // stream and would never learn it was given one.
-                let hosting = map.hosting_nodes();
-                if let Some(idle) = replicas.iter().find(|n| !hosting.contains(n)) {
-                    return invalid(InvalidMap::MoveToIdleNode(*idle));
-                }
+                // A node that replicates nothing may be given the
+                // partition: it learns this map from its peers' probes
+                // (docs/membership.md, "Maps for a node without a
+                // replica"). Whether it learns the global stream is not
+                // in the map: the node that takes the request judges it
+                // by its own configuration (`InvalidMap::MoveToIdleNode`,
+                // amulet-host's edge).
                 // Every node the partition leaves, and every one it was
                 // still leaving, is handed off from until it says it
                 // holds nothing (`Body::HandedOff`).

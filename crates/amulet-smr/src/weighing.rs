@@ -81,8 +81,9 @@ pub fn weigh(
         .collect()
 }
 
-/// The next move that evens out the weights of the live nodes replicating
-/// some partition, or `None`: when some partition of `map` has no weight
+/// The next move that evens out the weights of the `live` nodes (one
+/// replicating nothing weighs nothing; see `crate::next_rebalance` for
+/// which nodes `live` may hold), or `None`: when some partition of `map` has no weight
 /// (not every replica has reported yet), when the heaviest and the
 /// lightest node are within a quarter of the mean of each other, or when
 /// no move of a partition from the heaviest node to the lightest lowers
@@ -100,13 +101,12 @@ pub fn next_weight_move(
     if map.partitions.keys().any(|p| !weights.contains_key(p)) {
         return None;
     }
-    let hosting: Vec<NodeId> = map
-        .hosting_nodes()
-        .into_iter()
-        .filter(|n| live.contains(n))
-        .collect();
+    // Every live node, one replicating nothing too (it weighs nothing).
+    let mut nodes: Vec<NodeId> = live.to_vec();
+    nodes.sort();
+    nodes.dedup();
     let node_weights = |m: &PartitionMap| -> Vec<(u64, NodeId)> {
-        hosting
+        nodes
             .iter()
             .map(|n| {
                 let w = m

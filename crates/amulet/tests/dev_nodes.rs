@@ -2,7 +2,8 @@
 //! partition on three of them, serving clients at every node; a split and
 //! a move without ids get ids the cluster never used; a node leaves
 //! gracefully (SCONEKV §2) and its partitions move to the others; the
-//! balancer evens out the partitions per node (docs/dynatree.md).
+//! balancer evens out the partitions per node (docs/dynatree.md), onto
+//! members that replicate nothing too.
 // Wall-clock bounds on the test's waits, not protocol time.
 #![allow(clippy::disallowed_methods)]
 
@@ -140,8 +141,12 @@ fn start_dev(
             .read_to_string(&mut text)
             .unwrap();
     }
+    let partitions = extra
+        .iter()
+        .position(|a| *a == "--partitions")
+        .map_or("3", |at| extra[at + 1]);
     assert!(
-        text.contains("5 nodes, 3 partitions x 3 replicas"),
+        text.contains(&format!("5 nodes, {partitions} partitions x 3 replicas")),
         "{text}"
     );
     (dev, base, dir, log, text)
@@ -416,6 +421,104 @@ fn dynatree_oracle_moves_a_replica_to_even_out_the_nodes_bytes() {
         for key in &keys {
             let read = map.get(key.clone()).await.unwrap();
             assert_eq!(read.as_ref(), Some(&value), "{key:?}");
+        }
+    });
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&log);
+}
+
+/// docs/dynatree.md, "Members replicating nothing": a cluster of five
+/// whose one partition is on nodes 1-3 (nodes 4 and 5 members that
+/// replicate nothing, as nodes that have just joined). A range map grows
+/// by splits, which keep the replicas on 1-3; the balancer then moves
+/// replicas onto 4 and 5 by itself until every node's count is within
+/// one, and every value reads back.
+#[test]
+fn dynatree_oracle_spreads_a_grown_map_onto_members_replicating_nothing() {
+    use amulet_client::{Bytes, Client};
+    use amulet_smr::Layout;
+    use amulet_types::PartitionId;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (dev, base, dir, log, _) = start_dev(
+        "dev-spread",
+        &["--partitions", "1", "--split-entries", "100"],
+    );
+    let address = |node: u16| format!("127.0.0.1:{}", base + node);
+    let status = run(&["status", "--addr", &address(1)]);
+    assert_eq!(replicas_of(&status, 1), ["1", "2", "3"], "{status}");
+    let counts = replicas_per_node(&status);
+    assert!(
+        !counts.contains_key("4") && !counts.contains_key("5"),
+        "{counts:?}"
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = runtime
+        .block_on(Client::connect((1..=NODES).map(address)))
+        .unwrap();
+    runtime
+        .block_on(
+            client.create_map_with("grow", Layout::Range(vec![(Bytes::new(), PartitionId(1))])),
+        )
+        .unwrap();
+    let map = client.map("grow").unwrap();
+    // Keys in a scattered order (a multiplicative walk over 0..600).
+    let keys: Vec<Bytes> = (0..600u64)
+        .map(|i| Bytes::from(format!("k{:04}", (i * 389) % 600)))
+        .collect();
+    runtime.block_on(async {
+        for key in &keys {
+            map.put(key.clone(), key.clone()).await.unwrap();
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(150);
+    let status = loop {
+        let status = run(&["status", "--addr", &address(1)]);
+        let counts = replicas_per_node(&status);
+        let spread = (1..=NODES).all(|n| counts.get(&n.to_string()).is_some_and(|c| *c > 0));
+        let even = counts.values().max().unwrap() - counts.values().min().unwrap() <= 1;
+        if spread && even && !status.contains("handing off") {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replicas did not spread onto nodes 4 and 5: {counts:?}\n{status}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    println!("{status}");
+    let decisions = run(&["balancer", "status", "--addr", &address(1)]);
+    assert!(decisions.contains("move"), "{decisions}");
+    // A move to node 9, which replicates nothing and does not learn the
+    // global stream, is refused at the edge with nothing ordered.
+    let refused = run_fails(&[
+        "move",
+        "1",
+        "--to",
+        "1,2,9",
+        "--addr",
+        &address(1),
+        "--timeout-secs",
+        "10",
+    ]);
+    assert!(
+        refused.contains("move-to-idle-node")
+            || refused.contains("does not learn the global stream"),
+        "{refused}"
+    );
+    let after = run(&["status", "--addr", &address(1)]);
+    assert!(
+        !replicas_per_node(&after).contains_key("9"),
+        "nothing ordered:\n{after}"
+    );
+    runtime.block_on(async {
+        for key in &keys {
+            let read = map.get(key.clone()).await.unwrap();
+            assert_eq!(read.as_ref(), Some(key), "{key:?}");
         }
     });
     drop(dev);

@@ -103,6 +103,9 @@ struct DmapCluster {
     verbose: bool,
     configs: Vec<StreamConfig>,
     initial_map: PartitionMap,
+    /// The spare node, in seeds that have one: a member of the view
+    /// replicating nothing at the start.
+    spare: Option<NodeId>,
     initial_state: PartitionState,
     storage: StorageMode,
     checkpoints: CheckpointPolicy,
@@ -294,11 +297,20 @@ impl DmapCluster {
             );
             assert_eq!(created, MapReply::Done, "{create:?}");
         }
-        let nodes: Vec<NodeId> = initial_map
+        let mut nodes: Vec<NodeId> = initial_map
             .partitions
             .values()
             .flat_map(|p| p.replicas.iter().copied())
             .collect();
+        // A third of the seeds have a spare node: a member of the view
+        // that learns the global stream and replicates nothing, as a node
+        // that has just joined. The balancer's moves (and self-healing's
+        // repairs) give it partitions. A separate generator, so the rest
+        // of the seed draws as before.
+        let spare = Rng::new(seed ^ 0x7370_6172)
+            .chance(1.0 / 3.0)
+            .then_some(NodeId(partitions * REPLICAS + 1));
+        nodes.extend(spare);
         let mut configs = vec![StreamConfig {
             stream: initial_map.global_stream,
             acceptors: initial_map.partitions[&PartitionId(1)].replicas.clone(),
@@ -319,7 +331,7 @@ impl DmapCluster {
         }
         if verbose {
             println!(
-                "storage={storage:?} partitions={partitions} balancer={:?} map={initial_map:#?}",
+                "storage={storage:?} partitions={partitions} nodes={nodes:?} balancer={:?} map={initial_map:#?}",
                 balancer::balancer_of(seed, kind)
             );
         }
@@ -421,6 +433,7 @@ impl DmapCluster {
             verbose,
             configs,
             initial_map,
+            spare,
             initial_state,
             storage,
             checkpoints,

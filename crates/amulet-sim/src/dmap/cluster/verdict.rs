@@ -87,6 +87,11 @@ impl DmapCluster {
                 balancer_merges: counters.iter().map(|c| c.merges_proposed).sum(),
                 balancer_moves: counters.iter().map(|c| c.moves_proposed).sum(),
                 balancer_weight_moves: counters.iter().map(|c| c.weight_moves_proposed).sum(),
+                spare_nodes: u64::from(self.spare.is_some()),
+                spare_replicas: self
+                    .spare
+                    .and_then(|n| harness.host(n))
+                    .map_or(0, |h| h.replicas().len() as u64),
                 trimmed_instances: harness
                     .hosts()
                     .flat_map(|(_, h)| h.multicast_node().streams().values())

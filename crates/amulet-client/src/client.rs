@@ -449,6 +449,21 @@ impl Client {
         Ok((self.channel(&address)?, address))
     }
 
+    /// A node that orders and executes the global stream by the cached
+    /// map (a random replica of its first partition), else any node: a
+    /// member that replicates nothing (a spare, or one whose partitions
+    /// moved away) answers a reconfiguration "not a replica".
+    pub(crate) fn global_node(&self) -> Result<(crate::node_channel::NodeClient, String), Error> {
+        let first = {
+            let routing = self.inner.routing.read().expect("routing lock");
+            routing.map.partitions.keys().next().copied()
+        };
+        match first.and_then(|p| self.replica_of(p).ok()) {
+            Some(address) => Ok((self.channel(&address)?, address)),
+            None => self.any_node(),
+        }
+    }
+
     /// A random replica's address for `partition`.
     pub(crate) fn replica_of(&self, partition: PartitionId) -> Result<String, Error> {
         let routing = self.inner.routing.read().expect("routing lock");

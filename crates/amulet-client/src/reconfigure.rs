@@ -45,7 +45,7 @@ impl Client {
             self.refresh_map().await;
             let version = self.map_version();
             let change = build(&self.partition_map())?;
-            let (mut channel, _) = self.any_node()?;
+            let (mut channel, _) = self.global_node()?;
             let request = amulet_api::reconfiguration_to_pb(version, &change);
             let answer = tokio::time::timeout(
                 self.config().operation_timeout,
@@ -60,12 +60,16 @@ impl Client {
                     // Behind, or another change still waiting for its
                     // fence (`reconfiguration-pending`): both pass. A bulk
                     // load's next split, say, comes right after the last.
-                    Some(amulet_api::ErrorKind::Behind | amulet_api::ErrorKind::Retryable) => {
-                        match backoff.pause(self.now()) {
-                            Some(until) => self.sleep_until(until).await,
-                            None => return Err(Error::from_status(&status)),
-                        }
-                    }
+                    // A node that replicates nothing (any more) executes
+                    // no reconfiguration: another node, by the newer map.
+                    Some(
+                        amulet_api::ErrorKind::Behind
+                        | amulet_api::ErrorKind::Retryable
+                        | amulet_api::ErrorKind::NotAReplica,
+                    ) => match backoff.pause(self.now()) {
+                        Some(until) => self.sleep_until(until).await,
+                        None => return Err(Error::from_status(&status)),
+                    },
                     _ => return Err(Error::from_status(&status)),
                 },
             }

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import time
 
+import grpc
 import pytest
 
 import amulet
 from amulet import bulk_load, codecs
 from amulet.v1 import amulet_pb2 as pb
 from cluster import DevCluster
+from stub_spy import wrap_stubs
 
 ENTRIES = 3_000
 PER_PARTITION = 1_000
@@ -159,3 +161,44 @@ def test_split_at_builds_the_operators_split(own_client, fresh_map_name):
     assert not split.HasField("at_token")
     with pytest.raises(amulet.InvalidArgument):
         client.reconfigure(pb.ReconfigureRequest())
+
+
+class _NotAReplica(grpc.RpcError):
+    """What a node that replicates nothing answers a reconfiguration."""
+
+    def code(self):
+        return grpc.StatusCode.FAILED_PRECONDITION
+
+    def details(self):
+        return "this node does not replicate that partition (refused by the test)"
+
+    def trailing_metadata(self):
+        return (("amulet-error", "not-a-replica"),)
+
+
+def test_a_split_refused_not_a_replica_is_sent_again_to_a_replica_of_the_first_partition(
+    own_client, monkeypatch, fresh_map_name
+):
+    """A member that replicates nothing executes no reconfiguration and
+    answers ``not-a-replica`` (docs/dynatree.md, "Members replicating
+    nothing"): the change goes to a replica of the first partition, and
+    is sent again after that refusal instead of failing the load."""
+    client = own_client
+    first = min(client.partition_map().partitions)
+    client.create_map(fresh_map_name, ranges=[(b"", first)])
+    client.refresh_map()
+    sent = []
+
+    def reconfigure(stub, address, request, timeout=None):
+        sent.append(address)
+        if len(sent) == 1:
+            raise _NotAReplica()
+        return stub.Reconfigure(request, timeout=timeout)
+
+    wrap_stubs(client, monkeypatch, Reconfigure=reconfigure)
+    configured = client.running_streams()
+    client.reconfigure_with(lambda routing: bulk_load.split_at(routing, fresh_map_name, b"m", configured))
+    assert len(sent) == 2, sent
+    replicas = client.partition_map().replica_addresses(first)
+    assert all(address in replicas for address in sent), (sent, replicas)
+    assert len(ranges_once(client, fresh_map_name, 2)) == 2

@@ -173,12 +173,7 @@ impl<S: StateMachine> Host<S> {
     /// stream (it cannot judge; its replicas judge the rest).
     fn idle_target(&self, replicas: &[NodeId]) -> Option<NodeId> {
         let map = self.current_map()?;
-        let global = self
-            .node
-            .streams()
-            .get(&map.global_stream)?
-            .config()
-            .members();
+        let global = self.global_stream_members(map)?;
         let hosting = map.hosting_nodes();
         replicas
             .iter()

@@ -119,12 +119,7 @@ impl<S: StateMachine> Host<S> {
     /// partition's checkpoint stands. One that does not learn the global
     /// stream could never execute the partition's share of it.
     pub(crate) fn takers(&self, map: &PartitionMap, view: &amulet_membership::View) -> Vec<NodeId> {
-        let global = self
-            .node
-            .streams()
-            .get(&map.global_stream)
-            .map(|s| s.config().members())
-            .unwrap_or_default();
+        let global = self.global_stream_members(map).unwrap_or_default();
         let active = view
             .nodes()
             .iter()
@@ -139,6 +134,17 @@ impl<S: StateMachine> Host<S> {
         nodes.sort();
         nodes.dedup();
         nodes
+    }
+
+    /// The members (acceptors and learners) of `map`'s global stream by
+    /// this node's configuration of it; `None` when this node does not
+    /// run that stream. A node that learns the global stream can execute
+    /// a partition's share of the global order, so it may be given one.
+    pub(crate) fn global_stream_members(&self, map: &PartitionMap) -> Option<Vec<NodeId>> {
+        self.node
+            .streams()
+            .get(&map.global_stream)
+            .map(|s| s.config().members())
     }
 
     /// The node that proposes the cluster's own changes under `map`: the

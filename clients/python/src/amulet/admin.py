@@ -159,7 +159,9 @@ class Admin:
         ``Unavailable``). A node behind the map version (``behind``), or one
         whose earlier change still waits for its fence (``retryable``,
         reason ``reconfiguration-pending``), is asked again until
-        ``operation_timeout``. Not resent on an unknown outcome (a resend
+        ``operation_timeout``; the change goes to a replica of the first
+        partition (one that executes the global stream), and to another
+        after ``not-a-replica``. Not resent on an unknown outcome (a resend
         would be refused as stale or as overlapping): no answer in time is
         ``OutcomeUnknown``. A change that cannot apply is
         ``InvalidArgument`` (unknown partition, stream id in use, a cut
@@ -179,7 +181,7 @@ class Admin:
             if request.WhichOneof("change") is None:
                 raise errors.InvalidArgument("reconfigure: the change built has no change set")
             request.map_version = routing.version
-            address, stub = self._any_node()
+            address, stub = self._global_node()
             try:
                 stub.Reconfigure(request, timeout=max(deadline - time.monotonic(), self.attempt_timeout))
                 return routing.version, request
@@ -188,7 +190,9 @@ class Admin:
                 if kind == "stale-map":
                     raced += 1
                     continue
-                if kind not in ("behind", "retryable"):
+                # A node that replicates nothing (any more) executes no
+                # reconfiguration: another node, by the newer map.
+                if kind not in ("behind", "retryable", "not-a-replica"):
                     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                         raise errors.OutcomeUnknown(f"reconfigure: no answer in time from {address}", code) from None
                     raise errors.from_status(code, f"reconfigure at {self._peer(address)}: {message}") from None

@@ -697,6 +697,18 @@ class Client(Admin):
         address = random.choice(addresses)
         return address, self._stub(address)
 
+    def _global_node(self) -> tuple[str, AmuletStub]:
+        """A node that orders and executes the global stream by the cached
+        map (a random replica of its first partition), else any node: a
+        member that replicates nothing (a spare, or one whose partitions
+        moved away) answers a reconfiguration ``not-a-replica``."""
+        routing = self._routing
+        replicas = routing.replica_addresses(min(routing.partitions)) if routing.partitions else []
+        if not replicas:
+            return self._any_node()
+        address = random.choice(replicas)
+        return address, self._stub(address)
+
     def _fetch_map(self, address: str) -> Routing:
         message = self._stub(address).GetPartitionMap(
             pb.GetPartitionMapRequest(), timeout=self.attempt_timeout

@@ -8,6 +8,7 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
@@ -31,7 +32,9 @@ final class Reconfigure {
    * map after it, three times at most. A node behind the map version
    * ({@code behind}), or one whose earlier change still waits for its fence
    * ({@code retryable}, reason {@code reconfiguration-pending}), is asked
-   * again until the operation timeout. Not resent on an unknown outcome (a
+   * again until the operation timeout. The change goes to a replica of the
+   * first partition (one that executes the global stream), and to another
+   * after {@code not-a-replica}. Not resent on an unknown outcome (a
    * resend would be refused as stale or as overlapping).
    *
    * @throws IllegalArgumentException for a change that cannot apply (the
@@ -56,7 +59,7 @@ final class Reconfigure {
       if (change.getChangeCase() == ReconfigureRequest.ChangeCase.CHANGE_NOT_SET) {
         throw new IllegalArgumentException("reconfigure: the change built has no change set");
       }
-      String address = client.anyNode();
+      String address = globalNode(client, map);
       long left = Math.max(deadline - System.nanoTime(), client.config().attemptTimeout().toNanos());
       try {
         AmuletGrpc.newBlockingStub(client.channelAt(address))
@@ -72,7 +75,9 @@ final class Reconfigure {
           raced++;
           continue;
         }
-        if (!"behind".equals(kind) && !"retryable".equals(kind)) {
+        // A node that replicates nothing (any more) executes no
+        // reconfiguration: another node, by the newer map.
+        if (!"behind".equals(kind) && !"retryable".equals(kind) && !"not-a-replica".equals(kind)) {
           if (status.getCode() == Status.Code.DEADLINE_EXCEEDED) {
             throw new AmuletException(
                 AmuletException.Kind.OUTCOME_UNKNOWN, "reconfigure: no answer in time from " + address);
@@ -91,6 +96,20 @@ final class Reconfigure {
     }
     throw new AmuletException(
         AmuletException.Kind.UNAVAILABLE, "reconfigure: the map kept changing");
+  }
+
+  /**
+   * A node that orders and executes the global stream by {@code map} (a
+   * random replica of its first partition), else any node: a member that
+   * replicates nothing (a spare, or one whose partitions moved away)
+   * answers a reconfiguration {@code not-a-replica}.
+   */
+  private static String globalNode(AmuletClient client, Routing map) {
+    List<String> replicas = map.replicaAddresses(map.partitions.firstKey());
+    if (replicas.isEmpty()) {
+      return client.anyNode();
+    }
+    return replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
   }
 
   /**

@@ -147,16 +147,23 @@ mod tests {
         assert_eq!(stream.stream, StreamId(6), "a stream id never used");
     }
 
+    /// Applies `next_rebalance`'s plans to `map` until it plans none;
+    /// the number of moves (at most 12, or the plans do not converge).
+    fn rebalance_until_settled(map: &mut PartitionMap, live: &[NodeId]) -> usize {
+        let mut moves = 0;
+        while let Some(plan) = next_rebalance(map, live, [], SYNC, |_| None) {
+            *map = plan.apply(map, 0).expect("the plan applies to its map");
+            moves += 1;
+            assert!(moves <= 12, "moves do not converge: {map:?}");
+        }
+        moves
+    }
+
     #[test]
     fn dynatree_oracle_moves_stop_with_every_count_within_one() {
         let mut map = split_three_times();
         let live = nodes(&[1, 2, 3, 4, 5, 6]);
-        let mut moves = 0;
-        while let Some(plan) = next_rebalance(&map, &live, [], SYNC, |_| None) {
-            map = plan.apply(&map, 0).expect("the plan applies to its map");
-            moves += 1;
-            assert!(moves <= 12, "moves do not converge: {map:?}");
-        }
+        let moves = rebalance_until_settled(&mut map, &live);
         let counts = counts(&map, &live);
         assert_eq!(counts.iter().sum::<usize>(), 12, "no replica lost");
         assert_eq!(counts, vec![2; 6], "{counts:?}");
@@ -216,12 +223,7 @@ mod tests {
             matches!(&first, Reconfiguration::Move { replicas, .. } if replicas.contains(&NodeId(4))),
             "the lowest empty node takes the first: {first:?}"
         );
-        let mut moves = 0;
-        while let Some(plan) = next_rebalance(&map, &live, [], SYNC, |_| None) {
-            map = plan.apply(&map, 0).expect("the plan applies to its map");
-            moves += 1;
-            assert!(moves <= 12, "moves do not converge: {map:?}");
-        }
+        rebalance_until_settled(&mut map, &live);
         let counts = counts(&map, &live);
         assert_eq!(counts.iter().sum::<usize>(), 12, "no replica lost");
         assert!(

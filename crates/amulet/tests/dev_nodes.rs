@@ -7,6 +7,8 @@
 // Wall-clock bounds on the test's waits, not protocol time.
 #![allow(clippy::disallowed_methods)]
 
+mod common;
+
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -356,11 +358,7 @@ fn dynatree_oracle_moves_a_replica_to_even_out_the_nodes_bytes() {
     let status = run(&["status", "--addr", &address(1)]);
     assert_eq!(replicas_of(&status, 1), ["1", "2", "3"], "{status}");
     assert_eq!(replicas_of(&status, 3), ["2", "3", "4"], "{status}");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = runtime
         .block_on(Client::connect((1..=NODES).map(address)))
         .unwrap();
@@ -452,11 +450,7 @@ fn dynatree_oracle_spreads_a_grown_map_onto_members_replicating_nothing() {
         !counts.contains_key("4") && !counts.contains_key("5"),
         "{counts:?}"
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = runtime
         .block_on(Client::connect((1..=NODES).map(address)))
         .unwrap();

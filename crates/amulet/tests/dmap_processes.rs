@@ -24,11 +24,7 @@ use std::time::Duration;
 #[test]
 fn dmap_iii_acknowledged_writes_survive_sigkill_of_one_replica_per_partition() {
     let mut cluster = Cluster::start("kill");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = runtime
         .block_on(Client::connect_with(cluster.addresses(), client_config()))
         .unwrap();
@@ -210,11 +206,7 @@ fn dmap_iii_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
     const ENTRIES: u32 = 1_000_000;
     const BATCH: u32 = 10_000;
     let cluster = Cluster::start("million");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let config = ClientConfig {
         page_entries: 1_000,
         ..client_config()
@@ -301,11 +293,7 @@ fn dmap_iii_b_a_million_entry_snapshot_iterates_exactly_while_writers_run() {
 #[test]
 fn thesis_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
     let mut cluster = Cluster::start_with("ckpt", Some(200));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = runtime
         .block_on(Client::connect_with(cluster.addresses(), client_config()))
         .unwrap();
@@ -448,11 +436,7 @@ fn thesis_3_4_2_a_replica_killed_after_its_checkpoints_continues_from_them() {
 #[test]
 fn thesis_3_4_2_a_replica_behind_the_trim_point_recovers_from_a_peers_checkpoint() {
     let mut cluster = Cluster::start_with("transfer", Some(200));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = runtime
         .block_on(Client::connect_with(cluster.addresses(), client_config()))
         .unwrap();

@@ -29,11 +29,7 @@ fn start_checkpointing(
     checkpoint_ms: u64,
 ) -> (Cluster, tokio::runtime::Runtime, Arc<Client>) {
     let cluster = Cluster::start_with(name, Some(checkpoint_ms));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = Arc::new(
         runtime
             .block_on(Client::connect_with(cluster.addresses(), client_config()))
@@ -290,11 +286,7 @@ fn dynatree_iii_a_fence_keys_send_fewer_requests_back_than_whole_map_versions() 
     let refreshes = |name: &str, fence_keys: bool| {
         let smr = format!("fence_keys = {fence_keys}\n");
         let cluster = Cluster::start_with_smr(name, Some(200), &smr);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = common::runtime();
         let connect = || {
             let client = Client::connect_with(cluster.addresses(), client_config());
             Arc::new(runtime.block_on(client).unwrap())

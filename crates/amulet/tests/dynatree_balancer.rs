@@ -119,11 +119,7 @@ fn start_range_map(
         "",
         &format!("\n[balancer]\n{balancer}\n"),
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     let client = Arc::new(
         runtime
             .block_on(Client::connect_with(cluster.addresses(), client_config()))

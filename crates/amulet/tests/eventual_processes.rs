@@ -19,11 +19,7 @@ use std::time::Duration;
 const KEYS: u32 = 200;
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    common::runtime()
 }
 
 /// Node `node`'s virtual nodes of `map`: replica id → keys stored.

@@ -18,11 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+    common::runtime()
 }
 
 #[test]

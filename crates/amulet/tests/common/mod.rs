@@ -1,5 +1,5 @@
-//! The process-test harness shared by `dmap_processes.rs` and
-//! `dmap_repartitioning.rs`: a cluster of three `amulet node` processes on
+//! The process-test harness shared by the real-process tests (first by
+//! `dmap_processes.rs` and `dmap_repartitioning.rs`): a cluster of three `amulet node` processes on
 //! 127.0.0.1 (each a replica of every partition, sync-durable acceptors),
 //! killed on every path, and helpers that bound every wait. The nodes run
 //! with TLS, as `amulet dev`'s do: one CA per test process
@@ -22,6 +22,15 @@ use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
 pub const NODES: u32 = 3;
+
+/// The tests' client runtime: two workers, like the machine's cores.
+pub fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
 
 /// The test process's CA, node 1-3 and user `admin` certificates, made once.
 pub fn certificates() -> &'static std::path::Path {

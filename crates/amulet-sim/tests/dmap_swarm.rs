@@ -338,6 +338,27 @@ fn dynatree_oracle_a_spare_node_given_a_partition_follows_the_global_stream() {
     );
 }
 
+/// Memory-mode acceptors that restart never vote again (they lost their
+/// promises), so the nemesis lets at most a minority of a stream's
+/// acceptors ever lose state. It counted a node that had lost state once
+/// as lost for good, also in streams created after that: in seed 7002295
+/// nodes 1 and 4 (the spare) restarted in memory mode early on, the
+/// balancer then put p5's stream on nodes 1, 2 and 4, and both crashed
+/// again: a stream with one voter, which never decided again (every
+/// client waiting at the end). Losses now count per stream, from when the
+/// stream is budgeted.
+#[test]
+fn dynatree_oracle_a_spare_node_counts_in_the_state_loss_budget() {
+    const SEED: u64 = 7_002_295;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        run.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        run.violations
+    );
+    assert_eq!(run.stats.spare_nodes, 1, "seed {SEED} has no spare node");
+}
+
 /// Thesis §3.4.2 recovery from a peer never goes back: seed 2002022
 /// splits p4 into p5 while another replica's newer map already placed p5
 /// on nodes 1-3, which began fetching it as if it had moved there; the

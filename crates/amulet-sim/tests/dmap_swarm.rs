@@ -325,13 +325,7 @@ fn recovers_by_state_transfer(seed: u64) {
 #[test]
 fn dynatree_oracle_a_spare_node_given_a_partition_follows_the_global_stream() {
     const SEED: u64 = 10;
-    let run = run_dmap_seed(SEED, false, DmapBug::None);
-    assert!(
-        run.violations.is_empty(),
-        "seed {SEED}: {:?}",
-        run.violations
-    );
-    assert_eq!(run.stats.spare_nodes, 1, "seed {SEED} has no spare node");
+    let run = clean_run_with_a_spare(SEED);
     assert!(
         run.stats.spare_replicas > 0,
         "seed {SEED} gave the spare node nothing"
@@ -349,14 +343,20 @@ fn dynatree_oracle_a_spare_node_given_a_partition_follows_the_global_stream() {
 /// stream is budgeted.
 #[test]
 fn dynatree_oracle_a_spare_node_counts_in_the_state_loss_budget() {
-    const SEED: u64 = 7_002_295;
-    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    clean_run_with_a_spare(7_002_295);
+}
+
+/// Runs `seed` (correct code), which must have a spare node and no
+/// violation.
+fn clean_run_with_a_spare(seed: u64) -> amulet_sim::SeedOutcome {
+    let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
-        "seed {SEED}: {:?}",
+        "seed {seed}: {:?}",
         run.violations
     );
-    assert_eq!(run.stats.spare_nodes, 1, "seed {SEED} has no spare node");
+    assert_eq!(run.stats.spare_nodes, 1, "seed {seed} has no spare node");
+    run
 }
 
 /// Thesis §3.4.2 recovery from a peer never goes back: seed 2002022

@@ -188,8 +188,7 @@ public class EventualRoutingTest {
       client.close();
     }
     for (FakeNode n : nodes) {
-      n.server.shutdownNow();
-      n.server.awaitTermination(5, TimeUnit.SECONDS);
+      n.stop();
     }
   }
 

@@ -14,6 +14,7 @@ import java.io.File;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A node faked in the test's JVM: a gRPC server on 127.0.0.1 that answers
@@ -66,6 +67,12 @@ abstract class FakeNodeServer extends AmuletGrpc.AmuletImplBase {
     }
     server = b.build().start();
     address = "127.0.0.1:" + server.getPort();
+  }
+
+  /** Stops the server and waits (5 s at most) for its calls to end. */
+  void stop() throws InterruptedException {
+    server.shutdownNow();
+    server.awaitTermination(5, TimeUnit.SECONDS);
   }
 
   @Override

@@ -87,7 +87,7 @@ public class ReconfigureRoutingTest {
       client.close();
     }
     for (FakeNode n : nodes) {
-      n.server.shutdownNow();
+      n.stop();
     }
   }
 

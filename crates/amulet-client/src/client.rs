@@ -612,12 +612,15 @@ impl Client {
                     self.attempt(request, &address).await
                 }
             };
-            if let Request::Command { to, .. } = &request {
+            {
                 // Two attempt timeouts: long enough that a dead node costs
                 // one timeout per client, short enough to come back soon.
+                // Session openings count too: a client opening its session
+                // while a node is dead for good drew it again and again
+                // (simulator seed 109 of `--dmap`, a node killed for good).
                 let span = self.inner.timing.attempt_timeout_micros.saturating_mul(2);
                 let mut suspects = self.inner.suspects.lock().expect("suspects lock");
-                suspects.judge(*to, &outcome, self.now(), span);
+                suspects.judge(request.to(), &outcome, self.now(), span);
             }
             match resend.on_outcome(outcome, session, self.now()) {
                 Next::Done(reply) => return Ok((reply, address)),

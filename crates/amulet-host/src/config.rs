@@ -89,6 +89,9 @@ pub struct HostBugs {
     /// Self-healing's moves keep one removed replica of the partition in
     /// place of a live node.
     pub healing_keeps_removed_replica: bool,
+    /// Self-healing's repairs keep an acceptor of the partition's stream
+    /// on a node that is not live (a removed node kept as an acceptor).
+    pub healing_keeps_removed_acceptor: bool,
     /// A node a move takes a partition from reports it holds nothing of
     /// it (`Body::HandedOff`) as soon as the map lists it, while its
     /// replica still serves the state.

@@ -56,14 +56,28 @@ impl<S: StateMachine> Host<S> {
                 return; // the last repair has not taken effect yet
             }
         }
-        let storage_of = |stream: StreamId| self.stream_storage(map, stream);
+        let stream_of = |stream: StreamId| {
+            (
+                self.stream_storage(map, stream),
+                self.stream_acceptors(map, stream),
+            )
+        };
         let also_used = self.node.streams().keys().copied();
-        let Some(mut repair) = amulet_smr::next_repair(map, &live, also_used, storage_of) else {
+        let Some(mut repair) = amulet_smr::next_repair(map, &live, also_used, stream_of) else {
             self.healing.proposed = None;
             return;
         };
         if self.config.bugs.healing_keeps_removed_replica {
             keep_a_removed_replica(&mut repair, map, &live);
+        }
+        if self.config.bugs.healing_keeps_removed_acceptor {
+            let acceptors_of = |partition| {
+                map.partitions
+                    .get(&partition)
+                    .map(|p| self.stream_acceptors(map, p.stream))
+                    .unwrap_or_default()
+            };
+            keep_a_removed_acceptor(&mut repair, acceptors_of, &live);
         }
         let version = map.version;
         let Some(replica) = self
@@ -173,6 +187,18 @@ impl<S: StateMachine> Host<S> {
             .unwrap_or(StorageMode::SyncDurable)
     }
 
+    /// The acceptors of `stream` by this node's configuration of it, else
+    /// by `map`'s record of it (a stream created at run time); none when
+    /// neither knows it.
+    pub(crate) fn stream_acceptors(&self, map: &PartitionMap, stream: StreamId) -> Vec<NodeId> {
+        self.node
+            .streams()
+            .get(&stream)
+            .map(|s| s.config().acceptors.clone())
+            .or_else(|| map.streams.get(&stream).map(|s| s.acceptors.clone()))
+            .unwrap_or_default()
+    }
+
     /// Partitions of the newest map with a replica on a node the view
     /// removed or that is leaving: self-healing's work left (0 when
     /// membership is off). A metric; `amulet status` draws the same from
@@ -211,6 +237,36 @@ fn keep_a_removed_replica(
             stream.learners.retain(|n| n != dead);
         }
     }
+}
+
+/// The broken variant `healing_keeps_removed_acceptor`: the repair's new
+/// stream keeps an acceptor of the partition's current stream that is not
+/// live, in place of its last acceptor (which stays a learner, so the
+/// partition's replicas all still learn the stream).
+fn keep_a_removed_acceptor(
+    repair: &mut amulet_smr::Reconfiguration,
+    acceptors_of: impl Fn(amulet_types::PartitionId) -> Vec<NodeId>,
+    live: &[NodeId],
+) {
+    let (amulet_smr::Reconfiguration::Move {
+        partition, stream, ..
+    }
+    | amulet_smr::Reconfiguration::ReplaceStream { partition, stream }) = repair
+    else {
+        return;
+    };
+    let acceptors = acceptors_of(*partition);
+    let Some(dead) = acceptors.iter().find(|n| !live.contains(n)) else {
+        return;
+    };
+    if stream.acceptors.contains(dead) {
+        return;
+    }
+    if let Some(displaced) = stream.acceptors.pop() {
+        stream.learners.push(displaced);
+    }
+    stream.acceptors.push(*dead);
+    stream.learners.retain(|n| n != dead);
 }
 
 /// The healer's record.

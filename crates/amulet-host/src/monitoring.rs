@@ -106,9 +106,11 @@ impl<S: StateMachine> Host<S> {
         };
         let map_version = self.map_version();
         let view = membership.view().id().0;
+        let unexecuted = self.replicas.is_empty();
         let Some(monitor) = self.monitor.as_mut() else {
             return;
         };
+        monitor.set_copy_unexecuted(unexecuted);
         let me = self.config.me;
         for output in monitor.tick(&membership, now) {
             match output {

@@ -269,14 +269,39 @@ impl CutDetector {
                 resolved.push(subject);
             }
         }
+        // A joiner no observer ever heard (it died before its first
+        // answer, or its address leads nowhere) has no change report, so
+        // it is never in flux: it is resolved, and refused, once every
+        // observer says it is unreachable. Otherwise it would stay a
+        // joiner for good, and its address, taken in the view, could not
+        // join again (simulator seed 217 of `--dmap`, a joiner killed
+        // before its join was ordered).
+        for (&subject, member) in view.nodes() {
+            if member.state != MemberState::Joining || in_flux.contains(&subject) {
+                continue;
+            }
+            let Some(reports) = self.reports.get_mut(&subject) else {
+                continue;
+            };
+            let observers = view.observers_of(subject);
+            if !observers.is_empty()
+                && reports.change.is_empty()
+                && observers.iter().all(|o| reports.stay.contains(o))
+            {
+                reports.stay.clear();
+                resolved.push(subject);
+            }
+        }
         // A stay opinion answers one episode: once its subject is out of
         // flux it is stale, and must not count as spoken in the next one
         // (an observer that said stay and then failed would otherwise
         // resolve a subject that is failing too, before the observer's own
-        // failure counts as an implicit report).
+        // failure counts as an implicit report). A joiner's stay opinions
+        // (unreachable) stand until every observer has one (above).
         let in_flux = self.in_flux(view);
         for (subject, reports) in &mut self.reports {
-            if !in_flux.contains(subject) {
+            let joiner = view.state(*subject) == Some(MemberState::Joining);
+            if !in_flux.contains(subject) && !joiner {
                 reports.stay.clear();
             }
         }

@@ -397,4 +397,48 @@ mod tests {
         );
         assert_eq!(m.view().members().len(), 2);
     }
+
+    #[test]
+    fn sconekv_2_a_joiner_no_observer_ever_heard_is_refused_and_its_address_can_join_again() {
+        let mut m = membership(3);
+        let address = "n9:7000".to_string();
+        let Applied::Joining(id) = m.apply(&Command::Join {
+            address: address.clone(),
+        }) else {
+            panic!()
+        };
+        let observers = m.view().observers_of(id);
+        assert!(!observers.is_empty());
+        let stay = |observer| Command::Alert {
+            view: ViewId(1),
+            observer,
+            subject: id,
+            opinion: Opinion::Stay,
+        };
+        // Every observer but the last finds it unreachable: still a joiner.
+        for &observer in &observers[..observers.len() - 1] {
+            assert_eq!(
+                m.apply(&stay(observer)),
+                Applied::Reported {
+                    resolved: vec![],
+                    refused: vec![]
+                }
+            );
+            assert_eq!(m.view().state(id), Some(MemberState::Joining));
+        }
+        // The last one too: refused, its id spent, its address free.
+        let last = *observers.last().expect("observers");
+        assert_eq!(
+            m.apply(&stay(last)),
+            Applied::Reported {
+                resolved: vec![id],
+                refused: vec![id]
+            }
+        );
+        assert!(m.view().removed().contains(&id));
+        let Applied::Joining(again) = m.apply(&Command::Join { address }) else {
+            panic!("the address is free again")
+        };
+        assert!(again > id, "ids are never reused");
+    }
 }

@@ -112,6 +112,11 @@ pub struct Monitor {
     /// The last proposal about each subject (None: the cut) and when.
     sent: BTreeMap<Option<NodeId>, (Command, TimeMicros)>,
     next_nonce: u64,
+    /// Whether the membership this monitor is given is a copy no replica
+    /// here executes (a node running no replica learns a peer's only when
+    /// the view changes): its reports may be stale, so the opinions
+    /// recorded in it are not trusted (see [`Monitor::set_copy_unexecuted`]).
+    copy_unexecuted: bool,
 }
 
 impl Monitor {
@@ -126,7 +131,21 @@ impl Monitor {
             ready_since: None,
             sent: BTreeMap::new(),
             next_nonce: 1,
+            copy_unexecuted: false,
         }
+    }
+
+    /// Says whether the membership given to [`Monitor::tick`] is a copy no
+    /// local replica executes. Within one view such a copy keeps the
+    /// reports it was learned with: an observer that said a subject
+    /// failed, then retracted when it answered again, then saw it fail for
+    /// good read its first report in the copy and never sent the second,
+    /// and the subject was never cut (simulator seed 1000117 of `--dmap`,
+    /// node 5 after its replicas moved away). With a copy, a wanted
+    /// opinion is proposed again every `resend_after_micros` until the
+    /// view changes.
+    pub fn set_copy_unexecuted(&mut self, unexecuted: bool) {
+        self.copy_unexecuted = unexecuted;
     }
 
     /// The subjects watched now.
@@ -167,7 +186,13 @@ impl Monitor {
     /// What this node wants recorded about `subject` now, if anything.
     fn wanted(&self, membership: &Membership, subject: NodeId, now: TimeMicros) -> Option<Opinion> {
         let edge = self.edges.get(&subject)?;
-        let recorded = membership.reports(subject).opinion_of(self.me);
+        let in_copy = membership.reports(subject).opinion_of(self.me);
+        let recorded = if self.copy_unexecuted {
+            // This monitor's own last alert is newer news than the copy.
+            self.last_sent(subject).or(in_copy)
+        } else {
+            in_copy
+        };
         let joiner = membership.view().state(subject) == Some(MemberState::Joining);
         let reinforce = self
             .unstable_since
@@ -195,9 +220,26 @@ impl Monitor {
         };
         match honest {
             Some(opinion) if recorded != Some(opinion) => {
-                // A stay opinion is only news when asked for or retracting.
-                (opinion == Opinion::Change || reinforce || recorded.is_some()).then_some(opinion)
+                // A stay opinion is only news when asked for or retracting,
+                // or about a joiner: there it says "unreachable", and a
+                // joiner every observer finds so is refused (`CutDetector::
+                // resolve`).
+                (opinion == Opinion::Change || reinforce || recorded.is_some() || joiner)
+                    .then_some(opinion)
             }
+            // A copy cannot show whether a failure report was recorded
+            // (or retracted since and spent): it is proposed again, every
+            // `resend_after_micros`, until the view changes.
+            Some(Opinion::Change) if self.copy_unexecuted => Some(Opinion::Change),
+            _ => None,
+        }
+    }
+
+    /// The opinion about `subject` this monitor last proposed in the
+    /// current view (proposals are forgotten at a view change).
+    fn last_sent(&self, subject: NodeId) -> Option<Opinion> {
+        match self.sent.get(&Some(subject)) {
+            Some((Command::Alert { opinion, .. }, _)) => Some(*opinion),
             _ => None,
         }
     }
@@ -347,5 +389,52 @@ mod tests {
             later.contains(&Command::Cut { view: ViewId(1) }),
             "{later:?}"
         );
+    }
+
+    /// Node 1 runs no replica: its membership is a copy learned at the
+    /// view's start, which still records its report that node 2 failed
+    /// (since retracted and spent in the replicated state). Node 2 now
+    /// fails for good: trusting the copy, the monitor would never report
+    /// it again; told the copy is unexecuted, it reports it, and again
+    /// after `resend_after_micros`.
+    #[test]
+    fn rapid_4_1_a_monitor_on_an_unexecuted_copy_reports_a_failure_the_copy_shows_reported() {
+        let mut copy = membership(3);
+        let report = Command::Alert {
+            view: ViewId(1),
+            observer: NodeId(1),
+            subject: NodeId(2),
+            opinion: Opinion::Change,
+        };
+        assert!(matches!(copy.apply(&report), Applied::Reported { .. }));
+        let config = MonitorConfig::default();
+        // Failure reports about node 2 (stay opinions reinforce the copy's
+        // unstable subject before it fails: not counted).
+        let alerts_about_2 = |copy_unexecuted: bool| {
+            let mut monitor = Monitor::new(NodeId(1), config);
+            monitor.set_copy_unexecuted(copy_unexecuted);
+            let mut now = TimeMicros(0);
+            let mut alerts = 0;
+            while now.0 < config.failure_after_micros + 2 * config.resend_after_micros + 100_000 {
+                let out = monitor.tick(&copy, now);
+                alerts += proposals(&out)
+                    .iter()
+                    .filter(|c| {
+                        matches!(
+                            c,
+                            Command::Alert {
+                                subject: NodeId(2),
+                                opinion: Opinion::Change,
+                                ..
+                            }
+                        )
+                    })
+                    .count();
+                now = now.plus(50_000);
+            }
+            alerts
+        };
+        assert_eq!(alerts_about_2(false), 0, "the copy says it is reported");
+        assert!(alerts_about_2(true) >= 2, "reported, then again");
     }
 }

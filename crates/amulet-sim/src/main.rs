@@ -148,6 +148,9 @@ enum BugArg {
     /// Self-healing (`--dmap`): a repair keeps one of the partition's
     /// removed replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Self-healing (`--dmap`): a repair's new stream keeps an acceptor
+    /// on a removed node.
+    HealingKeepsRemovedAcceptor,
     /// Moves (`--dmap`): a node a move takes a partition from reports
     /// that it holds nothing while its replica still serves the state.
     HandedOffWhileHolding,
@@ -211,6 +214,7 @@ impl BugArg {
             BugArg::AccessAtEdge => DmapBug::AccessAtEdge,
             BugArg::MembershipAtEdge => DmapBug::MembershipAtEdge,
             BugArg::HealingKeepsRemovedReplica => DmapBug::HealingKeepsRemovedReplica,
+            BugArg::HealingKeepsRemovedAcceptor => DmapBug::HealingKeepsRemovedAcceptor,
             BugArg::HandedOffWhileHolding => DmapBug::HandedOffWhileHolding,
             BugArg::FenceKeysUnchecked => DmapBug::FenceKeysUnchecked,
             BugArg::ClientKeepsStaleRanges => DmapBug::ClientKeepsStaleRanges,
@@ -270,6 +274,7 @@ impl BugArg {
             | BugArg::AccessAtEdge
             | BugArg::MembershipAtEdge
             | BugArg::HealingKeepsRemovedReplica
+            | BugArg::HealingKeepsRemovedAcceptor
             | BugArg::HandedOffWhileHolding
             | BugArg::FenceKeysUnchecked
             | BugArg::ClientKeepsStaleRanges
@@ -444,9 +449,16 @@ fn swarm(
         println!("balancer_moves={}", summary.balancer_moves);
         println!("balancer_weight_moves={}", summary.balancer_weight_moves);
     }
+    if summary.killed_for_good > 0 {
+        println!("killed_for_good={}", summary.killed_for_good);
+    }
     if summary.spare_nodes > 0 {
         println!("spare_nodes={}", summary.spare_nodes);
         println!("spare_replicas_at_end={}", summary.spare_replicas);
+        println!(
+            "joiners={} joiners_admitted={}",
+            summary.joiners, summary.joiners_admitted
+        );
     }
     if summary.stale_key_refusals + summary.stale_other_refusals > 0 {
         println!("stale_key_refusals={}", summary.stale_key_refusals);

@@ -106,6 +106,8 @@ pub struct NemesisStats {
     pub coordinator_crashes: u64,
     /// Crashes skipped because no node fit the budgets.
     pub skipped_over_budget: u64,
+    /// Nodes killed for good (never restarted).
+    pub killed_for_good: u64,
 }
 
 /// Which kind of crash a down node suffered, to restart it the same way.
@@ -129,6 +131,12 @@ pub struct Nemesis {
     next_machine_crash: Option<TimeMicros>,
     next_coordinator_crash: Option<TimeMicros>,
     down: BTreeMap<NodeId, (TimeMicros, CrashKind)>,
+    /// When a node is killed for good, if this seed kills one
+    /// ([`Nemesis::kill_for_good_at`]).
+    next_kill_for_good: Option<TimeMicros>,
+    /// Nodes killed for good: down, and without their state, to the end
+    /// of the run (the heal restarts every other node).
+    dead: BTreeSet<NodeId>,
     lost_state: BTreeSet<NodeId>,
     /// Per group of `config.groups` (same index), the members that lost
     /// their state since the group was budgeted. A stream's acceptor log
@@ -168,6 +176,8 @@ impl Nemesis {
             next_machine_crash,
             next_coordinator_crash,
             down: BTreeMap::new(),
+            next_kill_for_good: None,
+            dead: BTreeSet::new(),
             lost_state: BTreeSet::new(),
             stats: NemesisStats::default(),
         }
@@ -185,6 +195,7 @@ impl Nemesis {
             self.next_process_crash,
             self.next_machine_crash,
             self.next_coordinator_crash,
+            self.next_kill_for_good,
             Some(self.safety_end),
         ]
         .into_iter()
@@ -215,12 +226,34 @@ impl Nemesis {
 
     /// Budgets `group` too from now on: a stream created at run time (a
     /// partition moved to other nodes) whose acceptors span the groups
-    /// the run started with.
+    /// the run started with. A member killed for good counts as down and
+    /// as lost in it from the start.
     pub fn add_group(&mut self, group: CrashGroup) {
         if !self.config.groups.contains(&group) {
+            let lost = group
+                .members
+                .iter()
+                .copied()
+                .filter(|m| self.dead.contains(m))
+                .collect();
             self.config.groups.push(group);
-            self.group_lost.push(BTreeSet::new());
+            self.group_lost.push(lost);
         }
+    }
+
+    /// Kills one node for good at `at` (a process crash never followed by
+    /// a restart, also not at the heal), if one fits the budgets then:
+    /// the membership must remove it and self-healing re-home what it
+    /// held (issue 22, SCONEKV §2). Before the heal only.
+    pub fn kill_for_good_at(&mut self, at: TimeMicros) {
+        if at < self.safety_end {
+            self.next_kill_for_good = Some(at);
+        }
+    }
+
+    /// Nodes killed for good.
+    pub fn dead(&self) -> &BTreeSet<NodeId> {
+        &self.dead
     }
 
     /// Nodes that lost their state at some crash (by the budgets' count).
@@ -264,6 +297,9 @@ impl Nemesis {
                 self.after(at, self.faults.machine_crash_interval_micros_mean);
             let candidates = self.config.nodes.clone();
             self.crash_one(at, &candidates, CrashKind::Machine, false, events);
+        } else if self.next_kill_for_good == Some(at) {
+            self.next_kill_for_good = None;
+            self.kill_one_for_good(events);
         } else if self.next_coordinator_crash == Some(at) {
             let mean = self.faults.coordinator_crash_interval_micros_mean;
             self.next_coordinator_crash = self.after(at, mean);
@@ -293,6 +329,7 @@ impl Nemesis {
         self.next_process_crash = None;
         self.next_machine_crash = None;
         self.next_coordinator_crash = None;
+        self.next_kill_for_good = None;
     }
 
     fn start_partition(&mut self, at: TimeMicros, events: &mut Vec<FaultEvent>) {
@@ -391,6 +428,34 @@ impl Nemesis {
         });
     }
 
+    /// A node that fits the budgets as a state loss in every group it
+    /// belongs to (it never votes again) crashes and stays down.
+    fn kill_one_for_good(&mut self, events: &mut Vec<FaultEvent>) {
+        let eligible: Vec<NodeId> = self
+            .config
+            .nodes
+            .iter()
+            .copied()
+            .filter(|node| !self.dead.contains(node) && self.fits(*node, true))
+            .collect();
+        let Some(&node) = self.rng.pick(&eligible) else {
+            self.stats.skipped_over_budget += 1;
+            return;
+        };
+        self.lost_state.insert(node);
+        for (group, lost) in self.config.groups.iter().zip(&mut self.group_lost) {
+            if group.members.contains(&node) {
+                lost.insert(node);
+            }
+        }
+        self.dead.insert(node);
+        self.stats.killed_for_good += 1;
+        events.push(FaultEvent::CrashProcess {
+            node,
+            coordinator: false,
+        });
+    }
+
     fn loses_state(&self, node: NodeId, kind: CrashKind) -> bool {
         matches!(
             (self.config.storage.get(&node), kind),
@@ -400,17 +465,23 @@ impl Nemesis {
 
     /// Whether crashing `node` this way keeps every budget.
     fn fits_budget(&self, node: NodeId, kind: CrashKind) -> bool {
-        if self.down.contains_key(&node) || self.down.len() >= self.config.down_max {
+        self.fits(node, self.loses_state(node, kind))
+    }
+
+    /// Whether `node` may go down now, losing its state if `loses`: a
+    /// node killed for good counts as down in every budget.
+    fn fits(&self, node: NodeId, loses: bool) -> bool {
+        let is_down = |n: &NodeId| self.down.contains_key(n) || self.dead.contains(n);
+        if is_down(&node) || self.down.len() + self.dead.len() >= self.config.down_max {
             return false;
         }
-        let loses = self.loses_state(node, kind);
         self.config
             .groups
             .iter()
             .zip(&self.group_lost)
             .filter(|(group, _)| group.members.contains(&node))
             .all(|(group, lost)| {
-                let down = group.members.iter().filter(|m| self.down.contains_key(m));
+                let down = group.members.iter().filter(|m| is_down(m));
                 let new_loss = loses && !lost.contains(&node);
                 down.count() < group.down_max && (!new_loss || lost.len() < group.state_loss_max)
             })

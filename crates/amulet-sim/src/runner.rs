@@ -55,6 +55,13 @@ pub struct SeedStats {
     pub spare_nodes: u64,
     /// Replicas the spare node ran at the end.
     pub spare_replicas: u64,
+    /// 1 when the spare was not in the first view and joins, else 0.
+    pub joiners: u64,
+    /// 1 when that joiner was an active member of the newest view at the
+    /// end, else 0.
+    pub joiners_admitted: u64,
+    /// Nodes the nemesis killed for good (never restarted).
+    pub killed_for_good: u64,
     /// Other requests (spanning partitions, snapshots) refused as routed
     /// by a stale partition map (DMap seeds).
     pub stale_other_refusals: u64,
@@ -118,6 +125,12 @@ pub struct SwarmSummary {
     pub spare_nodes: u64,
     /// Replicas the spare nodes ran at the end, over all seeds.
     pub spare_replicas: u64,
+    /// Seeds whose spare joined (not in the first view), over all seeds.
+    pub joiners: u64,
+    /// Of those, joiners active in the newest view at the end.
+    pub joiners_admitted: u64,
+    /// Nodes killed for good, over all seeds.
+    pub killed_for_good: u64,
     /// Other requests refused as stale, over all seeds.
     pub stale_other_refusals: u64,
     /// Wall-clock time taken.
@@ -205,6 +218,9 @@ pub fn run_swarm_replayed_by(
         summary.balancer_weight_moves += outcome.stats.balancer_weight_moves;
         summary.spare_nodes += outcome.stats.spare_nodes;
         summary.spare_replicas += outcome.stats.spare_replicas;
+        summary.joiners += outcome.stats.joiners;
+        summary.joiners_admitted += outcome.stats.joiners_admitted;
+        summary.killed_for_good += outcome.stats.killed_for_good;
         summary.subscription_changes += outcome.stats.subscription_changes;
         summary.stale_key_refusals += outcome.stats.stale_key_refusals;
         summary.stale_other_refusals += outcome.stats.stale_other_refusals;

@@ -302,6 +302,7 @@ fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
 /// `seed` runs clean, and recovers a replica from a peer's checkpoint on
 /// the way (the regression seeds of §3.4.2 recovery below).
 fn recovers_by_state_transfer(seed: u64) {
+    let _pinned = amulet_sim::dmap::BeforeKillsAndJoins::new();
     let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -347,8 +348,10 @@ fn dynatree_oracle_a_spare_node_counts_in_the_state_loss_budget() {
 }
 
 /// Runs `seed` (correct code), which must have a spare node and no
-/// violation.
+/// violation. The spare is a member of the first view, as when these
+/// seeds were pinned (before joins).
 fn clean_run_with_a_spare(seed: u64) -> amulet_sim::SeedOutcome {
+    let _pinned = amulet_sim::dmap::BeforeKillsAndJoins::new();
     let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -519,5 +522,23 @@ fn dynatree_iii_a_fence_keys_refuse_fewer_requests_than_whole_map_versions() {
     assert!(
         fenced < whole,
         "fence keys {fenced} >= whole-map versions {whole}"
+    );
+}
+
+/// A join under the DMap workload (SCONEKV §2; docs/membership.md): seed
+/// 39's spare node 4 is not in the first view; the operator orders its
+/// `Join` through a replica's edge, its observers probe it, a cut admits
+/// it under the clients' load, and the balancer then gives it replicas.
+/// Every checker (linearizability, membership agreement, healing) holds.
+#[test]
+fn sconekv_2_a_node_that_joins_under_the_dmap_workload_is_admitted_and_given_partitions() {
+    const SEED: u64 = 39;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert_eq!(run.stats.joiners, 1, "seed {SEED} has no joiner");
+    assert_eq!(run.stats.joiners_admitted, 1, "the joiner was not admitted");
+    assert!(
+        run.stats.spare_replicas > 0,
+        "the joined node was given nothing"
     );
 }

@@ -135,3 +135,27 @@ fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm(
     let (seed, how) = caught.expect("repairs keeping a removed replica survived 60 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
+
+/// Self-healing moves acceptor roles too (issue 22): by the end of the
+/// healed phase no partition's stream keeps an acceptor on a removed node.
+/// A healer whose new streams keep one (the replicas all move to live
+/// nodes) is caught: the next repair left is a stream replacement.
+#[test]
+fn thesis_4_2_a_repair_that_keeps_a_removed_acceptor_is_caught_in_the_dmap_swarm() {
+    use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let caught = (0..60).find_map(|seed| {
+        let outcome = run_catching(seed, &|seed| {
+            run_dmap_seed(seed, false, DmapBug::HealingKeepsRemovedAcceptor)
+        });
+        outcome
+            .violations
+            .iter()
+            .find(|v| v.to_string().contains("ReplaceStream"))
+            .map(|v| (seed, v.to_string()))
+    });
+    panic::set_hook(hook);
+    let (seed, how) = caught.expect("repairs keeping a removed acceptor survived 60 DMap seeds");
+    println!("caught at seed {seed}: {how}");
+}

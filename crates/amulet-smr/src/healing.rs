@@ -21,16 +21,39 @@ use amulet_types::{NodeId, PartitionId, StorageMode, StreamId};
 /// new group as acceptors and the replicas that go as learners, as
 /// `amulet move` builds it. With too few live nodes to restore the
 /// replication factor, the partition is left as it is.
+///
+/// A partition whose replicas are all live but whose stream still has an
+/// acceptor outside `live` (a stream an operator configured apart from
+/// the replicas, or a move that kept one) gets its stream replaced by one
+/// whose acceptors are its replicas: an acceptor role of a removed node
+/// moves too (issue 22, "a removed node kept as an acceptor").
+/// `stream_of` gives a partition stream's storage and acceptors (no
+/// acceptors when unknown: nothing to judge).
 pub fn next_repair(
     map: &PartitionMap,
     live: &[NodeId],
     also_used: impl IntoIterator<Item = StreamId>,
-    storage_of: impl Fn(StreamId) -> StorageMode,
+    stream_of: impl Fn(StreamId) -> (StorageMode, Vec<NodeId>),
 ) -> Option<Reconfiguration> {
     let also_used: Vec<StreamId> = also_used.into_iter().collect();
     for (partition, info) in &map.partitions {
+        let (storage, acceptors) = stream_of(info.stream);
         if info.replicas.iter().all(|n| live.contains(n)) {
-            continue;
+            if acceptors.iter().all(|n| live.contains(n)) || info.replicas.len() % 2 == 0 {
+                // An even group cannot be a stream's acceptors; healing
+                // never makes one, and an operator's stays as it is.
+                continue;
+            }
+            return Some(Reconfiguration::ReplaceStream {
+                partition: *partition,
+                stream: StreamSpec {
+                    stream: map.next_stream_id(also_used.iter().copied()),
+                    acceptors: info.replicas.clone(),
+                    learners: Vec::new(),
+                    storage,
+                    base_position: 0,
+                },
+            });
         }
         let mut group: Vec<NodeId> = info
             .replicas
@@ -58,7 +81,6 @@ pub fn next_repair(
             // joins.
             continue;
         }
-        let storage = storage_of(info.stream);
         return Some(re_home(map, *partition, group, &also_used, storage));
     }
     None
@@ -145,7 +167,19 @@ mod tests {
         )
     }
 
-    const SYNC: fn(StreamId) -> StorageMode = |_| StorageMode::SyncDurable;
+    /// Every partition stream of `five_nodes` has the partition's
+    /// replicas as acceptors, as `amulet dev` configures them.
+    fn sync(map: &PartitionMap) -> impl Fn(StreamId) -> (StorageMode, Vec<NodeId>) + '_ {
+        |stream| {
+            let acceptors = map
+                .partitions
+                .values()
+                .find(|p| p.stream == stream)
+                .map(|p| p.replicas.clone())
+                .unwrap_or_default();
+            (StorageMode::SyncDurable, acceptors)
+        }
+    }
 
     fn nodes(ids: &[u32]) -> Vec<NodeId> {
         ids.iter().copied().map(NodeId).collect()
@@ -184,7 +218,7 @@ mod tests {
     fn thesis_4_2_a_removed_nodes_partition_moves_to_the_least_loaded_live_node() {
         let map = five_nodes();
         let live = nodes(&[1, 2, 3, 4]);
-        let plan = next_repair(&map, &live, [], SYNC).expect("p2 needs a repair");
+        let plan = next_repair(&map, &live, [], sync(&map)).expect("p2 needs a repair");
         let Reconfiguration::Move {
             partition,
             replicas,
@@ -203,7 +237,7 @@ mod tests {
         let next = plan.apply(&map, 0).expect("the plan applies to its map");
         assert!(next.partitions_of(NodeId(5)).is_empty());
         assert_eq!(
-            next_repair(&next, &live, [], SYNC),
+            next_repair(&next, &live, [], sync(&next)),
             None,
             "one repair restores every partition here"
         );
@@ -214,7 +248,10 @@ mod tests {
         let mut map = five_nodes();
         let live = nodes(&[2, 3, 4, 5]);
         let mut moves = 0;
-        while let Some(plan) = next_repair(&map, &live, [], SYNC) {
+        loop {
+            let Some(plan) = next_repair(&map, &live, [], sync(&map)) else {
+                break;
+            };
             map = plan.apply(&map, 0).expect("applies");
             moves += 1;
             assert!(moves <= 3, "repairs do not converge");
@@ -231,7 +268,7 @@ mod tests {
     fn thesis_4_2_without_enough_live_nodes_or_a_live_replica_nothing_moves() {
         let map = five_nodes();
         // Three live nodes: p1 keeps 2 and 3 and takes 4 ...
-        let plan = next_repair(&map, &nodes(&[2, 3, 4]), [], SYNC);
+        let plan = next_repair(&map, &nodes(&[2, 3, 4]), [], sync(&map));
         assert!(matches!(
             plan,
             Some(Reconfiguration::Move {
@@ -242,8 +279,11 @@ mod tests {
         // ... with two, no group of three can be formed for p1 or p3, and
         // p2 has no live replica at all (4, 5 and 1 are gone): its state
         // is nowhere to copy from.
-        assert_eq!(next_repair(&map, &nodes(&[2, 3]), [], SYNC), None);
-        assert_eq!(next_repair(&map, &nodes(&[1, 2, 3, 4, 5]), [], SYNC), None);
+        assert_eq!(next_repair(&map, &nodes(&[2, 3]), [], sync(&map)), None);
+        assert_eq!(
+            next_repair(&map, &nodes(&[1, 2, 3, 4, 5]), [], sync(&map)),
+            None
+        );
     }
 
     #[test]
@@ -253,7 +293,7 @@ mod tests {
         // replicates nothing: the least loaded, it takes p2's lost
         // replica.
         let live = nodes(&[1, 2, 3, 4, 6]);
-        let plan = next_repair(&map, &live, [], SYNC).expect("p2 needs a repair");
+        let plan = next_repair(&map, &live, [], sync(&map)).expect("p2 needs a repair");
         assert!(
             matches!(&plan, Reconfiguration::Move { partition: PartitionId(2), replicas, .. } if *replicas == nodes(&[4, 1, 6])),
             "{plan:?}"
@@ -264,5 +304,42 @@ mod tests {
             Some(PartitionId(2))
         );
         assert_eq!(leave_blocker(&map, &nodes(&[1, 4, 6]), NodeId(5)), None);
+    }
+
+    #[test]
+    fn thesis_4_2_a_removed_acceptor_of_a_stream_whose_replicas_live_is_replaced() {
+        let map = five_nodes();
+        // p1's replicas (1-3) are live, but its stream was configured with
+        // node 5 as an acceptor in place of 3, and the view removed 5.
+        let live = nodes(&[1, 2, 3, 4]);
+        let acceptors = |stream: StreamId| {
+            let (storage, mut acceptors) = sync(&map)(stream);
+            if stream == StreamId(2) {
+                acceptors = nodes(&[1, 2, 5]);
+            }
+            (storage, acceptors)
+        };
+        // p1 comes first (by id); its replicas stay, its stream changes.
+        let plan = next_repair(&map, &live, [], acceptors).expect("p1's stream needs a repair");
+        let Reconfiguration::ReplaceStream { partition, stream } = &plan else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(*partition, PartitionId(1));
+        assert_eq!(stream.acceptors, nodes(&[1, 2, 3]), "the replicas");
+        assert!(stream.learners.is_empty());
+        assert_eq!(stream.stream, StreamId(5), "a stream id never used");
+        let next = plan.apply(&map, 0).expect("the plan applies to its map");
+        assert_eq!(next.partitions[&PartitionId(1)].replicas, nodes(&[1, 2, 3]));
+        // Then p2, which lost node 5 as a replica, moves as before.
+        assert!(matches!(
+            next_repair(&next, &live, [], sync(&next)),
+            Some(Reconfiguration::Move {
+                partition: PartitionId(2),
+                ..
+            })
+        ));
+        // With node 5 live, the stream stays as configured.
+        let all = nodes(&[1, 2, 3, 4, 5]);
+        assert_eq!(next_repair(&map, &all, [], acceptors), None);
     }
 }

@@ -10,7 +10,7 @@ use crate::dmap::workload;
 use crate::dmap::{MapOp, Observed};
 use crate::rng::Rng;
 use amulet_client::rules::resend::{BACKOFF_MAX_MICROS, BACKOFF_MIN_MICROS};
-use amulet_client::rules::{Next, Outcome, Request, Resend, Session, Timing};
+use amulet_client::rules::{Next, Outcome, Request, Resend, Session, Suspects, Timing};
 use amulet_client::Error;
 use amulet_dmap::{MapCommand, MapReply, PartitionState};
 use amulet_smr::{Body, ClientReply, ClientRequest, Keys, PartitionMap, Placement, StateMachine};
@@ -23,6 +23,9 @@ const MAP_CHURN_PROBABILITY: f64 = 0.03;
 /// Time without a reply before the request counts as lost and is sent
 /// again, µs.
 pub const RETRY_MICROS: u64 = 300_000;
+/// How long a node that left an attempt unanswered is avoided: two
+/// attempt timeouts, as the gRPC client does.
+const SUSPECT_MICROS: u64 = 2 * RETRY_MICROS;
 /// Snapshot lease: the whole run.
 const SNAPSHOT_LEASE_MICROS: u64 = 600_000_000;
 /// Session lease: the whole run (expiry is covered by unit tests).
@@ -193,6 +196,12 @@ pub struct SimClient {
     /// gRPC client's default), for the clients with an odd session id;
     /// the others send to a random replica each attempt.
     prefer: Option<u64>,
+    /// Nodes that left an attempt unanswered or said they are behind,
+    /// avoided for two attempt timeouts, as the gRPC client does
+    /// (`amulet_client::rules::Suspects`).
+    suspects: Suspects,
+    /// Off only in seeds pinned as before suspects (`BeforeKillsAndJoins`).
+    avoids_suspects: bool,
 }
 
 impl SimClient {
@@ -213,6 +222,8 @@ impl SimClient {
             appends_logs: false,
             principal: None,
             attempts: None,
+            suspects: Suspects::default(),
+            avoids_suspects: crate::dmap::cluster::new_draws(),
             routed_by: Vec::new(),
             resume_at: None,
             prefer: (session.0 % 2 == 1).then(|| session.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
@@ -257,6 +268,11 @@ impl SimClient {
         };
         let attempts = self.attempts.as_mut().expect("an operation in progress");
         let reachable = self.map.hosting_nodes();
+        let suspects = if self.avoids_suspects {
+            self.suspects.at(TimeMicros(now))
+        } else {
+            Vec::new()
+        };
         let request = attempts
             .next_request(
                 &self.session,
@@ -264,7 +280,7 @@ impl SimClient {
                 &self.map,
                 &placement,
                 &reachable,
-                &[],
+                &suspects,
                 rng,
             )
             .expect("the map names replicas");
@@ -333,6 +349,10 @@ impl SimClient {
                 let attempts = self.attempts.as_mut()?;
                 if attempts.unanswered(TimeMicros(now)) {
                     let lost = Outcome::NoAnswer(format!("no answer in {RETRY_MICROS} µs"));
+                    if let Some(request) = attempts.in_flight() {
+                        self.suspects
+                            .judge(request.to(), &lost, TimeMicros(now), SUSPECT_MICROS);
+                    }
                     match attempts.on_outcome::<MapReply>(lost, &mut self.session, TimeMicros(now))
                     {
                         Next::Retry { .. } => self.pause(now, rng),
@@ -405,7 +425,9 @@ impl SimClient {
         }
         let carried = carried.filter(|_| !self.keeps_stale_ranges);
         let outcome = Outcome::from(reply);
-        let next = if tag == self.tag && attempts.in_flight().is_some() {
+        let next = if let Some(request) = attempts.in_flight().filter(|_| tag == self.tag) {
+            self.suspects
+                .judge(request.to(), &outcome, TimeMicros(now), SUSPECT_MICROS);
             attempts.on_outcome(outcome, &mut self.session, TimeMicros(now))
         } else {
             // An attempt given up as lost, answered after all.

@@ -28,9 +28,13 @@ use std::sync::Arc;
 mod access;
 mod balancer;
 pub use balancer::WithoutLoadSplits;
+pub(crate) use pinned::new_draws;
+pub use pinned::BeforeKillsAndJoins;
 mod bugs;
+mod joiner;
 mod membership;
 mod operator;
+mod pinned;
 mod report;
 mod tailers;
 mod transactions;
@@ -106,6 +110,9 @@ struct DmapCluster {
     /// The spare node, in seeds that have one: a member of the view
     /// replicating nothing at the start.
     spare: Option<NodeId>,
+    /// In half of the seeds with a spare, the spare is not in the first
+    /// view and joins (`joiner.rs`).
+    joiner: Option<joiner::Joiner>,
     initial_state: PartitionState,
     storage: StorageMode,
     checkpoints: CheckpointPolicy,
@@ -339,12 +346,22 @@ impl DmapCluster {
         let nemesis_config =
             harness::nemesis_config(&nodes, nodes.iter().copied(), &configs, storage);
         let safety_end = TimeMicros(options.safety_phase_micros);
-        let nemesis = Nemesis::new(
+        let mut nemesis = Nemesis::new(
             nemesis_config,
             options.faults.clone(),
             safety_end,
             rng.fork(),
         );
+        // A quarter of the seeds kill a node for good (issue 22): the
+        // monitors must remove it and self-healing re-home what it held,
+        // with every checker running. A separate generator, so the rest
+        // of the seed draws as before.
+        let mut kill_rng = Rng::new(seed ^ 0x6B69_6C6C);
+        if kill_rng.chance(0.25) && safety_end.0 > 3_000_000 && pinned::new_draws() {
+            nemesis.kill_for_good_at(TimeMicros(
+                kill_rng.range(1_000_000, safety_end.0 - 2_000_000),
+            ));
+        }
         let network = Network::new(options.network.clone(), rng.fork());
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
@@ -434,6 +451,7 @@ impl DmapCluster {
             configs,
             initial_map,
             spare,
+            joiner: joiner::Joiner::of_seed(seed, spare),
             initial_state,
             storage,
             checkpoints,
@@ -604,13 +622,19 @@ impl Workload for DmapCluster {
         let checkpoints = harness.checkpoints(node);
         let now = harness.now;
         // Every node of the swarm in the first view, as `amulet init`
-        // and `amulet dev` configure it ([peers]).
+        // and `amulet dev` configure it ([peers]), but a joiner: its
+        // `Join` gives it the view's next id, its own (the greatest).
+        let joiner = self.joiner.as_ref().map(|j| j.node);
         let members = harness
             .slots
             .keys()
-            .map(|n| (*n, format!("sim-node-{}", n.0)))
+            .filter(|n| Some(**n) != joiner)
+            .map(|n| (*n, joiner::Joiner::address(*n)))
             .collect();
         let first_view = amulet_membership::View::from_members(&members);
+        if let Some(joiner) = joiner {
+            assert_eq!(first_view.next_id(), joiner, "a joiner takes the next id");
+        }
         let slot = harness.slots.get_mut(&node).expect("known node");
         let configs = harness::member_configs(&self.configs, node);
         let logs = slot.storage.open_all(&configs);
@@ -672,6 +696,9 @@ impl Workload for DmapCluster {
         let issuing = now < self.issue_until;
         if issuing && self.operator.as_ref().is_some_and(|o| now >= o.next) {
             self.reconfigure(harness);
+        }
+        if issuing {
+            self.ask_to_join(harness);
         }
         if let Some(access) = self.access.as_mut() {
             if issuing {

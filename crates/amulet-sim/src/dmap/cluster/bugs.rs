@@ -64,6 +64,9 @@ pub enum DmapBug {
     /// Self-healing: a repair keeps one of the partition's removed
     /// replicas in place of a live node.
     HealingKeepsRemovedReplica,
+    /// Self-healing: a repair's new stream keeps an acceptor on a node
+    /// the view removed (the replicas all move to live nodes).
+    HealingKeepsRemovedAcceptor,
     /// Moves: a node a move takes a partition from reports that it holds
     /// nothing of it as soon as the map lists it, while its replica still
     /// serves the state; a second move (the balancer's) is then ordered
@@ -115,6 +118,7 @@ impl DmapBug {
             tail_skips_an_entry: self == DmapBug::TailSkipsAnEntry,
             membership_at_edge: self == DmapBug::MembershipAtEdge,
             healing_keeps_removed_replica: self == DmapBug::HealingKeepsRemovedReplica,
+            healing_keeps_removed_acceptor: self == DmapBug::HealingKeepsRemovedAcceptor,
             handed_off_while_holding: self == DmapBug::HandedOffWhileHolding,
         }
     }

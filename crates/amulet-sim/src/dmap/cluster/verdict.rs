@@ -14,6 +14,7 @@ use amulet_smr::group_of;
 impl DmapCluster {
     pub(super) fn outcome(mut self, harness: &Harness) -> SeedOutcome {
         self.check_progress(harness);
+        self.check_removals(harness);
         self.check_healing(harness);
         if !self.txn_clients.is_empty() {
             self.check_transactions();
@@ -92,6 +93,13 @@ impl DmapCluster {
                     .spare
                     .and_then(|n| harness.host(n))
                     .map_or(0, |h| h.replicas().len() as u64),
+                joiners: u64::from(self.joiner.is_some()),
+                killed_for_good: harness.nemesis.stats().killed_for_good,
+                joiners_admitted: u64::from(self.joiner.as_ref().is_some_and(|j| {
+                    newest_membership(harness).is_some_and(|m| {
+                        m.view().state(j.node) == Some(amulet_membership::MemberState::Active)
+                    })
+                })),
                 trimmed_instances: harness
                     .hosts()
                     .flat_map(|(_, h)| h.multicast_node().streams().values())
@@ -108,17 +116,37 @@ impl DmapCluster {
         }
     }
 
+    /// Completeness (SCONEKV §2, Rapid): a node killed for good is
+    /// removed from the view by the end of the run (it died before the
+    /// heal, and the healed phase is longer than detection).
+    fn check_removals(&mut self, harness: &Harness) {
+        let Some(membership) = newest_membership(harness) else {
+            return;
+        };
+        let view = membership.view();
+        for dead in harness.nemesis.dead() {
+            if !view.removed().contains(dead) {
+                self.violations.push(Violation::new(
+                    Property::Progress,
+                    format!(
+                        "node {dead} was killed for good, but the newest view {} still has it ({:?})",
+                        view.id().0,
+                        view.state(*dead)
+                    ),
+                ));
+            }
+        }
+    }
+
     /// Self-healing (docs/membership.md): by the end of the healed phase,
-    /// no partition the hosts could re-home still has a replica on a node
-    /// the view removed (seeds with checkpoints only: moves need them).
+    /// no partition the hosts could re-home still has a replica, or an
+    /// acceptor of its stream, on a node the view removed (seeds with
+    /// checkpoints only: moves need them).
     fn check_healing(&mut self, harness: &Harness) {
         if self.checkpoints.every_micros == 0 {
             return;
         }
-        let newest_membership = harness
-            .hosts()
-            .filter_map(|(_, h)| h.membership())
-            .max_by_key(|m| m.view().id());
+        let newest_membership = newest_membership(harness);
         let newest_map = harness
             .hosts()
             .filter_map(|(_, h)| h.current_map().cloned())
@@ -154,12 +182,27 @@ impl DmapCluster {
                 ),
             ));
         }
-        let memory = |_| amulet_types::StorageMode::Memory;
-        if let Some(repair) = amulet_smr::next_repair(&map, &live, [], memory) {
+        // A partition stream's acceptors as the hosts that run it have
+        // them (the initial streams are in the configurations, not the
+        // map).
+        let stream_of = |stream| {
+            let acceptors = harness
+                .hosts()
+                .find_map(|(_, h)| {
+                    h.multicast_node()
+                        .streams()
+                        .get(&stream)
+                        .map(|s| s.config().acceptors.clone())
+                })
+                .or_else(|| map.streams.get(&stream).map(|s| s.acceptors.clone()))
+                .unwrap_or_default();
+            (amulet_types::StorageMode::Memory, acceptors)
+        };
+        if let Some(repair) = amulet_smr::next_repair(&map, &live, [], stream_of) {
             self.violations.push(Violation::new(
                 Property::Progress,
                 format!(
-                    "after healing, map version {} still has replicas on nodes view {} removed ({:?}); the next repair would be {repair:?}",
+                    "after healing, map version {} still has replicas or stream acceptors on nodes view {} removed ({:?}); the next repair would be {repair:?}",
                     map.version.0,
                     view.id().0,
                     view.removed()
@@ -213,4 +256,23 @@ impl DmapCluster {
             }
         }
     }
+}
+
+/// The membership the furthest replica executed: the newest view, and in
+/// it the latest global position. A node running no replica holds a copy
+/// learned when the view changed, which can be older within the same view
+/// (joiners admitted or refused since): never the newest here.
+fn newest_membership(harness: &Harness) -> Option<std::sync::Arc<amulet_membership::Membership>> {
+    harness
+        .hosts()
+        .flat_map(|(_, h)| h.replicas().values())
+        .filter_map(|r| {
+            let membership = r.membership()?;
+            Some((
+                (membership.view().id(), r.global_position()),
+                membership.clone(),
+            ))
+        })
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, membership)| membership)
 }

@@ -8,6 +8,7 @@
 //! is `amulet-sim --membership --seeds 3000`.
 
 use amulet_membership::MembershipBug;
+use amulet_sim::dmap::DmapBug;
 use amulet_sim::membership::run_membership_seed;
 use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
 use std::panic;
@@ -94,21 +95,8 @@ fn rapid_4_2_without_implicit_reports_failed_observers_block_removal_and_are_cau
 /// effect at its own replicas before they are ordered is caught.
 #[test]
 fn sconekv_2_membership_applied_before_it_is_ordered_is_caught_in_the_dmap_swarm() {
-    use amulet_sim::dmap::{run_dmap_seed, DmapBug};
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
-    let caught = (0..20).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::MembershipAtEdge)
-        });
-        outcome
-            .violations
-            .iter()
-            .find(|v| v.to_string().contains("MembershipAgreement"))
-            .map(|v| (seed, v.to_string()))
-    });
-    panic::set_hook(hook);
-    let (seed, how) = caught.expect("membership applied at the edge survived 20 DMap seeds");
+    let (seed, how) = first_dmap_catch(DmapBug::MembershipAtEdge, 20, "MembershipAgreement")
+        .expect("membership applied at the edge survived 20 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
 
@@ -118,21 +106,8 @@ fn sconekv_2_membership_applied_before_it_is_ordered_is_caught_in_the_dmap_swarm
 /// removals come from the nemesis, so only some seeds have any).
 #[test]
 fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm() {
-    use amulet_sim::dmap::{run_dmap_seed, DmapBug};
-    let hook = panic::take_hook();
-    panic::set_hook(Box::new(|_| {}));
-    let caught = (0..60).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::HealingKeepsRemovedReplica)
-        });
-        outcome
-            .violations
-            .iter()
-            .find(|v| v.to_string().contains("removed"))
-            .map(|v| (seed, v.to_string()))
-    });
-    panic::set_hook(hook);
-    let (seed, how) = caught.expect("repairs keeping a removed replica survived 60 DMap seeds");
+    let (seed, how) = first_dmap_catch(DmapBug::HealingKeepsRemovedReplica, 60, "removed")
+        .expect("repairs keeping a removed replica survived 60 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
 
@@ -142,20 +117,30 @@ fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm(
 /// nodes) is caught: the next repair left is a stream replacement.
 #[test]
 fn thesis_4_2_a_repair_that_keeps_a_removed_acceptor_is_caught_in_the_dmap_swarm() {
-    use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+    let (seed, how) = first_dmap_catch(DmapBug::HealingKeepsRemovedAcceptor, 60, "ReplaceStream")
+        .expect("repairs keeping a removed acceptor survived 60 DMap seeds");
+    println!("caught at seed {seed}: {how}");
+}
+
+/// The first of DMap seeds `0..seeds` run with `bug` where a violation
+/// mentions `needle`: the seed and the violation.
+fn first_dmap_catch(
+    bug: amulet_sim::dmap::DmapBug,
+    seeds: u64,
+    needle: &str,
+) -> Option<(u64, String)> {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
-    let caught = (0..60).find_map(|seed| {
+    let caught = (0..seeds).find_map(|seed| {
         let outcome = run_catching(seed, &|seed| {
-            run_dmap_seed(seed, false, DmapBug::HealingKeepsRemovedAcceptor)
+            amulet_sim::dmap::run_dmap_seed(seed, false, bug)
         });
         outcome
             .violations
             .iter()
-            .find(|v| v.to_string().contains("ReplaceStream"))
+            .find(|v| v.to_string().contains(needle))
             .map(|v| (seed, v.to_string()))
     });
     panic::set_hook(hook);
-    let (seed, how) = caught.expect("repairs keeping a removed acceptor survived 60 DMap seeds");
-    println!("caught at seed {seed}: {how}");
+    caught
 }

@@ -88,6 +88,23 @@ final class ReplicaChooser {
     return candidates.get(ThreadLocalRandom.current().nextInt(candidates.size()));
   }
 
+  /**
+   * The node a session opening or renewal goes to: any node of {@code
+   * routing} with an address, unsuspected ones first, as the Rust client's
+   * {@code Resend::next_request} draws it. Its outcome is judged like a
+   * command's: a client opening its session while a node is dead for good
+   * drew that node again and again (simulator seed 109 of {@code --dmap}).
+   *
+   * @return a node id, or null when the map names no address
+   */
+  Integer anyNode(Routing routing) {
+    List<Integer> candidates = unsuspected(new ArrayList<>(routing.addresses.keySet()));
+    if (candidates.isEmpty()) {
+      return null;
+    }
+    return candidates.get(ThreadLocalRandom.current().nextInt(candidates.size()));
+  }
+
   /** {@code nodes} (a fresh list) without the nodes suspected now, unless that leaves none. */
   List<Integer> unsuspected(List<Integer> nodes) {
     List<Integer> all = new ArrayList<>(nodes);

@@ -191,7 +191,9 @@ final class Sessions {
     if (s.open && now - s.renewedNanos <= config.sessionLease().toNanos() / 2) {
       return;
     }
-    String address = client.anyNode();
+    Routing r = client.routing();
+    Integer node = r == null ? null : replicas.anyNode(r);
+    String address = node == null ? client.anyNode() : r.addresses.get(node);
     OpenSessionRequest request =
         OpenSessionRequest.newBuilder()
             .setSession(s.id)
@@ -206,7 +208,17 @@ final class Sessions {
         stub.openSession(request);
       }
     } catch (StatusRuntimeException e) {
-      onError(e, s, address);
+      try {
+        onError(e, s, address);
+      } catch (Retry retry) {
+        if (retry.suspect && node != null) {
+          replicas.suspect(node);
+        }
+        throw retry;
+      }
+    }
+    if (node != null) {
+      replicas.executed(node);
     }
     s.open = true;
     s.renewedNanos = now;

@@ -268,6 +268,27 @@ public class ReplicaPreferenceTest {
   }
 
   @Test
+  public void aSessionOpeningLeavesSuspectsOutToo() {
+    Routing r = threeReplicas();
+    AtomicLong clock = new AtomicLong();
+    ReplicaChooser c = chooser(null, clock);
+    c.suspect(2);
+    Set<Integer> seen = new HashSet<>();
+    for (int i = 0; i < 200; i++) {
+      seen.add(c.anyNode(r));
+    }
+    assertEquals(Set.of(1, 3), seen);
+    // Every node suspected: any of them, rather than none.
+    c.suspect(1);
+    c.suspect(3);
+    seen.clear();
+    for (int i = 0; i < 200; i++) {
+      seen.add(c.anyNode(r));
+    }
+    assertEquals(Set.of(1, 2, 3), seen);
+  }
+
+  @Test
   public void aResendAfterAFailureGoesToARandomOtherReplica() {
     Routing r = threeReplicas();
     AtomicLong clock = new AtomicLong();

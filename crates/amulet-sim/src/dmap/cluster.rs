@@ -748,3 +748,13 @@ impl Workload for DmapCluster {
         }
     }
 }
+
+/// The newest partition map any running host holds (the operator's and
+/// the joiner's view of the cluster, and the report's).
+fn newest_map(harness: &Harness) -> Option<PartitionMap> {
+    harness
+        .hosts()
+        .filter_map(|(_, h)| h.current_map())
+        .max_by_key(|m| m.version)
+        .cloned()
+}

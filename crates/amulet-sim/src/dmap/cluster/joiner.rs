@@ -86,12 +86,7 @@ impl DmapCluster {
             }
         }
         joiner.next_ask = now.plus(ASK_AGAIN_MICROS);
-        let Some(map) = harness
-            .hosts()
-            .filter_map(|(_, h)| h.current_map())
-            .max_by_key(|m| m.version)
-            .cloned()
-        else {
+        let Some(map) = newest_map(harness) else {
             return;
         };
         let live: Vec<(NodeId, PartitionId)> = map

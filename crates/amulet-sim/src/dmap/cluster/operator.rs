@@ -12,12 +12,7 @@ impl DmapCluster {
     /// followed by another.
     pub(super) fn reconfigure(&mut self, harness: &mut Harness) {
         let now = harness.now;
-        let Some(map) = harness
-            .hosts()
-            .filter_map(|(_, h)| h.current_map())
-            .max_by_key(|m| m.version)
-            .cloned()
-        else {
+        let Some(map) = newest_map(harness) else {
             return;
         };
         let storage = self.storage;

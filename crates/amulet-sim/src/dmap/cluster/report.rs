@@ -1,6 +1,7 @@
 //! What a verbose seed prints: the end of the run and every node's
 //! replicas, merges and streams (also every `AMULET_SIM_DUMP_MS`).
 
+use super::newest_map;
 use super::DmapCluster;
 use crate::harness::Harness;
 use amulet_smr::group_of;
@@ -14,11 +15,7 @@ impl DmapCluster {
             self.calls.len(),
             self.violations.len()
         );
-        if let Some(map) = harness
-            .hosts()
-            .filter_map(|(_, h)| h.current_map())
-            .max_by_key(|m| m.version)
-        {
+        if let Some(map) = newest_map(harness) {
             println!("newest map: {map:?}");
         }
         let (tailed, reconnects) = self.tailers.totals();

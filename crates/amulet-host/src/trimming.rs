@@ -14,7 +14,7 @@
 use crate::command::Command;
 use crate::host::Host;
 use amulet_smr::{safe_to_report, trim_point, StateMachine};
-use amulet_types::{Instance, StreamId, TimeMicros};
+use amulet_types::{Instance, SafeReport, StreamId, TimeMicros};
 
 impl<S: StateMachine> Host<S> {
     /// Adopts and hands off moved partitions, retries stalled transfers,
@@ -48,8 +48,11 @@ impl<S: StateMachine> Host<S> {
             let Some(node) = self.node.stream_mut(stream) else {
                 continue;
             };
-            if let Some(safe) = safe {
-                node.set_safe_instance(safe);
+            if let Some(below) = safe {
+                node.set_safe_instance(SafeReport {
+                    below,
+                    map_version: map.version,
+                });
             }
             let before = node.trimmed_below();
             let point = if self.config.bugs.trim_without_quorum {

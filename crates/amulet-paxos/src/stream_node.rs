@@ -10,7 +10,7 @@ use crate::proposer::Proposer;
 use crate::ring::Ring;
 use amulet_storage::AcceptorLog;
 use amulet_types::{
-    Ballot, Instance, NodeId, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId,
+    Ballot, Instance, NodeId, SafeReport, StorageMode, StreamConfig, StreamId, TimeMicros, ValueId,
 };
 use amulet_wire::{Envelope, Message, ValueKind};
 use bytes::Bytes;
@@ -89,9 +89,9 @@ pub struct StreamNode {
     /// coordinator, had proposed: some merge elsewhere waited on the stream.
     pub(crate) need_heard_at: Option<TimeMicros>,
     /// This node's safe instance (see [`StreamNode::set_safe_instance`]).
-    pub(crate) safe: Instance,
+    pub(crate) safe: SafeReport,
     /// The safe instance each peer last reported in a heartbeat.
-    pub(crate) peer_safe: BTreeMap<NodeId, Instance>,
+    pub(crate) peer_safe: BTreeMap<NodeId, SafeReport>,
     /// Proposals leave and queued values become instances only at
     /// [`StreamNode::flush_round`], not after every input (see there).
     pub(crate) per_round: bool,
@@ -134,7 +134,7 @@ impl StreamNode {
             bugs: Bugs::default(),
             merge_need: 0,
             need_heard_at: None,
-            safe: Instance(0),
+            safe: SafeReport::default(),
             peer_safe: BTreeMap::new(),
             per_round: false,
         }
@@ -361,17 +361,18 @@ impl StreamNode {
         self.merge_need = position;
     }
 
-    /// Everything of the stream below `instance` is reflected in a durable
-    /// checkpoint of every subscriber this node runs (thesis §3.4.2's safe
-    /// instance); sent to the stream's members in heartbeats.
-    pub fn set_safe_instance(&mut self, instance: Instance) {
-        self.safe = instance;
+    /// Everything of the stream below `report.below` is reflected in a
+    /// durable checkpoint of every subscriber this node runs by its map of
+    /// version `report.map_version` (thesis §3.4.2's safe instance); sent
+    /// to the stream's members in heartbeats.
+    pub fn set_safe_instance(&mut self, report: SafeReport) {
+        self.safe = report;
     }
 
     /// The safe instance of this node and of every member heard from
     /// (their latest report: a peer that lost its checkpoints reports
     /// less, which only makes trimming more careful).
-    pub fn safe_instances(&self) -> BTreeMap<NodeId, Instance> {
+    pub fn safe_instances(&self) -> BTreeMap<NodeId, SafeReport> {
         let mut all = self.peer_safe.clone();
         all.insert(self.me, self.safe);
         all

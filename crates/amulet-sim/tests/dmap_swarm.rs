@@ -542,3 +542,18 @@ fn sconekv_2_a_node_that_joins_under_the_dmap_workload_is_admitted_and_given_par
         "the joined node was given nothing"
     );
 }
+
+/// Safe instances name the map they cover (thesis §3.4.2). In seed
+/// 9000706 a partition stops p3's old group from a majority; the view
+/// removes nodes 2, 6, 7 and 8 and self-healing moves p3 to nodes 9, 3
+/// and 5. Nodes 3 and 5 had reported safe instances of the global stream
+/// over the partitions they ran before, and nodes 1 and 2 counted those
+/// reports for p3 too: they trimmed the global stream past p3's only
+/// state, and p3 never executed again. Reports now carry their map's
+/// version, and a report older than the trimming node's map counts as 0.
+#[test]
+fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_state() {
+    const SEED: u64 = 9_000_706;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}

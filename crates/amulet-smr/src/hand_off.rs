@@ -6,7 +6,7 @@
 use crate::fence::newest_map;
 use crate::trim_point::{trim_point, TrimQuorum};
 use crate::{PartitionMap, Replica, StateMachine};
-use amulet_types::{Instance, NodeId, PartitionId};
+use amulet_types::{Instance, NodeId, PartitionId, SafeReport};
 use std::collections::BTreeMap;
 
 /// Whether a replica of `partition` that a move took away from its node
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 pub fn handed_off(
     map: &PartitionMap,
     partition: PartitionId,
-    safe: &BTreeMap<NodeId, Instance>,
+    safe: &BTreeMap<NodeId, SafeReport>,
 ) -> bool {
     map.partitions.get(&partition).is_some_and(|info| {
         trim_point(map, info.stream, safe, TrimQuorum::Majority)

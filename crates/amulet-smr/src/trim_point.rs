@@ -4,7 +4,7 @@
 //! partition's replicas, the global stream by every partition's.
 
 use crate::PartitionMap;
-use amulet_types::{Instance, NodeId, StreamId};
+use amulet_types::{Instance, NodeId, SafeReport, StreamId};
 use std::collections::BTreeMap;
 
 /// Which replicas must hold a checkpoint at or past an instance before
@@ -24,12 +24,14 @@ pub enum TrimQuorum {
 
 /// The instance below which `stream` may be trimmed, given each node's
 /// safe instance for it (a node reports the least over the replicas it
-/// runs; missing nodes count as 0). `None` when no partition of `map`
+/// runs; missing nodes count as 0, and so do reports computed at a map
+/// older than `map`: they do not cover the partitions `map` gave the node
+/// since, see [`SafeReport`]). `None` when no partition of `map`
 /// subscribes to `stream`.
 pub fn trim_point(
     map: &PartitionMap,
     stream: StreamId,
-    safe: &BTreeMap<NodeId, Instance>,
+    safe: &BTreeMap<NodeId, SafeReport>,
     quorum: TrimQuorum,
 ) -> Option<Instance> {
     let mut point: Option<Instance> = None;
@@ -40,7 +42,10 @@ pub fn trim_point(
         let mut held: Vec<Instance> = info
             .replicas
             .iter()
-            .map(|node| safe.get(node).copied().unwrap_or(Instance(0)))
+            .map(|node| {
+                safe.get(node)
+                    .map_or(Instance(0), |report| report.held_at(map.version))
+            })
             .collect();
         if held.is_empty() {
             return Some(Instance(0));
@@ -86,7 +91,7 @@ pub fn safe_to_report(
 mod tests {
     use super::*;
     use crate::PartitionInfo;
-    use amulet_types::PartitionId;
+    use amulet_types::{MapVersion, PartitionId};
 
     fn map() -> PartitionMap {
         let info = |stream, replicas: [u32; 3]| PartitionInfo {
@@ -102,11 +107,52 @@ mod tests {
         )
     }
 
-    fn safe(values: &[(u32, u64)]) -> BTreeMap<NodeId, Instance> {
+    fn safe(values: &[(u32, u64)]) -> BTreeMap<NodeId, SafeReport> {
         values
             .iter()
-            .map(|(n, i)| (NodeId(*n), Instance(*i)))
+            .map(|(n, i)| {
+                let report = SafeReport {
+                    below: Instance(*i),
+                    map_version: map().version,
+                };
+                (NodeId(*n), report)
+            })
             .collect()
+    }
+
+    #[test]
+    fn thesis_3_4_2_a_report_from_before_a_move_does_not_count_for_the_moved_partition() {
+        // DMap seed 9000706: p2 moves to {3, 5, 9}. Nodes 3 and 5 reported
+        // 616 for the global stream over the partitions they ran before
+        // (p1); node 9, which learned the move, reports 0 for p2's empty
+        // slot. Counting 3 and 5 for p2 let a majority "hold" 616, and the
+        // global stream was trimmed past p2's only state.
+        let mut moved = map();
+        moved.version = MapVersion(moved.version.0 + 1);
+        moved
+            .partitions
+            .get_mut(&PartitionId(2))
+            .expect("p2")
+            .replicas = vec![NodeId(3), NodeId(5), NodeId(9)];
+        let before = map().version;
+        let report = |below, map_version| SafeReport {
+            below: Instance(below),
+            map_version,
+        };
+        let mut s: BTreeMap<NodeId, SafeReport> = [1, 2, 4, 6]
+            .into_iter()
+            .map(|n| (NodeId(n), report(616, moved.version)))
+            .collect();
+        s.insert(NodeId(3), report(616, before));
+        s.insert(NodeId(5), report(616, before));
+        s.insert(NodeId(9), report(0, moved.version));
+        let global = trim_point(&moved, StreamId(1), &s, TrimQuorum::Majority);
+        assert_eq!(global, Some(Instance(0)), "reports from before the move");
+        // Once 3 and 5 report at the move's map, their reports count.
+        s.insert(NodeId(3), report(600, moved.version));
+        s.insert(NodeId(5), report(610, moved.version));
+        let global = trim_point(&moved, StreamId(1), &s, TrimQuorum::Majority);
+        assert_eq!(global, Some(Instance(600)));
     }
 
     #[test]
@@ -157,7 +203,11 @@ mod tests {
         newest.retired_streams.insert(StreamId(7));
         let reported = safe_to_report(None, &newest, StreamId(7));
         assert_eq!(reported, Some(Instance(u64::MAX)));
-        let heard = BTreeMap::from([(NodeId(1), reported.expect("reported"))]);
+        let report = SafeReport {
+            below: reported.expect("reported"),
+            map_version: newest.version,
+        };
+        let heard = BTreeMap::from([(NodeId(1), report)]);
         assert!(crate::handed_off(&moved, PartitionId(2), &heard));
         // Not before it retired, and never over a checkpoint's own word.
         assert_eq!(safe_to_report(None, &moved, StreamId(7)), None);

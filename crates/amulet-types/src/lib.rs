@@ -5,8 +5,10 @@
 
 mod config;
 mod ids;
+mod safe_report;
 
 pub use config::{ConfigError, StorageMode, StreamConfig, StreamLimits};
 pub use ids::{
     Ballot, Instance, MapVersion, NodeId, PartitionId, SessionId, StreamId, TimeMicros, ValueId,
 };
+pub use safe_report::SafeReport;

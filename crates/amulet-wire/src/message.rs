@@ -12,7 +12,7 @@
 //! classic single-instance `Prepare`/`Promise`/`Accept`/`AcceptAck` path
 //! with a higher ballot.
 
-use amulet_types::{Ballot, Instance, NodeId, StreamId, ValueId};
+use amulet_types::{Ballot, Instance, NodeId, SafeReport, StreamId, ValueId};
 use bytes::Bytes;
 
 /// A proposed value: its identifier, its kind and its bytes.
@@ -276,10 +276,10 @@ pub enum Message {
         /// coordinator does not take over while a majority still hears it
         /// (a pre-vote; see the ring's `coordinator`).
         hears: u32,
-        /// Everything of this stream below this instance is reflected in a
-        /// durable checkpoint of every subscriber the sender runs (0:
-        /// none). Acceptors trim below what a trim quorum of subscribers
-        /// holds (thesis §3.4.2).
-        safe: Instance,
+        /// Everything of this stream below `safe.below` is reflected in a
+        /// durable checkpoint of every subscriber the sender's map of
+        /// version `safe.map_version` gives it (0: none). Acceptors trim
+        /// below what a trim quorum of subscribers holds (thesis §3.4.2).
+        safe: SafeReport,
     },
 }

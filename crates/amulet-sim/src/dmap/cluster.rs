@@ -758,3 +758,22 @@ fn newest_map(harness: &Harness) -> Option<PartitionMap> {
         .max_by_key(|m| m.version)
         .cloned()
 }
+
+/// The membership the furthest replica executed: the newest view, and in
+/// it the latest global position. A node running no replica holds a copy
+/// learned when the view changed, which can be older within the same view
+/// (joiners admitted or refused since): never the newest here.
+fn newest_membership(harness: &Harness) -> Option<std::sync::Arc<amulet_membership::Membership>> {
+    harness
+        .hosts()
+        .flat_map(|(_, h)| h.replicas().values())
+        .filter_map(|r| {
+            let membership = r.membership()?;
+            Some((
+                (membership.view().id(), r.global_position()),
+                membership.clone(),
+            ))
+        })
+        .max_by_key(|(at, _)| *at)
+        .map(|(_, membership)| membership)
+}

@@ -10,7 +10,7 @@ use super::{
 use crate::error::DecodeError;
 use crate::message::{Accepted, Message};
 use crate::reader::Reader;
-use amulet_types::NodeId;
+use amulet_types::{MapVersion, NodeId, SafeReport};
 use bytes::{BufMut, BytesMut};
 
 pub(super) fn put_message(message: &Message, out: &mut BytesMut) {
@@ -165,7 +165,8 @@ pub(super) fn put_message(message: &Message, out: &mut BytesMut) {
             out.put_u8(u8::from(*voting));
             out.put_u64_le(*merge_need);
             out.put_u32_le(*hears);
-            put_instance(*safe, out);
+            put_instance(safe.below, out);
+            out.put_u64_le(safe.map_version.0);
         }
     }
 }
@@ -219,7 +220,7 @@ pub(super) fn message_len(message: &Message) -> usize {
                     .map_or(0, |(_, batch)| BALLOT_BYTES + batch_len(batch))
         }
         Message::Accept { batch, .. } => INSTANCE_BYTES + BALLOT_BYTES + batch_len(batch),
-        Message::Heartbeat { .. } => BALLOT_BYTES + 2 * INSTANCE_BYTES + 1 + 8 + U32_BYTES,
+        Message::Heartbeat { .. } => BALLOT_BYTES + 2 * INSTANCE_BYTES + 1 + 8 + U32_BYTES + 8,
     }
 }
 
@@ -325,7 +326,10 @@ pub(super) fn get_message(r: &mut Reader) -> Result<Message, DecodeError> {
             voting: r.bool()?,
             merge_need: r.u64()?,
             hears: r.u32()?,
-            safe: get_instance(r)?,
+            safe: SafeReport {
+                below: get_instance(r)?,
+                map_version: MapVersion(r.u64()?),
+            },
         },
         tag => {
             return Err(DecodeError::UnknownTag {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::message::{Message, Value};
-use amulet_types::{Ballot, Instance, NodeId, ValueId};
+use amulet_types::{Ballot, Instance, NodeId, SafeReport, ValueId};
 
 fn value(sequence: u64, bytes: &'static [u8]) -> Value {
     Value {
@@ -106,11 +106,11 @@ fn non_canonical_markers_are_rejected() {
             voting: true,
             merge_need: 0,
             hears: 0,
-            safe: Instance(0),
+            safe: SafeReport::default(),
         },
     };
     let mut bytes = BytesMut::from(&encode(&heartbeat)[..]);
-    let last = bytes.len() - 1 - 8 - 4 - 8; // the `voting` byte, before `merge_need`, `hears`, `safe`
+    let last = bytes.len() - 1 - 8 - 4 - 8 - 8; // the `voting` byte, before `merge_need`, `hears`, `safe`
     bytes[last] = 2;
     assert_eq!(
         decode_envelope(bytes.freeze()),
@@ -219,7 +219,7 @@ fn no_envelope_encodes_to_sixteen_bytes() {
             voting: false,
             merge_need: 0,
             hears: 0,
-            safe: Instance(0),
+            safe: SafeReport::default(),
         },
     ];
     let lens: Vec<usize> = smallest
@@ -232,7 +232,7 @@ fn no_envelope_encodes_to_sixteen_bytes() {
             .len()
         })
         .collect();
-    assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 42]);
+    assert_eq!(lens, [13, 57, 34, 30, 22, 21, 17, 21, 22, 22, 21, 50]);
     // The only variant below 16 bytes is an empty Propose; one value
     // adds at least 21 bytes.
     assert_eq!(VALUE_BYTES_MIN, 21);

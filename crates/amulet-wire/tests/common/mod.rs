@@ -3,7 +3,7 @@
 // Each test binary uses a different subset of these.
 #![allow(dead_code)]
 
-use amulet_types::{Ballot, Instance, NodeId, StreamId, ValueId};
+use amulet_types::{Ballot, Instance, MapVersion, NodeId, SafeReport, StreamId, ValueId};
 use amulet_wire::{Accepted, Batch, Envelope, Frame, Hello, Message, Value, ValueKind};
 use bytes::{Bytes, BytesMut};
 use proptest::collection::vec;
@@ -157,18 +157,24 @@ pub fn message() -> impl Strategy<Value = Message> {
             any::<bool>(),
             any::<u64>(),
             any::<u32>(),
-            instance()
+            instance(),
+            any::<u64>()
         )
-            .prop_map(|(ballot, decided_below, voting, merge_need, hears, safe)| {
-                Message::Heartbeat {
-                    ballot,
-                    decided_below,
-                    voting,
-                    merge_need,
-                    hears,
-                    safe,
+            .prop_map(
+                |(ballot, decided_below, voting, merge_need, hears, below, version)| {
+                    Message::Heartbeat {
+                        ballot,
+                        decided_below,
+                        voting,
+                        merge_need,
+                        hears,
+                        safe: SafeReport {
+                            below,
+                            map_version: MapVersion(version),
+                        },
+                    }
                 }
-            }),
+            ),
     ]
 }
 

@@ -24,8 +24,6 @@ pub(super) struct Joiner {
     pub(super) node: NodeId,
     /// When the operator asks first, then again.
     next_ask: TimeMicros,
-    /// Joins ordered for it (asked again or not).
-    pub(super) asked: u64,
     /// Set once the newest view names it (joining, active, or refused).
     settled: bool,
     /// Picks the replica asked.
@@ -42,7 +40,6 @@ impl Joiner {
         rng.chance(0.5).then(|| Joiner {
             node,
             next_ask: TimeMicros(rng.range(500_000, 6_000_000)),
-            asked: 0,
             settled: false,
             rng: rng.fork(),
         })
@@ -65,11 +62,7 @@ impl DmapCluster {
         if joiner.settled || now < joiner.next_ask {
             return;
         }
-        let newest = harness
-            .hosts()
-            .filter_map(|(_, h)| h.membership())
-            .max_by_key(|m| m.view().id());
-        if let Some(membership) = newest {
+        if let Some(membership) = newest_membership(harness) {
             let view = membership.view();
             if view.state(joiner.node).is_some() || view.removed().contains(&joiner.node) {
                 joiner.settled = true;
@@ -98,7 +91,6 @@ impl DmapCluster {
         let Some(&(to, partition)) = joiner.rng.pick(&live) else {
             return;
         };
-        joiner.asked += 1;
         let address = Joiner::address(joiner.node);
         if self.verbose {
             println!("t={}us operator -> {to}: join {address}", now.0);

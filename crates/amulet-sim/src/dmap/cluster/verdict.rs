@@ -2,7 +2,7 @@
 //! serializability of the transactions, linearizability of the map and
 //! log operations.
 
-use super::{DmapCluster, CHECK_STEP_BUDGET};
+use super::{newest_map, newest_membership, DmapCluster, CHECK_STEP_BUDGET};
 use crate::checker::linearizability::{self, Call, Verdict};
 use crate::dmap::client::Phase;
 use crate::dmap::{MapOp, Observed, SortedMapModel};
@@ -146,12 +146,8 @@ impl DmapCluster {
         if self.checkpoints.every_micros == 0 {
             return;
         }
-        let newest_membership = newest_membership(harness);
-        let newest_map = harness
-            .hosts()
-            .filter_map(|(_, h)| h.current_map().cloned())
-            .max_by_key(|m| m.version);
-        let (Some(membership), Some(map)) = (newest_membership, newest_map) else {
+        let (Some(membership), Some(map)) = (newest_membership(harness), newest_map(harness))
+        else {
             return;
         };
         let view = membership.view();
@@ -256,23 +252,4 @@ impl DmapCluster {
             }
         }
     }
-}
-
-/// The membership the furthest replica executed: the newest view, and in
-/// it the latest global position. A node running no replica holds a copy
-/// learned when the view changed, which can be older within the same view
-/// (joiners admitted or refused since): never the newest here.
-fn newest_membership(harness: &Harness) -> Option<std::sync::Arc<amulet_membership::Membership>> {
-    harness
-        .hosts()
-        .flat_map(|(_, h)| h.replicas().values())
-        .filter_map(|r| {
-            let membership = r.membership()?;
-            Some((
-                (membership.view().id(), r.global_position()),
-                membership.clone(),
-            ))
-        })
-        .max_by_key(|(at, _)| *at)
-        .map(|(_, membership)| membership)
 }

@@ -9,7 +9,6 @@ again at the same node, a reconfiguration as ``reconfigure_with`` says."""
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,14 +19,16 @@ from amulet import access as _access
 from amulet import errors
 from amulet._rpc import _RETRY_CODES, BACKOFF_MAX, BACKOFF_MIN, error_kind
 from amulet.routing import Routing
+from amulet.suspects import Outcome, outcome_of
 from amulet.v1 import amulet_pb2 as pb
 
 
 class Admin:
     """Mixed into :class:`amulet.Client`, whose channels, routing and
     timeouts it uses (``_stub``, ``_peer``, ``_routing``, ``seeds``,
-    ``_closed``, ``operation_timeout``, ``attempt_timeout``; and
-    ``_any_node``, ``refresh_map``, ``status`` for reconfigurations)."""
+    ``_suspects``, ``_closed``, ``operation_timeout``,
+    ``attempt_timeout``; and ``_global_node``, ``refresh_map``,
+    ``status`` for reconfigurations)."""
 
     # ---- access control (docs/security.md, amulet.access) ----------------
 
@@ -276,8 +277,10 @@ class Admin:
 
     def _unordered(self, what: str, method: str, request, *, may_apply: bool, address: str | None = None):
         """One call of ``method`` outside sessions (access control), at
-        ``address`` or at a random node, another one after a failure. Sent
-        again, under ``operation_timeout``, when the node did not take it
+        ``address`` or at a random node (not suspected unless every one
+        is: ``amulet.suspects``; each attempt judged as a command's),
+        another one after a failure. Sent again, under
+        ``operation_timeout``, when the node did not take it
         (``behind``, ``retryable``, UNAVAILABLE) or did not answer in time
         (DEADLINE_EXCEEDED, CANCELLED, UNKNOWN); refused credentials and
         everything else are final. Gives up with ``Unavailable``, or
@@ -293,12 +296,12 @@ class Admin:
             target = address
             if target is None:
                 addresses = list(self._routing.addresses.values()) or list(self.seeds)
-                if len(addresses) > 1 and failed_at in addresses:
-                    addresses = [a for a in addresses if a != failed_at]
-                target = random.choice(addresses)
+                target = self._suspects.choose(addresses, avoid=failed_at)
             try:
-                return getattr(self._stub(target), method)(request, timeout=self.attempt_timeout)
+                reply = getattr(self._stub(target), method)(request, timeout=self.attempt_timeout)
             except grpc.RpcError as e:
+                # As a command's attempt (``amulet.suspects``).
+                self._suspects.judge(target, outcome_of(e))
                 code, message, kind = e.code(), e.details() or "", error_kind(e)
                 if kind == "reply-lost":
                     raise errors.OutcomeUnknown(f"{what}: {message}", code) from None
@@ -311,6 +314,9 @@ class Admin:
                     raise errors.from_status(code, message) from None
                 last = f"{self._peer(target)}: {code.name}: {message}"
                 failed_at = target
+            else:
+                self._suspects.judge(target, Outcome.DONE)
+                return reply
             if time.monotonic() + backoff >= deadline:
                 why = f"{what}: gave up after {self.operation_timeout}s: {last}"
                 if maybe_applied:

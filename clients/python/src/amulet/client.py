@@ -8,7 +8,13 @@ reference implementation of the client protocol of
   ``stale-map`` or ``not-a-replica``, or after a map or log is created or
   dropped;
 - each operation goes to a random replica of the first partition it
-  involves, stamped with the cached map version;
+  involves, stamped with the cached map version, leaving out the nodes
+  the client suspects (``amulet.suspects``): one that gave no answer to an
+  attempt or answered ``behind`` is left out for two attempt timeouts, or
+  until it executes an attempt, unless every replica is suspected; every
+  choice of a node (session openings, transactions' reads, log tails,
+  snapshots, access control, eventual requests) leaves them out too, and
+  all but snapshots judge their attempts the same way;
 - each operation runs in a session (random id) at the session's next
   sequence number, one operation in flight per session; after
   DEADLINE_EXCEEDED, UNAVAILABLE, a timeout, ``behind`` or ``retryable`` it
@@ -37,7 +43,6 @@ reference implementation of the client protocol of
 
 from __future__ import annotations
 
-import random
 import re
 import threading
 import time
@@ -60,6 +65,7 @@ from amulet.admin import Admin
 from amulet.read_versions import ReadVersions
 from amulet.routing import Placement, Routing, UnknownMap
 from amulet.sessions import SessionPool, SessionSlot
+from amulet.suspects import Outcome, Suspects, outcome_of
 from amulet.tls import TlsFiles, connect_hint, resolve_credentials
 from amulet.v1 import amulet_pb2 as pb
 
@@ -196,6 +202,10 @@ class Client(Admin):
         self._read_versions = ReadVersions()
         self._channels: dict[str, tuple[grpc.Channel, AmuletStub]] = {}
         self._sessions = SessionPool()
+        # Nodes left out of choices for a while: two attempt timeouts, so a
+        # dead node costs about one timeout per span, and one that comes
+        # back is used again soon (as the Rust client).
+        self._suspects = Suspects(2 * attempt_timeout)
         self._closed = False
         # The node eventual requests go to (None: one drawn at random).
         self._eventual_node: str | None = None
@@ -478,9 +488,7 @@ class Client(Admin):
         replicas = routing.replica_addresses(partition)
         if not replicas:
             raise errors.ProtocolError(f"no address for a replica of partition {partition}")
-        if len(replicas) > 1 and failed_at.get(partition) in replicas:
-            replicas = [r for r in replicas if r != failed_at[partition]]
-        address = random.choice(replicas)
+        address = self._suspects.choose(replicas, avoid=failed_at.get(partition))
         failed_at[partition] = address
         request = pb.ReadAtRequest(
             read_version=read_version,
@@ -493,10 +501,14 @@ class Client(Admin):
         try:
             response = self._stub(address).ReadAt(request, timeout=self.attempt_timeout)
         except grpc.RpcError as e:
+            # read-version-elsewhere says nothing of the node (it lacks the
+            # snapshot of this read version only): OTHER.
+            self._suspects.judge(address, outcome_of(e))
             if error_kind(e) == "read-version-elsewhere":
                 # Restored since the read version: another replica has it.
                 raise _Retry(f"{address}: {e.details()}", maybe_applied=False) from None
             self._on_error(e, None, address)
+        self._suspects.judge(address, Outcome.DONE)
         failed_at.pop(partition, None)
         if not response.HasField("response"):
             raise errors.ProtocolError(f"{address} answered a ReadAt without a response")
@@ -592,7 +604,9 @@ class Client(Admin):
 
     def _ensure_session(self, slot: SessionSlot) -> None:
         """Opens the session, or renews it with KeepAlive if half its lease
-        has passed since it was last renewed."""
+        has passed since it was last renewed, at any node not suspected.
+        The outcome is judged as a command's: a client opening its session
+        while a node is dead for good would draw it again and again."""
         if slot.open and time.monotonic() - slot.renewed <= self.session_lease / 2:
             return
         address, stub = self._any_node()
@@ -606,7 +620,9 @@ class Client(Admin):
         try:
             call(request, timeout=self.attempt_timeout)
         except grpc.RpcError as e:
+            self._suspects.judge(address, outcome_of(e))
             self._on_error(e, slot, address)
+        self._suspects.judge(address, Outcome.DONE)
         slot.open = True
         slot.renewed = sent
 
@@ -618,9 +634,7 @@ class Client(Admin):
         replicas = routing.replica_addresses(partition)
         if not replicas:
             raise errors.ProtocolError(f"no address for a replica of partition {partition}")
-        if len(replicas) > 1 and attempts.failed_at in replicas:
-            replicas = [r for r in replicas if r != attempts.failed_at]
-        address = random.choice(replicas)
+        address = self._suspects.choose(replicas, avoid=attempts.failed_at)
         attempts.failed_at = address
         request = pb.MapRequest(
             header=pb.RequestHeader(
@@ -634,7 +648,9 @@ class Client(Admin):
         try:
             response = self._stub(address).Execute(request, timeout=self.attempt_timeout)
         except grpc.RpcError as e:
+            self._suspects.judge(address, outcome_of(e))
             self._on_error(e, slot, address)
+        self._suspects.judge(address, Outcome.DONE)
         attempts.failed_at = None
         return response, address
 
@@ -693,20 +709,23 @@ class Client(Admin):
         return f"{address} (over TLS)"
 
     def _any_node(self) -> tuple[str, AmuletStub]:
+        """A random node of the cached map (else a seed), not suspected
+        unless every one is."""
         addresses = list(self._routing.addresses.values()) or self.seeds
-        address = random.choice(addresses)
+        address = self._suspects.choose(addresses)
         return address, self._stub(address)
 
     def _global_node(self) -> tuple[str, AmuletStub]:
         """A node that orders and executes the global stream by the cached
-        map (a random replica of its first partition), else any node: a
-        member that replicates nothing (a spare, or one whose partitions
-        moved away) answers a reconfiguration ``not-a-replica``."""
+        map (a random replica of its first partition, not suspected unless
+        every one is), else any node: a member that replicates nothing (a
+        spare, or one whose partitions moved away) answers a
+        reconfiguration ``not-a-replica``."""
         routing = self._routing
         replicas = routing.replica_addresses(min(routing.partitions)) if routing.partitions else []
         if not replicas:
             return self._any_node()
-        address = random.choice(replicas)
+        address = self._suspects.choose(replicas)
         return address, self._stub(address)
 
     def _fetch_map(self, address: str) -> Routing:
@@ -743,12 +762,13 @@ class Client(Admin):
     def _tail_log(self, name: str, from_: int, avoid: str | None = None):
         """Opens a ``TailLog`` stream of the log ``name`` from position
         ``from_`` at a random replica of the partition holding it by the
-        cached map (another than ``avoid`` when there is one); at any node
-        when the cached map does not know the log (it says whether the log
-        exists, and sends its newer map if it does). Returns the address
-        and the call: an iterator of ``LogEntries`` that raises the
-        stream's failure (``grpc.RpcError``), cancelled with ``cancel()``.
-        The call has no deadline: a tail lasts until it is cancelled."""
+        cached map (not suspected unless every one is; another than
+        ``avoid`` when there is one); at any node when the cached map does
+        not know the log (it says whether the log exists, and sends its
+        newer map if it does). Returns the address and the call: an
+        iterator of ``LogEntries`` that raises the stream's failure
+        (``grpc.RpcError``), cancelled with ``cancel()``. The call has no
+        deadline: a tail lasts until it is cancelled."""
         if self._closed:
             raise errors.AmuletError("the client is closed")
         from amulet.log import log_placement
@@ -760,9 +780,7 @@ class Client(Admin):
             replicas = []
         if not replicas:
             replicas = list(routing.addresses.values()) or list(self.seeds)
-        if len(replicas) > 1 and avoid in replicas:
-            replicas = [r for r in replicas if r != avoid]
-        address = random.choice(replicas)
+        address = self._suspects.choose(replicas, avoid=avoid)
         # The map version: a replica whose map is older (it has not
         # executed the log's creation yet, say) waits for it, then answers
         # UNAVAILABLE behind rather than a false NOT_FOUND.
@@ -773,12 +791,13 @@ class Client(Admin):
 
     def _read_snapshot(self, partition: int, snapshot: int, after: bytes | None):
         """A stream of one partition's pages of a snapshot, after ``after``,
-        from a random replica. The stream's deadline is the snapshot lease:
-        the snapshot is gone by then anyway."""
+        from a random replica (not suspected unless every one is). The
+        stream's deadline is the snapshot lease: the snapshot is gone by
+        then anyway."""
         replicas = self._routing.replica_addresses(partition)
         if not replicas:
             raise errors.ProtocolError(f"no address for a replica of partition {partition}")
         request = pb.ReadSnapshotRequest(partition=partition, snapshot=snapshot, page_size=self.page_entries)
         if after is not None:
             request.after = after
-        return self._stub(random.choice(replicas)).ReadSnapshot(request, timeout=self.snapshot_lease)
+        return self._stub(self._suspects.choose(replicas)).ReadSnapshot(request, timeout=self.snapshot_lease)

@@ -23,7 +23,6 @@ when it is sent to another node.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ import grpc
 from amulet import errors
 from amulet._rpc import error_kind, metadata_value
 from amulet.client import _RETRY_CODES, BACKOFF_MAX, BACKOFF_MIN, Client
+from amulet.suspects import Outcome, outcome_of
 from amulet.v1 import amulet_pb2 as pb
 
 __all__ = ["Context", "EventualMap", "Versioned"]
@@ -196,11 +196,12 @@ def send(client: Client, method: str, request, *, write: bool) -> Versioned:
     or raises an ``AmuletError``.
 
     The request goes to the client's current node (drawn at random
-    first; after a map or log is created or dropped, the node that
-    executed that), which forwards it to the key's replicas. It is sent
-    to another node, one not tried yet (after every node, after a pause
-    doubling from 10 ms to 0.5 s), until ``operation_timeout``, only
-    when the node did not take it:
+    first, leaving out the nodes the client suspects: ``amulet.suspects``,
+    which judges every attempt here as a command's; after a map or log is
+    created or dropped, the node that executed that), which forwards it to
+    the key's replicas. It is sent to another node, one not tried yet
+    (after every node, after a pause doubling from 10 ms to 0.5 s), until
+    ``operation_timeout``, only when the node did not take it:
 
     - UNAVAILABLE without ``amulet-error`` or ``amulet-reason``: the
       connection was refused, or the node is stopping or not ready;
@@ -237,12 +238,16 @@ def send(client: Client, method: str, request, *, write: bool) -> Versioned:
                 request, timeout=client.attempt_timeout + EVENTUAL_QUORUM_WAIT
             )
         except grpc.RpcError as e:
+            # As a command's attempt: no answer suspects the node for a
+            # while (``amulet.suspects``), so the next choice leaves it out.
+            client._suspects.judge(address, outcome_of(e))
             # Raises what is final; returns what to raise if no resend works.
             last = _failure(client, e, address, request.map, write)
             tried.add(address)
             if client._eventual_node == address:
                 client._eventual_node = None
         else:
+            client._suspects.judge(address, Outcome.DONE)
             client._eventual_node = address
             return Versioned.from_pb(reply)
         if not _untried(client, tried):
@@ -263,12 +268,13 @@ def _untried(client: Client, tried: set[str]) -> list[str]:
 
 def _address(client: Client, tried: set[str]) -> str:
     """The current node, or (if it failed in this round or is gone from
-    the map) a random one not tried yet, which becomes current."""
+    the map) a random one not tried yet, not suspected unless every one
+    is (``amulet.suspects``), which becomes current."""
     untried = _untried(client, tried)
     current = client._eventual_node
     if current is not None and current in untried:
         return current
-    address = random.choice(untried or list(client._routing.addresses.values()) or list(client.seeds))
+    address = client._suspects.choose(untried or list(client._routing.addresses.values()) or list(client.seeds))
     client._eventual_node = address
     return address
 

@@ -36,6 +36,7 @@ from amulet import errors
 from amulet._rpc import error_kind
 from amulet.client import BACKOFF_MAX, BACKOFF_MIN
 from amulet.routing import Placement
+from amulet.suspects import Outcome, outcome_of
 from amulet.v1 import amulet_pb2 as pb
 
 __all__ = ["DLog", "LogBounds", "LogEntries", "Tail", "log_placement"]
@@ -178,23 +179,26 @@ class DLog:
         manager, to cancel its stream).
 
         The entries come on a server stream (``TailLog``) from a random
-        replica of the log's partition as it executes them. When the
-        stream breaks (the node stopped or is catching up, the log moved,
-        no message, not even a heartbeat, for ``TAIL_IDLE`` seconds) the
-        tail reopens it at another replica from the position after the
-        last entry it got, with the client's backoff: no gap, no
-        duplicate. It raises ``Unavailable`` when no stream could be kept
-        open for the client's ``operation_timeout``. Against a node
-        without ``TailLog`` it polls with linearizable reads instead, the
-        pause growing from 1 ms to ``max_poll`` seconds. Before its first
-        stream the tail checks ``from_`` with a linearizable read of the
-        log's bounds: below the first position (trimmed) or past the end
-        raises ``OutOfRange``, an unknown log ``NotFound``, as a read from
-        there would. A tail that falls below a trim later raises
-        ``OutOfRange``; a dropped log ``NotFound`` (a stream's NOT_FOUND is
-        checked by a linearizable read of the bounds too: if the log
-        exists, the replica was behind its creation and the stream is
-        reopened elsewhere). Every stream request carries the cached
+        replica of the log's partition as it executes them (leaving out the
+        nodes the client suspects, ``amulet.suspects``, unless every
+        replica is suspected). When the stream breaks (the node stopped or
+        is catching up, the log moved, no message, not even a heartbeat,
+        for ``TAIL_IDLE`` seconds) the tail reopens it at another replica
+        (unless the one that failed is the only one not suspected: a
+        stream that got no answer or ``behind`` suspects its node too),
+        from the position after the last entry it got, with the client's
+        backoff: no gap, no duplicate. It raises ``Unavailable`` when no
+        stream could be kept open for the client's ``operation_timeout``.
+        Against a node without ``TailLog`` it polls with linearizable
+        reads instead, the pause growing from 1 ms to ``max_poll``
+        seconds. Before its first stream the tail checks ``from_`` with a
+        linearizable read of the log's bounds: below the first position
+        (trimmed) or past the end raises ``OutOfRange``, an unknown log
+        ``NotFound``, as a read from there would. A tail that falls below
+        a trim later raises ``OutOfRange``; a dropped log ``NotFound`` (a
+        stream's NOT_FOUND is checked by a linearizable read of the bounds
+        too: if the log exists, the replica was behind its creation and
+        the stream is reopened elsewhere). Every stream request carries the cached
         partition map's version: a replica with an older map waits for it,
         then answers UNAVAILABLE (reopened elsewhere). Resume after a failure
         with ``tail.position`` (the position after the last entry
@@ -466,6 +470,7 @@ class Tail:
                     # Not even a heartbeat: the node hangs, or the way to
                     # it does. Cancel and go elsewhere.
                     self._drop_stream(stream)
+                    self.log.client._suspects.judge(stream.address, Outcome.NO_ANSWER)
                     self._failed(f"{stream.address}: no message in {TAIL_IDLE}s", stream.address)
                 elif deadline is not None and time.monotonic() >= deadline:
                     raise self._timeout(timeout)
@@ -544,6 +549,11 @@ class Tail:
             return
         if not isinstance(outcome, grpc.RpcError):
             raise errors.ProtocolError(f"the tail stream from {address} broke: {outcome!r}") from outcome
+        # No answer or ``behind`` suspects the node (``amulet.suspects``), so
+        # the reopen and the client's other choices leave it out a while. A
+        # stream's messages clear nothing: a replica serves a tail from its
+        # own log even while it is behind for commands.
+        self.log.client._suspects.judge(address, outcome_of(outcome))
         code, message, kind = outcome.code(), outcome.details() or "", error_kind(outcome)
         if code == grpc.StatusCode.UNIMPLEMENTED:
             # An older node: poll with reads instead.

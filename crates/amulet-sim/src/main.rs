@@ -7,7 +7,8 @@
 use amulet_dotted::DottedBug;
 use amulet_membership::MembershipBug;
 use amulet_sim::dmap::{
-    run_access_seed, run_dmap_seed, run_fields_seed, run_logs_seed, run_txn_seed, DmapBug,
+    run_access_seed, run_dmap_pauses_only_seed, run_dmap_seed, run_fields_seed, run_logs_seed,
+    run_txn_seed, DmapBug,
 };
 use amulet_sim::dotted::{run_dotted_seed, run_service_seed};
 use amulet_sim::elastic::{run_elastic_seed, ElasticBug};
@@ -41,6 +42,12 @@ struct Arguments {
     /// checker) instead of the bare multicast layer.
     #[arg(long, conflicts_with = "elastic")]
     dmap: bool,
+    /// With --dmap: no crashes and no partitions, only the network's
+    /// delays and losses, process pauses shorter than failure detection,
+    /// kills for good and joins; the views must remove no node but those
+    /// killed for good.
+    #[arg(long, requires = "dmap")]
+    pauses_only: bool,
     /// Simulate transactions (list-append across partitions on DMap's
     /// cluster, strict serializability checked by Elle's method).
     #[arg(long, conflicts_with_all = ["elastic", "dmap"])]
@@ -151,6 +158,9 @@ enum BugArg {
     /// Self-healing (`--dmap`): a repair's new stream keeps an acceptor
     /// on a removed node.
     HealingKeepsRemovedAcceptor,
+    /// Membership (`--dmap --pauses-only`): monitors call an edge failed
+    /// after 150 ms of silence, shorter than the pauses.
+    HastyFailureDetector,
     /// Moves (`--dmap`): a node a move takes a partition from reports
     /// that it holds nothing while its replica still serves the state.
     HandedOffWhileHolding,
@@ -215,6 +225,7 @@ impl BugArg {
             BugArg::MembershipAtEdge => DmapBug::MembershipAtEdge,
             BugArg::HealingKeepsRemovedReplica => DmapBug::HealingKeepsRemovedReplica,
             BugArg::HealingKeepsRemovedAcceptor => DmapBug::HealingKeepsRemovedAcceptor,
+            BugArg::HastyFailureDetector => DmapBug::HastyFailureDetector,
             BugArg::HandedOffWhileHolding => DmapBug::HandedOffWhileHolding,
             BugArg::FenceKeysUnchecked => DmapBug::FenceKeysUnchecked,
             BugArg::ClientKeepsStaleRanges => DmapBug::ClientKeepsStaleRanges,
@@ -275,6 +286,7 @@ impl BugArg {
             | BugArg::MembershipAtEdge
             | BugArg::HealingKeepsRemovedReplica
             | BugArg::HealingKeepsRemovedAcceptor
+            | BugArg::HastyFailureDetector
             | BugArg::HandedOffWhileHolding
             | BugArg::FenceKeysUnchecked
             | BugArg::ClientKeepsStaleRanges
@@ -335,6 +347,8 @@ fn main() -> ExitCode {
             run_logs_seed(seed, verbose, dmap_bug)
         } else if arguments.access {
             run_access_seed(seed, verbose, dmap_bug)
+        } else if arguments.dmap && arguments.pauses_only {
+            run_dmap_pauses_only_seed(seed, verbose, dmap_bug)
         } else if arguments.dmap {
             run_dmap_seed(seed, verbose, dmap_bug)
         } else if arguments.elastic {
@@ -374,6 +388,9 @@ fn main() -> ExitCode {
                 command.push_str(" --access");
             } else if dmap {
                 command.push_str(" --dmap");
+                if arguments.pauses_only {
+                    command.push_str(" --pauses-only");
+                }
             }
             if elastic {
                 command.push_str(" --elastic");
@@ -451,6 +468,9 @@ fn swarm(
     }
     if summary.killed_for_good > 0 {
         println!("killed_for_good={}", summary.killed_for_good);
+    }
+    if summary.pauses > 0 {
+        println!("pauses={}", summary.pauses);
     }
     if summary.spare_nodes > 0 {
         println!("spare_nodes={}", summary.spare_nodes);

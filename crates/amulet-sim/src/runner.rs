@@ -62,6 +62,8 @@ pub struct SeedStats {
     pub joiners_admitted: u64,
     /// Nodes the nemesis killed for good (never restarted).
     pub killed_for_good: u64,
+    /// Process pauses started (DMap seeds).
+    pub pauses: u64,
     /// Other requests (spanning partitions, snapshots) refused as routed
     /// by a stale partition map (DMap seeds).
     pub stale_other_refusals: u64,
@@ -131,6 +133,8 @@ pub struct SwarmSummary {
     pub joiners_admitted: u64,
     /// Nodes killed for good, over all seeds.
     pub killed_for_good: u64,
+    /// Process pauses, over all seeds.
+    pub pauses: u64,
     /// Other requests refused as stale, over all seeds.
     pub stale_other_refusals: u64,
     /// Wall-clock time taken.
@@ -221,6 +225,7 @@ pub fn run_swarm_replayed_by(
         summary.joiners += outcome.stats.joiners;
         summary.joiners_admitted += outcome.stats.joiners_admitted;
         summary.killed_for_good += outcome.stats.killed_for_good;
+        summary.pauses += outcome.stats.pauses;
         summary.subscription_changes += outcome.stats.subscription_changes;
         summary.stale_key_refusals += outcome.stats.stale_key_refusals;
         summary.stale_other_refusals += outcome.stats.stale_other_refusals;

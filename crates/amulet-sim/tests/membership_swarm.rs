@@ -8,9 +8,10 @@
 //! is `amulet-sim --membership --seeds 3000`.
 
 use amulet_membership::MembershipBug;
-use amulet_sim::dmap::DmapBug;
+use amulet_sim::dmap::{run_dmap_pauses_only_seed, run_dmap_seed, DmapBug};
 use amulet_sim::membership::run_membership_seed;
 use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
+use amulet_sim::SeedOutcome;
 use std::panic;
 
 const SEEDS_PER_TEST: u64 = 100;
@@ -95,8 +96,13 @@ fn rapid_4_2_without_implicit_reports_failed_observers_block_removal_and_are_cau
 /// effect at its own replicas before they are ordered is caught.
 #[test]
 fn sconekv_2_membership_applied_before_it_is_ordered_is_caught_in_the_dmap_swarm() {
-    let (seed, how) = first_dmap_catch(DmapBug::MembershipAtEdge, 20, "MembershipAgreement")
-        .expect("membership applied at the edge survived 20 DMap seeds");
+    let (seed, how) = first_dmap_catch(
+        run_dmap_seed,
+        DmapBug::MembershipAtEdge,
+        20,
+        "MembershipAgreement",
+    )
+    .expect("membership applied at the edge survived 20 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
 
@@ -106,8 +112,13 @@ fn sconekv_2_membership_applied_before_it_is_ordered_is_caught_in_the_dmap_swarm
 /// removals come from the nemesis, so only some seeds have any).
 #[test]
 fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm() {
-    let (seed, how) = first_dmap_catch(DmapBug::HealingKeepsRemovedReplica, 60, "removed")
-        .expect("repairs keeping a removed replica survived 60 DMap seeds");
+    let (seed, how) = first_dmap_catch(
+        run_dmap_seed,
+        DmapBug::HealingKeepsRemovedReplica,
+        60,
+        "removed",
+    )
+    .expect("repairs keeping a removed replica survived 60 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
 
@@ -117,24 +128,28 @@ fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm(
 /// nodes) is caught: the next repair left is a stream replacement.
 #[test]
 fn thesis_4_2_a_repair_that_keeps_a_removed_acceptor_is_caught_in_the_dmap_swarm() {
-    let (seed, how) = first_dmap_catch(DmapBug::HealingKeepsRemovedAcceptor, 60, "ReplaceStream")
-        .expect("repairs keeping a removed acceptor survived 60 DMap seeds");
+    let (seed, how) = first_dmap_catch(
+        run_dmap_seed,
+        DmapBug::HealingKeepsRemovedAcceptor,
+        60,
+        "ReplaceStream",
+    )
+    .expect("repairs keeping a removed acceptor survived 60 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
 
 /// The first of DMap seeds `0..seeds` run with `bug` where a violation
 /// mentions `needle`: the seed and the violation.
 fn first_dmap_catch(
-    bug: amulet_sim::dmap::DmapBug,
+    run: fn(u64, bool, DmapBug) -> SeedOutcome,
+    bug: DmapBug,
     seeds: u64,
     needle: &str,
 ) -> Option<(u64, String)> {
     let hook = panic::take_hook();
     panic::set_hook(Box::new(|_| {}));
     let caught = (0..seeds).find_map(|seed| {
-        let outcome = run_catching(seed, &|seed| {
-            amulet_sim::dmap::run_dmap_seed(seed, false, bug)
-        });
+        let outcome = run_catching(seed, &|seed| run(seed, false, bug));
         outcome
             .violations
             .iter()
@@ -143,4 +158,42 @@ fn first_dmap_catch(
     });
     panic::set_hook(hook);
     caught
+}
+
+/// Rapid §4.1 under the DMap workload: in seeds without crashes or
+/// partitions (`amulet-sim --dmap --pauses-only`), process pauses of 50 to
+/// 700 ms (shorter than the swarm's 800 ms failure detection), the
+/// network's delays and losses, kills for good and joins remove no node
+/// but those killed for good; every other checker runs as in `--dmap`.
+#[test]
+fn rapid_4_1_pauses_shorter_than_failure_detection_remove_no_one_under_the_dmap_workload() {
+    const SEEDS: u64 = 12;
+    let summary = run_swarm_replayed_by(0, SEEDS, "amulet-sim --dmap --pauses-only", |seed| {
+        run_dmap_pauses_only_seed(seed, false, DmapBug::None)
+    });
+    assert_eq!(
+        summary.violations, 0,
+        "failing seeds {:?}",
+        summary.failed_seeds
+    );
+    assert!(
+        summary.pauses >= 4,
+        "only {} pauses in {SEEDS} seeds: the test checks too little",
+        summary.pauses
+    );
+}
+
+/// The accuracy check can fail: monitors that call an edge failed after
+/// 150 ms of silence (`--bug hasty-failure-detector`) remove nodes that
+/// were only paused, or whose probes the network delayed.
+#[test]
+fn rapid_4_1_a_failure_detector_faster_than_the_pauses_is_caught() {
+    let (seed, how) = first_dmap_catch(
+        run_dmap_pauses_only_seed,
+        DmapBug::HastyFailureDetector,
+        20,
+        "which no crash, partition or kill touched",
+    )
+    .expect("a hasty failure detector went unnoticed in 20 seeds");
+    println!("caught at seed {seed}: {how}");
 }

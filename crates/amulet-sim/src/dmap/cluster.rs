@@ -145,6 +145,9 @@ struct DmapCluster {
     tailers: tailers::Tailers,
     violations: Vec<Violation>,
     healed: bool,
+    /// No crash and no partition in this seed's faults: the view may
+    /// remove only nodes killed for good (`check_no_false_removal`).
+    without_crashes_or_partitions: bool,
     /// With a verbose seed and `AMULET_SIM_DUMP_MS`: every node's
     /// replicas, merges and streams are printed this often (virtual µs),
     /// to see where a stuck run stopped.
@@ -188,11 +191,27 @@ pub fn run_logs_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
 /// swarm (every client operation is checked, and the search grows with
 /// the history), run with `kind`'s clients.
 fn run_kind_seed(seed: u64, verbose: bool, bug: DmapBug, kind: ClientKind) -> SeedOutcome {
+    run_dmap_with(seed, dmap_options(seed), bug, verbose, kind)
+}
+
+/// The fault mix a DMap seed draws.
+fn dmap_options(seed: u64) -> SwarmOptions {
     let mut rng = Rng::new(seed ^ 0x646D_6170);
     let mut options = SwarmOptions::draw(&mut rng);
     options.safety_phase_micros = options.safety_phase_micros.min(4_000_000);
     options.liveness_phase_micros = 6_000_000;
-    run_dmap_with(seed, options, bug, verbose, kind)
+    options
+}
+
+/// Runs one DMap seed without crashes or partitions (`amulet-sim --dmap
+/// --pauses-only`): its network, pauses, kills for good and joiner as
+/// drawn. With no crash or partition, the view must remove no node but
+/// those killed for good (Rapid §4.1: pauses shorter than failure
+/// detection are not failures).
+pub fn run_dmap_pauses_only_seed(seed: u64, verbose: bool, bug: DmapBug) -> SeedOutcome {
+    let mut options = dmap_options(seed);
+    options.faults = crate::swarm::FaultOptions::none();
+    run_dmap_with(seed, options, bug, verbose, ClientKind::Map)
 }
 
 /// Runs one DMap seed with the given fault mix and clients.
@@ -362,6 +381,12 @@ impl DmapCluster {
                 kill_rng.range(1_000_000, safety_end.0 - 2_000_000),
             ));
         }
+        let pauses = draw_pauses(seed, &nodes, safety_end);
+        let faults = &options.faults;
+        let without_crashes_or_partitions = faults.partition_interval_micros_mean.is_none()
+            && faults.process_crash_interval_micros_mean.is_none()
+            && faults.machine_crash_interval_micros_mean.is_none()
+            && faults.coordinator_crash_interval_micros_mean.is_none();
         let network = Network::new(options.network.clone(), rng.fork());
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
@@ -471,6 +496,7 @@ impl DmapCluster {
             logs,
             violations: Vec::new(),
             healed: false,
+            without_crashes_or_partitions,
             dump_every_micros: verbose
                 .then(|| std::env::var("AMULET_SIM_DUMP_MS").ok())
                 .flatten()
@@ -480,6 +506,9 @@ impl DmapCluster {
             budgeted_streams: std::collections::BTreeSet::new(),
         };
         let mut harness = harness;
+        for pause in pauses {
+            harness.pause_at(pause);
+        }
         for c in 0..cluster.clients.len() {
             let send = cluster.clients[c].start(0, &mut cluster.client_rng);
             cluster.send_request(&mut harness, c, send);
@@ -655,7 +684,12 @@ impl Workload for DmapCluster {
         // changes in a run of twenty virtual seconds.
         config.monitor = amulet_membership::MonitorConfig {
             probe_interval_micros: 50_000,
-            failure_after_micros: 800_000,
+            failure_after_micros: if self.bug == DmapBug::HastyFailureDetector {
+                // Injected: below the pauses the cluster must ride out.
+                150_000
+            } else {
+                800_000
+            },
             reinforce_after_micros: 300_000,
             settle_micros: 100_000,
             resend_after_micros: 300_000,
@@ -776,4 +810,28 @@ fn newest_membership(harness: &Harness) -> Option<std::sync::Arc<amulet_membersh
         })
         .max_by_key(|(at, _)| *at)
         .map(|(_, membership)| membership)
+}
+
+/// Process pauses shorter than the monitors' `failure_after` (800 ms
+/// here): one to three in a third of the seeds, each of 50 to 700 ms, at a
+/// random node, ending at least a second before the heal. A pause this
+/// short must not remove anyone by itself (Rapid §4.1), and every checker
+/// runs as before: the paused node's timers fire late, and what reached
+/// it meanwhile is handled at once when it resumes. A separate generator,
+/// so the rest of the seed draws as before.
+fn draw_pauses(seed: u64, nodes: &[NodeId], safety_end: TimeMicros) -> Vec<harness::Pause> {
+    let mut rng = Rng::new(seed ^ 0x7061_7573);
+    if !rng.chance(1.0 / 3.0) || safety_end.0 < 3_000_000 || !pinned::new_draws() {
+        return Vec::new();
+    }
+    (0..rng.range(1, 4))
+        .filter_map(|_| {
+            let node = *rng.pick(nodes)?;
+            Some(harness::Pause {
+                at: TimeMicros(rng.range(300_000, safety_end.0 - 1_800_000)),
+                node,
+                micros: rng.range(50_000, 700_001),
+            })
+        })
+        .collect()
 }

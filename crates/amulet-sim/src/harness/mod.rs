@@ -11,12 +11,14 @@
 //! exactly.
 
 mod message;
+mod pause;
 mod slot;
 
 pub use message::{
     envelope_digest, message_digest, SimMessage, TRACE_DELIVER, TRACE_FAULT, TRACE_MESSAGE,
     TRACE_PROPOSE, TRACE_SUBSCRIBE,
 };
+pub use pause::{Pause, Paused};
 pub use slot::{NodeSlot, SimFiles, SimStorage};
 
 use crate::nemesis::{next_instant, CrashGroup, FaultEvent, Nemesis, NemesisConfig};
@@ -172,6 +174,10 @@ pub struct Harness {
     pub write_rng: Rng,
     /// Longest time a background checkpoint write takes.
     pub write_micros_max: u64,
+    /// Pauses not started yet, by start time ([`Harness::pause_at`]).
+    pauses: Vec<Pause>,
+    /// Pauses started.
+    pauses_started: u64,
 }
 
 impl Harness {
@@ -195,6 +201,8 @@ impl Harness {
             disk_rng,
             write_rng,
             write_micros_max,
+            pauses: Vec::new(),
+            pauses_started: 0,
         }
     }
 
@@ -221,6 +229,7 @@ impl Harness {
                 self.deliver(workload, from, to, message);
             }
             if next_tick <= next {
+                self.pause_and_resume(workload);
                 workload.tick(self);
                 self.tick_nodes(workload);
                 next_tick = next_tick.plus(TICK_MICROS);
@@ -239,7 +248,7 @@ impl Harness {
     ) -> Option<(ValueId, u32)> {
         let now = self.now;
         let payload = Bytes::from(rng.next_u64().to_le_bytes().to_vec());
-        let slot = self.slots.get_mut(&node)?;
+        let slot = self.slots.get_mut(&node).filter(|s| s.paused.is_none())?;
         let id = slot.host.as_mut()?.multicast(now, stream, payload).ok()?;
         self.trace.event(
             now,
@@ -256,9 +265,13 @@ impl Harness {
         self.slots.get(&node).and_then(|s| s.host.as_ref())
     }
 
-    /// The live host of `node`, to drive (call [`Harness::step`] after).
+    /// The live host of `node`, to drive (call [`Harness::step`] after);
+    /// `None` while its process is paused.
     pub fn host_mut(&mut self, node: NodeId) -> Option<&mut Host<PartitionState>> {
-        self.slots.get_mut(&node).and_then(|s| s.host.as_mut())
+        self.slots
+            .get_mut(&node)
+            .filter(|s| s.paused.is_none())
+            .and_then(|s| s.host.as_mut())
     }
 
     /// The live hosts.
@@ -370,6 +383,12 @@ impl Harness {
             workload.at_endpoint(self, from, to, message);
             return;
         };
+        if let Some(paused) = slot.paused.as_mut() {
+            if slot.host.is_some() {
+                paused.held.push((from, message));
+            }
+            return;
+        }
         let Some(host) = slot.host.as_mut() else {
             return;
         };
@@ -399,6 +418,9 @@ impl Harness {
         for node in nodes {
             let _span = tracing::info_span!("node", id = node.0, t = now.0).entered();
             let slot = self.slots.get_mut(&node).expect("live");
+            if slot.paused.is_some() {
+                continue;
+            }
             let host = slot.host.as_mut().expect("live");
             host.tick(now).expect("simulated storage does not fail");
             let (done, writing): (Vec<_>, Vec<_>) = std::mem::take(&mut slot.files.writing)
@@ -422,6 +444,9 @@ impl Harness {
             let Some(slot) = self.slots.get_mut(&node) else {
                 return;
             };
+            if slot.paused.is_some() {
+                return;
+            }
             let incarnation = slot.incarnation;
             let Some(host) = slot.host.as_mut() else {
                 return;

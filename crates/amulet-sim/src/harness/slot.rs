@@ -2,6 +2,7 @@
 //! storage, checkpoint files, the promises its logs vouched for) and its
 //! running host, if up.
 
+use super::pause::Paused;
 use crate::rng::Rng;
 use crate::sim_log::{crash_stores, store_for, NodeDisk, SimStore};
 use amulet_dmap::PartitionState;
@@ -135,6 +136,8 @@ pub struct NodeSlot {
     pub next_token: Token,
     /// What the node's earlier processes did.
     pub counters: HostCounters,
+    /// Its process's pause under way, if any ([`crate::harness::Pause`]).
+    pub paused: Option<Paused>,
 }
 
 impl NodeSlot {
@@ -149,6 +152,7 @@ impl NodeSlot {
             requests: BTreeMap::new(),
             next_token: 0,
             counters: HostCounters::default(),
+            paused: None,
         }
     }
 
@@ -160,6 +164,8 @@ impl NodeSlot {
             .take()
             .expect("the nemesis crashes only nodes that are up");
         add_counters(&mut self.counters, host.counters());
+        // A paused process can be killed: what waited for it is gone.
+        self.paused = None;
         self.requests.clear();
         self.files.crash();
         crash_stores(self.storage.stores.values(), machine);

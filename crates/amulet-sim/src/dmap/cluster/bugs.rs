@@ -67,6 +67,10 @@ pub enum DmapBug {
     /// Self-healing: a repair's new stream keeps an acceptor on a node
     /// the view removed (the replicas all move to live nodes).
     HealingKeepsRemovedAcceptor,
+    /// Membership: monitors declare an edge failed after 150 ms of
+    /// silence, shorter than the process pauses the cluster must ride
+    /// out (800 ms in the swarm, above its longest pause of 700 ms).
+    HastyFailureDetector,
     /// Moves: a node a move takes a partition from reports that it holds
     /// nothing of it as soon as the map lists it, while its replica still
     /// serves the state; a second move (the balancer's) is then ordered

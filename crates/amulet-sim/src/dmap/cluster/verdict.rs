@@ -15,6 +15,7 @@ impl DmapCluster {
     pub(super) fn outcome(mut self, harness: &Harness) -> SeedOutcome {
         self.check_progress(harness);
         self.check_removals(harness);
+        self.check_no_false_removal(harness);
         self.check_healing(harness);
         if !self.txn_clients.is_empty() {
             self.check_transactions();
@@ -95,6 +96,7 @@ impl DmapCluster {
                     .map_or(0, |h| h.replicas().len() as u64),
                 joiners: u64::from(self.joiner.is_some()),
                 killed_for_good: harness.nemesis.stats().killed_for_good,
+                pauses: harness.pauses_started(),
                 joiners_admitted: u64::from(self.joiner.as_ref().is_some_and(|j| {
                     newest_membership(harness).is_some_and(|m| {
                         m.view().state(j.node) == Some(amulet_membership::MemberState::Active)
@@ -132,6 +134,33 @@ impl DmapCluster {
                         "node {dead} was killed for good, but the newest view {} still has it ({:?})",
                         view.id().0,
                         view.state(*dead)
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// Accuracy (Rapid §4.1): in a seed without crashes or partitions,
+    /// whose only faults are the network's delays and losses, pauses
+    /// shorter than failure detection and kills for good, the views
+    /// remove no node but those killed for good.
+    fn check_no_false_removal(&mut self, harness: &Harness) {
+        if !self.without_crashes_or_partitions {
+            return;
+        }
+        let Some(membership) = newest_membership(harness) else {
+            return;
+        };
+        let view = membership.view();
+        for removed in view.removed() {
+            if !harness.nemesis.dead().contains(removed) {
+                self.violations.push(Violation::new(
+                    Property::Integrity,
+                    format!(
+                        "view {} removed node {removed}, which no crash, partition or kill \
+                         touched (pauses: {})",
+                        view.id().0,
+                        harness.pauses_started()
                     ),
                 ));
             }

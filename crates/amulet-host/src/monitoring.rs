@@ -85,9 +85,11 @@ impl<S: StateMachine> Host<S> {
             .max_by_key(|(position, _)| *position)
     }
 
-    /// The number of this node's newest view (0 without membership).
-    fn view_number(&self) -> u64 {
-        self.membership().map_or(0, |m| m.view().id().0)
+    /// How far this node's newest membership has come: its view's number,
+    /// then its next node id, which a join raises within a view ((0, 0)
+    /// without membership).
+    fn view_stamp(&self) -> (u64, u32) {
+        self.membership().map_or((0, 0), |m| stamp_of(&m))
     }
 
     /// What membership has done here.
@@ -105,7 +107,7 @@ impl<S: StateMachine> Host<S> {
             return;
         };
         let map_version = self.map_version();
-        let view = membership.view().id().0;
+        let (view, view_next_id) = stamp_of(&membership);
         let unexecuted = self.replicas.is_empty();
         let Some(monitor) = self.monitor.as_mut() else {
             return;
@@ -123,6 +125,7 @@ impl<S: StateMachine> Host<S> {
                             nonce,
                             map_version,
                             view,
+                            view_next_id,
                         }),
                     });
                 }
@@ -169,32 +172,36 @@ impl<S: StateMachine> Host<S> {
                 nonce,
                 map_version,
                 view,
+                view_next_id,
             } => {
                 self.membership_counters.probes_answered += 1;
+                let (my_view, my_next_id) = self.view_stamp();
                 let reply = ReplicaMessage::ProbeReply {
                     from: self.config.me,
                     nonce,
                     map_version: self.map_version(),
-                    view: self.view_number(),
+                    view: my_view,
+                    view_next_id: my_next_id,
                 };
                 self.out.push(Command::SendReplica {
                     to: from,
                     message: Box::new(reply),
                 });
                 self.tell_map_if_older(from, map_version);
-                self.tell_view_if_older(from, view);
+                self.tell_view_if_older(from, (view, view_next_id));
             }
             ReplicaMessage::ProbeReply {
                 from,
                 nonce,
                 map_version,
                 view,
+                view_next_id,
             } => {
                 if let Some(monitor) = self.monitor.as_mut() {
                     monitor.on_reply(from, nonce);
                 }
                 self.tell_map_if_older(from, map_version);
-                self.tell_view_if_older(from, view);
+                self.tell_view_if_older(from, (view, view_next_id));
             }
             ReplicaMessage::Map { map, .. } => self.learn_map(*map),
             ReplicaMessage::View {
@@ -206,13 +213,14 @@ impl<S: StateMachine> Host<S> {
         }
     }
 
-    /// Sends this node's newest membership to `peer` if `peer_view` is
-    /// older. A node the view removed that comes back probes by the view
-    /// it last executed: the first of its subjects to answer tells it.
-    fn tell_view_if_older(&mut self, peer: NodeId, peer_view: u64) {
+    /// Sends this node's newest membership to `peer` if `peer_view` (its
+    /// view's number and next node id) is older. A node the view removed
+    /// that comes back probes by the view it last executed: the first of
+    /// its subjects to answer tells it.
+    fn tell_view_if_older(&mut self, peer: NodeId, peer_view: (u64, u32)) {
         let Some((position, membership)) = self
             .membership_at()
-            .filter(|(_, m)| m.view().id().0 > peer_view)
+            .filter(|(_, m)| stamp_of(m) > peer_view)
         else {
             return;
         };
@@ -234,7 +242,7 @@ impl<S: StateMachine> Host<S> {
     /// A node the view removed then finds it has left
     /// ([`Host::left_cluster`]) and its runtime stops.
     fn learn_view(&mut self, position: u64, membership: Membership) {
-        if !self.replicas.is_empty() || membership.view().id().0 <= self.view_number() {
+        if !self.replicas.is_empty() || stamp_of(&membership) <= self.view_stamp() {
             return;
         }
         tracing::info!(
@@ -277,5 +285,35 @@ impl<S: StateMachine> Host<S> {
         );
         self.membership_counters.maps_learned += 1;
         self.known_map = Some(map);
+    }
+}
+
+/// A membership's view number and next node id: a later view, or the same
+/// view after a join, is greater.
+fn stamp_of(membership: &Membership) -> (u64, u32) {
+    let view = membership.view();
+    (view.id().0, view.next_id().0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use amulet_membership::{Command as MembershipCommand, MembershipBug, View};
+
+    #[test]
+    fn sconekv_2_a_join_within_a_view_makes_a_copy_older() {
+        let addresses: Vec<String> = (1..=3).map(|n| format!("n{n}:7000")).collect();
+        let before = Membership::new(View::initial(&addresses), MembershipBug::None);
+        let mut after = before.clone();
+        after.apply(&MembershipCommand::Join {
+            address: "n9:7000".into(),
+        });
+        assert_eq!(
+            before.view().id(),
+            after.view().id(),
+            "a join keeps the view"
+        );
+        // A node running no replica holding `before` is told `after`.
+        assert!(stamp_of(&after) > stamp_of(&before));
     }
 }

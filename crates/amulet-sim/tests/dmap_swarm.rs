@@ -557,3 +557,21 @@ fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_stat
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
+
+/// A join within a view reaches observers that run no replica (SCONEKV
+/// §2). In seed 1000263 the spare, node 10, is killed for good before the
+/// operator orders its `Join`; its nine expected observers must all say
+/// it is unreachable for it to be refused. Nodes 2 and 6 ran no replica
+/// and held a copy of view 1 from before the join: probes compared view
+/// numbers only, a join keeps the number, so they never learned of the
+/// joiner, never probed it, and it stayed a joiner for good. Probes now
+/// carry the view's next node id too.
+#[test]
+fn sconekv_2_a_joiner_killed_before_admission_is_refused_by_observers_running_no_replica() {
+    const SEED: u64 = 1_000_263;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert_eq!(run.stats.joiners, 1, "seed {SEED} has no joiner");
+    assert_eq!(run.stats.killed_for_good, 1, "seed {SEED} kills no node");
+    assert_eq!(run.stats.joiners_admitted, 0);
+}

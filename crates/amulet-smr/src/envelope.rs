@@ -216,6 +216,13 @@ pub enum ReplicaMessage {
         /// membership): a subject with a newer one tells it
         /// ([`ReplicaMessage::View`]).
         view: u64,
+        /// The next node id of that view. A join within a view raises it
+        /// (the joiner takes it) without a new view number, so a subject
+        /// whose view has admitted joiners since tells the observer too: a
+        /// node running no replica would otherwise never learn of a joiner
+        /// it is to observe, and a joiner that died was never refused
+        /// (simulator, DMap seed 1000263).
+        view_next_id: u32,
     },
     /// The answer to a [`ReplicaMessage::Probe`].
     ProbeReply {
@@ -229,6 +236,8 @@ pub enum ReplicaMessage {
         /// The number of the subject's newest view (0 without
         /// membership): an observer with a newer one tells it.
         view: u64,
+        /// The next node id of that view (see [`ReplicaMessage::Probe`]).
+        view_next_id: u32,
     },
     /// A peer's newest partition map, sent to a node whose probe (or probe
     /// reply) carried an older version. A node that runs no replica has

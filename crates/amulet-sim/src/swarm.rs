@@ -146,6 +146,14 @@ impl FaultOptions {
             restart_delay_micros_max: 0,
         }
     }
+
+    /// Whether the nemesis may crash a node or partition the network.
+    pub fn crashes_or_partitions(&self) -> bool {
+        self.partition_interval_micros_mean.is_some()
+            || self.process_crash_interval_micros_mean.is_some()
+            || self.machine_crash_interval_micros_mean.is_some()
+            || self.coordinator_crash_interval_micros_mean.is_some()
+    }
 }
 
 /// The whole fault mix of one seed.

@@ -33,7 +33,10 @@ pub use pinned::BeforeKillsAndJoins;
 mod bugs;
 mod joiner;
 mod membership;
+mod newest;
+use newest::{newest_map, newest_membership};
 mod operator;
+mod pauses;
 mod pinned;
 mod report;
 mod tailers;
@@ -381,12 +384,8 @@ impl DmapCluster {
                 kill_rng.range(1_000_000, safety_end.0 - 2_000_000),
             ));
         }
-        let pauses = draw_pauses(seed, &nodes, safety_end);
-        let faults = &options.faults;
-        let without_crashes_or_partitions = faults.partition_interval_micros_mean.is_none()
-            && faults.process_crash_interval_micros_mean.is_none()
-            && faults.machine_crash_interval_micros_mean.is_none()
-            && faults.coordinator_crash_interval_micros_mean.is_none();
+        let pauses = pauses::draw_pauses(seed, &nodes, safety_end);
+        let without_crashes_or_partitions = !options.faults.crashes_or_partitions();
         let network = Network::new(options.network.clone(), rng.fork());
         let client_count = rng.range(2, 4) as u32;
         let churn = rng.chance(0.5);
@@ -781,57 +780,4 @@ impl Workload for DmapCluster {
             self.healed = true;
         }
     }
-}
-
-/// The newest partition map any running host holds (the operator's and
-/// the joiner's view of the cluster, and the report's).
-fn newest_map(harness: &Harness) -> Option<PartitionMap> {
-    harness
-        .hosts()
-        .filter_map(|(_, h)| h.current_map())
-        .max_by_key(|m| m.version)
-        .cloned()
-}
-
-/// The membership the furthest replica executed: the newest view, and in
-/// it the latest global position. A node running no replica holds a copy
-/// learned when the view changed, which can be older within the same view
-/// (joiners admitted or refused since): never the newest here.
-fn newest_membership(harness: &Harness) -> Option<std::sync::Arc<amulet_membership::Membership>> {
-    harness
-        .hosts()
-        .flat_map(|(_, h)| h.replicas().values())
-        .filter_map(|r| {
-            let membership = r.membership()?;
-            Some((
-                (membership.view().id(), r.global_position()),
-                membership.clone(),
-            ))
-        })
-        .max_by_key(|(at, _)| *at)
-        .map(|(_, membership)| membership)
-}
-
-/// Process pauses shorter than the monitors' `failure_after` (800 ms
-/// here): one to three in a third of the seeds, each of 50 to 700 ms, at a
-/// random node, ending at least a second before the heal. A pause this
-/// short must not remove anyone by itself (Rapid §4.1), and every checker
-/// runs as before: the paused node's timers fire late, and what reached
-/// it meanwhile is handled at once when it resumes. A separate generator,
-/// so the rest of the seed draws as before.
-fn draw_pauses(seed: u64, nodes: &[NodeId], safety_end: TimeMicros) -> Vec<harness::Pause> {
-    let mut rng = Rng::new(seed ^ 0x7061_7573);
-    if !rng.chance(1.0 / 3.0) || safety_end.0 < 3_000_000 || !pinned::new_draws() {
-        return Vec::new();
-    }
-    (0..rng.range(1, 4))
-        .filter_map(|_| {
-            let node = *rng.pick(nodes)?;
-            Some(harness::Pause {
-                at: TimeMicros(rng.range(300_000, safety_end.0 - 1_800_000)),
-                node,
-                micros: rng.range(50_000, 700_001),
-            })
-        })
-        .collect()
 }

@@ -42,11 +42,6 @@ impl Harness {
         self.pauses_started
     }
 
-    /// Whether `node`'s process is paused now.
-    pub fn is_paused(&self, node: NodeId) -> bool {
-        self.slots.get(&node).is_some_and(|s| s.paused.is_some())
-    }
-
     /// Starts the pauses due, and resumes the processes whose pause is
     /// over: each handles what reached it meanwhile, in order.
     pub(super) fn pause_and_resume<W: Workload>(&mut self, workload: &mut W) {

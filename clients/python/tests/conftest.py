@@ -9,6 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cluster import DevCluster  # noqa: E402
+from fake_nodes import FakeCluster  # noqa: E402
 
 # What a client given no tls= or token= reads (amulet.tls.TLS_DIR_ENV,
 # USER_ENV, TOKEN_ENV).
@@ -73,3 +74,13 @@ def fresh_map_name():
 def log(client, fresh_map_name):
     """A new log of the session's cluster."""
     return client.create_log(fresh_map_name)
+
+
+@pytest.fixture
+def fake():
+    """Three in-process fake nodes on 127.0.0.1 (tests/fake_nodes.py)."""
+    cluster = FakeCluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

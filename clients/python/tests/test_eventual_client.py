@@ -115,15 +115,6 @@ def test_versioned_is_a_frozen_value():
 
 
 @pytest.fixture
-def fake():
-    cluster = FakeCluster().start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture
 def fake_with_dead_node():
     cluster = FakeCluster(dead=True).start()
     try:

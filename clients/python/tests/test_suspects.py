@@ -24,7 +24,6 @@ from amulet.v1 import amulet_pb2 as pb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_nodes import FakeCluster  # noqa: E402
 from stub_spy import wrap_stubs  # noqa: E402
 
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
@@ -207,15 +206,6 @@ class _Spy:
 
     def addresses(self, name: str) -> list[str]:
         return [a for method, a, _ in self.calls if method == name]
-
-
-@pytest.fixture
-def fake():
-    cluster = FakeCluster().start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

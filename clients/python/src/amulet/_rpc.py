@@ -123,3 +123,13 @@ def error_kind(error: grpc.RpcError) -> str | None:
     """The ``amulet-error`` metadata value of a failed call, if any."""
     value = metadata_value(error, "amulet-error")
     return value.decode() if isinstance(value, bytes) else value
+
+
+class _Retry(Exception):
+    """One attempt failed in a way the protocol retries."""
+
+    def __init__(self, why: str, maybe_applied: bool, stale_map: bool = False):
+        super().__init__(why)
+        self.maybe_applied = maybe_applied
+        # The replica called the map the attempt was routed by stale.
+        self.stale_map = stale_map

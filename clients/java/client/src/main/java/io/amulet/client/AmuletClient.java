@@ -25,17 +25,12 @@ import amulet.v1.AmuletOuterClass.MapResponse;
 import amulet.v1.AmuletOuterClass.MultiAppend;
 import amulet.v1.AmuletOuterClass.RangeLayout;
 import amulet.v1.AmuletOuterClass.RangeSplit;
-import amulet.v1.AmuletOuterClass.ReadSnapshotRequest;
-import amulet.v1.AmuletOuterClass.SnapshotPage;
 import amulet.v1.AmuletOuterClass.StatusRequest;
 import amulet.v1.AmuletOuterClass.StatusResponse;
-import amulet.v1.AmuletOuterClass.TailLogRequest;
 import com.google.protobuf.ByteString;
 import io.amulet.codec.KeyCodec;
 import io.amulet.codec.ValueCodec;
 import io.amulet.map.AmuletMap;
-import io.grpc.CallOptions;
-import io.grpc.ClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Metadata;
@@ -43,7 +38,6 @@ import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -216,13 +210,13 @@ public final class AmuletClient implements AutoCloseable {
         client.close();
         throw new AmuletException(
             AmuletException.Kind.UNAVAILABLE,
-            "no seed answered with a partition map (" + last + ")" + client.connectHint(last));
+            "no seed answered with a partition map (" + last + ")" + TlsFiles.connectHint(client.tls(), last));
       }
       if (System.nanoTime() + backoff >= deadline) {
         client.close();
         throw new AmuletException(
             AmuletException.Kind.UNAVAILABLE,
-            "no seed answered with a partition map (" + last + ")" + client.connectHint(last));
+            "no seed answered with a partition map (" + last + ")" + TlsFiles.connectHint(client.tls(), last));
       }
       sleepNanos(backoff);
       backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
@@ -578,7 +572,7 @@ public final class AmuletClient implements AutoCloseable {
     if (change.getChangeCase() == ChangeAccessRequest.ChangeCase.CHANGE_NOT_SET) {
       throw new IllegalArgumentException("an access change with no change set");
     }
-    accessCall("change access", false, stub -> stub.changeAccess(change));
+    AdminCall.call(this, "change access", false, stub -> stub.changeAccess(change));
   }
 
   /**
@@ -594,7 +588,7 @@ public final class AmuletClient implements AutoCloseable {
    */
   public void leave(int node) {
     ChangeMembershipRequest request = ChangeMembershipRequest.newBuilder().setLeave(node).build();
-    accessCall("leave", false, stub -> stub.changeMembership(request));
+    AdminCall.call(this, "leave", false, stub -> stub.changeMembership(request));
   }
 
   /**
@@ -612,7 +606,8 @@ public final class AmuletClient implements AutoCloseable {
       throw new IllegalArgumentException("token lifetime " + ttlSeconds + " s < 0");
     }
     CreateTokenResponse r =
-        accessCall(
+        AdminCall.call(
+            this,
             "create token",
             false,
             stub ->
@@ -627,64 +622,17 @@ public final class AmuletClient implements AutoCloseable {
    * it. Cluster admin only ({@code PERMISSION_DENIED} otherwise).
    */
   public AccessConfiguration access() {
-    return accessCall("get access", true, stub -> stub.getAccess(GetAccessRequest.getDefaultInstance()));
+    return AdminCall.call(
+        this, "get access", true, stub -> stub.getAccess(GetAccessRequest.getDefaultInstance()));
   }
 
   /** Who a node takes this client for: its user, token id, roles. */
   public WhoAmI whoAmI() {
     WhoAmIResponse r =
-        accessCall("who am I", true, stub -> stub.whoAmI(WhoAmIRequest.getDefaultInstance()));
+        AdminCall.call(
+            this, "who am I", true, stub -> stub.whoAmI(WhoAmIRequest.getDefaultInstance()));
     return new WhoAmI(
         r.getUser(), r.getToken().isEmpty() ? null : r.getToken(), r.getRolesList(), r.getSecure());
-  }
-
-  /**
-   * One access call to a random node within the operation timeout; to
-   * another when the connection was refused, or for a read ({@code
-   * readOnly}) that found the node unavailable. Refusals are final.
-   */
-  private <T> T accessCall(
-      String what, boolean readOnly, Function<AmuletGrpc.AmuletBlockingStub, T> call) {
-    if (closed) {
-      throw new IllegalStateException("the client is closed");
-    }
-    long deadline = System.nanoTime() + config.operationTimeout().toNanos();
-    long backoff = BACKOFF_MIN_NANOS;
-    String address = anyNode();
-    while (true) {
-      long left = deadline - System.nanoTime();
-      try {
-        return call.apply(
-            AmuletGrpc.newBlockingStub(channel(address))
-                .withDeadlineAfter(Math.max(left, 1), TimeUnit.NANOSECONDS));
-      } catch (StatusRuntimeException e) {
-        io.grpc.Status status = e.getStatus();
-        boolean again =
-            status.getCode() == io.grpc.Status.Code.UNAVAILABLE
-                && (readOnly || EventualRequests.connectionRefused(e));
-        String described = what + " at " + address + ": " + status.getDescription();
-        if (!again) {
-          if (readOnly && status.getCode() == io.grpc.Status.Code.DEADLINE_EXCEEDED) {
-            throw new AmuletException(AmuletException.Kind.UNAVAILABLE, described);
-          }
-          Metadata trailers = e.getTrailers();
-          String reason = trailers == null ? null : trailers.get(AMULET_REASON);
-          throw AmuletException.fromStatus(status.withDescription(described), reason);
-        }
-        if (System.nanoTime() + backoff >= deadline) {
-          throw new AmuletException(
-              AmuletException.Kind.UNAVAILABLE,
-              "gave up after " + config.operationTimeout() + ": " + described);
-        }
-        sleepNanos(backoff);
-        backoff = Math.min(backoff * 2, BACKOFF_MAX_NANOS);
-        String next = anyNode();
-        for (int i = 0; i < 4 && next.equals(address); i++) {
-          next = anyNode();
-        }
-        address = next;
-      }
-    }
   }
 
   /** Closes the idle sessions (best effort; they would expire anyway) and the channels. */
@@ -757,28 +705,6 @@ public final class AmuletClient implements AutoCloseable {
   /** The TLS files this client connects with; null: plaintext. */
   public TlsFiles tls() {
     return tls;
-  }
-
-  /**
-   * What a connect that found no seed adds to its message, {@code last}
-   * its last failure: with TLS, what the client trusts and presents; in
-   * plaintext, unless the connection was refused (a node serving TLS
-   * closes a plaintext connection), that the nodes may want TLS.
-   */
-  String connectHint(String last) {
-    if (tls == null) {
-      if (last.toLowerCase(java.util.Locale.ROOT).contains("connection refused")) {
-        return "";
-      }
-      return "; the client connects in plaintext: if the nodes serve TLS, use ClientConfig.withTls,"
-          + " withTlsDir or set " + TlsFiles.TLS_DIR_ENV;
-    }
-    String presents =
-        tls.hasCertificate() ? "presents " + tls.cert() : "presents no certificate (a bearer token)";
-    return "; over TLS: the client trusts only the CA of " + tls.ca() + ", " + presents
-        + ", and needs node certificates naming " + TlsFiles.NODE_SERVER_NAME
-        + ": check that the nodes serve TLS with certificates of that CA and trust the CA of the"
-        + " client's certificate";
   }
 
   /** A stub of {@code address} whose calls end after the attempt timeout. */
@@ -855,77 +781,6 @@ public final class AmuletClient implements AutoCloseable {
   /** The channel to {@code address} (transactions' reads, batchers, eventual requests). */
   ManagedChannel channelAt(String address) {
     return channel(address);
-  }
-
-  /**
-   * A stream of one partition's pages of a snapshot, after {@code after},
-   * from a random replica; its deadline is the snapshot lease.
-   */
-  Iterator<SnapshotPage> readSnapshot(
-      io.grpc.Context.CancellableContext context, int partition, long snapshot, byte[] after) {
-    List<String> replicas = routing.replicaAddresses(partition);
-    if (replicas.isEmpty()) {
-      throw new AmuletException(
-          AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
-    }
-    String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
-    ReadSnapshotRequest.Builder request =
-        ReadSnapshotRequest.newBuilder()
-            .setPartition(partition)
-            .setSnapshot(snapshot)
-            .setPageSize(config.pageEntries());
-    if (after != null) {
-      request.setAfter(ByteString.copyFrom(after));
-    }
-    AmuletGrpc.AmuletBlockingStub stub =
-        AmuletGrpc.newBlockingStub(channel(address))
-            .withDeadlineAfter(config.snapshotLease().toMillis(), TimeUnit.MILLISECONDS);
-    try {
-      return context.call(() -> stub.readSnapshot(request.build()));
-    } catch (RuntimeException e) {
-      throw e;
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
-  }
-
-  /**
-   * Where a tail of {@code log} opens its stream: a random replica (not
-   * {@code avoid} if the partition has another) of the partition that holds
-   * the log by the cached map, as its requests are routed; any node when
-   * the map does not know the log (it says whether the log exists, and
-   * answers {@code not-a-replica} with its newer map if it does).
-   */
-  String tailAddress(String log, String avoid) {
-    Routing r = routing;
-    List<String> candidates = new ArrayList<>();
-    if (r.knows(log)) {
-      int partition = r.partitionsFor(AmuletLog.placement(log)).get(0);
-      candidates.addAll(r.replicaAddresses(partition));
-    }
-    if (candidates.isEmpty()) {
-      candidates.addAll(r.addresses.values());
-    }
-    if (candidates.isEmpty()) {
-      candidates.addAll(seeds);
-    }
-    if (candidates.size() > 1) {
-      candidates.remove(avoid);
-    }
-    return candidates.get(ThreadLocalRandom.current().nextInt(candidates.size()));
-  }
-
-  /**
-   * A new, unstarted TailLog call to {@code address}, without a deadline
-   * (the stream never ends by itself: the tail watches its heartbeats).
-   *
-   * @throws IllegalStateException if the client is closed
-   */
-  ClientCall<TailLogRequest, AmuletOuterClass.LogEntries> tailCall(String address) {
-    if (closed) {
-      throw new IllegalStateException("the client is closed");
-    }
-    return channel(address).newCall(AmuletGrpc.getTailLogMethod(), CallOptions.DEFAULT);
   }
 
   static void sleepNanos(long nanos) {

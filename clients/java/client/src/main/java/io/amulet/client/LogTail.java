@@ -1,17 +1,22 @@
 package io.amulet.client;
 
+import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.TailLogRequest;
 import com.google.protobuf.ByteString;
+import io.grpc.CallOptions;
 import io.grpc.ClientCall;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -334,11 +339,51 @@ public final class LogTail implements Iterator<LogEntry>, Iterable<LogEntry>, Au
     checked = true;
   }
 
+  /**
+   * Where a tail of {@code log} opens its stream: a random replica (not
+   * {@code avoid} if the partition has another) of the partition that holds
+   * the log by the cached map, as its requests are routed; any node when
+   * the map does not know the log (it says whether the log exists, and
+   * answers {@code not-a-replica} with its newer map if it does).
+   */
+  private static String tailAddress(AmuletClient client, String log, String avoid) {
+    Routing r = client.routing();
+    List<String> candidates = new ArrayList<>();
+    if (r.knows(log)) {
+      int partition = r.partitionsFor(AmuletLog.placement(log)).get(0);
+      candidates.addAll(r.replicaAddresses(partition));
+    }
+    if (candidates.isEmpty()) {
+      candidates.addAll(r.addresses.values());
+    }
+    if (candidates.isEmpty()) {
+      candidates.addAll(client.seeds());
+    }
+    if (candidates.size() > 1) {
+      candidates.remove(avoid);
+    }
+    return candidates.get(ThreadLocalRandom.current().nextInt(candidates.size()));
+  }
+
+  /**
+   * A new, unstarted TailLog call to {@code address}, without a deadline
+   * (the stream never ends by itself: the tail watches its heartbeats).
+   *
+   * @throws IllegalStateException if the client is closed
+   */
+  private static ClientCall<TailLogRequest, AmuletOuterClass.LogEntries> tailCall(
+      AmuletClient client, String address) {
+    if (client.isClosed()) {
+      throw new IllegalStateException("the client is closed");
+    }
+    return client.channelAt(address).newCall(AmuletGrpc.getTailLogMethod(), CallOptions.DEFAULT);
+  }
+
   /** Opens a stream from {@link #next} at a replica of the log's partition. */
   private void open() {
     AmuletClient client = log.client();
-    String address = client.tailAddress(log.name(), failedAt);
-    ClientCall<TailLogRequest, AmuletOuterClass.LogEntries> call = client.tailCall(address);
+    String address = tailAddress(client, log.name(), failedAt);
+    ClientCall<TailLogRequest, AmuletOuterClass.LogEntries> call = tailCall(client, address);
     Stream s = new Stream(shared, address, call);
     synchronized (shared) {
       if (shared.closed) {

@@ -1,8 +1,11 @@
 package io.amulet.client;
 
+import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.MapRequest;
+import amulet.v1.AmuletOuterClass.ReadSnapshotRequest;
 import amulet.v1.AmuletOuterClass.SnapshotPage;
+import com.google.protobuf.ByteString;
 import io.grpc.Context;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -14,6 +17,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -150,6 +154,38 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
     return ByteMap.entry(e);
   }
 
+  /**
+   * A stream of one partition's pages of a snapshot, after {@code after},
+   * from a random replica; its deadline is the snapshot lease.
+   */
+  private Iterator<SnapshotPage> openPages(
+      io.grpc.Context.CancellableContext context, int partition, long snapshot, byte[] after) {
+    List<String> replicas = client.routing().replicaAddresses(partition);
+    if (replicas.isEmpty()) {
+      throw new AmuletException(
+          AmuletException.Kind.PROTOCOL, "no address for a replica of partition " + partition);
+    }
+    String address = replicas.get(ThreadLocalRandom.current().nextInt(replicas.size()));
+    ReadSnapshotRequest.Builder request =
+        ReadSnapshotRequest.newBuilder()
+            .setPartition(partition)
+            .setSnapshot(snapshot)
+            .setPageSize(client.config().pageEntries());
+    if (after != null) {
+      request.setAfter(ByteString.copyFrom(after));
+    }
+    AmuletGrpc.AmuletBlockingStub stub =
+        AmuletGrpc.newBlockingStub(client.channelAt(address))
+            .withDeadlineAfter(client.config().snapshotLease().toMillis(), TimeUnit.MILLISECONDS);
+    try {
+      return context.call(() -> stub.readSnapshot(request.build()));
+    } catch (RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Reads the source's next page, reopening its stream if it broke. */
   private void refill(Source s) {
     long deadline = System.nanoTime() + client.config().operationTimeout().toNanos();
@@ -159,7 +195,7 @@ public final class Snapshot implements Iterator<Map.Entry<byte[], byte[]>>, Auto
       try {
         if (s.stream == null) {
           s.context = Context.current().withCancellation();
-          s.stream = client.readSnapshot(s.context, s.partition, id, s.resumeAfter);
+          s.stream = openPages(s.context, s.partition, id, s.resumeAfter);
         }
         if (s.stream.hasNext()) {
           SnapshotPage page = s.stream.next();

@@ -427,4 +427,27 @@ public final class TlsFiles {
     }
     return "TlsFiles{ca=" + ca + ", cert=" + cert + ", key=" + key + "}";
   }
+
+  /**
+   * What a connect that found no seed adds to its message, {@code last}
+   * its last failure, {@code tls} the files it connects with (null:
+   * plaintext): with TLS, what the client trusts and presents; in
+   * plaintext, unless the connection was refused (a node serving TLS
+   * closes a plaintext connection), that the nodes may want TLS.
+   */
+  static String connectHint(TlsFiles tls, String last) {
+    if (tls == null) {
+      if (last.toLowerCase(java.util.Locale.ROOT).contains("connection refused")) {
+        return "";
+      }
+      return "; the client connects in plaintext: if the nodes serve TLS, use ClientConfig.withTls,"
+          + " withTlsDir or set " + TLS_DIR_ENV;
+    }
+    String presents =
+        tls.hasCertificate() ? "presents " + tls.cert() : "presents no certificate (a bearer token)";
+    return "; over TLS: the client trusts only the CA of " + tls.ca() + ", " + presents
+        + ", and needs node certificates naming " + NODE_SERVER_NAME
+        + ": check that the nodes serve TLS with certificates of that CA and trust the CA of the"
+        + " client's certificate";
+  }
 }

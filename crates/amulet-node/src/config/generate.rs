@@ -72,6 +72,9 @@ pub fn free_local_ports(count: usize) -> std::io::Result<Vec<u16>> {
             candidate + 1
         };
         let port = u16::try_from(candidate).expect("below 32000");
+        if handed_out(port) {
+            continue;
+        }
         if let Ok(listener) = std::net::TcpListener::bind(("127.0.0.1", port)) {
             listeners.push(listener);
         }
@@ -82,10 +85,38 @@ pub fn free_local_ports(count: usize) -> std::io::Result<Vec<u16>> {
             "no free ports in 20000-32000",
         ));
     }
-    listeners
+    let ports: Vec<u16> = listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
-        .collect()
+        .collect::<std::io::Result<_>>()?;
+    for &port in &ports {
+        hand_out(port);
+    }
+    Ok(ports)
+}
+
+/// Ports [`free_local_ports`] has already given to a caller in this
+/// process. Two tests of one binary run at once: the ports one picked are
+/// free again (their listeners closed) until its nodes bind them, so the
+/// other could pick them in between, and one cluster fails to start with
+/// "Address already in use" (CI saw it). A process never gets a port twice
+/// (11,999 ports are many more than any test process uses).
+static HANDED_OUT: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+fn handed_out(port: u16) -> bool {
+    let words = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    words
+        .get(usize::from(port) / 64)
+        .is_some_and(|word| word & (1 << (port % 64)) != 0)
+}
+
+fn hand_out(port: u16) {
+    let mut words = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let index = usize::from(port) / 64;
+    if words.len() <= index {
+        words.resize(index + 1, 0);
+    }
+    words[index] |= 1 << (port % 64);
 }
 
 /// Replicas per partition (and acceptors per stream) in a local DMap
@@ -190,4 +221,20 @@ pub fn dmap_cluster_toml(
         text.push_str(&format!("{} = {address:?}\n", i + 1));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_local_ports;
+
+    #[test]
+    fn ports_handed_out_once_are_never_handed_out_again_in_this_process() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..50 {
+            for port in free_local_ports(6).unwrap() {
+                assert!((20_000..32_000).contains(&port));
+                assert!(seen.insert(port), "port {port} handed out twice");
+            }
+        }
+    }
 }

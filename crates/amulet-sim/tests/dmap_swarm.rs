@@ -558,6 +558,21 @@ fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_stat
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
 
+/// A session opening answered after the attempt's timeout still opens the
+/// session (DMap §III-B, client sessions). In seed 9001528, after the heal,
+/// the global stream ordered each opening 0.3-0.6 s after it was sent,
+/// longer than the simulated client's 0.3 s attempt timeout. The client
+/// dropped those late `SessionOk`s and sent openings from 4.0 s to 7.2 s
+/// before one was answered in time, so it completed nothing for 3 s after
+/// the heal. A late `SessionOk` now opens the session
+/// (`Resend::on_late_outcome`).
+#[test]
+fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_session() {
+    const SEED: u64 = 9_001_528;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
 /// A join within a view reaches observers that run no replica (SCONEKV
 /// §2). In seed 1000263 the spare, node 10, is killed for good before the
 /// operator orders its `Join`; its nine expected observers must all say

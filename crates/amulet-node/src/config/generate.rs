@@ -104,14 +104,18 @@ pub fn free_local_ports(count: usize) -> std::io::Result<Vec<u16>> {
 static HANDED_OUT: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
 
 fn handed_out(port: u16) -> bool {
-    let words = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let words = HANDED_OUT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     words
         .get(usize::from(port) / 64)
         .is_some_and(|word| word & (1 << (port % 64)) != 0)
 }
 
 fn hand_out(port: u16) {
-    let mut words = HANDED_OUT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut words = HANDED_OUT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let index = usize::from(port) / 64;
     if words.len() <= index {
         words.resize(index + 1, 0);

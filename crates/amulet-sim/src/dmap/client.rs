@@ -356,6 +356,9 @@ impl SimClient {
                     match attempts.on_outcome::<MapReply>(lost, &mut self.session, TimeMicros(now))
                     {
                         Next::Retry { .. } => self.pause(now, rng),
+                        // An opening lost after a late answer to an
+                        // earlier one opened the session.
+                        Next::Continue => return self.session_open(now, rng),
                         other => unreachable!("a lost attempt is resent, not {other:?}"),
                     }
                     return None;
@@ -369,6 +372,18 @@ impl SimClient {
                 }
             }
             _ => None,
+        }
+    }
+
+    /// The session is open: an opening operation ends; an operation that
+    /// had to open it again resends its command now.
+    fn session_open(&mut self, now: u64, rng: &mut Rng) -> Option<Send> {
+        match self.phase {
+            Phase::Opening { .. } => {
+                self.end(now, rng);
+                None
+            }
+            _ => Some(self.send(now, rng)),
         }
     }
 
@@ -431,20 +446,17 @@ impl SimClient {
             attempts.on_outcome(outcome, &mut self.session, TimeMicros(now))
         } else {
             // An attempt given up as lost, answered after all.
-            match attempts.on_late_outcome(outcome) {
-                Some(reply) => Next::Done(reply),
+            match attempts.on_late_outcome(outcome, &mut self.session, TimeMicros(now)) {
+                Some(next) => {
+                    // No pause to end: the operation goes on now.
+                    self.resume_at = None;
+                    next
+                }
                 None => return Ok(None),
             }
         };
         match next {
-            Next::Continue => match self.phase {
-                Phase::Opening { .. } => {
-                    self.end(now, rng);
-                    Ok(None)
-                }
-                // The session is open again: resend the command now.
-                _ => Ok(Some(self.send(now, rng))),
-            },
+            Next::Continue => Ok(self.session_open(now, rng)),
             Next::Retry { refresh_map } => {
                 if let Some(map) = carried.filter(|m| refresh_map && m.version > self.map.version) {
                     self.map = Arc::new(*map);

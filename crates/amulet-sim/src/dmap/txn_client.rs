@@ -124,8 +124,6 @@ pub struct TxnClient {
     pub completed_after_heal: u64,
     /// Its process in the history (a new one after an unknown outcome).
     process: i64,
-    /// When it started opening its session.
-    opening_since: u64,
     /// Broken on purpose: a transaction reuses the client's last read
     /// version (taken before it started) instead of beginning anew, as a
     /// client caching read versions would: serializable, not strict.
@@ -149,7 +147,6 @@ impl TxnClient {
             resume_at: None,
             completed_after_heal: 0,
             process,
-            opening_since: 0,
             reuse_read_versions: false,
             last_version: None,
         }
@@ -157,7 +154,6 @@ impl TxnClient {
 
     /// The session's first request.
     pub fn start(&mut self, now: u64, rng: &mut Rng) -> Send {
-        self.opening_since = now;
         self.attempts = Some(Resend::new(TimeMicros(now), &timing(), true));
         self.first_tag = self.tag + 1;
         self.send(now, rng, None)
@@ -242,6 +238,9 @@ impl TxnClient {
                     match attempts.on_outcome::<MapReply>(lost, &mut self.session, TimeMicros(now))
                     {
                         Next::Retry { .. } => self.pause(now),
+                        // An opening lost after a late answer to an
+                        // earlier one opened the session.
+                        Next::Continue => return self.session_open(now, rng, false),
                         other => unreachable!("a lost attempt is resent, not {other:?}"),
                     }
                     return None;
@@ -257,6 +256,18 @@ impl TxnClient {
             }
             _ => None,
         }
+    }
+
+    /// The session is open: an opening operation ends (`healed` counts
+    /// only transactions); a transaction that had to open it again resends
+    /// its command now.
+    fn session_open(&mut self, now: u64, rng: &mut Rng, healed: bool) -> Option<Send> {
+        if matches!(self.phase, TxnPhase::Opening) {
+            self.end(now, rng, healed);
+            return None;
+        }
+        let command = self.command();
+        Some(self.send(now, rng, command))
     }
 
     fn pause(&mut self, now: u64) {
@@ -301,38 +312,22 @@ impl TxnClient {
             ClientReply::StaleMap(map) | ClientReply::NotAReplica(map) => Some(map.clone()),
             _ => None,
         };
-        if matches!(self.phase, TxnPhase::Opening)
-            && matches!(reply, ClientReply::SessionOk)
-            && attempts.in_flight().is_none()
-        {
-            // A late answer to an opening given up as unanswered: the
-            // session is open (its lease counted from the first attempt).
-            // Under faults the global stream can take longer than an
-            // attempt's timeout, and every opening would be late.
-            self.session.opened(TimeMicros(self.opening_since));
-            self.end(now, rng, healed);
-            return Ok(None);
-        }
         let outcome = Outcome::from(reply);
         let next = if tag == self.tag && attempts.in_flight().is_some() {
             attempts.on_outcome(outcome, &mut self.session, TimeMicros(now))
         } else {
-            match attempts.on_late_outcome(outcome) {
-                Some(reply) => Next::Done(reply),
+            // A late answer to an opening given up as unanswered opens
+            // the session (`Resend::on_late_outcome`).
+            match attempts.on_late_outcome(outcome, &mut self.session, TimeMicros(now)) {
+                Some(next) => {
+                    self.resume_at = None;
+                    next
+                }
                 None => return Ok(None),
             }
         };
         match next {
-            Next::Continue => match self.phase {
-                TxnPhase::Opening => {
-                    self.end(now, rng, healed);
-                    Ok(None)
-                }
-                _ => {
-                    let command = self.command();
-                    Ok(Some(self.send(now, rng, command)))
-                }
-            },
+            Next::Continue => Ok(self.session_open(now, rng, healed)),
             Next::Retry { refresh_map } => {
                 if let Some(map) = carried.filter(|m| refresh_map && m.version > self.map.version) {
                     self.map = Arc::new(*map);

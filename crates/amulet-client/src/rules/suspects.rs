@@ -3,8 +3,9 @@
 //! suspected for a span (two attempt timeouts by the client), so a client
 //! that prefers one replica (`routing::preferred`) does not send every
 //! operation to a dead or lagging node first. An attempt the node executed
-//! clears it. `Resend::suspecting` leaves the suspects out per partition,
-//! never leaving a partition without a replica.
+//! (a command, or a session opening) clears it. `Resend::suspecting` leaves
+//! the suspects out per partition, never leaving a partition without a
+//! replica.
 
 use crate::rules::Outcome;
 use amulet_types::{NodeId, TimeMicros};
@@ -30,7 +31,9 @@ impl Suspects {
                 self.until
                     .insert(node, TimeMicros(now.0.saturating_add(span_micros)));
             }
-            Outcome::Done(_) => {
+            // It executed the command, or ordered and executed the
+            // session's opening.
+            Outcome::Done(_) | Outcome::SessionOk => {
                 self.until.remove(&node);
             }
             _ => {}

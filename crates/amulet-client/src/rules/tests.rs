@@ -884,4 +884,8 @@ fn dmap_iii_b_a_node_without_answer_is_suspected_for_its_span_and_cleared_by_an_
     assert_eq!(suspects.at(t(110)), vec![NodeId(3)], "node 2's span ended");
     suspects.judge(NodeId(3), &Outcome::Done(()), t(50), 100);
     assert_eq!(suspects.at(t(50)), vec![NodeId(2)], "node 3 executed");
+    // A session opened at a node clears it too (as the Java and Python
+    // clients judge an opening).
+    suspects.judge::<()>(NodeId(2), &Outcome::SessionOk, t(60), 100);
+    assert!(suspects.at(t(60)).is_empty(), "node 2 opened a session");
 }

@@ -472,6 +472,9 @@ fn swarm(
     if summary.pauses > 0 {
         println!("pauses={}", summary.pauses);
     }
+    if summary.flaky_nodes > 0 {
+        println!("flaky_nodes={}", summary.flaky_nodes);
+    }
     if summary.spare_nodes > 0 {
         println!("spare_nodes={}", summary.spare_nodes);
         println!("spare_replicas_at_end={}", summary.spare_replicas);

@@ -51,6 +51,10 @@ pub struct Network<M> {
     queue: BTreeMap<(TimeMicros, u64), InFlight<M>>,
     next_sequence: u64,
     blocked: BTreeSet<(NodeId, NodeId)>,
+    /// A node whose every link also loses this share of messages, both
+    /// ways, until the heal (a flaky NIC or an overloaded host: Rapid
+    /// §4.1's case of a node that is slow, not dead).
+    flaky: Option<(NodeId, f64)>,
     stats: NetworkStats,
 }
 
@@ -67,6 +71,7 @@ impl<M: Clone> Network<M> {
             queue: BTreeMap::new(),
             next_sequence: 0,
             blocked: BTreeSet::new(),
+            flaky: None,
             stats: NetworkStats::default(),
         }
     }
@@ -88,6 +93,14 @@ impl<M: Clone> Network<M> {
         if self.rng.chance(self.options.loss_probability) {
             self.stats.lost += 1;
             return;
+        }
+        // Drawn only for the flaky node's links: every other seed draws
+        // as it did before flaky nodes existed.
+        if let Some((node, share)) = self.flaky {
+            if (from == node || to == node) && self.rng.chance(share) {
+                self.stats.lost += 1;
+                return;
+            }
         }
         if self.rng.chance(self.options.duplicate_probability) {
             self.stats.duplicated += 1;
@@ -155,6 +168,18 @@ impl<M: Clone> Network<M> {
         self.blocked.contains(&(from, to))
     }
 
+    /// From now until the heal, every link of `node` loses `share` of its
+    /// messages (both ways) on top of the network's own loss.
+    pub fn set_flaky(&mut self, node: NodeId, share: f64) {
+        assert!((0.0..1.0).contains(&share), "a share of messages: {share}");
+        self.flaky = Some((node, share));
+    }
+
+    /// The flaky node and its links' extra loss, if any.
+    pub fn flaky(&self) -> Option<(NodeId, f64)> {
+        self.flaky
+    }
+
     /// Ends every partition; loss, duplication and delays stay.
     pub fn unblock_all(&mut self) {
         self.blocked.clear();
@@ -165,6 +190,7 @@ impl<M: Clone> Network<M> {
     /// delivery time they drew.
     pub fn heal(&mut self) {
         self.unblock_all();
+        self.flaky = None;
         self.options = self.options.healed();
     }
 
@@ -300,6 +326,29 @@ mod tests {
         net.heal();
         net.send(TimeMicros(3), n(1), n(2), 9);
         assert_eq!(net.deliver_due(TimeMicros(100)), vec![(n(1), n(2), 9)]);
+    }
+
+    #[test]
+    fn a_flaky_node_loses_its_share_both_ways_until_the_heal() {
+        let mut net = network(NetworkOptions::reliable(1, 1));
+        net.set_flaky(n(2), 0.5);
+        let mut delivered = [0u32; 3];
+        for i in 0..2_000u32 {
+            let t = TimeMicros(u64::from(i) * 10);
+            net.send(t, n(1), n(2), 0);
+            net.send(t, n(2), n(3), 1);
+            net.send(t, n(1), n(3), 2);
+            for (_, _, m) in net.deliver_due(TimeMicros(t.0 + 5)) {
+                delivered[m as usize] += 1;
+            }
+        }
+        assert!((800..1_200).contains(&delivered[0]), "{delivered:?}");
+        assert!((800..1_200).contains(&delivered[1]), "{delivered:?}");
+        assert_eq!(delivered[2], 2_000, "links of other nodes lose nothing");
+        net.heal();
+        assert_eq!(net.flaky(), None);
+        net.send(TimeMicros(100_000), n(1), n(2), 0);
+        assert_eq!(net.deliver_due(TimeMicros(200_000)).len(), 1);
     }
 
     #[test]

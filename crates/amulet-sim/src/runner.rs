@@ -64,6 +64,8 @@ pub struct SeedStats {
     pub killed_for_good: u64,
     /// Process pauses started (DMap seeds).
     pub pauses: u64,
+    /// 1 when a node's links were lossy until the heal (DMap seeds).
+    pub flaky_nodes: u64,
     /// Other requests (spanning partitions, snapshots) refused as routed
     /// by a stale partition map (DMap seeds).
     pub stale_other_refusals: u64,
@@ -135,6 +137,8 @@ pub struct SwarmSummary {
     pub killed_for_good: u64,
     /// Process pauses, over all seeds.
     pub pauses: u64,
+    /// Nodes with lossy links, over all seeds.
+    pub flaky_nodes: u64,
     /// Other requests refused as stale, over all seeds.
     pub stale_other_refusals: u64,
     /// Wall-clock time taken.
@@ -226,6 +230,7 @@ pub fn run_swarm_replayed_by(
         summary.joiners_admitted += outcome.stats.joiners_admitted;
         summary.killed_for_good += outcome.stats.killed_for_good;
         summary.pauses += outcome.stats.pauses;
+        summary.flaky_nodes += outcome.stats.flaky_nodes;
         summary.subscription_changes += outcome.stats.subscription_changes;
         summary.stale_key_refusals += outcome.stats.stale_key_refusals;
         summary.stale_other_refusals += outcome.stats.stale_other_refusals;

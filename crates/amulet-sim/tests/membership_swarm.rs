@@ -162,11 +162,14 @@ fn first_dmap_catch(
 
 /// Rapid §4.1 under the DMap workload: in seeds without crashes or
 /// partitions (`amulet-sim --dmap --pauses-only`), process pauses of 50 to
-/// 700 ms (shorter than the swarm's 800 ms failure detection), the
-/// network's delays and losses, kills for good and joins remove no node
-/// but those killed for good; every other checker runs as in `--dmap`.
+/// 700 ms (shorter than the swarm's 800 ms failure detection), a node
+/// whose links lose 1 to 5% of messages until the heal (a flaky node, not
+/// a dead one), the network's delays and losses, kills for good and joins
+/// remove no node but those killed for good; every other checker runs as
+/// in `--dmap`.
 #[test]
-fn rapid_4_1_pauses_shorter_than_failure_detection_remove_no_one_under_the_dmap_workload() {
+fn rapid_4_1_pauses_and_lossy_links_short_of_failure_detection_remove_no_one_under_the_dmap_workload(
+) {
     const SEEDS: u64 = 12;
     let summary = run_swarm_replayed_by(0, SEEDS, "amulet-sim --dmap --pauses-only", |seed| {
         run_dmap_pauses_only_seed(seed, false, DmapBug::None)
@@ -180,6 +183,11 @@ fn rapid_4_1_pauses_shorter_than_failure_detection_remove_no_one_under_the_dmap_
         summary.pauses >= 4,
         "only {} pauses in {SEEDS} seeds: the test checks too little",
         summary.pauses
+    );
+    assert!(
+        summary.flaky_nodes >= 2,
+        "only {} flaky nodes in {SEEDS} seeds: the test checks too little",
+        summary.flaky_nodes
     );
 }
 

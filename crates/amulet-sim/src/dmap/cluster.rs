@@ -35,6 +35,7 @@ mod joiner;
 mod membership;
 mod newest;
 use newest::{newest_map, newest_membership};
+mod flaky;
 mod operator;
 mod pauses;
 mod pinned;
@@ -151,6 +152,8 @@ struct DmapCluster {
     /// No crash and no partition in this seed's faults: the view may
     /// remove only nodes killed for good (`check_no_false_removal`).
     without_crashes_or_partitions: bool,
+    /// The node whose links lose a share of messages until the heal.
+    flaky: Option<(NodeId, f64)>,
     /// With a verbose seed and `AMULET_SIM_DUMP_MS`: every node's
     /// replicas, merges and streams are printed this often (virtual µs),
     /// to see where a stuck run stopped.
@@ -385,6 +388,7 @@ impl DmapCluster {
             ));
         }
         let pauses = pauses::draw_pauses(seed, &nodes, safety_end);
+        let flaky = flaky::draw_flaky(seed, &nodes);
         let without_crashes_or_partitions = !options.faults.crashes_or_partitions();
         let network = Network::new(options.network.clone(), rng.fork());
         let client_count = rng.range(2, 4) as u32;
@@ -496,6 +500,7 @@ impl DmapCluster {
             violations: Vec::new(),
             healed: false,
             without_crashes_or_partitions,
+            flaky,
             dump_every_micros: verbose
                 .then(|| std::env::var("AMULET_SIM_DUMP_MS").ok())
                 .flatten()
@@ -507,6 +512,9 @@ impl DmapCluster {
         let mut harness = harness;
         for pause in pauses {
             harness.pause_at(pause);
+        }
+        if let Some((node, share)) = flaky {
+            harness.network.set_flaky(node, share);
         }
         for c in 0..cluster.clients.len() {
             let send = cluster.clients[c].start(0, &mut cluster.client_rng);

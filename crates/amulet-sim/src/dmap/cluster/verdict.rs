@@ -97,6 +97,7 @@ impl DmapCluster {
                 joiners: u64::from(self.joiner.is_some()),
                 killed_for_good: harness.nemesis.stats().killed_for_good,
                 pauses: harness.pauses_started(),
+                flaky_nodes: u64::from(self.flaky.is_some()),
                 joiners_admitted: u64::from(self.joiner.as_ref().is_some_and(|j| {
                     newest_membership(harness).is_some_and(|m| {
                         m.view().state(j.node) == Some(amulet_membership::MemberState::Active)
@@ -158,9 +159,10 @@ impl DmapCluster {
                     Property::Integrity,
                     format!(
                         "view {} removed node {removed}, which no crash, partition or kill \
-                         touched (pauses: {})",
+                         touched (pauses: {}, flaky: {:?})",
                         view.id().0,
-                        harness.pauses_started()
+                        harness.pauses_started(),
+                        self.flaky
                     ),
                 ));
             }

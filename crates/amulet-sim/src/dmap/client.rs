@@ -25,7 +25,7 @@ const MAP_CHURN_PROBABILITY: f64 = 0.03;
 pub const RETRY_MICROS: u64 = 300_000;
 /// How long a node that left an attempt unanswered is avoided: two
 /// attempt timeouts, as the gRPC client does.
-const SUSPECT_MICROS: u64 = 2 * RETRY_MICROS;
+pub(crate) const SUSPECT_MICROS: u64 = 2 * RETRY_MICROS;
 /// Snapshot lease: the whole run.
 const SNAPSHOT_LEASE_MICROS: u64 = 600_000_000;
 /// Session lease: the whole run (expiry is covered by unit tests).

@@ -12,11 +12,11 @@
 //! read conflict of the commit.
 
 use crate::checker::transactions::{TxnEnd, TxnHistory, TxnMop};
-use crate::dmap::client::{Send, RETRY_MICROS};
+use crate::dmap::client::{Send, RETRY_MICROS, SUSPECT_MICROS};
 use crate::dmap::workload;
 use crate::rng::Rng;
 use amulet_client::rules::resend::{BACKOFF_MAX_MICROS, BACKOFF_MIN_MICROS};
-use amulet_client::rules::{Next, Outcome, Resend, Session, Timing};
+use amulet_client::rules::{Next, Outcome, Resend, Session, Suspects, Timing};
 use amulet_client::Error;
 use amulet_dmap::{
     KeyRange, MapCommand, MapError, MapReply, PartitionState, ReadConflict, TxnWrite,
@@ -130,6 +130,11 @@ pub struct TxnClient {
     pub reuse_read_versions: bool,
     /// The last read version and when it was taken.
     last_version: Option<(u64, u64)>,
+    /// Nodes it leaves out for a while, as the map clients and the Rust
+    /// client do (a dead node is not drawn for every opening and begin).
+    suspects: Suspects,
+    /// Off only in seeds pinned as before suspects (`BeforeKillsAndJoins`).
+    avoids_suspects: bool,
 }
 
 impl TxnClient {
@@ -149,6 +154,8 @@ impl TxnClient {
             process,
             reuse_read_versions: false,
             last_version: None,
+            suspects: Suspects::default(),
+            avoids_suspects: crate::dmap::cluster::new_draws(),
         }
     }
 
@@ -170,6 +177,11 @@ impl TxnClient {
         };
         let attempts = self.attempts.as_mut().expect("an operation in progress");
         let reachable = self.map.hosting_nodes();
+        let suspects = if self.avoids_suspects {
+            self.suspects.at(TimeMicros(now))
+        } else {
+            Vec::new()
+        };
         let request = attempts
             .next_request(
                 &self.session,
@@ -177,7 +189,7 @@ impl TxnClient {
                 &self.map,
                 &placement,
                 &reachable,
-                &[],
+                &suspects,
                 rng,
             )
             .expect("the map names replicas");
@@ -235,6 +247,10 @@ impl TxnClient {
                 let attempts = self.attempts.as_mut()?;
                 if attempts.unanswered(TimeMicros(now)) {
                     let lost = Outcome::NoAnswer(format!("no answer in {RETRY_MICROS} µs"));
+                    if let Some(request) = attempts.in_flight() {
+                        self.suspects
+                            .judge(request.to(), &lost, TimeMicros(now), SUSPECT_MICROS);
+                    }
                     match attempts.on_outcome::<MapReply>(lost, &mut self.session, TimeMicros(now))
                     {
                         Next::Retry { .. } => self.pause(now),
@@ -313,7 +329,9 @@ impl TxnClient {
             _ => None,
         };
         let outcome = Outcome::from(reply);
-        let next = if tag == self.tag && attempts.in_flight().is_some() {
+        let next = if let Some(request) = attempts.in_flight().filter(|_| tag == self.tag) {
+            self.suspects
+                .judge(request.to(), &outcome, TimeMicros(now), SUSPECT_MICROS);
             attempts.on_outcome(outcome, &mut self.session, TimeMicros(now))
         } else {
             // A late answer to an opening given up as unanswered opens

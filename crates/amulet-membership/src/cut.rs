@@ -205,12 +205,17 @@ impl CutDetector {
     }
 
     /// The subjects in flux whose failure is witnessed by at least two
-    /// observers (or L, if more), or that are leaving: the ones counted as
-    /// implicit reporters about the subjects they observe. Rapid counts
-    /// every subject in flux; with L = 1 on small clusters one observer cut
-    /// off from the rest (a partition) would then put every node it
-    /// reports in flux, and they would report each other implicitly up to
-    /// H: the majority removed, the cut-off node kept.
+    /// observers (or L, if more; or every observer, if it has one), or
+    /// that are leaving: the ones counted as implicit reporters about the
+    /// subjects they observe. Rapid counts every subject in flux; with
+    /// L = 1 on small clusters one observer cut off from the rest (a
+    /// partition) would then put every node it reports in flux, and they
+    /// would report each other implicitly up to H: the majority removed,
+    /// the cut-off node kept. A subject with one observer (a view of two
+    /// members) is witnessed by all it has: without it counting, a
+    /// joiner it observes waits for its report for good, and the cut that
+    /// removes it never comes (`amulet-sim --dmap --seed 9003189`: view 2
+    /// is nodes 1 and 2 with node 4 joining, node 2 killed for good).
     fn implicit_reporters(&self, view: &View, in_flux: &BTreeSet<NodeId>) -> BTreeSet<NodeId> {
         in_flux
             .iter()
@@ -218,7 +223,7 @@ impl CutDetector {
             .filter(|&node| {
                 let k = view.observers_of(node).len();
                 view.state(node) == Some(MemberState::Leaving)
-                    || self.explicit(view, node) >= self.thresholds(k).low.max(2)
+                    || self.explicit(view, node) >= self.thresholds(k).low.max(2).min(k)
             })
             .collect()
     }
@@ -387,6 +392,31 @@ mod tests {
         let evaluation = cut.evaluate(&view);
         assert_eq!(evaluation.stable, vec![a, b], "{evaluation:?}");
         assert!(evaluation.unstable.is_empty());
+    }
+
+    /// `amulet-sim --dmap --seed 9003189`: in a view of two members, the
+    /// one killed for good has one observer, and it observes the joiner
+    /// with the other member. Its single observer's report must make it
+    /// an implicit reporter, or the joiner stays unstable and no cut ever
+    /// removes the dead node.
+    #[test]
+    fn rapid_4_2_a_failed_member_of_a_two_member_view_reports_its_joiner_implicitly() {
+        let mut view = view(2);
+        let (live, dead) = (NodeId(1), NodeId(2));
+        let joiner = view.add_joiner("joiner:1".into());
+        assert_eq!(view.observers_of(dead), vec![live]);
+        assert_eq!(view.observers_of(joiner), vec![live, dead]);
+        let mut cut = CutDetector::new(false, false);
+        assert!(cut.report(&view, live, dead, Opinion::Change));
+        assert!(cut.report(&view, live, joiner, Opinion::Change));
+        let evaluation = cut.evaluate(&view);
+        assert_eq!(evaluation.stable, vec![dead, joiner], "{evaluation:?}");
+        assert!(evaluation.unstable.is_empty());
+        // With implicit reports off, the joiner blocks the cut.
+        let mut broken = CutDetector::new(false, true);
+        assert!(broken.report(&view, live, dead, Opinion::Change));
+        assert!(broken.report(&view, live, joiner, Opinion::Change));
+        assert_eq!(broken.evaluate(&view).unstable, vec![joiner]);
     }
 
     #[test]

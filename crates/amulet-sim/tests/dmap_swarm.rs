@@ -573,6 +573,21 @@ fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_sessi
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
 
+/// A failed member of a two-member view reports its joiner implicitly
+/// (Rapid §4.2). In seed 9003189 view 2 is nodes 1 and 2, with node 4
+/// joining; node 2 is killed for good. Node 2 has one observer, node 1,
+/// whose report made it stable but not an implicit reporter (that needed
+/// two reports), and it observes the joiner with node 1: the joiner
+/// waited for node 2's report for good, unstable, and blocked the cut
+/// that removes node 2. A subject witnessed by all of its observers now
+/// counts as an implicit reporter.
+#[test]
+fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
+    const SEED: u64 = 9_003_189;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
 /// A join within a view reaches observers that run no replica (SCONEKV
 /// §2). In seed 1000263 the spare, node 10, is killed for good before the
 /// operator orders its `Join`; its nine expected observers must all say

@@ -13,6 +13,9 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use std::sync::Arc;
 
+/// Answers to attempts given up as unanswered (`Resend::on_late_outcome`).
+mod late_outcomes;
+
 const SECOND_MICROS: u64 = 1_000_000;
 
 fn timing() -> Timing {
@@ -545,134 +548,6 @@ fn a_lost_reply_ends_outcome_unknown_and_a_stale_sequence_is_a_protocol_error() 
         TimeMicros(1),
     );
     assert!(matches!(next, Next::Fail(Error::Protocol(_))));
-}
-
-#[test]
-fn a_late_reply_to_an_earlier_attempt_completes_the_operation() {
-    let mut rng = StdRng::seed_from_u64(12);
-    let mut session = open_session(TimeMicros(0));
-    let mut resend = Resend::new(TimeMicros(0), &timing(), false);
-    command(&mut resend, &session, TimeMicros(0), &map_v1(), &mut rng);
-    let now = TimeMicros(2 * SECOND_MICROS);
-    resend.on_outcome::<u32>(Outcome::NoAnswer("timeout".into()), &mut session, now);
-    let until = resend.pause(now).expect("before the deadline");
-    command(&mut resend, &session, until, &map_v1(), &mut rng);
-    assert!(resend
-        .on_late_outcome::<u32>(Outcome::Behind("old".into()), &mut session, until)
-        .is_none());
-    assert!(resend.in_flight().is_some());
-    assert!(matches!(
-        resend.on_late_outcome(Outcome::Done(5u32), &mut session, until),
-        Some(Next::Done(5))
-    ));
-    assert!(resend.in_flight().is_none());
-}
-
-/// `amulet-sim --dmap --seed 9001528`: after a heal the global stream
-/// ordered each opening later than an attempt's timeout.
-#[test]
-fn a_late_session_opening_opens_the_session_and_the_operation_goes_on() {
-    let mut rng = StdRng::seed_from_u64(13);
-    let mut session = Session::with_id(SessionId(7));
-    let mut resend = Resend::new(TimeMicros(0), &timing(), false);
-    let placement = Placement {
-        keyspace: None,
-        keys: Keys::All,
-    };
-    let nodes = [NodeId(1), NodeId(2), NodeId(3)];
-    let first = TimeMicros(10);
-    let request = resend
-        .next_request(
-            &session,
-            first,
-            &map_v1(),
-            &placement,
-            &nodes,
-            &[],
-            &mut rng,
-        )
-        .unwrap();
-    assert!(matches!(request, Request::OpenSession { .. }));
-    let given_up = TimeMicros(2 * SECOND_MICROS);
-    resend.on_outcome::<u32>(Outcome::NoAnswer("timeout".into()), &mut session, given_up);
-    // Pausing, nothing in flight: the late answer opens the session and
-    // the operation goes on at once.
-    let late = TimeMicros(given_up.0 + 1);
-    assert!(matches!(
-        resend.on_late_outcome::<u32>(Outcome::SessionOk, &mut session, late),
-        Some(Next::Continue)
-    ));
-    assert!(!session.needs_opening(late, timing().session_lease_micros));
-    // The lease counts from the first opening, not from the answer.
-    let lease = timing().session_lease_micros;
-    assert!(session.needs_opening(TimeMicros(first.0 + lease / 2 + 1), lease));
-    // Once open, another late opening is no news.
-    assert!(resend
-        .on_late_outcome::<u32>(Outcome::SessionOk, &mut session, late)
-        .is_none());
-}
-
-#[test]
-fn a_late_session_opening_with_another_opening_in_flight_leaves_that_one_to_answer() {
-    let mut rng = StdRng::seed_from_u64(14);
-    let mut session = Session::with_id(SessionId(8));
-    let mut resend = Resend::new(TimeMicros(0), &timing(), false);
-    let placement = Placement {
-        keyspace: None,
-        keys: Keys::All,
-    };
-    let nodes = [NodeId(1), NodeId(2), NodeId(3)];
-    resend
-        .next_request(
-            &session,
-            TimeMicros(0),
-            &map_v1(),
-            &placement,
-            &nodes,
-            &[],
-            &mut rng,
-        )
-        .unwrap();
-    let given_up = TimeMicros(2 * SECOND_MICROS);
-    resend.on_outcome::<u32>(Outcome::NoAnswer("timeout".into()), &mut session, given_up);
-    let until = resend.pause(given_up).expect("before the deadline");
-    resend
-        .next_request(
-            &session,
-            until,
-            &map_v1(),
-            &placement,
-            &nodes,
-            &[],
-            &mut rng,
-        )
-        .unwrap();
-    assert!(resend
-        .on_late_outcome::<u32>(Outcome::SessionOk, &mut session, until)
-        .is_none());
-    assert!(!session.needs_opening(until, timing().session_lease_micros));
-    assert!(matches!(
-        resend.in_flight(),
-        Some(Request::OpenSession { .. })
-    ));
-    // The opening in flight going unanswered is no news now.
-    assert!(matches!(
-        resend.on_outcome::<u32>(Outcome::NoAnswer("timeout".into()), &mut session, until),
-        Next::Continue
-    ));
-}
-
-#[test]
-fn a_late_session_opening_before_any_opening_is_ignored() {
-    let mut rng = StdRng::seed_from_u64(15);
-    let mut session = open_session(TimeMicros(0));
-    let mut resend = Resend::new(TimeMicros(0), &timing(), false);
-    command(&mut resend, &session, TimeMicros(0), &map_v1(), &mut rng);
-    session.expired();
-    assert!(resend
-        .on_late_outcome::<u32>(Outcome::SessionOk, &mut session, TimeMicros(1))
-        .is_none());
-    assert!(session.needs_opening(TimeMicros(1), timing().session_lease_micros));
 }
 
 /// The class of an outcome, without its message.

@@ -27,11 +27,10 @@ final class AdminCall {
     if (client.isClosed()) {
       throw new IllegalStateException("the client is closed");
     }
-    long deadline = System.nanoTime() + client.config().operationTimeout().toNanos();
-    long backoff = AmuletClient.BACKOFF_MIN_NANOS;
+    Backoff backoff = new Backoff(client);
     String address = client.anyNode();
     while (true) {
-      long left = deadline - System.nanoTime();
+      long left = backoff.deadline() - System.nanoTime();
       try {
         return call.apply(
             AmuletGrpc.newBlockingStub(client.channelAt(address))
@@ -50,13 +49,7 @@ final class AdminCall {
           String reason = trailers == null ? null : trailers.get(AmuletClient.AMULET_REASON);
           throw AmuletException.fromStatus(status.withDescription(described), reason);
         }
-        if (System.nanoTime() + backoff >= deadline) {
-          throw new AmuletException(
-              AmuletException.Kind.UNAVAILABLE,
-              "gave up after " + client.config().operationTimeout() + ": " + described);
-        }
-        AmuletClient.sleepNanos(backoff);
-        backoff = Math.min(backoff * 2, AmuletClient.BACKOFF_MAX_NANOS);
+        backoff.pauseOrGiveUp(described);
         String next = client.anyNode();
         for (int i = 0; i < 4 && next.equals(address); i++) {
           next = client.anyNode();

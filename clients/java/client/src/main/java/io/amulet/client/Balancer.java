@@ -65,8 +65,7 @@ public final class Balancer {
       throw new IllegalStateException("the client is closed");
     }
     SetBalancerRequest request = SetBalancerRequest.newBuilder().setEnabled(enabled).build();
-    long deadline = System.nanoTime() + client.config().operationTimeout().toNanos();
-    long backoff = AmuletClient.BACKOFF_MIN_NANOS;
+    Backoff backoff = new Backoff(client);
     while (true) {
       try {
         return client.stub(address).setBalancer(request);
@@ -84,13 +83,7 @@ public final class Balancer {
           String reason = trailers == null ? null : trailers.get(AmuletClient.AMULET_REASON);
           throw AmuletException.fromStatus(status.withDescription(described), reason);
         }
-        if (System.nanoTime() + backoff >= deadline) {
-          throw new AmuletException(
-              AmuletException.Kind.UNAVAILABLE,
-              "gave up after " + client.config().operationTimeout() + ": " + described);
-        }
-        AmuletClient.sleepNanos(backoff);
-        backoff = Math.min(backoff * 2, AmuletClient.BACKOFF_MAX_NANOS);
+        backoff.pauseOrGiveUp(described);
       }
     }
   }

@@ -48,9 +48,7 @@ final class Reconfigure {
     if (client.isClosed()) {
       throw new IllegalStateException("the client is closed");
     }
-    long timeout = client.config().operationTimeout().toNanos();
-    long deadline = System.nanoTime() + timeout;
-    long backoff = AmuletClient.BACKOFF_MIN_NANOS;
+    Backoff backoff = new Backoff(client);
     int raced = 0;
     while (raced < 3) {
       client.refreshMap(null);
@@ -60,7 +58,9 @@ final class Reconfigure {
         throw new IllegalArgumentException("reconfigure: the change built has no change set");
       }
       String address = globalNode(client, map);
-      long left = Math.max(deadline - System.nanoTime(), client.config().attemptTimeout().toNanos());
+      long left =
+          Math.max(
+              backoff.deadline() - System.nanoTime(), client.config().attemptTimeout().toNanos());
       try {
         AmuletGrpc.newBlockingStub(client.channelAt(address))
             .withDeadlineAfter(left, TimeUnit.NANOSECONDS)
@@ -85,14 +85,8 @@ final class Reconfigure {
           String reason = trailers == null ? null : trailers.get(AmuletClient.AMULET_REASON);
           throw AmuletException.fromStatus(status.withDescription(described), reason);
         }
-        if (System.nanoTime() + backoff >= deadline) {
-          throw new AmuletException(
-              AmuletException.Kind.UNAVAILABLE,
-              "gave up after " + client.config().operationTimeout() + ": " + described);
-        }
+        backoff.pauseOrGiveUp(described);
       }
-      AmuletClient.sleepNanos(backoff);
-      backoff = Math.min(backoff * 2, AmuletClient.BACKOFF_MAX_NANOS);
     }
     throw new AmuletException(
         AmuletException.Kind.UNAVAILABLE, "reconfigure: the map kept changing");

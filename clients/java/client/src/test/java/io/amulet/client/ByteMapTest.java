@@ -9,6 +9,7 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.SharedClusterTest;
 import java.nio.charset.StandardCharsets;
 import java.util.AbstractMap.SimpleImmutableEntry;
 import java.util.ArrayList;
@@ -18,26 +19,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /** The byte-level API against a live cluster. */
-public class ByteMapTest {
-  private static AmuletClient client;
-
-  @BeforeClass
-  public static void connect() {
-    client = DevCluster.get().client();
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-    }
-  }
-
+public class ByteMapTest extends SharedClusterTest {
   static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }

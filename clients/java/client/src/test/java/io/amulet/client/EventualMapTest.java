@@ -7,6 +7,7 @@ import static org.junit.Assert.assertTrue;
 
 import io.amulet.testing.DevCluster;
 import io.amulet.testing.NodeCluster;
+import io.amulet.testing.SharedClusterTest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,8 +18,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
@@ -29,22 +28,7 @@ import org.junit.Test;
  * down, and the write reaching the restarted replica (a {@link
  * NodeCluster} of the test's own).
  */
-public class EventualMapTest {
-  private static AmuletClient client;
-
-  @BeforeClass
-  public static void connect() {
-    client = DevCluster.get().client();
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-      client = null;
-    }
-  }
-
+public class EventualMapTest extends SharedClusterTest {
   private static String fresh(String what) {
     return what + "-" + UUID.randomUUID().toString().substring(0, 8);
   }

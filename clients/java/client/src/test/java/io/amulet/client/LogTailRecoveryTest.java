@@ -12,8 +12,8 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
-import io.amulet.testing.DevCluster;
 import io.amulet.testing.NodeCluster;
+import io.amulet.testing.SharedClusterTest;
 import io.grpc.Channel;
 import io.grpc.Status;
 import java.time.Duration;
@@ -26,8 +26,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
@@ -35,21 +33,7 @@ import org.junit.Test;
  * calls, node restarts, trims, refusals, silence, nodes without TailLog;
  * and its flow control. The log operations themselves are in {@link LogTest}.
  */
-public class LogTailRecoveryTest {
-  private static AmuletClient client;
-
-  @BeforeClass
-  public static void connect() {
-    client = DevCluster.get().client();
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-    }
-  }
-
+public class LogTailRecoveryTest extends SharedClusterTest {
   static List<String> values(String prefix, int from, int to) {
     List<String> out = new ArrayList<>();
     for (int i = from; i < to; i++) {

@@ -9,6 +9,7 @@ import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.SharedClusterTest;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.AbstractMap.SimpleImmutableEntry;
@@ -25,26 +26,10 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /** DLog's logs ({@link AmuletLog}, {@link LogTail}, multi-append) against a live cluster. */
-public class LogTest {
-  private static AmuletClient client;
-
-  @BeforeClass
-  public static void connect() {
-    client = DevCluster.get().client();
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-    }
-  }
-
+public class LogTest extends SharedClusterTest {
   static byte[] b(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
   }

@@ -5,6 +5,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.SharedClusterTest;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -15,8 +16,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
@@ -26,22 +25,7 @@ import org.junit.Test;
  * keeps strictness (a transaction never uses a begin created before it
  * started). Every loop is bounded in count and time.
  */
-public class ReadVersionsTest {
-  private static AmuletClient client;
-
-  @BeforeClass
-  public static void connect() {
-    client = DevCluster.get().client();
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-      client = null;
-    }
-  }
-
+public class ReadVersionsTest extends SharedClusterTest {
   static String fresh(String what) {
     return TransactionTest.fresh(what);
   }

@@ -13,6 +13,7 @@ import io.amulet.codec.KeyCodecs;
 import io.amulet.codec.ValueCodecs;
 import io.amulet.map.TransactionMap;
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.SharedClusterTest;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -32,8 +33,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import org.junit.AfterClass;
-import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
@@ -44,22 +43,7 @@ import org.junit.Test;
  * transaction's own writes. Every loop is bounded in count and time.
  * Shared read versions: {@link ReadVersionsTest}.
  */
-public class TransactionTest {
-  private static AmuletClient client;
-
-  @BeforeClass
-  public static void connect() {
-    client = DevCluster.get().client();
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-      client = null;
-    }
-  }
-
+public class TransactionTest extends SharedClusterTest {
   static String fresh(String what) {
     return "jt-" + what + "-" + UUID.randomUUID().toString().substring(0, 8);
   }

@@ -10,6 +10,7 @@ import io.amulet.client.AmuletClient;
 import io.amulet.codec.KeyCodecs;
 import io.amulet.codec.ValueCodecs;
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.SharedClusterTest;
 import io.amulet.tuple.Tuple;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,14 +21,12 @@ import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentNavigableMap;
-import org.junit.AfterClass;
 import org.junit.BeforeClass;
 import org.junit.Test;
 
 /** AmuletMap behaviour beyond the Guava suite: typed keys, paging, views over many pages. */
-public class AmuletMapTest {
-  private static AmuletClient client;
-
+public class AmuletMapTest extends SharedClusterTest {
+  /** Shadows {@link SharedClusterTest#connect}: a client with small pages. */
   @BeforeClass
   public static void connect() {
     // Small pages, so that iteration crosses many pages and partitions.
@@ -38,13 +37,6 @@ public class AmuletMapTest {
                 .withPageEntries(7)
                 .withRangeEntries(5)
                 .withOperationTimeout(Duration.ofSeconds(20)));
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-    }
   }
 
   static String fresh() {

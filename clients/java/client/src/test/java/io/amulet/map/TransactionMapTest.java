@@ -13,6 +13,7 @@ import io.amulet.client.Transaction;
 import io.amulet.codec.KeyCodecs;
 import io.amulet.codec.ValueCodecs;
 import io.amulet.testing.DevCluster;
+import io.amulet.testing.SharedClusterTest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -22,7 +23,6 @@ import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
-import org.junit.AfterClass;
 import org.junit.BeforeClass;
 import org.junit.Test;
 
@@ -31,9 +31,8 @@ import org.junit.Test;
  * mixing the cluster's entries with buffered writes, against a TreeMap
  * model; what a commit applies; the view of a finished transaction.
  */
-public class TransactionMapTest {
-  private static AmuletClient client;
-
+public class TransactionMapTest extends SharedClusterTest {
+  /** Shadows {@link SharedClusterTest#connect}: a client with small pages. */
   @BeforeClass
   public static void connect() {
     // Small pages, so that iteration crosses many pages and partitions.
@@ -41,13 +40,6 @@ public class TransactionMapTest {
         AmuletClient.connect(
             DevCluster.get().addresses(),
             DevCluster.get().config().withRangeEntries(4).withOperationTimeout(Duration.ofSeconds(20)));
-  }
-
-  @AfterClass
-  public static void close() {
-    if (client != null) {
-      client.close();
-    }
   }
 
   static String fresh() {

@@ -118,6 +118,21 @@ impl DotKeyMap {
             .flat_map(|(id, dots)| dots.iter().map(|(c, k)| (Dot::new(*id, *c), k)))
     }
 
+    /// The counters of `id`'s entries above `after` and at most
+    /// `through`, ascending.
+    pub fn counters(
+        &self,
+        id: ReplicaId,
+        after: u64,
+        through: u64,
+    ) -> impl Iterator<Item = u64> + '_ {
+        self.by_id
+            .get(&id)
+            .filter(|_| after < through)
+            .into_iter()
+            .flat_map(move |dots| dots.range(after + 1..=through).map(|(c, _)| *c))
+    }
+
     /// Forgets a retired replica id's entries.
     pub fn retire(&mut self, id: ReplicaId) {
         if let Some(dots) = self.by_id.remove(&id) {

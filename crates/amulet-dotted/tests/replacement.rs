@@ -146,3 +146,43 @@ fn a_version_the_peers_saw_deleted_and_forgot_leaves_the_replacement_at_its_tran
         "the deleted value came back"
     );
 }
+
+/// DottedDB §IV-G with replacement: a peer whose dot budget is smaller
+/// than the retired id's dots the asker lacks (for keys the asker does not
+/// hold, which it never gets) still says the retired id is complete, so
+/// the asker can close it. Walking those dots one by one spent the budget
+/// every time (the service swarm with lost stores, seeds 470 and 887).
+#[test]
+fn a_retired_ids_dots_of_keys_the_asker_does_not_hold_do_not_spend_a_small_dot_budget() {
+    let ring = Ring::new((1..=4).map(ReplicaId).collect(), 3);
+    let mut n: Vec<NodeState> = (1..=4)
+        .map(|i| NodeState::new(ReplicaId(i), ring.clone()))
+        .collect();
+    // Keys of r1 and r2 that r3 does not hold.
+    let keys: Vec<Bytes> = (0..200)
+        .map(|i| b(&format!("k{i}")))
+        .filter(|k| {
+            let at = ring.replicas(k);
+            at.contains(&ReplicaId(1)) && at.contains(&ReplicaId(2)) && !at.contains(&ReplicaId(3))
+        })
+        .take(10)
+        .collect();
+    assert_eq!(keys.len(), 10, "the ring spreads keys over every group");
+    for k in &keys {
+        let o = n[0]
+            .coordinate(k, Some(b("v")), &VersionVector::new())
+            .unwrap();
+        n[1].update(k, &o);
+    }
+    let ring = ring.replace(ReplicaId(1), ReplicaId(5));
+    for node in &mut n[1..] {
+        node.set_ring(ring.clone());
+    }
+    let budget = SyncBudget {
+        dots: 2,
+        ..SyncBudget::default()
+    };
+    let reply = n[1].answer_sync(&n[2].sync_request(ReplicaId(2)), budget);
+    assert!(reply.objects.is_empty(), "r3 holds none of those keys");
+    assert_eq!(reply.complete, vec![ReplicaId(1)]);
+}

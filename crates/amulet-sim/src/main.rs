@@ -469,6 +469,9 @@ fn swarm(
     if summary.killed_for_good > 0 {
         println!("killed_for_good={}", summary.killed_for_good);
     }
+    if summary.stores_lost > 0 {
+        println!("stores_lost={}", summary.stores_lost);
+    }
     if summary.pauses > 0 {
         println!("pauses={}", summary.pauses);
     }

@@ -62,6 +62,9 @@ pub struct SeedStats {
     pub joiners_admitted: u64,
     /// Nodes the nemesis killed for good (never restarted).
     pub killed_for_good: u64,
+    /// Eventual stores lost (`--dotted-service`: a node's journal and
+    /// checkpoint destroyed).
+    pub stores_lost: u64,
     /// Process pauses started (DMap seeds).
     pub pauses: u64,
     /// 1 when a node's links were lossy until the heal (DMap seeds).
@@ -135,6 +138,8 @@ pub struct SwarmSummary {
     pub joiners_admitted: u64,
     /// Nodes killed for good, over all seeds.
     pub killed_for_good: u64,
+    /// Eventual stores lost, over all seeds.
+    pub stores_lost: u64,
     /// Process pauses, over all seeds.
     pub pauses: u64,
     /// Nodes with lossy links, over all seeds.
@@ -229,6 +234,7 @@ pub fn run_swarm_replayed_by(
         summary.joiners += outcome.stats.joiners;
         summary.joiners_admitted += outcome.stats.joiners_admitted;
         summary.killed_for_good += outcome.stats.killed_for_good;
+        summary.stores_lost += outcome.stats.stores_lost;
         summary.pauses += outcome.stats.pauses;
         summary.flaky_nodes += outcome.stats.flaky_nodes;
         summary.subscription_changes += outcome.stats.subscription_changes;

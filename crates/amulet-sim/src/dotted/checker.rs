@@ -63,14 +63,21 @@ pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
                 ));
             }
         }
+        let (first, actual) = &held[0];
+        // A write lost with its node superseded nothing anywhere else,
+        // unless it survived after all (a replica held it unsynced and
+        // kept it): then it superseded what its context covers, there
+        // and wherever it went.
+        let superseding: Vec<&&Write> = key_writes
+            .iter()
+            .filter(|o| !o.lost || actual.contains_key(&o.dot))
+            .collect();
         let expected: BTreeMap<Dot, &Bytes> = key_writes
             .iter()
             .filter(|w| !w.lost)
             .filter_map(|w| w.value.as_ref().map(|v| (w.dot, v)))
-            // A write lost with its node superseded nothing anywhere else.
-            .filter(|(dot, _)| !key_writes.iter().any(|o| !o.lost && o.context.covers(*dot)))
+            .filter(|(dot, _)| !superseding.iter().any(|o| o.context.covers(*dot)))
             .collect();
-        let (first, actual) = &held[0];
         for (dot, value) in &expected {
             if !actual.contains_key(dot) {
                 violations.push(Violation::new(
@@ -84,14 +91,14 @@ pub(crate) fn check(nodes: &[NodeState], writes: &[Write]) -> Vec<Violation> {
             // survived in a replica's unsynced state: allowed, not
             // required, unless another write superseded it.
             let maybe_lost = key_writes.iter().any(|w| w.dot == *dot && w.lost)
-                && !key_writes.iter().any(|o| !o.lost && o.context.covers(*dot));
+                && !superseding.iter().any(|o| o.context.covers(*dot));
             if !expected.contains_key(dot) && !maybe_lost {
                 let why = match key_writes.iter().find(|w| w.dot == *dot) {
                     None => "was never written".to_string(),
                     Some(_) => {
-                        let by: Vec<Dot> = key_writes
+                        let by: Vec<Dot> = superseding
                             .iter()
-                            .filter(|o| !o.lost && o.context.covers(*dot))
+                            .filter(|o| o.context.covers(*dot))
                             .map(|o| o.dot)
                             .collect();
                         format!("was superseded by {by:?}")

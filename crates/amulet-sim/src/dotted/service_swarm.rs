@@ -11,6 +11,14 @@
 //! same checkers as `--dotted` judge the replicas' final state against
 //! every write the journals hold, and every acknowledged write and every
 //! read is checked against them.
+//!
+//! In some seeds one node loses its store (journal and checkpoint gone, a
+//! disk replaced): it restarts empty and makes no replicas until its store
+//! is registered through the global stream, which replaces its replica
+//! ids in the placement (new ids on the same node, as the node runtime's
+//! `RegisterEventualStore`); the new replicas start from full transfers.
+//! Writes no other replica held durably at the loss may be gone; a write
+//! acknowledged by at least two replicas must survive.
 
 use super::{checker, Write};
 use crate::rng::Rng;
@@ -34,6 +42,8 @@ const MAP: &str = "m";
 const QUIESCENCE_MICROS_MAX: u64 = 300_000_000;
 /// The configuration version that created the map.
 const VERSION: u64 = 3;
+/// The share of seeds in which one node loses its store.
+const STORE_LOSS_SHARE: f64 = 0.3;
 
 enum Event {
     Deliver {
@@ -59,6 +69,15 @@ enum Event {
     Restart {
         node: u32,
     },
+    /// The node's journal and checkpoint are destroyed.
+    LoseStore {
+        node: u32,
+    },
+    /// The restarted node's new store is registered through the global
+    /// stream: its replica ids are replaced in the placement.
+    Register {
+        node: u32,
+    },
 }
 
 struct Node {
@@ -71,13 +90,18 @@ struct Node {
     /// syncs). A crash loses these.
     unsynced: Vec<Record>,
     epoch: u32,
+    /// The placement version from which the cluster knows this node's
+    /// store (`None`: always; `u64::MAX`: lost, not registered yet). The
+    /// service makes replicas only from then on (the runtime's hosting).
+    hosting_from: Option<u64>,
 }
 
 struct Client {
     /// The context of this client's last read of each key.
     contexts: BTreeMap<Bytes, Vec<u8>>,
-    /// The request in flight: token, key, written value.
-    waiting: Option<(u64, Bytes, Option<Option<Bytes>>)>,
+    /// The request in flight: token, key, written value, replicas that
+    /// must acknowledge a write.
+    waiting: Option<(u64, Bytes, Option<Option<Bytes>>, u32)>,
     /// Requests issued so far.
     step: u64,
 }
@@ -90,12 +114,19 @@ struct World {
     nodes: Vec<Node>,
     clients: Vec<Client>,
     placement: Placement,
+    /// The configuration version of `placement` (a store registration
+    /// makes a new one).
+    version: u64,
     config: ServiceConfig,
     bug: DottedBug,
     /// Every coordinated write a synced journal holds, in order, per
     /// replica: its dot is its position (counters from 1).
     history: BTreeMap<ReplicaId, Vec<(Bytes, Option<Bytes>, VersionVector)>>,
-    acknowledged: Vec<(Bytes, Option<Bytes>)>,
+    /// Coordinated writes no other replica held durably when their
+    /// coordinator's store was lost.
+    lost: BTreeSet<Dot>,
+    /// Acknowledged writes: key, value, replicas that acknowledged.
+    acknowledged: Vec<(Bytes, Option<Bytes>, u32)>,
     reads: Vec<(Bytes, Vec<Bytes>)>,
     tokens: u64,
     /// Token → client.
@@ -109,6 +140,9 @@ struct World {
     faulty_until: u64,
     trace: TraceHash,
     stats: (u64, u64, u64, u64),
+    /// Store losses: draws of their own (`run_service_seed`).
+    losses: Rng,
+    stores_lost: u64,
 }
 
 /// Runs one seed of the service swarm.
@@ -123,7 +157,8 @@ pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome
         sync_interval_micros: rng.range(20_000, 200_000),
         strip_interval_micros: rng.range(20_000, 200_000),
         strip_keys: rng.range(1, 64) as usize,
-        bug: if bug == DottedBug::AckBeforeSync {
+        // Both are the runtime's bugs, not the replicas'.
+        bug: if matches!(bug, DottedBug::AckBeforeSync | DottedBug::ReuseReplicaId) {
             DottedBug::None
         } else {
             bug
@@ -155,9 +190,11 @@ pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome
             })
             .collect(),
         placement,
+        version: VERSION,
         config,
         bug,
         history: BTreeMap::new(),
+        lost: BTreeSet::new(),
         acknowledged: Vec::new(),
         reads: Vec::new(),
         tokens: 0,
@@ -171,6 +208,10 @@ pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome
         trace: TraceHash::new(),
         stats: (0, 0, 0, 0),
         rng: rng.fork(),
+        // A generator of their own, so that seeds without a loss run
+        // exactly as before store losses were simulated.
+        losses: Rng::new(seed ^ 0x6c6f_7374_5f73_746f),
+        stores_lost: 0,
     };
     for node in 1..=node_count {
         let mut service = Service::new(node, 1, config, Replicas::default());
@@ -182,6 +223,7 @@ pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome
             journal: Vec::new(),
             unsynced: Vec::new(),
             epoch: 1,
+            hosting_from: None,
         });
         // The map's creation reaches nodes at different times.
         let at = rng.range(0, 300_000);
@@ -204,6 +246,11 @@ pub fn run_service_seed(seed: u64, verbose: bool, bug: DottedBug) -> SeedOutcome
     if rng.chance(0.4) {
         let cut = rng.range(1, u64::from(node_count) - 1) as u32;
         world.side = Some((1..=cut).collect());
+    }
+    if world.losses.chance(STORE_LOSS_SHARE) {
+        let node = world.losses.range(1, u64::from(node_count)) as u32;
+        let at = world.losses.range(500_000, 3_000_000);
+        world.at(at, Event::LoseStore { node });
     }
     // The faulty phase and 10 s healed; then on, a second at a time, until
     // every replica is quiescent (small budgets close a few dots per
@@ -282,9 +329,13 @@ impl World {
             Event::Place { node } => {
                 let i = node as usize - 1;
                 self.nodes[i].placed = true;
+                let hosting = self.nodes[i]
+                    .hosting_from
+                    .is_none_or(|from| self.version >= from);
                 if let Some(service) = self.nodes[i].service.as_mut() {
                     let placements = BTreeMap::from([(MAP.to_string(), self.placement.clone())]);
-                    service.set_placements(now, VERSION, placements);
+                    service.set_hosting(hosting);
+                    service.set_placements(now, self.version, placements);
                     self.carry_out(node);
                 }
             }
@@ -313,6 +364,10 @@ impl World {
                 }
                 n.epoch += 1;
                 let mut service = Service::new(node, n.epoch, self.config, replicas);
+                // Not hosting until the configuration that registered the
+                // store comes (a lost store's replicas are not made again
+                // under their old ids).
+                service.set_hosting(n.hosting_from.is_none());
                 // The host restarts from an older checkpoint and replays
                 // the global stream: first a configuration from before the
                 // map, the map's creation a moment later.
@@ -325,6 +380,85 @@ impl World {
                     self.at(after, Event::Place { node });
                 }
             }
+            Event::LoseStore { node } => {
+                if now < self.faulty_until {
+                    self.lose_store(node);
+                }
+            }
+            Event::Register { node } => self.register(node),
+        }
+    }
+
+    /// Node `node`'s disk is destroyed while it runs: it stops, and comes
+    /// back empty. Writes its replicas coordinated that no other replica
+    /// of their key holds durably (in its checkpoint and synced journal)
+    /// may be gone with it.
+    fn lose_store(&mut self, node: u32) {
+        let i = node as usize - 1;
+        let durable: Vec<Replicas> = (0..self.nodes.len())
+            .filter(|&j| j != i)
+            .map(|j| {
+                let mut replicas = self.nodes[j].checkpoint.clone();
+                for record in &self.nodes[j].journal {
+                    replicas.apply(record).expect("a synced journal replays");
+                }
+                replicas
+            })
+            .collect();
+        for id in self.placement.held_by(node) {
+            for (k, (key, _, _)) in self.history.get(&id).into_iter().flatten().enumerate() {
+                let dot = Dot::new(id, k as u64 + 1);
+                // A replica of the key whose clock has the dot stored the
+                // version or a later one.
+                let held = durable.iter().any(|replicas| {
+                    replicas.maps.get(MAP).is_some_and(|(_, states)| {
+                        states.values().any(|s| {
+                            s.replicates(key) && s.dotted().is_some_and(|d| d.clock().contains(dot))
+                        })
+                    })
+                });
+                if !held {
+                    self.lost.insert(dot);
+                }
+            }
+        }
+        self.stores_lost += 1;
+        let n = &mut self.nodes[i];
+        n.service = None;
+        n.unsynced.clear();
+        n.checkpoint = Replicas::default();
+        n.journal.clear();
+        // Under the bug the node comes back under its old ids at once.
+        if self.bug != DottedBug::ReuseReplicaId {
+            n.hosting_from = Some(u64::MAX);
+        }
+        let restart = self.losses.range(50_000, 500_000);
+        self.at(restart, Event::Restart { node });
+        if self.bug != DottedBug::ReuseReplicaId {
+            let register = restart + self.losses.range(10_000, 300_000);
+            self.at(register, Event::Register { node });
+        }
+        self.trace.event(
+            TimeMicros(self.now),
+            6,
+            NodeId(node),
+            NodeId(0),
+            self.lost.len() as u64,
+        );
+    }
+
+    /// The lost store's registration is ordered: a new configuration
+    /// replaces each of the node's replica ids by a fresh one on the same
+    /// node, and reaches every node at its own time.
+    fn register(&mut self, node: u32) {
+        for old in self.placement.held_by(node) {
+            self.placement = self.placement.replace(old);
+        }
+        self.version += 1;
+        self.nodes[node as usize - 1].hosting_from = Some(self.version);
+        for other in 1..=self.nodes.len() as u32 {
+            let after = self.losses.range(0, 300_000);
+            self.at(after, Event::Place { node: other });
         }
     }
 
@@ -402,13 +536,13 @@ impl World {
         let Some(client) = self.owners.remove(&token) else {
             return;
         };
-        let Some((waiting, key, written)) = self.clients[client].waiting.take() else {
+        let Some((waiting, key, written, needed)) = self.clients[client].waiting.take() else {
             return;
         };
         assert_eq!(waiting, token, "a client waits for one request");
         if let Ok(versioned) = &result {
             match written {
-                Some(value) => self.acknowledged.push((key.clone(), value)),
+                Some(value) => self.acknowledged.push((key.clone(), value, needed)),
                 None => {
                     self.reads.push((key.clone(), versioned.values.clone()));
                     self.clients[client]
@@ -433,7 +567,7 @@ impl World {
         if self.now >= self.faulty_until {
             return;
         }
-        if let Some((token, _, _)) = self.clients[client].waiting.take() {
+        if let Some((token, _, _, _)) = self.clients[client].waiting.take() {
             // Unanswered for 3 s (its node crashed): outcome unknown.
             self.owners.remove(&token);
         }
@@ -478,7 +612,13 @@ impl World {
         self.tokens += 1;
         let token = self.tokens;
         self.owners.insert(token, client);
-        self.clients[client].waiting = Some((token, key.clone(), written));
+        // The service's quorum: 0 asks for a majority.
+        let needed = if quorum == 0 {
+            n as u32 / 2 + 1
+        } else {
+            quorum
+        };
+        self.clients[client].waiting = Some((token, key.clone(), written, needed));
         let now = self.now;
         let service = self.nodes[node as usize - 1]
             .service
@@ -490,12 +630,25 @@ impl World {
     }
 
     /// Every node up and every replica without metadata left.
+    /// Every node up, every replica of the placement made, without
+    /// metadata left, and done replacing (transfers finished, retired ids
+    /// closed and forgotten).
     fn quiescent(&self) -> bool {
-        self.nodes.iter().all(|n| {
+        self.nodes.iter().enumerate().all(|(i, n)| {
             n.service.as_ref().is_some_and(|s| {
-                s.status()
-                    .iter()
-                    .all(|r| r.dot_keys == 0 && r.non_stripped == 0 && r.clock_bitmap_bits == 0)
+                let replaced = self.placement.held_by(i as u32 + 1).iter().all(|id| {
+                    s.replica(MAP, *id)
+                        .and_then(|r| r.dotted())
+                        .is_some_and(|d| {
+                            d.transfers_pending() == 0
+                                && d.retired_in_flight() == 0
+                                && !d.clock().ids().any(|id| d.ring().is_retired(id))
+                        })
+                });
+                replaced
+                    && s.status()
+                        .iter()
+                        .all(|r| r.dot_keys == 0 && r.non_stripped == 0 && r.clock_bitmap_bits == 0)
             })
         })
     }
@@ -529,7 +682,7 @@ impl World {
                     dot: Dot::new(*id, k as u64 + 1),
                     value: value.clone(),
                     context: context.clone(),
-                    lost: false,
+                    lost: self.lost.contains(&Dot::new(*id, k as u64 + 1)),
                 });
             }
         }
@@ -540,11 +693,27 @@ impl World {
             .iter()
             .map(|w| (w.key.clone(), w.value.clone()))
             .collect();
-        for (key, value) in &self.acknowledged {
-            if value.is_some() && !journaled.contains(&(key.clone(), value.clone())) {
+        for (key, value, needed) in &self.acknowledged {
+            if value.is_none() {
+                continue;
+            }
+            let Some(write) = writes.iter().find(|w| w.key == *key && w.value == *value) else {
                 violations.push(Violation::new(
                     Property::Causality,
                     format!("{key:?}: the acknowledged write {value:?} is in no journal"),
+                ));
+                continue;
+            };
+            // Two replicas synced it before it was acknowledged: one store
+            // lost leaves a durable copy.
+            if write.lost && *needed >= 2 {
+                violations.push(Violation::new(
+                    Property::Causality,
+                    format!(
+                        "{key:?}: the write {}={value:?}, acknowledged by {needed} replicas, \
+                         was on no other replica's disk when its coordinator's store was lost",
+                        write.dot
+                    ),
                 ));
             }
         }
@@ -560,12 +729,14 @@ impl World {
         }
         if verbose {
             println!(
-                "writes={} acknowledged={} reads={} crashes={} dropped={} violations={}",
+                "writes={} acknowledged={} reads={} crashes={} dropped={} stores_lost={} writes_lost={} violations={}",
                 writes.len(),
                 self.acknowledged.len(),
                 self.reads.len(),
                 self.stats.2,
                 self.stats.3,
+                self.stores_lost,
+                self.lost.len(),
                 violations.len()
             );
         }
@@ -577,6 +748,7 @@ impl World {
                 values_proposed: self.stats.0,
                 virtual_micros: self.now,
                 trace_events: self.trace.events(),
+                stores_lost: self.stores_lost,
                 ..SeedStats::default()
             },
         }

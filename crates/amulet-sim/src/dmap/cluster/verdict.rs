@@ -96,6 +96,7 @@ impl DmapCluster {
                     .map_or(0, |h| h.replicas().len() as u64),
                 joiners: u64::from(self.joiner.is_some()),
                 killed_for_good: harness.nemesis.stats().killed_for_good,
+                stores_lost: 0,
                 pauses: harness.pauses_started(),
                 flaky_nodes: u64::from(self.flaky.is_some()),
                 joiners_admitted: u64::from(self.joiner.as_ref().is_some_and(|j| {

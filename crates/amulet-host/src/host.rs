@@ -181,6 +181,10 @@ pub struct Host<S: StateMachine> {
     /// The membership of the most advanced replica seen, by its global
     /// position (kept when replicas go, like `known_access`).
     pub(crate) known_membership: Option<(u64, std::sync::Arc<amulet_membership::Membership>)>,
+    /// The membership last sent to each peer that runs no replica
+    /// (`Host::tell_view_if_older`: such a peer's copy is refreshed when
+    /// reports change within a view).
+    pub(crate) views_told: BTreeMap<NodeId, std::sync::Arc<amulet_membership::Membership>>,
     /// What membership has done here (metrics).
     pub(crate) membership_counters: crate::monitoring::MembershipCounters,
     /// Self-healing's record (see `healing`).

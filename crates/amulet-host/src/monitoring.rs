@@ -217,13 +217,36 @@ impl<S: StateMachine> Host<S> {
     /// view's number and next node id) is older. A node the view removed
     /// that comes back probes by the view it last executed: the first of
     /// its subjects to answer tells it.
+    ///
+    /// A peer that runs no replica (none in this node's map) is also sent
+    /// a membership of its own view whose reports it has not been sent
+    /// yet: it monitors by its copy, and a copy whose reports are stale
+    /// within the view hides the subjects waiting for its opinion (an
+    /// unstable subject is resolved only when every observer spoke; the
+    /// cut removing a dead node waited for good: `amulet-sim --dmap --seed
+    /// 9008124`).
     fn tell_view_if_older(&mut self, peer: NodeId, peer_view: (u64, u32)) {
-        let Some((position, membership)) = self
-            .membership_at()
-            .filter(|(_, m)| stamp_of(m) > peer_view)
-        else {
+        let Some((position, membership)) = self.membership_at() else {
             return;
         };
+        let newer_view = stamp_of(&membership) > peer_view;
+        let replicating = self
+            .current_map()
+            .is_some_and(|map| map.partitions.values().any(|p| p.replicas.contains(&peer)));
+        let news = stamp_of(&membership) == peer_view
+            && !replicating
+            && self
+                .views_told
+                .get(&peer)
+                .is_none_or(|told| **told != *membership);
+        if !newer_view && !news {
+            return;
+        }
+        if replicating {
+            self.views_told.remove(&peer);
+        } else {
+            self.views_told.insert(peer, membership.clone());
+        }
         let message = ReplicaMessage::View {
             from: self.config.me,
             position,
@@ -242,14 +265,19 @@ impl<S: StateMachine> Host<S> {
     /// A node the view removed then finds it has left
     /// ([`Host::left_cluster`]) and its runtime stops.
     fn learn_view(&mut self, position: u64, membership: Membership) {
-        if !self.replicas.is_empty() || stamp_of(&membership) <= self.view_stamp() {
+        let known_position = self.membership_at().map_or(0, |(p, _)| p);
+        let newer = stamp_of(&membership) > self.view_stamp()
+            || (stamp_of(&membership) == self.view_stamp() && position > known_position);
+        if !self.replicas.is_empty() || !newer {
             return;
         }
-        tracing::info!(
-            view = membership.view().id().0,
-            removed = membership.view().removed().contains(&self.config.me),
-            "view learned from a peer"
-        );
+        if stamp_of(&membership) > self.view_stamp() {
+            tracing::info!(
+                view = membership.view().id().0,
+                removed = membership.view().removed().contains(&self.config.me),
+                "view learned from a peer"
+            );
+        }
         self.membership_counters.views_learned += 1;
         self.known_membership = Some((position, Arc::new(membership)));
     }

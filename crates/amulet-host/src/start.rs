@@ -125,6 +125,7 @@ impl<S: StateMachine> Host<S> {
             counters,
             monitor,
             known_membership: None,
+            views_told: Default::default(),
             membership_counters: Default::default(),
             healing: Default::default(),
             balancing: Default::default(),

@@ -231,6 +231,14 @@ impl Monitor {
             // (or retracted since and spent): it is proposed again, every
             // `resend_after_micros`, until the view changes.
             Some(Opinion::Change) if self.copy_unexecuted => Some(Opinion::Change),
+            // Likewise a stay opinion asked for: it resolves the subject
+            // only if recorded, and a lost proposal would leave it
+            // unstable for good (`amulet-sim --dmap --seed 9008124`).
+            Some(Opinion::Stay)
+                if self.copy_unexecuted && reinforce && in_copy != Some(Opinion::Stay) =>
+            {
+                Some(Opinion::Stay)
+            }
             _ => None,
         }
     }
@@ -436,5 +444,48 @@ mod tests {
         };
         assert_eq!(alerts_about_2(false), 0, "the copy says it is reported");
         assert!(alerts_about_2(true) >= 2, "reported, then again");
+    }
+
+    /// Node 1 runs no replica; node 3 reported node 2 (alive), which is
+    /// unstable until every observer spoke. A stay opinion proposed from
+    /// a copy may be lost with its proposal, and the copy cannot show it:
+    /// the monitor says it again every `resend_after_micros` while the
+    /// copy does not record it (`amulet-sim --dmap --seed 9008124`: the
+    /// cut of a dead node waited for good on one such opinion).
+    #[test]
+    fn rapid_4_2_a_monitor_on_an_unexecuted_copy_says_a_stay_opinion_asked_for_again() {
+        let mut copy = membership(3);
+        let report = Command::Alert {
+            view: ViewId(1),
+            observer: NodeId(3),
+            subject: NodeId(2),
+            opinion: Opinion::Change,
+        };
+        assert!(matches!(copy.apply(&report), Applied::Reported { .. }));
+        assert_eq!(copy.evaluate().unstable, vec![NodeId(2)]);
+        let config = MonitorConfig::default();
+        let mut monitor = Monitor::new(NodeId(1), config);
+        monitor.set_copy_unexecuted(true);
+        let mut now = TimeMicros(0);
+        let mut stays = 0;
+        // Before node 2's silence counts as a failure.
+        while now.0 < config.failure_after_micros - 100_000 {
+            let out = monitor.tick(&copy, now);
+            stays += proposals(&out)
+                .iter()
+                .filter(|c| {
+                    matches!(
+                        c,
+                        Command::Alert {
+                            subject: NodeId(2),
+                            opinion: Opinion::Stay,
+                            ..
+                        }
+                    )
+                })
+                .count();
+            now = now.plus(50_000);
+        }
+        assert!(stays >= 2, "asked for, said, and said again: {stays}");
     }
 }

@@ -588,6 +588,24 @@ fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
 
+/// An observer without replicas says the stay opinions asked of it
+/// (Rapid §4.2). In seed 9008124 node 1 reports node 7 (down then) and
+/// dies for good; nodes 4, 5 and 7 run no replica by the end.
+/// Node 7 stayed unstable (one change report, from the dead node 1) until
+/// every observer spoke, and node 5 never did: its stay opinion was lost
+/// with its proposal, and its copy of the membership, refreshed only at a
+/// new view, showed neither that nor that node 7 still waited for it. The
+/// cut removing node 1 never came. Both halves are fixed: a copy's stay
+/// opinion is said again while the copy does not record it, and a peer
+/// running no replica is sent the membership whenever its reports change
+/// within the view.
+#[test]
+fn rapid_4_2_a_dead_nodes_cut_is_not_held_by_an_observer_without_replicas() {
+    const SEED: u64 = 9_008_124;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
 /// A join within a view reaches observers that run no replica (SCONEKV
 /// §2). In seed 1000263 the spare, node 10, is killed for good before the
 /// operator orders its `Join`; its nine expected observers must all say

@@ -251,6 +251,12 @@ impl Nemesis {
         }
     }
 
+    /// Whether this run kills a node for good (one is dead, or a kill is
+    /// due).
+    pub fn kills_for_good(&self) -> bool {
+        self.next_kill_for_good.is_some() || !self.dead.is_empty()
+    }
+
     /// Nodes killed for good.
     pub fn dead(&self) -> &BTreeSet<NodeId> {
         &self.dead

@@ -309,10 +309,13 @@ public class LogTailRecoveryTest extends SharedClusterTest {
     AmuletLog log = client.createLog(fresh());
     log.append(b("h0"));
     try (LogTail tail = log.tail(0)) {
-      tail.idleNanos = TimeUnit.MILLISECONDS.toNanos(2500);
+      // Five times the node's heartbeat (1 s): at 2.5 s a loaded CI
+      // machine once left a heartbeat-only stream silent long enough to
+      // be reopened.
+      tail.idleNanos = TimeUnit.MILLISECONDS.toNanos(5000);
       assertEquals(List.of("h0"), take(tail, 1));
       // Nothing appended for longer than the idle time: heartbeats only.
-      assertNull(tail.poll(Duration.ofSeconds(4)));
+      assertNull(tail.poll(Duration.ofSeconds(6)));
       assertEquals(0, tail.reconnects());
       assertEquals(1, tail.position());
       log.append(b("h1"));
@@ -325,11 +328,12 @@ public class LogTailRecoveryTest extends SharedClusterTest {
         LogTail tail = hooked.log(log.name()).tail(0)) {
       // Longer than the node's heartbeat (1 s) with room to spare: the
       // reopened stream, which answers, must not look silent on a loaded
-      // machine (at 500 ms, CI once saw it reopened twice more).
-      tail.idleNanos = TimeUnit.MILLISECONDS.toNanos(2500);
+      // machine (at 500 ms, CI once saw it reopened twice more; at 2.5 s
+      // the stream above once was).
+      tail.idleNanos = TimeUnit.MILLISECONDS.toNanos(5000);
       long start = System.nanoTime();
       assertEquals(List.of("h0", "h1"), take(tail, 2));
-      assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(2500));
+      assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(5000));
       assertEquals(1, tail.reconnects());
       assertEquals(2, hook.calls.get());
     }

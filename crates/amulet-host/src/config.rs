@@ -96,6 +96,9 @@ pub struct HostBugs {
     /// it (`Body::HandedOff`) as soon as the map lists it, while its
     /// replica still serves the state.
     pub handed_off_while_holding: bool,
+    /// A node the view removed stops as soon as the map retires the
+    /// streams it votes in, before their members are past them.
+    pub leave_before_retired_streams_pass: bool,
 }
 
 /// A host's identity and settings.

@@ -69,6 +69,9 @@ impl<S: StateMachine> Host<S> {
 
     /// One round; whether it did anything.
     fn round(&mut self, now: TimeMicros, storage: &mut dyn LogOpener) -> Result<bool, HostError> {
+        if !self.asked_streams.is_empty() {
+            self.open_late_streams(now, storage)?;
+        }
         self.drain_replicas(now);
         let effects = self.node.drain();
         // What this round's sends (and replies) depend on reaches the OS

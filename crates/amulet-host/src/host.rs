@@ -150,6 +150,16 @@ pub struct Host<S: StateMachine> {
     /// The newest map a replica here has executed, kept when replicas go;
     /// or, at a node that runs none, the newest a peer told it of.
     pub(crate) known_map: Option<PartitionMap>,
+    /// The newest map a peer told this node of, kept even while replicas
+    /// run here, but used only to find whom to ask for a signal
+    /// (`crate::signal_asks`): a replica replaying far behind, at a node
+    /// whose other replicas are just as far behind, would otherwise ask
+    /// only the runners of maps its node executed long ago.
+    pub(crate) heard_map: Option<Box<PartitionMap>>,
+    /// Streams a peer sent this node a message for that it has not
+    /// opened: opened at the next flush if the newest map heard of names
+    /// this node an acceptor of one the map retired (`crate::late_streams`).
+    pub(crate) asked_streams: std::collections::BTreeSet<amulet_types::StreamId>,
     /// The access configuration of the most advanced replica seen, by its
     /// global position (kept when replicas go, like `known_map`).
     pub(crate) known_access: Option<(u64, std::sync::Arc<amulet_smr::AccessControl>)>,
@@ -223,6 +233,9 @@ impl<S: StateMachine> Host<S> {
 
     /// A protocol message from `from`.
     pub fn on_envelope(&mut self, now: TimeMicros, from: NodeId, envelope: Envelope) {
+        if !self.node.streams().contains_key(&envelope.stream) {
+            self.note_late_stream(envelope.stream);
+        }
         self.node.on_message(now, from, envelope);
     }
 
@@ -314,6 +327,17 @@ impl<S: StateMachine> Host<S> {
             .chain(self.known_map.as_ref())
             .max_by_key(|m| m.version)
             .or(self.configured_map.as_ref())
+    }
+
+    /// The newest map this node executed or a peer told it of
+    /// (`Host::heard_map`): for finding other nodes only (whom to ask for
+    /// a signal, which retired stream a peer still runs); the node decides
+    /// by [`Host::current_map`].
+    pub(crate) fn newest_heard_map(&self) -> Option<&PartitionMap> {
+        self.current_map()
+            .into_iter()
+            .chain(self.heard_map.as_deref())
+            .max_by_key(|m| m.version)
     }
 
     /// The access configuration (docs/security.md) as the most advanced of

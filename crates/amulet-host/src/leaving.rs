@@ -12,7 +12,7 @@
 use crate::host::Host;
 use amulet_membership::{MemberState, ViewId};
 use amulet_smr::StateMachine;
-use amulet_types::NodeId;
+use amulet_types::{Instance, NodeId};
 
 impl<S: StateMachine> Host<S> {
     /// Why a leave of `node` is refused here, or `None` to order it (the
@@ -65,9 +65,42 @@ impl<S: StateMachine> Host<S> {
             .current_map()
             .map(|m| m.retired_streams.clone())
             .unwrap_or_default();
+        let me = self.config.me;
         let votes = self.node.streams().iter().any(|(stream, s)| {
-            !retired.contains(stream) && s.config().acceptors.contains(&self.config.me)
+            let config = s.config();
+            if !config.acceptors.contains(&me) {
+                return false;
+            }
+            // A retired stream still needs its acceptors until every
+            // member still in the view is past it: the map retires it at
+            // the move's position in the global order, but its replicas
+            // reach the move's fence through the stream itself
+            // (`amulet-sim --dmap --seed 9008438`: node 8, removed, stopped
+            // as soon as it learned the map that retired p5's stream; node
+            // 7 had lost its vote there, so node 9 alone prepared the
+            // stream for good, and p5 never reached the fence).
+            let passed = self.config.bugs.leave_before_retired_streams_pass
+                || Self::past_for_all(s, view, me);
+            !retired.contains(stream) || !passed
         });
         (!votes).then(|| view.id())
+    }
+
+    /// Whether every member of `stream` but `me` and the removed ones
+    /// reports, in its heartbeats, that it needs nothing of the stream any
+    /// more (the safe instance of a retired stream no replica there
+    /// merges, `amulet_smr::safe_to_report`).
+    fn past_for_all(
+        stream: &amulet_paxos::StreamNode,
+        view: &amulet_membership::View,
+        me: NodeId,
+    ) -> bool {
+        let safe = stream.safe_instances();
+        stream
+            .config()
+            .members()
+            .into_iter()
+            .filter(|m| *m != me && !view.removed().contains(m))
+            .all(|m| safe.get(&m).is_some_and(|r| r.below == Instance(u64::MAX)))
     }
 }

@@ -47,6 +47,7 @@ mod hand_off;
 mod healing;
 mod host;
 mod invariants;
+mod late_streams;
 mod leaving;
 mod load;
 mod log_tail;

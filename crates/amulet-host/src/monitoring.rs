@@ -304,7 +304,17 @@ impl<S: StateMachine> Host<S> {
     /// instances, hand-offs); a map ahead of its replicas would have it
     /// report streams its replicas still merge as no longer needed.
     pub(crate) fn learn_map(&mut self, map: PartitionMap) {
-        if !self.replicas.is_empty() || map.version.0 <= self.map_version() {
+        if map.version.0 <= self.map_version() {
+            return;
+        }
+        if !self.replicas.is_empty() {
+            if self
+                .heard_map
+                .as_ref()
+                .is_none_or(|m| m.version < map.version)
+            {
+                self.heard_map = Some(Box::new(map));
+            }
             return;
         }
         tracing::info!(

@@ -9,6 +9,14 @@
 //! had executed position 23 long ago). The node asks the runners its
 //! newest map adds as well; a replica past the position answers with its
 //! partial, or that it executed the command long ago.
+//!
+//! The newest map is the newest the node has heard of, a peer's too
+//! (`Host::heard_map`): at a node that lost its state, every replica
+//! replays from far back, and the maps they executed may all name runners
+//! that no longer run the partition (`amulet-sim --dmap --seed 9007420`:
+//! node 4's p2 replica waited at position 5 for p1's signal from nodes
+//! 1-3, which had moved p1 away long before; node 4 was the cluster's
+//! proposer, so self-healing waited with it).
 
 use crate::command::Command;
 use crate::host::Host;
@@ -30,7 +38,10 @@ impl<S: StateMachine> Host<S> {
             return;
         }
         self.newer_runners_asked_at = Some(now);
-        let Some(newest) = self.current_map() else {
+        // A peer's map counts here, not only the node's own: when every
+        // replica at this node is far behind, the node's own newest map
+        // may name only runners that have all moved on (seed 9007420).
+        let Some(newest) = self.newest_heard_map() else {
             return;
         };
         let me = self.config.me;

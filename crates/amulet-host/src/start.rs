@@ -110,6 +110,8 @@ impl<S: StateMachine> Host<S> {
             replicas,
             configured_map: map,
             known_map: None,
+            heard_map: None,
+            asked_streams: std::collections::BTreeSet::new(),
             known_access: None,
             pending: BTreeMap::new(),
             requests: BTreeMap::new(),

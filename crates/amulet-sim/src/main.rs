@@ -164,6 +164,9 @@ enum BugArg {
     /// Moves (`--dmap`): a node a move takes a partition from reports
     /// that it holds nothing while its replica still serves the state.
     HandedOffWhileHolding,
+    /// Membership (`--dmap`): a removed node stops as soon as the map
+    /// retires its streams, before their replicas pass the fence.
+    LeaveBeforeRetiredStreamsPass,
     /// Fence keys (`--dmap`): a request routed by an older map is taken
     /// without checking its key against the partition's current range.
     FenceKeysUnchecked,
@@ -227,6 +230,7 @@ impl BugArg {
             BugArg::HealingKeepsRemovedAcceptor => DmapBug::HealingKeepsRemovedAcceptor,
             BugArg::HastyFailureDetector => DmapBug::HastyFailureDetector,
             BugArg::HandedOffWhileHolding => DmapBug::HandedOffWhileHolding,
+            BugArg::LeaveBeforeRetiredStreamsPass => DmapBug::LeaveBeforeRetiredStreamsPass,
             BugArg::FenceKeysUnchecked => DmapBug::FenceKeysUnchecked,
             BugArg::ClientKeepsStaleRanges => DmapBug::ClientKeepsStaleRanges,
             BugArg::WholeMapVersions => DmapBug::WholeMapVersions,
@@ -288,6 +292,7 @@ impl BugArg {
             | BugArg::HealingKeepsRemovedAcceptor
             | BugArg::HastyFailureDetector
             | BugArg::HandedOffWhileHolding
+            | BugArg::LeaveBeforeRetiredStreamsPass
             | BugArg::FenceKeysUnchecked
             | BugArg::ClientKeepsStaleRanges
             | BugArg::WholeMapVersions
@@ -468,6 +473,9 @@ fn swarm(
     }
     if summary.killed_for_good > 0 {
         println!("killed_for_good={}", summary.killed_for_good);
+    }
+    if summary.nodes_stopped > 0 {
+        println!("nodes_stopped={}", summary.nodes_stopped);
     }
     if summary.stores_lost > 0 {
         println!("stores_lost={}", summary.stores_lost);

@@ -137,6 +137,11 @@ pub struct Nemesis {
     /// Nodes killed for good: down, and without their state, to the end
     /// of the run (the heal restarts every other node).
     dead: BTreeSet<NodeId>,
+    /// Nodes that stopped by themselves, removed from the view with
+    /// nothing left to do (`Host::left_cluster`): down to the end of the
+    /// run in the budgets of the groups they were in, never crashed or
+    /// restarted by the nemesis.
+    left: BTreeSet<NodeId>,
     lost_state: BTreeSet<NodeId>,
     /// Per group of `config.groups` (same index), the members that lost
     /// their state since the group was budgeted. A stream's acceptor log
@@ -178,6 +183,7 @@ impl Nemesis {
             down: BTreeMap::new(),
             next_kill_for_good: None,
             dead: BTreeSet::new(),
+            left: BTreeSet::new(),
             lost_state: BTreeSet::new(),
             stats: NemesisStats::default(),
         }
@@ -255,6 +261,17 @@ impl Nemesis {
     /// due).
     pub fn kills_for_good(&self) -> bool {
         self.next_kill_for_good.is_some() || !self.dead.is_empty()
+    }
+
+    /// `node` stopped by itself: the view removed it and it holds no
+    /// replica and no vote in a stream still in use.
+    pub fn stopped_by_itself(&mut self, node: NodeId) {
+        self.left.insert(node);
+    }
+
+    /// Nodes that stopped by themselves.
+    pub fn left(&self) -> &BTreeSet<NodeId> {
+        &self.left
     }
 
     /// Nodes killed for good.
@@ -477,7 +494,11 @@ impl Nemesis {
     /// Whether `node` may go down now, losing its state if `loses`: a
     /// node killed for good counts as down in every budget.
     fn fits(&self, node: NodeId, loses: bool) -> bool {
-        let is_down = |n: &NodeId| self.down.contains_key(n) || self.dead.contains(n);
+        let is_down = |n: &NodeId| {
+            self.down.contains_key(n) || self.dead.contains(n) || self.left.contains(n)
+        };
+        // Nodes that left are no members: the bound over all nodes counts
+        // members down.
         if is_down(&node) || self.down.len() + self.dead.len() >= self.config.down_max {
             return false;
         }

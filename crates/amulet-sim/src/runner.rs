@@ -62,6 +62,9 @@ pub struct SeedStats {
     pub joiners_admitted: u64,
     /// Nodes the nemesis killed for good (never restarted).
     pub killed_for_good: u64,
+    /// Nodes that stopped by themselves, removed from the view with no
+    /// replica or vote left (`Host::left_cluster`).
+    pub nodes_stopped: u64,
     /// Eventual stores lost (`--dotted-service`: a node's journal and
     /// checkpoint destroyed).
     pub stores_lost: u64,
@@ -138,6 +141,8 @@ pub struct SwarmSummary {
     pub joiners_admitted: u64,
     /// Nodes killed for good, over all seeds.
     pub killed_for_good: u64,
+    /// Nodes that stopped by themselves, over all seeds.
+    pub nodes_stopped: u64,
     /// Eventual stores lost, over all seeds.
     pub stores_lost: u64,
     /// Process pauses, over all seeds.
@@ -234,6 +239,7 @@ pub fn run_swarm_replayed_by(
         summary.joiners += outcome.stats.joiners;
         summary.joiners_admitted += outcome.stats.joiners_admitted;
         summary.killed_for_good += outcome.stats.killed_for_good;
+        summary.nodes_stopped += outcome.stats.nodes_stopped;
         summary.stores_lost += outcome.stats.stores_lost;
         summary.pauses += outcome.stats.pauses;
         summary.flaky_nodes += outcome.stats.flaky_nodes;

@@ -606,6 +606,52 @@ fn rapid_4_2_a_dead_nodes_cut_is_not_held_by_an_observer_without_replicas() {
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
 
+/// A replica replaying from far back asks the runners of the newest map
+/// any peer told its node of (DMap §III-B, signals). In seed
+/// 9007420 node 4 restarted with no state (in-memory storage), so its
+/// only replica, of p2, replayed from the start of the order and waited at
+/// position 5 for p1's signal from nodes 1-3, which had moved p1 away
+/// long before. Node 4's own newest map was that replica's, so it asked
+/// no one else; as the cluster's proposer it then held self-healing too,
+/// and node 2, killed for good, kept handing p1 off.
+#[test]
+fn dmap_iii_b_a_replica_replaying_from_far_back_asks_the_runners_peers_know() {
+    const SEED: u64 = 9_007_420;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
+/// A retired stream an acceptor never opened is opened when a peer asks
+/// (thesis §3.4.1: a stream lives while a majority of its acceptors vote).
+/// In seed 9008438 node 8, cut off and then waiting for a peer's
+/// checkpoint, never reached the split that created p5's stream 6 (nodes
+/// 7-9); node 7 restarted without its votes there. Self-healing moved p5
+/// to a new stream, retiring stream 6, but p5's replicas reach that
+/// move's fence through stream 6, which node 9 then prepared alone for
+/// good.
+#[test]
+fn thesis_3_4_1_a_retired_stream_an_acceptor_never_opened_is_opened_when_asked() {
+    const SEED: u64 = 9_008_438;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
+/// A node the view removed keeps its vote in a retired stream until the
+/// stream's members still in the view are past it (thesis §3.4.1). In
+/// seed 9008438 node 8, removed, opens p5's retired stream 6 when node 9
+/// asks; stopping as soon as the map retired the stream (the behaviour
+/// before) leaves node 9 alone in it again, with node 7's votes lost, and
+/// p5 never reaches the fence of its move.
+#[test]
+fn thesis_3_4_1_a_removed_node_stopping_before_its_retired_streams_pass_is_caught() {
+    const SEED: u64 = 9_008_438;
+    let broken = run_dmap_seed(SEED, false, DmapBug::LeaveBeforeRetiredStreamsPass);
+    assert!(
+        !broken.violations.is_empty(),
+        "a removed node stopping before its retired streams passed survived seed {SEED}"
+    );
+}
+
 /// A join within a view reaches observers that run no replica (SCONEKV
 /// §2). In seed 1000263 the spare, node 10, is killed for good before the
 /// operator orders its `Join`; its nine expected observers must all say

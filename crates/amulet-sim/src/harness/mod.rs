@@ -433,7 +433,31 @@ impl Harness {
                     .expect("a background checkpoint write failing does not stop a node");
             }
             self.step(workload, node);
+            self.stop_if_left(workload, node);
         }
+    }
+
+    /// Stops `node` if the view removed it and it has nothing left to do,
+    /// as the node's runtime does after a tick (`Host::left_cluster`): a
+    /// removed node that stopped while a stream in use still needed its
+    /// vote would show here as a stream that never decides again.
+    fn stop_if_left<W: Workload>(&mut self, workload: &mut W, node: NodeId) {
+        let slot = self.slots.get_mut(&node).expect("known node");
+        let Some(view) = slot.host.as_ref().and_then(|h| h.left_cluster()) else {
+            return;
+        };
+        if self.verbose {
+            println!(
+                "t={}us node {node} stops: removed in view {}, no replica or vote left",
+                self.now.0, view.0
+            );
+        }
+        self.network.drop_to(node);
+        if let Some(host) = &slot.host {
+            workload.crashing(node, slot.incarnation, host);
+        }
+        slot.crash(None);
+        self.nemesis.stopped_by_itself(node);
     }
 
     /// Flushes `node`'s host until it settles, carrying out its commands.

@@ -77,6 +77,10 @@ pub enum DmapBug {
     /// before the first one's new group holds it, without the old group
     /// among its stream's learners.
     HandedOffWhileHolding,
+    /// Membership: a node the view removed stops as soon as the map
+    /// retires the streams it votes in, before their replicas have passed
+    /// the fence that retired them.
+    LeaveBeforeRetiredStreamsPass,
     /// Fence keys (DynaTree §III-A): a replica takes a request routed by
     /// an older map without checking that its key is still inside the
     /// partition's range, and executes it there.
@@ -124,6 +128,7 @@ impl DmapBug {
             healing_keeps_removed_replica: self == DmapBug::HealingKeepsRemovedReplica,
             healing_keeps_removed_acceptor: self == DmapBug::HealingKeepsRemovedAcceptor,
             handed_off_while_holding: self == DmapBug::HandedOffWhileHolding,
+            leave_before_retired_streams_pass: self == DmapBug::LeaveBeforeRetiredStreamsPass,
         }
     }
 }

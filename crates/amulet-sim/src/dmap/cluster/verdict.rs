@@ -62,6 +62,23 @@ impl DmapCluster {
                 "membership: greatest view {}, self-healing repairs proposed by the running hosts {repairs}",
                 self.membership.greatest_view
             );
+            for (node, host) in harness.hosts() {
+                if let Some(membership) = host.membership() {
+                    let view = membership.view();
+                    let reports: Vec<_> = view
+                        .members()
+                        .into_iter()
+                        .map(|m| (m, membership.reports(m)))
+                        .collect();
+                    println!(
+                        "  {node} view {} members {:?} removed {:?} evaluation {:?} reports {reports:?}",
+                        view.id().0,
+                        view.members(),
+                        view.removed(),
+                        membership.evaluate(),
+                    );
+                }
+            }
         }
         let counters: Vec<_> = harness
             .slots
@@ -96,6 +113,7 @@ impl DmapCluster {
                     .map_or(0, |h| h.replicas().len() as u64),
                 joiners: u64::from(self.joiner.is_some()),
                 killed_for_good: harness.nemesis.stats().killed_for_good,
+                nodes_stopped: harness.nemesis.left().len() as u64,
                 stores_lost: 0,
                 pauses: harness.pauses_started(),
                 flaky_nodes: u64::from(self.flaky.is_some()),

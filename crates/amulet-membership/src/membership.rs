@@ -140,6 +140,34 @@ impl Membership {
             .then_some(evaluation.stable)
     }
 
+    /// Applies one command of the global order that `proposer` proposed
+    /// (the node that multicast it): as [`Membership::apply`], except
+    /// that a cut that would remove its own proposer is ignored. Rapid
+    /// decides a view change by a vote of the current members, and a
+    /// member does not vote itself out; here the order decides, so the
+    /// rule is kept at the apply. Without it, a small cluster's stale
+    /// change reports could remove its live members and keep a dead one
+    /// (`amulet-sim --dmap --seed 9012624`: three nodes, K = 2. Node 1,
+    /// cut off, reported nodes 2 and 3; node 3, cut off later, reported
+    /// node 2, and node 2 reported node 3; node 1 died before it took its
+    /// reports back. Nodes 2 and 3 were then stable, node 1's own reports
+    /// not ordered yet, and a cut proposed by node 2 removed nodes 2 and
+    /// 3, keeping only the dead node 1.) A node cut for real is removed
+    /// by a cut another member proposes; any member may propose one.
+    pub fn apply_proposed(&mut self, proposer: NodeId, command: &Command) -> Applied {
+        if let Command::Cut { view } = command {
+            let removes_proposer = *view == self.view.id()
+                && self.ready_cut().is_some_and(|cut| {
+                    cut.contains(&proposer)
+                        && self.view.state(proposer) != Some(MemberState::Joining)
+                });
+            if removes_proposer {
+                return Applied::Ignored("a member does not order a cut that removes itself");
+            }
+        }
+        self.apply(command)
+    }
+
     /// Applies one command of the global order.
     pub fn apply(&mut self, command: &Command) -> Applied {
         let applied = match command {
@@ -347,6 +375,53 @@ mod tests {
         let evaluation = m.evaluate();
         assert_eq!(evaluation.stable, vec![cut_off], "{evaluation:?}");
         assert_eq!(evaluation.unstable, vec![NodeId(1), NodeId(2), NodeId(4)]);
+    }
+
+    #[test]
+    fn rapid_4_3_a_member_does_not_order_a_cut_that_removes_itself() {
+        // Three members, two observers each (simulator seed 9012624): node
+        // 1 reported nodes 2 and 3 while cut off, then died; nodes 2 and 3
+        // reported each other while a later partition cut node 3 off.
+        // Nodes 2 and 3 are stable, node 1 not reported yet: only node 1,
+        // dead, could order that cut.
+        let mut m = membership(3);
+        let (n1, n2, n3) = (NodeId(1), NodeId(2), NodeId(3));
+        let alert = |observer, subject, opinion| Command::Alert {
+            view: ViewId(1),
+            observer,
+            subject,
+            opinion,
+        };
+        for (observer, subject) in [(n1, n2), (n1, n3), (n3, n2), (n2, n3)] {
+            let command = alert(observer, subject, Opinion::Change);
+            assert!(matches!(m.apply(&command), Applied::Reported { .. }));
+        }
+        assert_eq!(m.ready_cut(), Some(vec![n2, n3]));
+        let cut = Command::Cut { view: ViewId(1) };
+        for proposer in [n2, n3] {
+            assert_eq!(
+                m.apply_proposed(proposer, &cut),
+                Applied::Ignored("a member does not order a cut that removes itself")
+            );
+        }
+        assert_eq!(m.view().members(), vec![n1, n2, n3]);
+        // Nodes 2 and 3 reach each other again and take their reports
+        // back; they report node 1, dead: the cut removes node 1, proposed
+        // by either of them.
+        for (observer, subject) in [(n3, n2), (n2, n3)] {
+            let command = alert(observer, subject, Opinion::Stay);
+            assert!(matches!(m.apply(&command), Applied::Reported { .. }));
+        }
+        for (observer, subject) in [(n2, n1), (n3, n1)] {
+            let command = alert(observer, subject, Opinion::Change);
+            assert!(matches!(m.apply(&command), Applied::Reported { .. }));
+        }
+        assert_eq!(m.ready_cut(), Some(vec![n1]), "{:?}", m.evaluate());
+        let Applied::Changed(change) = m.apply_proposed(n2, &cut) else {
+            panic!("{:?}", m.evaluate())
+        };
+        assert_eq!(change.removed, vec![n1]);
+        assert_eq!(m.view().members(), vec![n2, n3]);
     }
 
     #[test]

@@ -313,7 +313,9 @@ impl Monitor {
                 self.propose(Some(subject), command, now, &mut out);
             }
         }
-        match membership.ready_cut() {
+        // A cut that removes this node is proposed by another member
+        // (`Membership::apply_proposed` ignores it from this one).
+        match membership.ready_cut().filter(|cut| !cut.contains(&self.me)) {
             Some(_) => {
                 let since = *self.ready_since.get_or_insert(now);
                 if now.since(since) >= self.config.settle_micros {

@@ -60,8 +60,8 @@ enum Event {
         nonce: u64,
         reply: bool,
     },
-    /// A proposal reaches the sequencer.
-    Sequence(Command),
+    /// A proposal reaches the sequencer, with the id of its proposer.
+    Sequence(NodeId, Command),
     Kill(NodeId),
     /// A process crash; it restarts after the given micros with a fresh
     /// monitor and its membership rebuilt from the global order.
@@ -111,8 +111,9 @@ struct Sim {
     /// is simulated under a provisional id above every real one until then
     /// and answers under its real one after).
     nodes: BTreeMap<NodeId, Node>,
-    /// The global order and when each command was sequenced.
-    log: Vec<(TimeMicros, Command)>,
+    /// The global order: when each command was sequenced, who proposed
+    /// it, the command.
+    log: Vec<(TimeMicros, NodeId, Command)>,
     initial: View,
     bug: MembershipBug,
     config: MonitorConfig,
@@ -400,8 +401,11 @@ impl Sim {
         if self.isolated.contains(&from_key) {
             return;
         }
+        // Its id in the view (a joiner runs under a provisional key until
+        // its join is applied).
+        let proposer = self.nodes[&from_key].joined_as.unwrap_or(from_key);
         let delay = self.rng.range(500, 5_000);
-        self.schedule(delay, Event::Sequence(command));
+        self.schedule(delay, Event::Sequence(proposer, command));
     }
 
     /// Applies every sequenced command `key` has not applied yet, if it
@@ -417,11 +421,11 @@ impl Sim {
             return;
         }
         while node.applied < log_len {
-            let (at, command) = &self.log[node.applied];
+            let (at, proposer, command) = &self.log[node.applied];
             if now.since(*at) < 2_000 {
                 break;
             }
-            node.membership.apply(command);
+            node.membership.apply_proposed(*proposer, command);
             node.applied += 1;
         }
         // A joiner learns its id from the view.
@@ -504,7 +508,7 @@ impl Sim {
         if self.verbose
             && !matches!(
                 event,
-                Event::Tick(_) | Event::Message { .. } | Event::Sequence(_)
+                Event::Tick(_) | Event::Message { .. } | Event::Sequence(..)
             )
         {
             println!("{:>10} {event:?}", self.now.0);
@@ -534,11 +538,11 @@ impl Sim {
                     Run::NotStarted | Run::Dead => {}
                 }
             }
-            Event::Sequence(command) => {
+            Event::Sequence(proposer, command) => {
                 if self.verbose {
-                    println!("{:>10} sequenced {command:?}", self.now.0);
+                    println!("{:>10} sequenced {command:?} from {proposer}", self.now.0);
                 }
-                self.log.push((self.now, command));
+                self.log.push((self.now, proposer, command));
             }
             Event::Kill(key) => {
                 self.nodes.get_mut(&key).expect("known").run = Run::Dead;
@@ -633,8 +637,8 @@ impl Sim {
             .position(|change| change.removed.contains(&node))?;
         // The time the Cut that installed it was sequenced: replay the log.
         let mut membership = Membership::new(self.initial.clone(), self.bug);
-        for (at, command) in &self.log {
-            membership.apply(command);
+        for (at, proposer, command) in &self.log {
+            membership.apply_proposed(*proposer, command);
             if membership.history().len() > index {
                 return Some((index, *at));
             }

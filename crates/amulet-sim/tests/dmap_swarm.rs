@@ -652,6 +652,19 @@ fn thesis_3_4_1_a_removed_node_stopping_before_its_retired_streams_pass_is_caugh
     );
 }
 
+/// A member does not order a cut that removes itself (Rapid §4.3: a view
+/// change is the members' decision). In seed 9012624, three nodes, node
+/// 1 reported nodes 2 and 3 while a partition cut it off and died before
+/// taking the reports back; a later partition had nodes 2 and 3 report
+/// each other. A cut proposed by node 2 then removed nodes 2 and 3 and
+/// kept only node 1, dead.
+#[test]
+fn rapid_4_3_stale_reports_do_not_remove_the_live_members_of_a_small_cluster() {
+    const SEED: u64 = 9_012_624;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
 /// A join within a view reaches observers that run no replica (SCONEKV
 /// §2). In seed 1000263 the spare, node 10, is killed for good before the
 /// operator orders its `Join`; its nine expected observers must all say

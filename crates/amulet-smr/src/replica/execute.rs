@@ -156,7 +156,8 @@ impl<S: StateMachine> Replica<S> {
             }
             return;
         };
-        let applied = std::sync::Arc::make_mut(membership).apply(command);
+        let applied =
+            std::sync::Arc::make_mut(membership).apply_proposed(envelope.origin.node, command);
         if from_operator {
             let reply = match applied {
                 Applied::Ignored(why) => {

@@ -83,7 +83,23 @@ impl<S: StateMachine> Host<S> {
                 || Self::past_for_all(s, view, me);
             !retired.contains(stream) || !passed
         });
-        (!votes).then(|| view.id())
+        // A stream the newest map names this node an acceptor of and that
+        // it has not opened yet (a partition moved here whose state it
+        // still fetches) needs its vote as much: stopping would leave the
+        // stream short of a voter, and the partition's next move, the one
+        // that takes it off this node, reaches its fence through that
+        // stream (`amulet-sim --dmap --seed 9013389`: node 4, removed while
+        // fetching p1's state, stopped; with node 1 dead, p1's stream was
+        // left with one voter for good).
+        let unopened = self.newest_heard_map().is_some_and(|map| {
+            map.streams.values().any(|spec| {
+                spec.acceptors.contains(&me)
+                    && !retired.contains(&spec.stream)
+                    && !map.retired_streams.contains(&spec.stream)
+                    && !self.node.streams().contains_key(&spec.stream)
+            })
+        });
+        (!votes && !unopened).then(|| view.id())
     }
 
     /// Whether every member of `stream` but `me` and the removed ones

@@ -665,6 +665,20 @@ fn rapid_4_3_stale_reports_do_not_remove_the_live_members_of_a_small_cluster() {
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
 
+/// A removed node does not stop while the newest map names it an
+/// acceptor of a stream it has not opened (SCONEKV §2: a node leaves once
+/// it has nothing left to do). In seed 9013389 the balancer moved p1 to
+/// nodes 1, 2 and 4; node 4, still fetching p1's state, was removed by a
+/// partition and stopped, and with node 1 killed for good p1's stream
+/// kept one voter, so the move self-healing ordered never reached its
+/// fence.
+#[test]
+fn sconekv_2_a_removed_node_does_not_stop_before_opening_a_stream_it_votes_in() {
+    const SEED: u64 = 9_013_389;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
 /// A join within a view reaches observers that run no replica (SCONEKV
 /// §2). In seed 1000263 the spare, node 10, is killed for good before the
 /// operator orders its `Join`; its nine expected observers must all say

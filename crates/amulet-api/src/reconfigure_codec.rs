@@ -45,6 +45,9 @@ pub fn reconfiguration_from_pb(
                 stream: stream_from_pb(moved.stream)?,
             }
         }
+        Some(Change::ReplaceGlobalStream(replace)) => Reconfiguration::ReplaceGlobalStream {
+            stream: stream_from_pb(replace.stream)?,
+        },
     };
     Ok((request.map_version, change))
 }
@@ -91,6 +94,11 @@ pub fn reconfiguration_to_pb(map_version: u64, change: &Reconfiguration) -> pb::
             replicas: replicas.iter().map(|n| n.0).collect(),
             stream: Some(stream_to_pb(stream)),
         }),
+        Reconfiguration::ReplaceGlobalStream { stream } => {
+            Change::ReplaceGlobalStream(pb::ReplaceGlobalStream {
+                stream: Some(stream_to_pb(stream)),
+            })
+        }
     };
     pb::ReconfigureRequest {
         map_version,
@@ -191,6 +199,7 @@ mod tests {
                 replicas: vec![NodeId(2), NodeId(3), NodeId(4)],
                 stream: spec(),
             },
+            Reconfiguration::ReplaceGlobalStream { stream: spec() },
         ];
         for change in changes {
             let wire = reconfiguration_to_pb(5, &change);

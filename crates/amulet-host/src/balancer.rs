@@ -127,6 +127,9 @@ fn describe(change: &Reconfiguration) -> String {
             partition.0,
             replicas.iter().map(|n| n.0).collect::<Vec<_>>()
         ),
+        Reconfiguration::ReplaceGlobalStream { stream } => {
+            format!("global stream to stream {}", stream.stream.0)
+        }
     }
 }
 

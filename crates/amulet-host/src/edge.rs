@@ -133,6 +133,15 @@ impl<S: StateMachine> Host<S> {
                 return;
             }
         }
+        if let Body::Reconfigure(Reconfiguration::ReplaceGlobalStream { stream }) = &request.body {
+            if let Some(stranger) = self.global_stream_stranger(&stream.members()) {
+                let reply = ClientReply::Refused(Refusal::InvalidMap(
+                    amulet_smr::InvalidMap::GlobalStreamStranger(stranger),
+                ));
+                self.out.push(Command::Reply { token, reply });
+                return;
+            }
+        }
         if let Body::Membership(amulet_membership::Command::Leave { node }) = &request.body {
             if let Some(why) = self.leave_refused(*node) {
                 let reply = ClientReply::Refused(Refusal::MembershipChange(why));
@@ -179,6 +188,17 @@ impl<S: StateMachine> Host<S> {
             .iter()
             .copied()
             .find(|n| !hosting.contains(n) && !global.contains(n))
+    }
+
+    /// The first of `members` (of a new global stream) that does not
+    /// learn the current global stream by this node's configuration of
+    /// it; every one when this node runs no global stream to judge by.
+    fn global_stream_stranger(&self, members: &[NodeId]) -> Option<NodeId> {
+        let global = self
+            .current_map()
+            .and_then(|map| self.global_stream_members(map))
+            .unwrap_or_default();
+        members.iter().copied().find(|n| !global.contains(n))
     }
 
     /// The client behind `token` gave up (its proposal may have been

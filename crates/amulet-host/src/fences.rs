@@ -22,11 +22,7 @@ impl<S: StateMachine> Host<S> {
         storage: &mut dyn LogOpener,
     ) -> Result<usize, HostError> {
         let me = self.config.me;
-        let limits = self
-            .current_map()
-            .and_then(|m| self.node.streams().get(&m.global_stream))
-            .map(|s| s.config().limits.clone())
-            .unwrap_or_default();
+        let limits = self.runtime_stream_limits();
         let (node, replicas) = (&mut self.node, &mut self.replicas);
         let done = with_fence_host(
             me,

@@ -1,7 +1,10 @@
 //! Self-healing in the node (docs/membership.md): once the view has
 //! removed a node (it failed, or left), the view's lowest active member
-//! that replicates some partition proposes the moves that give each partition back its replicas on live
-//! nodes (`amulet_smr::next_repair`), one at a time, through one of its
+//! that replicates some partition proposes the replacement of the global
+//! stream if the node was one of its acceptors
+//! (`amulet_smr::next_global_repair`), then the moves that give each
+//! partition back its replicas on live nodes
+//! (`amulet_smr::next_repair`), one at a time, through one of its
 //! replicas, as an operator's `amulet move` would. A proposal built on a
 //! map another one changed first fails on the map version and is built
 //! again from the new map at the next turn.
@@ -62,7 +65,19 @@ impl<S: StateMachine> Host<S> {
             )
         };
         let also_used = self.node.streams().keys().copied();
-        let Some(mut repair) = amulet_smr::next_repair(map, &live, also_used, stream_of) else {
+        // The global stream first: every other repair is ordered on it,
+        // and it survives one acceptor fewer than it has no longer.
+        let global = amulet_smr::next_global_repair(
+            map,
+            &live,
+            also_used.clone(),
+            self.stream_storage(map, map.global_stream),
+            &self.stream_acceptors(map, map.global_stream),
+            &self.global_stream_members(map).unwrap_or_default(),
+        );
+        let Some(mut repair) =
+            global.or_else(|| amulet_smr::next_repair(map, &live, also_used, stream_of))
+        else {
             self.healing.proposed = None;
             return;
         };
@@ -70,16 +85,29 @@ impl<S: StateMachine> Host<S> {
             keep_a_removed_replica(&mut repair, map, &live);
         }
         if self.config.bugs.healing_keeps_removed_acceptor {
-            let acceptors_of = |partition| {
-                map.partitions
-                    .get(&partition)
-                    .map(|p| self.stream_acceptors(map, p.stream))
+            // A partition's stream's acceptors, or the global stream's.
+            let acceptors_of = |partition: Option<PartitionId>| {
+                let stream = match partition {
+                    Some(partition) => map.partitions.get(&partition).map(|p| p.stream),
+                    None => Some(map.global_stream),
+                };
+                stream
+                    .map(|stream| self.stream_acceptors(map, stream))
                     .unwrap_or_default()
             };
             keep_a_removed_acceptor(&mut repair, acceptors_of, &live);
         }
-        let partition = map.partitions.keys().copied().find(|p| repair.involves(*p));
-        if looked_lately && partition.is_some() && partition == self.healing.repaired {
+        let target = match &repair {
+            // Every partition's, none in particular.
+            amulet_smr::Reconfiguration::ReplaceGlobalStream { .. } => Some(RepairOf::GlobalStream),
+            _ => map
+                .partitions
+                .keys()
+                .copied()
+                .find(|p| repair.involves(*p))
+                .map(RepairOf::Partition),
+        };
+        if looked_lately && target.is_some() && target == self.healing.repaired {
             // The partition the last repair took effect on needs another
             // at once: the next waits for the interval. A repair whose
             // result needs repairing again (a stream an operator gave
@@ -105,7 +133,7 @@ impl<S: StateMachine> Host<S> {
             "self-healing: proposing a repair"
         );
         self.healing.proposed = Some((version, now));
-        self.healing.repaired = partition;
+        self.healing.repaired = target;
         self.healing.repairs_proposed += 1;
         let request = ClientRequest {
             map_version: version,
@@ -252,22 +280,24 @@ fn keep_a_removed_replica(
 }
 
 /// The broken variant `healing_keeps_removed_acceptor`: the repair's new
-/// stream keeps an acceptor of the partition's current stream that is not
-/// live, in place of its last acceptor (which stays a learner, so the
-/// partition's replicas all still learn the stream).
+/// stream keeps an acceptor of the partition's (or the global) current
+/// stream that is not live, in place of its last acceptor (which stays a
+/// learner, so the replicas all still learn the stream).
 fn keep_a_removed_acceptor(
     repair: &mut amulet_smr::Reconfiguration,
-    acceptors_of: impl Fn(amulet_types::PartitionId) -> Vec<NodeId>,
+    acceptors_of: impl Fn(Option<amulet_types::PartitionId>) -> Vec<NodeId>,
     live: &[NodeId],
 ) {
-    let (amulet_smr::Reconfiguration::Move {
-        partition, stream, ..
-    }
-    | amulet_smr::Reconfiguration::ReplaceStream { partition, stream }) = repair
-    else {
-        return;
+    let (acceptors, stream) = match repair {
+        amulet_smr::Reconfiguration::Move {
+            partition, stream, ..
+        }
+        | amulet_smr::Reconfiguration::ReplaceStream { partition, stream } => {
+            (acceptors_of(Some(*partition)), stream)
+        }
+        amulet_smr::Reconfiguration::ReplaceGlobalStream { stream } => (acceptors_of(None), stream),
+        _ => return,
     };
-    let acceptors = acceptors_of(*partition);
     let Some(dead) = acceptors.iter().find(|n| !live.contains(n)) else {
         return;
     };
@@ -281,6 +311,15 @@ fn keep_a_removed_acceptor(
     stream.learners.retain(|n| n != dead);
 }
 
+/// What a repair is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RepairOf {
+    /// The global stream (its replacement).
+    GlobalStream,
+    /// One partition (a move, or its stream's replacement).
+    Partition(PartitionId),
+}
+
 /// The healer's record.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Healing {
@@ -288,8 +327,8 @@ pub(crate) struct Healing {
     pub(crate) looked_at: Option<TimeMicros>,
     /// The map version and time of the last repair proposed.
     pub(crate) proposed: Option<(MapVersion, TimeMicros)>,
-    /// The partition of the last repair proposed.
-    pub(crate) repaired: Option<PartitionId>,
+    /// What the last repair proposed was for.
+    pub(crate) repaired: Option<RepairOf>,
     /// Repairs proposed here since the node started.
     pub(crate) repairs_proposed: u64,
 }

@@ -329,6 +329,20 @@ impl<S: StateMachine> Host<S> {
             .or(self.configured_map.as_ref())
     }
 
+    /// The limits of a stream created at run time: the configured global
+    /// stream's (opened from the configuration file and never removed,
+    /// so they hold after the global stream itself is replaced), else
+    /// the current global stream's.
+    pub(crate) fn runtime_stream_limits(&self) -> amulet_types::StreamLimits {
+        let streams = self.node.streams();
+        self.configured_map
+            .iter()
+            .chain(self.current_map())
+            .find_map(|map| streams.get(&map.global_stream))
+            .map(|s| s.config().limits.clone())
+            .unwrap_or_default()
+    }
+
     /// The newest map this node executed or a peer told it of
     /// (`Host::heard_map`): for finding other nodes only (whom to ask for
     /// a signal, which retired stream a peer still runs); the node decides

@@ -21,6 +21,11 @@
 //! vote is the log's to say, as for every other stream: a durable log
 //! from its files, an in-memory one only in the first run of the node's
 //! data (no earlier run can have voted in it).
+//!
+//! A node that runs no replica opens the same way the global stream of
+//! the newest map it heard of when it is a member: it executes nothing,
+//! so no fence opens a replaced global stream for it, yet it proposes its
+//! membership alerts there, and may be one of its acceptors.
 
 use crate::host::{Host, HostError};
 use crate::storage::{with_fence_host, LogOpener};
@@ -51,23 +56,23 @@ impl<S: StateMachine> Host<S> {
         let Some(newest) = self.newest_heard_map() else {
             return Ok(());
         };
+        let global = newest
+            .streams
+            .get(&newest.global_stream)
+            .filter(|spec| self.replicas.is_empty() && spec.members().contains(&me));
         let specs: Vec<StreamSpec> = asked
             .iter()
             .filter(|stream| newest.retired_streams.contains(stream))
             .filter_map(|stream| newest.streams.get(stream))
             .filter(|spec| spec.acceptors.contains(&me))
+            .chain(global)
             .filter(|spec| !self.node.streams().contains_key(&spec.stream))
             .cloned()
             .collect();
         if specs.is_empty() {
             return Ok(());
         }
-        let limits = self
-            .node
-            .streams()
-            .get(&newest.global_stream)
-            .map(|s| s.config().limits.clone())
-            .unwrap_or_default();
+        let limits = self.runtime_stream_limits();
         // Only the first run of the node's data can vouch that no earlier
         // run voted in the stream (an in-memory log asks this).
         let first_run = self.config.incarnation <= 1;
@@ -94,7 +99,7 @@ impl<S: StateMachine> Host<S> {
         )?;
         for stream in opened {
             let voting = self.node.streams()[&stream].is_voting();
-            tracing::info!(%stream, voting, "opened a retired stream a peer still runs");
+            tracing::info!(%stream, voting, "opened late a stream peers run");
         }
         Ok(())
     }

@@ -464,12 +464,7 @@ impl<S: StateMachine> Host<S> {
         storage: &mut dyn LogOpener,
         now: TimeMicros,
     ) -> Result<(), HostError> {
-        let limits = self
-            .node
-            .streams()
-            .get(&map.global_stream)
-            .map(|s| s.config().limits.clone())
-            .unwrap_or_default();
+        let limits = self.runtime_stream_limits();
         let node = &mut self.node;
         with_fence_host(
             self.config.me,

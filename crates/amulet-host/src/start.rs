@@ -51,9 +51,12 @@ impl<S: StateMachine> Host<S> {
         // map a replica here restored) are not configured: open them too,
         // with the global stream's limits.
         if let Some(newest) = replicas.values().map(|r| r.map()).max_by_key(|m| m.version) {
-            let limits = logs
+            // The configured global stream's limits (its log is opened
+            // from the configuration file even once it is replaced).
+            let limits = map
                 .iter()
-                .find(|(c, _)| c.stream == newest.global_stream)
+                .chain([newest])
+                .find_map(|m| logs.iter().find(|(c, _)| c.stream == m.global_stream))
                 .map(|(c, _)| c.limits.clone())
                 .unwrap_or_default();
             for spec in newest.streams.values() {
@@ -259,7 +262,9 @@ fn merge_groups<S: StateMachine>(
             .partitions
             .get(partition)
             .map_or_else(|| map.partitions[partition].stream, |info| info.stream);
-        let streams = vec![map.global_stream, own];
+        // The replica's own map's global stream: a replaced one is a
+        // stream created at run time, opened above.
+        let streams = vec![replica.map().global_stream, own];
         if let Some(missing) = streams.iter().find(|s| !member(**s)) {
             return Err(StartError::NotAMember {
                 partition: partition.0,

@@ -486,6 +486,9 @@ fn swarm(
     if summary.flaky_nodes > 0 {
         println!("flaky_nodes={}", summary.flaky_nodes);
     }
+    if summary.global_stream_replaced > 0 {
+        println!("global_stream_replaced={}", summary.global_stream_replaced);
+    }
     if summary.spare_nodes > 0 {
         println!("spare_nodes={}", summary.spare_nodes);
         println!("spare_replicas_at_end={}", summary.spare_replicas);

@@ -55,6 +55,10 @@ pub struct SeedStats {
     pub spare_nodes: u64,
     /// Replicas the spare node ran at the end.
     pub spare_replicas: u64,
+    /// 1 when the newest map's global stream is not the one the run
+    /// started with (thesis §4.2: replaced by the operator or by
+    /// self-healing), else 0.
+    pub global_stream_replaced: u64,
     /// 1 when the spare was not in the first view and joins, else 0.
     pub joiners: u64,
     /// 1 when that joiner was an active member of the newest view at the
@@ -135,6 +139,8 @@ pub struct SwarmSummary {
     pub spare_nodes: u64,
     /// Replicas the spare nodes ran at the end, over all seeds.
     pub spare_replicas: u64,
+    /// Seeds whose global stream was replaced, over all seeds.
+    pub global_stream_replaced: u64,
     /// Seeds whose spare joined (not in the first view), over all seeds.
     pub joiners: u64,
     /// Of those, joiners active in the newest view at the end.
@@ -236,6 +242,7 @@ pub fn run_swarm_replayed_by(
         summary.balancer_weight_moves += outcome.stats.balancer_weight_moves;
         summary.spare_nodes += outcome.stats.spare_nodes;
         summary.spare_replicas += outcome.stats.spare_replicas;
+        summary.global_stream_replaced += outcome.stats.global_stream_replaced;
         summary.joiners += outcome.stats.joiners;
         summary.joiners_admitted += outcome.stats.joiners_admitted;
         summary.killed_for_good += outcome.stats.killed_for_good;

@@ -252,6 +252,7 @@ fn dmap_iii_c_a_move_handing_off_at_its_fence_is_caught() {
 #[test]
 fn dmap_iii_c_a_hand_off_reported_while_holding_is_caught() {
     const SEED: u64 = 1_000_070;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     // Found without splits by load. Since members replicating nothing
     // take part in the balancer's moves (docs/dynatree.md), the nodes the
     // operator's move empties are given partitions back, and the seed so
@@ -290,6 +291,7 @@ fn dmap_iii_c_a_hand_off_reported_while_holding_is_caught() {
 #[test]
 fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
     const SEED: u64 = 2_001_189;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -303,6 +305,7 @@ fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
 /// the way (the regression seeds of §3.4.2 recovery below).
 fn recovers_by_state_transfer(seed: u64) {
     let _pinned = amulet_sim::dmap::BeforeKillsAndJoins::new();
+    let _before = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -326,6 +329,7 @@ fn recovers_by_state_transfer(seed: u64) {
 #[test]
 fn dynatree_oracle_a_spare_node_given_a_partition_follows_the_global_stream() {
     const SEED: u64 = 10;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = clean_run_with_a_spare(SEED);
     assert!(
         run.stats.spare_replicas > 0,
@@ -352,6 +356,7 @@ fn dynatree_oracle_a_spare_node_counts_in_the_state_loss_budget() {
 /// seeds were pinned (before joins).
 fn clean_run_with_a_spare(seed: u64) -> amulet_sim::SeedOutcome {
     let _pinned = amulet_sim::dmap::BeforeKillsAndJoins::new();
+    let _before = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -374,6 +379,7 @@ fn clean_run_with_a_spare(seed: u64) -> amulet_sim::SeedOutcome {
 #[test]
 fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
     const SEED: u64 = 2_002_022;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     // The scenario it was found in, from before splits by load.
     let _pinned = amulet_sim::dmap::WithoutLoadSplits::new();
     recovers_by_state_transfer(SEED);
@@ -390,6 +396,7 @@ fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
 #[test]
 fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
     const SEED: u64 = 2_001_595;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     recovers_by_state_transfer(SEED);
 }
 
@@ -405,6 +412,7 @@ fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
 #[test]
 fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
     const SEED: u64 = 2_001_683;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     recovers_by_state_transfer(SEED);
 }
 
@@ -419,6 +427,7 @@ fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
 #[test]
 fn dmap_iii_b_a_replica_asks_for_signals_by_the_newest_map_after_a_hand_off() {
     const SEED: u64 = 2_000_129;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -439,6 +448,7 @@ fn dmap_iii_b_a_replica_asks_for_signals_by_the_newest_map_after_a_hand_off() {
 #[test]
 fn thesis_3_4_2_a_replica_merged_into_a_partition_moved_here_installs_it() {
     const SEED: u64 = 2_000_664;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     recovers_by_state_transfer(SEED);
 }
 
@@ -533,6 +543,7 @@ fn dynatree_iii_a_fence_keys_refuse_fewer_requests_than_whole_map_versions() {
 #[test]
 fn sconekv_2_a_node_that_joins_under_the_dmap_workload_is_admitted_and_given_partitions() {
     const SEED: u64 = 39;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     assert_eq!(run.stats.joiners, 1, "seed {SEED} has no joiner");
@@ -554,6 +565,7 @@ fn sconekv_2_a_node_that_joins_under_the_dmap_workload_is_admitted_and_given_par
 #[test]
 fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_state() {
     const SEED: u64 = 9_000_706;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -569,6 +581,7 @@ fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_stat
 #[test]
 fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_session() {
     const SEED: u64 = 9_001_528;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -584,6 +597,7 @@ fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_sessi
 #[test]
 fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
     const SEED: u64 = 9_003_189;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -602,6 +616,7 @@ fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
 #[test]
 fn rapid_4_2_a_dead_nodes_cut_is_not_held_by_an_observer_without_replicas() {
     const SEED: u64 = 9_008_124;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -617,6 +632,7 @@ fn rapid_4_2_a_dead_nodes_cut_is_not_held_by_an_observer_without_replicas() {
 #[test]
 fn dmap_iii_b_a_replica_replaying_from_far_back_asks_the_runners_peers_know() {
     const SEED: u64 = 9_007_420;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -632,6 +648,7 @@ fn dmap_iii_b_a_replica_replaying_from_far_back_asks_the_runners_peers_know() {
 #[test]
 fn thesis_3_4_1_a_retired_stream_an_acceptor_never_opened_is_opened_when_asked() {
     const SEED: u64 = 9_008_438;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -645,6 +662,7 @@ fn thesis_3_4_1_a_retired_stream_an_acceptor_never_opened_is_opened_when_asked()
 #[test]
 fn thesis_3_4_1_a_removed_node_stopping_before_its_retired_streams_pass_is_caught() {
     const SEED: u64 = 9_008_438;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let broken = run_dmap_seed(SEED, false, DmapBug::LeaveBeforeRetiredStreamsPass);
     assert!(
         !broken.violations.is_empty(),
@@ -661,6 +679,7 @@ fn thesis_3_4_1_a_removed_node_stopping_before_its_retired_streams_pass_is_caugh
 #[test]
 fn rapid_4_3_stale_reports_do_not_remove_the_live_members_of_a_small_cluster() {
     const SEED: u64 = 9_012_624;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -675,6 +694,7 @@ fn rapid_4_3_stale_reports_do_not_remove_the_live_members_of_a_small_cluster() {
 #[test]
 fn sconekv_2_a_removed_node_does_not_stop_before_opening_a_stream_it_votes_in() {
     const SEED: u64 = 9_013_389;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -690,9 +710,24 @@ fn sconekv_2_a_removed_node_does_not_stop_before_opening_a_stream_it_votes_in() 
 #[test]
 fn sconekv_2_a_joiner_killed_before_admission_is_refused_by_observers_running_no_replica() {
     const SEED: u64 = 1_000_263;
+    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     assert_eq!(run.stats.joiners, 1, "seed {SEED} has no joiner");
     assert_eq!(run.stats.killed_for_good, 1, "seed {SEED} kills no node");
     assert_eq!(run.stats.joiners_admitted, 0);
+}
+
+/// Self-healing replaces the global stream when the view removes one of
+/// its acceptors (thesis §4.2; issue 22). In seed 9 the view removes node
+/// 2, an acceptor of the configured global stream (nodes 1-3); the
+/// operator of this seed never replaces the global stream, so the newest
+/// map's other global stream is self-healing's, and the healing checker
+/// finds no removed acceptor left in it.
+#[test]
+fn thesis_4_2_self_healing_replaces_the_global_stream_of_a_removed_acceptor() {
+    const SEED: u64 = 9;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert_eq!(run.stats.global_stream_replaced, 1);
 }

@@ -123,18 +123,35 @@ fn thesis_4_2_a_repair_that_keeps_a_removed_replica_is_caught_in_the_dmap_swarm(
 }
 
 /// Self-healing moves acceptor roles too (issue 22): by the end of the
-/// healed phase no partition's stream keeps an acceptor on a removed node.
-/// A healer whose new streams keep one (the replicas all move to live
-/// nodes) is caught: the next repair left is a stream replacement.
+/// healed phase no stream keeps an acceptor on a removed node. A healer
+/// whose new streams keep one (the replicas all move to live nodes) is
+/// caught: the next repair left replaces a partition's stream or the
+/// global stream (`Replace` matches both).
 #[test]
 fn thesis_4_2_a_repair_that_keeps_a_removed_acceptor_is_caught_in_the_dmap_swarm() {
     let (seed, how) = first_dmap_catch(
         run_dmap_seed,
         DmapBug::HealingKeepsRemovedAcceptor,
         60,
-        "ReplaceStream",
+        "Replace",
     )
     .expect("repairs keeping a removed acceptor survived 60 DMap seeds");
+    println!("caught at seed {seed}: {how}");
+}
+
+/// The global stream's replacement by self-healing (thesis §4.2; issue
+/// 22, "the global stream itself is replaced when one of its acceptors is
+/// removed"): a healer whose new global stream keeps a removed acceptor
+/// is caught by the healing checker's global-stream rule.
+#[test]
+fn thesis_4_2_a_global_stream_repair_that_keeps_a_removed_acceptor_is_caught_in_the_dmap_swarm() {
+    let (seed, how) = first_dmap_catch(
+        run_dmap_seed,
+        DmapBug::HealingKeepsRemovedAcceptor,
+        60,
+        "global stream",
+    )
+    .expect("global stream repairs keeping a removed acceptor survived 60 DMap seeds");
     println!("caught at seed {seed}: {how}");
 }
 

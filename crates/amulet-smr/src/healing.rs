@@ -86,6 +86,69 @@ pub fn next_repair(
     None
 }
 
+/// The replacement of the global stream when one of its `acceptors` is
+/// not in `live` (issue 22: the global stream itself is replaced when one
+/// of its acceptors is removed), else `None`. The new stream keeps the
+/// live acceptors and takes, for each one lost, the lowest live member of
+/// the current global stream (`members`) that is not one, so it has as
+/// many acceptors as before; with too few live members it is not
+/// replaced (fewer acceptors would survive fewer failures). Its learners
+/// are the other members, less those neither live nor running a replica
+/// (a removed node that still holds a replica or a hand-off learns it,
+/// since every replica merges the global stream). Storage: `storage`, the
+/// current global stream's.
+pub fn next_global_repair(
+    map: &PartitionMap,
+    live: &[NodeId],
+    also_used: impl IntoIterator<Item = StreamId>,
+    storage: StorageMode,
+    acceptors: &[NodeId],
+    members: &[NodeId],
+) -> Option<Reconfiguration> {
+    if acceptors.iter().all(|n| live.contains(n)) {
+        return None;
+    }
+    let mut kept: Vec<NodeId> = acceptors
+        .iter()
+        .copied()
+        .filter(|n| live.contains(n))
+        .collect();
+    let mut candidates: Vec<NodeId> = members
+        .iter()
+        .copied()
+        .filter(|n| live.contains(n) && !kept.contains(n))
+        .collect();
+    candidates.sort();
+    candidates.dedup();
+    let wanted = acceptors.len();
+    kept.extend(candidates.into_iter().take(wanted - kept.len()));
+    if kept.len() < wanted || kept.len().is_multiple_of(2) {
+        return None;
+    }
+    kept.sort();
+    let running = map.hosting_nodes();
+    let handing_off: Vec<NodeId> = map.handing_off.values().flatten().copied().collect();
+    let mut learners: Vec<NodeId> = members
+        .iter()
+        .copied()
+        .chain(running.iter().copied())
+        .chain(handing_off.iter().copied())
+        .filter(|n| !kept.contains(n))
+        .filter(|n| live.contains(n) || running.contains(n) || handing_off.contains(n))
+        .collect();
+    learners.sort();
+    learners.dedup();
+    Some(Reconfiguration::ReplaceGlobalStream {
+        stream: StreamSpec {
+            stream: map.next_stream_id(also_used),
+            acceptors: kept,
+            learners,
+            storage,
+            base_position: 0,
+        },
+    })
+}
+
 /// The first partition `leaver` replicates that self-healing could not
 /// move off it once it leaves: no other live replica holds its state, or
 /// too few live nodes (as [`next_repair`] picks them) could take the
@@ -341,5 +404,38 @@ mod tests {
         // With node 5 live, the stream stays as configured.
         let all = nodes(&[1, 2, 3, 4, 5]);
         assert_eq!(next_repair(&map, &all, [], acceptors), None);
+    }
+
+    #[test]
+    fn thesis_4_2_a_removed_acceptor_of_the_global_stream_is_replaced() {
+        let map = five_nodes();
+        let members = nodes(&[1, 2, 3, 4, 5, 6]);
+        let global = |live: &[NodeId]| {
+            next_global_repair(
+                &map,
+                live,
+                [],
+                StorageMode::SyncDurable,
+                &nodes(&[1, 2, 3]),
+                &members,
+            )
+        };
+        // Every acceptor live: nothing to do.
+        assert_eq!(global(&nodes(&[1, 2, 3, 4, 5])), None);
+        // Node 2 removed (it still runs p1 and p3), node 6 (a spare,
+        // replicating nothing) removed too: 4, the lowest live member,
+        // takes 2's vote; 2 stays a learner (its replicas still merge the
+        // global stream), 6 goes.
+        let plan = global(&nodes(&[1, 3, 4, 5])).expect("the global stream needs a repair");
+        let Reconfiguration::ReplaceGlobalStream { stream } = &plan else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(stream.acceptors, nodes(&[1, 3, 4]));
+        assert_eq!(stream.learners, nodes(&[2, 5]));
+        assert_eq!(stream.stream, StreamId(5), "a stream id never used");
+        let next = plan.apply(&map, 0).expect("the plan applies to its map");
+        assert_eq!(next.global_stream, StreamId(5));
+        // Two live members cannot make three acceptors: it stays.
+        assert_eq!(global(&nodes(&[1, 3])), None);
     }
 }

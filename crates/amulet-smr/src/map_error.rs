@@ -172,6 +172,12 @@ pub enum InvalidMap {
     /// Refused at the edge, never by the replicas (docs/dynatree.md).
     #[error("node {0} replicates no partition and does not learn the global stream; a move goes to nodes that do")]
     MoveToIdleNode(NodeId),
+    /// A new global stream naming a node that does not learn the current
+    /// one (by the configuration of the node judging it): it runs nothing
+    /// of the cluster's order, may not even exist, and a stream that
+    /// needs its vote could stop the whole cluster. Refused at the edge.
+    #[error("node {0} does not learn the global stream; its replacement is made of nodes that do")]
+    GlobalStreamStranger(NodeId),
     /// An eventual map's replicas or virtual nodes out of bounds.
     #[error("{0}")]
     EventualReplicas(String),
@@ -215,6 +221,7 @@ impl InvalidMap {
             InvalidMap::MoveReplicasNotDistinct { .. } => "move-replicas-not-distinct",
             InvalidMap::MoveMembersMustLearn { .. } => "move-members-must-learn",
             InvalidMap::MoveToIdleNode(_) => "move-to-idle-node",
+            InvalidMap::GlobalStreamStranger(_) => "global-stream-stranger",
             InvalidMap::EventualReplicas(_) => "eventual-replicas",
             InvalidMap::HandOffInProgress { .. } => "hand-off-in-progress",
         }

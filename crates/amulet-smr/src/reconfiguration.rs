@@ -1,7 +1,7 @@
 //! Changes of the partitioning at run time (thesis §4.5 and §4.7.4-4.7.5;
 //! DMap §IV-C): splitting a partition onto a new replica group with its
-//! own stream, merging two partitions, and replacing a partition's stream
-//! (its acceptors) by a new one.
+//! own stream, merging two partitions, replacing a partition's stream
+//! (its acceptors) by a new one, and replacing the global stream.
 //!
 //! A reconfiguration is a command of the global stream ordered as a
 //! *barrier* ([`amulet_types`]'s stream merges stop at the start of the
@@ -106,6 +106,19 @@ pub enum Reconfiguration {
         /// The new stream: its members are the old and the new replicas.
         stream: StreamSpec,
     },
+    /// Replaces the global stream by the new stream `stream` (thesis §4.2
+    /// "Reconfiguration", for the stream every partition merges): at the
+    /// fence every replica's merge drops the old global stream and merges
+    /// the new one from its base position, all at the same round (every
+    /// merge takes the global stream from the same base), so the global
+    /// order is the old stream up to the barrier and the new one after
+    /// it. The old stream is retired. Every replica of every partition,
+    /// and every node a partition is still handed off from, learns the
+    /// new stream (the latter added from the map, as for a move).
+    ReplaceGlobalStream {
+        /// The new global stream.
+        stream: StreamSpec,
+    },
 }
 
 impl Reconfiguration {
@@ -117,6 +130,8 @@ impl Reconfiguration {
             Reconfiguration::Merge { source, into } => partition == *source || partition == *into,
             Reconfiguration::ReplaceStream { partition: p, .. }
             | Reconfiguration::Move { partition: p, .. } => partition == *p,
+            // Every partition merges the global stream.
+            Reconfiguration::ReplaceGlobalStream { .. } => true,
         }
     }
 
@@ -125,7 +140,8 @@ impl Reconfiguration {
         match self {
             Reconfiguration::Split { stream, .. }
             | Reconfiguration::ReplaceStream { stream, .. }
-            | Reconfiguration::Move { stream, .. } => Some(stream),
+            | Reconfiguration::Move { stream, .. }
+            | Reconfiguration::ReplaceGlobalStream { stream } => Some(stream),
             Reconfiguration::Merge { .. } => None,
         }
     }
@@ -193,6 +209,21 @@ impl Reconfiguration {
                         .into_iter()
                         .filter(|n| !members.contains(n)),
                 );
+            }
+            // Every node a partition is handed off from still runs its
+            // replica, which merges the global stream like every other.
+            if let Reconfiguration::ReplaceGlobalStream { .. } = self {
+                let members = recorded.members();
+                let mut from: Vec<NodeId> = map
+                    .handing_off
+                    .values()
+                    .flatten()
+                    .copied()
+                    .filter(|n| !members.contains(n))
+                    .collect();
+                from.sort();
+                from.dedup();
+                recorded.learners.extend(from);
             }
             next.streams.insert(spec.stream, recorded);
         }
@@ -363,6 +394,21 @@ impl Reconfiguration {
                 }
                 info.replicas = replicas.clone();
                 let old = std::mem::replace(&mut info.stream, stream.stream);
+                next.retired_streams.insert(old);
+            }
+            Reconfiguration::ReplaceGlobalStream { stream } => {
+                let members = stream.members();
+                if let Some((partition, info)) = map
+                    .partitions
+                    .iter()
+                    .find(|(_, info)| !info.replicas.iter().all(|n| members.contains(n)))
+                {
+                    return invalid(InvalidMap::ReplicasMustLearn {
+                        partition: *partition,
+                        replicas: info.replicas.clone(),
+                    });
+                }
+                let old = std::mem::replace(&mut next.global_stream, stream.stream);
                 next.retired_streams.insert(old);
             }
         }

@@ -206,6 +206,27 @@ pub enum Op {
         #[arg(long, default_value = "sync")]
         storage: String,
     },
+    /// Continue the global stream on a new stream with acceptors
+    /// --acceptors (thesis §4.2 for the stream every partition merges):
+    /// every replica swaps it at the same point of the order; the old one
+    /// retires. Learners: --learners (default: every node running the
+    /// current global stream), and every replica, not among the
+    /// acceptors. Each must run the current global stream, else refused
+    /// (global-stream-stranger) with nothing changed.
+    ReplaceGlobalStream {
+        /// Node ids, comma separated (an odd number).
+        #[arg(long, value_delimiter = ',', required = true)]
+        acceptors: Vec<u32>,
+        /// Node ids, comma separated; default: every node whose status
+        /// shows it runs the current global stream.
+        #[arg(long, value_delimiter = ',')]
+        learners: Vec<u32>,
+        /// Id of the new stream; default: one the cluster never used.
+        #[arg(long)]
+        stream: Option<u32>,
+        #[arg(long, default_value = "sync")]
+        storage: String,
+    },
     /// Move PARTITION to the replica group --to (node ids, comma
     /// separated, each already a replica of some partition) on a new
     /// stream whose acceptors are the new replicas; new replicas fetch the
@@ -456,6 +477,28 @@ async fn execute(
                 crate::membership_command::wait_until_left(client, node, wait_secs).await?;
             }
         }
+        Op::ReplaceGlobalStream {
+            acceptors,
+            learners,
+            stream,
+            storage,
+        } => {
+            let learners = if learners.is_empty() {
+                global_stream_runners(client).await
+            } else {
+                learners
+            };
+            let op = Op::ReplaceGlobalStream {
+                acceptors,
+                learners,
+                stream,
+                storage,
+            };
+            let configured = client.running_streams().await;
+            crate::reconfigure_command::reconfiguration(&client.partition_map(), &op, &configured)?;
+            crate::reconfigure_command::reconfigure(client, &op, &configured, target.timeout_secs)
+                .await?;
+        }
         Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
             let configured = client.running_streams().await;
             // Checked once here for a clear error; built again on the
@@ -466,6 +509,20 @@ async fn execute(
         }
     }
     Ok(())
+}
+
+/// The nodes whose status shows they run the current global stream.
+async fn global_stream_runners(client: &Client) -> Vec<u32> {
+    let global = client.partition_map().global_stream.0;
+    let mut runners = Vec::new();
+    for (_, address) in client.node_addresses() {
+        if let Ok(status) = client.status(&address).await {
+            if status.streams.iter().any(|s| s.stream == global) {
+                runners.push(status.node);
+            }
+        }
+    }
+    runners
 }
 
 async fn status(client: &Client, seeds: &[String]) -> anyhow::Result<()> {

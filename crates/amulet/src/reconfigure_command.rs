@@ -1,5 +1,5 @@
 //! The operator's reconfiguration subcommands (`amulet split`, `merge`,
-//! `replace-stream`, `move`): the change each asks for, built on the
+//! `replace-stream`, `replace-global-stream`, `move`): the change each asks for, built on the
 //! freshest map at every attempt, and for a move the wait until the old
 //! replicas have handed the partition off.
 
@@ -90,6 +90,33 @@ pub(crate) fn reconfiguration(
                 .collect();
             Reconfiguration::ReplaceStream {
                 partition: PartitionId(*partition),
+                stream: StreamSpec {
+                    stream: new_stream(stream),
+                    acceptors,
+                    learners,
+                    storage: storage_of(storage)?,
+                    base_position: 0,
+                },
+            }
+        }
+        Op::ReplaceGlobalStream {
+            acceptors,
+            learners,
+            stream,
+            storage,
+        } => {
+            let acceptors: Vec<NodeId> = acceptors.iter().copied().map(NodeId).collect();
+            // Every replica merges the global stream: each learns it.
+            let mut learners: Vec<NodeId> = learners
+                .iter()
+                .copied()
+                .map(NodeId)
+                .chain(map.hosting_nodes())
+                .filter(|n| !acceptors.contains(n))
+                .collect();
+            learners.sort();
+            learners.dedup();
+            Reconfiguration::ReplaceGlobalStream {
                 stream: StreamSpec {
                     stream: new_stream(stream),
                     acceptors,

@@ -29,7 +29,7 @@ mod access;
 mod balancer;
 pub use balancer::WithoutLoadSplits;
 pub(crate) use pinned::new_draws;
-pub use pinned::BeforeKillsAndJoins;
+pub use pinned::{BeforeGlobalReplacement, BeforeKillsAndJoins};
 mod bugs;
 mod joiner;
 mod membership;
@@ -102,6 +102,10 @@ struct Operator {
     next_partition: u32,
     next_stream: u32,
     rng: Rng,
+    /// In a third of the map workload's seeds with an operator, it also
+    /// replaces the global stream now and then (`operator.rs`); a
+    /// separate generator, so the other seeds draw as before.
+    global_rng: Option<Rng>,
 }
 
 /// The swarm's workload: what the nodes run, the clients and the
@@ -461,6 +465,13 @@ impl DmapCluster {
             next_partition: partitions + 1,
             next_stream: partitions + 2,
             rng: operator_rng.fork(),
+            global_rng: {
+                let mut global_rng = Rng::new(seed ^ 0x676C_6F62);
+                // The map workload's seeds only: the other workloads' pinned
+                // seeds keep their scenarios.
+                let draws = kind == ClientKind::Map && pinned::global_draws();
+                (global_rng.chance(1.0 / 3.0) && draws).then_some(global_rng)
+            },
         });
         let client_rng = rng.fork();
         let disk_rng = rng.fork();

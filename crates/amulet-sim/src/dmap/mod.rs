@@ -15,6 +15,7 @@ mod workload;
 
 pub use cluster::{
     run_access_seed, run_dmap_pauses_only_seed, run_dmap_seed, run_dmap_with, run_fields_seed,
-    run_logs_seed, run_txn_seed, BeforeKillsAndJoins, ClientKind, DmapBug, WithoutLoadSplits,
+    run_logs_seed, run_txn_seed, BeforeGlobalReplacement, BeforeKillsAndJoins, ClientKind, DmapBug,
+    WithoutLoadSplits,
 };
 pub use model::{MapOp, Observed, SortedMapModel};

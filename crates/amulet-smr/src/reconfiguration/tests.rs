@@ -477,3 +477,68 @@ fn bad_reconfigurations_are_refused_and_change_nothing() {
         .into())
     );
 }
+
+#[test]
+fn thesis_4_2_the_global_stream_replaced_is_retired_and_every_replica_learns_the_new_one() {
+    let m = nine_nodes();
+    // Nodes 7-9 are handed off from by the move below and replicate
+    // nothing else: they still run p8's replica, so they learn the new
+    // global stream too, though the change does not name them.
+    let moved = move_to(8, [4, 5, 6], 20, &[7, 8, 9]).apply(&m, 0).unwrap();
+    assert_eq!(moved.handing_off[&PartitionId(8)].len(), 3);
+    let mut all: Vec<NodeId> = moved.hosting_nodes();
+    all.retain(|n| ![NodeId(1), NodeId(2), NodeId(3)].contains(n));
+    let replace = Reconfiguration::ReplaceGlobalStream {
+        stream: StreamSpec {
+            stream: StreamId(30),
+            acceptors: vec![NodeId(1), NodeId(2), NodeId(3)],
+            learners: all,
+            storage: StorageMode::Memory,
+            base_position: 0,
+        },
+    };
+    assert!(moved.partitions.keys().all(|p| replace.involves(*p)));
+    let next = replace.apply(&moved, 96).unwrap();
+    assert_eq!(next.global_stream, StreamId(30));
+    assert!(next.retired_streams.contains(&moved.global_stream));
+    assert_eq!(next.streams[&StreamId(30)].base_position, 96);
+    let members = next.streams[&StreamId(30)].members();
+    for n in moved.handing_off.values().flatten() {
+        assert!(
+            members.contains(n),
+            "{n} is handed off from, yet not a member"
+        );
+    }
+    assert_eq!(next.version.0, moved.version.0 + 1);
+    // The retired global stream is never used again.
+    let again = Reconfiguration::ReplaceGlobalStream {
+        stream: StreamSpec {
+            stream: moved.global_stream,
+            ..next.streams[&StreamId(30)].clone()
+        },
+    };
+    assert!(matches!(
+        again.apply(&next, 0),
+        Err(PartitionMapError::Invalid(InvalidMap::StreamInUse { .. }))
+    ));
+}
+
+#[test]
+fn thesis_4_2_a_global_stream_some_replica_does_not_learn_is_refused() {
+    let m = nine_nodes();
+    let replace = Reconfiguration::ReplaceGlobalStream {
+        stream: StreamSpec {
+            stream: StreamId(30),
+            acceptors: vec![NodeId(1), NodeId(2), NodeId(3)],
+            learners: vec![],
+            storage: StorageMode::Memory,
+            base_position: 0,
+        },
+    };
+    assert!(matches!(
+        replace.apply(&m, 0),
+        Err(PartitionMapError::Invalid(
+            InvalidMap::ReplicasMustLearn { .. }
+        ))
+    ));
+}

@@ -29,9 +29,10 @@ pub enum FenceWork<C, R> {
         /// The new partition's stream (its base position set).
         stream: StreamSpec,
     },
-    /// This partition's stream is replaced: its merge group drops `old`
-    /// and merges `new` from its instance 0; requests proposed on `old`
-    /// not executed were answered `Behind` (clients resend them).
+    /// This partition's stream, or the global stream, is replaced: its
+    /// merge group drops `old` and merges `new` from its instance 0;
+    /// requests proposed on `old` not executed were answered `Behind`
+    /// (clients resend them).
     ReplaceStream {
         /// The retired stream.
         old: StreamId,
@@ -140,6 +141,12 @@ impl<S: StateMachine> Replica<S> {
                 let old = old_map.partitions[&me].stream;
                 self.abandon_stream(old);
                 let new = self.map.streams[&self.map.partitions[&me].stream].clone();
+                FenceWork::ReplaceStream { old, new }
+            }
+            Reconfiguration::ReplaceGlobalStream { .. } => {
+                let old = old_map.global_stream;
+                self.abandon_stream(old);
+                let new = self.map.streams[&self.map.global_stream].clone();
                 FenceWork::ReplaceStream { old, new }
             }
             Reconfiguration::Merge { source, into } if into == me => FenceWork::Absorb { source },

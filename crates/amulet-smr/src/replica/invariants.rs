@@ -216,6 +216,7 @@ impl<S: StateMachine> Replica<S> {
             }
             Reconfiguration::ReplaceStream { partition, .. }
             | Reconfiguration::Move { partition, .. } => map.partitions.contains_key(partition),
+            Reconfiguration::ReplaceGlobalStream { .. } => true,
         };
         let stream_unused = change.new_stream().is_none_or(|spec| {
             spec.stream != map.global_stream

@@ -1,6 +1,7 @@
 //! The swarm's operator: now and then it asks a live replica for a
-//! reconfiguration (split, merge, stream replacement, move) drawn against
-//! the newest map, while clients run and the nemesis strikes.
+//! reconfiguration (split, merge, stream replacement, move, and in a third
+//! of its seeds the global stream's replacement) drawn against the newest
+//! map, while clients run and the nemesis strikes.
 
 use super::*;
 use amulet_smr::{Reconfiguration, StreamSpec};
@@ -26,6 +27,15 @@ impl DmapCluster {
         let kills_for_good = harness.nemesis.kills_for_good();
         let operator = self.operator.as_mut().expect("checked by the caller");
         operator.next = now.plus(operator.rng.range(200_000, 1_500_000));
+        if operator
+            .global_rng
+            .as_mut()
+            .is_some_and(|rng| rng.chance(0.25))
+        {
+            self.replace_global_stream(harness, &map);
+            return;
+        }
+        let operator = self.operator.as_mut().expect("checked by the caller");
         let partitions: Vec<PartitionId> = map.partitions.keys().copied().collect();
         let source = *operator.rng.pick(&partitions).expect("partitions");
         let replicas = map.partitions[&source].replicas.clone();
@@ -180,5 +190,74 @@ impl DmapCluster {
             principal: None,
         };
         harness.request(OPERATOR_ENDPOINT, to, 0, Some(source), request);
+    }
+
+    /// Asks a live replica to replace the global stream (thesis §4.2): the
+    /// same members, three acceptors (or as many as there are) drawn from
+    /// those that can vote, the others learners. Acceptors that lost their
+    /// state, were killed for good or left never vote again (the
+    /// nemesis' budgets); with too few left, nothing is asked.
+    fn replace_global_stream(&mut self, harness: &mut Harness, map: &PartitionMap) {
+        let members = match map.streams.get(&map.global_stream) {
+            Some(spec) => spec.members(),
+            None => self.configs[0].members(),
+        };
+        let nemesis = &harness.nemesis;
+        let mut pool: Vec<NodeId> = members
+            .iter()
+            .copied()
+            .filter(|n| {
+                !nemesis.lost_state().contains(n)
+                    && !nemesis.dead().contains(n)
+                    && !nemesis.left().contains(n)
+            })
+            .collect();
+        let size = (REPLICAS as usize).min(members.len());
+        if pool.len() < size {
+            return;
+        }
+        let operator = self.operator.as_mut().expect("checked by the caller");
+        let mut acceptors = Vec::new();
+        while acceptors.len() < size {
+            let at = operator.rng.below(pool.len() as u64) as usize;
+            acceptors.push(pool.swap_remove(at));
+        }
+        acceptors.sort();
+        operator.next_stream += 1;
+        let stream = StreamSpec {
+            stream: StreamId(operator.next_stream),
+            learners: members
+                .iter()
+                .copied()
+                .filter(|n| !acceptors.contains(n))
+                .collect(),
+            acceptors: acceptors.clone(),
+            storage: self.storage,
+            base_position: 0,
+        };
+        let live: Vec<NodeId> = map
+            .hosting_nodes()
+            .into_iter()
+            .filter(|n| harness.host(*n).is_some_and(|h| h.current_map().is_some()))
+            .collect();
+        let Some(&to) = operator.rng.pick(&live) else {
+            return;
+        };
+        if acceptors.len() > 1 {
+            harness
+                .nemesis
+                .add_group(CrashGroup::minority(acceptors.clone()));
+        }
+        let change = Reconfiguration::ReplaceGlobalStream { stream };
+        if self.verbose {
+            println!("t={}us operator -> {to}: {change:?}", harness.now.0);
+        }
+        let request = ClientRequest {
+            map_version: map.version,
+            session: None,
+            body: amulet_smr::Body::Reconfigure(change),
+            principal: None,
+        };
+        harness.request(OPERATOR_ENDPOINT, to, 0, None, request);
     }
 }

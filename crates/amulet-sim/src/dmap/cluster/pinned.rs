@@ -37,3 +37,39 @@ impl Drop for BeforeKillsAndJoins {
 pub(crate) fn new_draws() -> bool {
     NEW_DRAWS.get()
 }
+
+thread_local! {
+    static GLOBAL_DRAWS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// While it lives, seeds run on this thread draw no replacement of the
+/// global stream by the operator, as the swarm ran before it was added
+/// (2026-12-07), so that each seed pinned before keeps its scenario.
+pub struct BeforeGlobalReplacement(());
+
+impl BeforeGlobalReplacement {
+    /// Turns the operator's global stream replacements off on this thread
+    /// until dropped.
+    pub fn new() -> BeforeGlobalReplacement {
+        GLOBAL_DRAWS.set(false);
+        BeforeGlobalReplacement(())
+    }
+}
+
+impl Default for BeforeGlobalReplacement {
+    fn default() -> BeforeGlobalReplacement {
+        BeforeGlobalReplacement::new()
+    }
+}
+
+impl Drop for BeforeGlobalReplacement {
+    fn drop(&mut self) {
+        GLOBAL_DRAWS.set(true);
+    }
+}
+
+/// Whether the operator of seeds on this thread may replace the global
+/// stream.
+pub(crate) fn global_draws() -> bool {
+    NEW_DRAWS.get() && GLOBAL_DRAWS.get()
+}

@@ -112,6 +112,10 @@ impl DmapCluster {
                     .and_then(|n| harness.host(n))
                     .map_or(0, |h| h.replicas().len() as u64),
                 joiners: u64::from(self.joiner.is_some()),
+                global_stream_replaced: u64::from(
+                    newest_map(harness)
+                        .is_some_and(|m| m.global_stream != self.initial_map.global_stream),
+                ),
                 killed_for_good: harness.nemesis.stats().killed_for_good,
                 nodes_stopped: harness.nemesis.left().len() as u64,
                 stores_lost: 0,
@@ -190,8 +194,9 @@ impl DmapCluster {
 
     /// Self-healing (docs/membership.md): by the end of the healed phase,
     /// no partition the hosts could re-home still has a replica, or an
-    /// acceptor of its stream, on a node the view removed (seeds with
-    /// checkpoints only: moves need them).
+    /// acceptor of its stream, on a node the view removed, and the global
+    /// stream has no such acceptor where enough live members could
+    /// replace it (seeds with checkpoints only: moves need them).
     fn check_healing(&mut self, harness: &Harness) {
         if self.checkpoints.every_micros == 0 {
             return;
@@ -244,6 +249,31 @@ impl DmapCluster {
                 .unwrap_or_default();
             (amulet_types::StorageMode::Memory, acceptors)
         };
+        // The global stream is replaced when one of its acceptors was
+        // removed (thesis §4.2; issue 22).
+        let global = harness.hosts().find_map(|(_, h)| {
+            h.multicast_node()
+                .streams()
+                .get(&map.global_stream)
+                .map(|s| (s.config().acceptors.clone(), s.config().members()))
+        });
+        if let Some((acceptors, members)) = global {
+            let memory = amulet_types::StorageMode::Memory;
+            let repair =
+                amulet_smr::next_global_repair(&map, &live, [], memory, &acceptors, &members);
+            if let Some(repair) = repair {
+                self.violations.push(Violation::new(
+                    Property::Progress,
+                    format!(
+                        "after healing, map version {}'s global stream {} still has acceptors view {} removed ({:?}); the next repair would be {repair:?}",
+                        map.version.0,
+                        map.global_stream.0,
+                        view.id().0,
+                        view.removed()
+                    ),
+                ));
+            }
+        }
         if let Some(repair) = amulet_smr::next_repair(&map, &live, [], stream_of) {
             self.violations.push(Violation::new(
                 Property::Progress,

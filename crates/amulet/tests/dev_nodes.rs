@@ -253,8 +253,48 @@ fn dev_with_five_nodes_places_three_replicas_per_partition_serves_everywhere_and
             "key-{node} after the split and the move"
         );
     }
+    // The global stream onto other acceptors (thesis §4.2): refused, with
+    // nothing changed, when an acceptor does not run the current one;
+    // then done, and every key reads back.
+    let refused = run_fails(&[
+        "replace-global-stream",
+        "--acceptors",
+        "1,2,9",
+        "--addr",
+        &address(1),
+    ]);
+    assert!(
+        refused.contains("global-stream-stranger")
+            || refused.contains("does not learn the global stream"),
+        "{refused}"
+    );
+    let replaced = run(&[
+        "replace-global-stream",
+        "--acceptors",
+        "1,2,4",
+        "--addr",
+        &address(2),
+        "--timeout-secs",
+        "120",
+    ]);
+    assert!(replaced.contains("done"), "{replaced}");
+    let status = run(&["status", "--addr", &address(3)]);
+    let global = status
+        .lines()
+        .find_map(|l| l.split("global stream ").nth(1))
+        .expect("a global stream in the status");
+    assert_ne!(global.trim(), "1", "{status}");
+    for node in 1..=NODES {
+        let read = run(&["get", &format!("key-{node}"), "--addr", &address(node)]);
+        assert_eq!(
+            read.trim(),
+            "value",
+            "key-{node} after the global stream's replacement"
+        );
+    }
     // A graceful leave (docs/membership.md). Refused, nothing changed: an
-    // acceptor of the global stream (1-3), a node not in the view, no node.
+    // acceptor of the global stream (1, 2, 4), a node not in the view, no
+    // node.
     let refused = run_fails(&["leave", "1", "--addr", &address(2)]);
     assert!(refused.contains("global stream"), "{refused}");
     let refused = run_fails(&["leave", "9", "--addr", &address(2)]);

@@ -135,6 +135,51 @@ fn dmap_iii_c_split_stream_replacement_restart_and_merge_under_load_lose_no_writ
     cluster.stop();
 }
 
+/// The global stream replaced twice under load (thesis §4.2; issue 22),
+/// with a SIGKILL and restart between: the restarted node merges the
+/// global stream its own checkpoints' map names (a stream created at run
+/// time), and the second replacement, which every node must apply at its
+/// fence, shows it kept executing the global order on the new stream.
+#[test]
+fn thesis_4_2_the_global_stream_replaced_under_load_and_a_restart_loses_no_write() {
+    let (mut cluster, runtime, client) = start("gs");
+    let writers = Writers::start(&runtime, &client, "gs", 2);
+    writers.more(200);
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::ReplaceGlobalStream {
+            stream: stream_spec(5),
+        },
+    );
+    assert_eq!(client.partition_map().global_stream, StreamId(5));
+    writers.more(200);
+
+    cluster.kill(2);
+    writers.more(100);
+    cluster.spawn(2);
+    wait_for_replica(&runtime, &client, &cluster, 2, 1, true);
+
+    reconfigure(
+        &runtime,
+        &client,
+        Reconfiguration::ReplaceGlobalStream {
+            stream: stream_spec(6),
+        },
+    );
+    assert_eq!(client.partition_map().global_stream, StreamId(6));
+    writers.more(200);
+    let (acked, _) = writers.stop(&runtime);
+    check_acknowledged(&runtime, &client, "gs", &acked, "at the end");
+    println!(
+        "{} acknowledged writes across two global stream replacements and a restart",
+        acked.len()
+    );
+    runtime.block_on(client.close());
+    drop(runtime);
+    cluster.stop();
+}
+
 #[test]
 fn dmap_iii_c_a_partition_moved_to_other_nodes_arrives_by_state_transfer_and_loses_no_write() {
     let (mut cluster, runtime, client) = start("mv");

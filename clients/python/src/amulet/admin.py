@@ -137,7 +137,7 @@ class Admin:
     def reconfigure(self, change: pb.ReconfigureRequest) -> int:
         """Asks the cluster to change its partitioning: ``change`` is a
         ``ReconfigureRequest`` with its change (``split``, ``merge``,
-        ``replace_stream`` or ``move``) set; its ``map_version`` is set
+        ``replace_stream``, ``replace_global_stream`` or ``move``) set; its ``map_version`` is set
         here, to the freshest map this client can get. Returns the map
         version the change was made from once the cluster ordered and
         accepted it; every replica applies it at a fence soon after (the

@@ -190,15 +190,20 @@ impl<S: StateMachine> Host<S> {
             .find(|n| !hosting.contains(n) && !global.contains(n))
     }
 
-    /// The first of `members` (of a new global stream) that does not
-    /// learn the current global stream by this node's configuration of
-    /// it; every one when this node runs no global stream to judge by.
+    /// The first of `members` (of a new global stream) that neither
+    /// learns the current global stream by this node's configuration of
+    /// it nor is an active member of the view (a joiner the view
+    /// admitted, vouched for by its observers' probes).
     fn global_stream_stranger(&self, members: &[NodeId]) -> Option<NodeId> {
         let global = self
             .current_map()
             .and_then(|map| self.global_stream_members(map))
             .unwrap_or_default();
-        members.iter().copied().find(|n| !global.contains(n))
+        let joined = self.joined_members();
+        members
+            .iter()
+            .copied()
+            .find(|n| !global.contains(n) && !joined.contains(n))
     }
 
     /// The client behind `token` gave up (its proposal may have been

@@ -74,6 +74,7 @@ impl<S: StateMachine> Host<S> {
             self.stream_storage(map, map.global_stream),
             &self.stream_acceptors(map, map.global_stream),
             &self.global_stream_members(map).unwrap_or_default(),
+            &self.joined_members(),
         );
         let Some(mut repair) =
             global.or_else(|| amulet_smr::next_repair(map, &live, also_used, stream_of))
@@ -188,6 +189,22 @@ impl<S: StateMachine> Host<S> {
         nodes.sort();
         nodes.dedup();
         nodes
+    }
+
+    /// The active members of the view (by this node's membership) that
+    /// are not gone: a joiner admitted by a cut among them, whom the
+    /// global stream's replacement makes a learner
+    /// (`amulet_smr::next_global_repair`).
+    pub(crate) fn joined_members(&self) -> Vec<NodeId> {
+        let Some(membership) = self.membership() else {
+            return Vec::new();
+        };
+        let view = membership.view();
+        view.nodes()
+            .iter()
+            .filter(|(n, m)| m.state == MemberState::Active && !view.gone(**n))
+            .map(|(n, _)| *n)
+            .collect()
     }
 
     /// The members (acceptors and learners) of `map`'s global stream by

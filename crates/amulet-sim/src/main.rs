@@ -489,6 +489,12 @@ fn swarm(
     if summary.global_stream_replaced > 0 {
         println!("global_stream_replaced={}", summary.global_stream_replaced);
     }
+    if summary.outsider_joiners > 0 {
+        println!(
+            "outsider_joiners={} outsiders_in_global={}",
+            summary.outsider_joiners, summary.outsiders_in_global
+        );
+    }
     if summary.spare_nodes > 0 {
         println!("spare_nodes={}", summary.spare_nodes);
         println!("spare_replicas_at_end={}", summary.spare_replicas);

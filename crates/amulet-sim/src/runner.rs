@@ -59,6 +59,12 @@ pub struct SeedStats {
     /// started with (thesis §4.2: replaced by the operator or by
     /// self-healing), else 0.
     pub global_stream_replaced: u64,
+    /// 1 when the joiner did not run the global stream at the start, else
+    /// 0.
+    pub outsider_joiners: u64,
+    /// 1 when that joiner learns the newest map's global stream at the
+    /// end (self-healing made it a learner), else 0.
+    pub outsiders_in_global: u64,
     /// 1 when the spare was not in the first view and joins, else 0.
     pub joiners: u64,
     /// 1 when that joiner was an active member of the newest view at the
@@ -141,6 +147,10 @@ pub struct SwarmSummary {
     pub spare_replicas: u64,
     /// Seeds whose global stream was replaced, over all seeds.
     pub global_stream_replaced: u64,
+    /// Seeds whose joiner did not run the global stream at the start.
+    pub outsider_joiners: u64,
+    /// Of those, joiners learning the newest global stream at the end.
+    pub outsiders_in_global: u64,
     /// Seeds whose spare joined (not in the first view), over all seeds.
     pub joiners: u64,
     /// Of those, joiners active in the newest view at the end.
@@ -243,6 +253,8 @@ pub fn run_swarm_replayed_by(
         summary.spare_nodes += outcome.stats.spare_nodes;
         summary.spare_replicas += outcome.stats.spare_replicas;
         summary.global_stream_replaced += outcome.stats.global_stream_replaced;
+        summary.outsider_joiners += outcome.stats.outsider_joiners;
+        summary.outsiders_in_global += outcome.stats.outsiders_in_global;
         summary.joiners += outcome.stats.joiners;
         summary.joiners_admitted += outcome.stats.joiners_admitted;
         summary.killed_for_good += outcome.stats.killed_for_good;

@@ -731,3 +731,21 @@ fn thesis_4_2_self_healing_replaces_the_global_stream_of_a_removed_acceptor() {
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     assert_eq!(run.stats.global_stream_replaced, 1);
 }
+
+/// A node that does not run the global stream joins and is given a
+/// partition (SCONEKV §2; thesis §4.2; issue 22, "adding capacity"). In
+/// seed 3 node 7 starts outside the first view and outside the global
+/// stream (a new machine's configuration names no stream). The operator's
+/// `Join` and its observers admit it; self-healing then replaces the
+/// global stream with node 7 among its learners, node 7 opens it on its
+/// peers' messages, and the balancer gives it a partition.
+#[test]
+fn sconekv_2_a_joiner_outside_the_global_stream_learns_a_new_one_and_takes_a_partition() {
+    const SEED: u64 = 3;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert_eq!(run.stats.outsider_joiners, 1, "seed {SEED} has no outsider");
+    assert_eq!(run.stats.joiners_admitted, 1);
+    assert_eq!(run.stats.outsiders_in_global, 1);
+    assert!(run.stats.spare_replicas > 0, "{:?}", run.stats);
+}

@@ -97,6 +97,11 @@ pub fn next_repair(
 /// (a removed node that still holds a replica or a hand-off learns it,
 /// since every replica merges the global stream). Storage: `storage`, the
 /// current global stream's.
+///
+/// `joined`: active members of the view that do not run the global stream
+/// (admitted by a `Join`). They are added as learners, with the acceptors
+/// kept if all live: a stream's learners are fixed for its life, and a
+/// node must learn the global stream to be given a partition.
 pub fn next_global_repair(
     map: &PartitionMap,
     live: &[NodeId],
@@ -104,10 +109,20 @@ pub fn next_global_repair(
     storage: StorageMode,
     acceptors: &[NodeId],
     members: &[NodeId],
+    joined: &[NodeId],
 ) -> Option<Reconfiguration> {
-    if acceptors.iter().all(|n| live.contains(n)) {
+    let joined: Vec<NodeId> = joined
+        .iter()
+        .copied()
+        .filter(|n| !members.contains(n))
+        .collect();
+    if acceptors.iter().all(|n| live.contains(n)) && joined.is_empty() {
         return None;
     }
+    let live: Vec<NodeId> = live.iter().chain(&joined).copied().collect();
+    let live = live.as_slice();
+    let members: Vec<NodeId> = members.iter().chain(&joined).copied().collect();
+    let members = members.as_slice();
     let mut kept: Vec<NodeId> = acceptors
         .iter()
         .copied()
@@ -418,6 +433,7 @@ mod tests {
                 StorageMode::SyncDurable,
                 &nodes(&[1, 2, 3]),
                 &members,
+                &[],
             )
         };
         // Every acceptor live: nothing to do.
@@ -437,5 +453,32 @@ mod tests {
         assert_eq!(next.global_stream, StreamId(5));
         // Two live members cannot make three acceptors: it stays.
         assert_eq!(global(&nodes(&[1, 3])), None);
+    }
+
+    #[test]
+    fn sconekv_2_a_joined_member_is_made_a_learner_of_a_new_global_stream() {
+        let map = five_nodes();
+        let members = nodes(&[1, 2, 3, 4, 5]);
+        let acceptors = nodes(&[1, 2, 3]);
+        let live = nodes(&[1, 2, 3, 4, 5]);
+        let global = |joined: &[NodeId]| {
+            next_global_repair(
+                &map,
+                &live,
+                [],
+                StorageMode::SyncDurable,
+                &acceptors,
+                &members,
+                joined,
+            )
+        };
+        assert_eq!(global(&[]), None);
+        assert_eq!(global(&nodes(&[5])), None, "5 runs it already");
+        let plan = global(&nodes(&[7])).expect("node 7 joined");
+        let Reconfiguration::ReplaceGlobalStream { stream } = &plan else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(stream.acceptors, acceptors, "the acceptors stay");
+        assert_eq!(stream.learners, nodes(&[4, 5, 7]));
     }
 }

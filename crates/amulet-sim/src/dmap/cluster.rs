@@ -121,6 +121,8 @@ struct DmapCluster {
     /// In half of the seeds with a spare, the spare is not in the first
     /// view and joins (`joiner.rs`).
     joiner: Option<joiner::Joiner>,
+    /// The joiner, when it does not run the global stream at the start.
+    outsider: Option<NodeId>,
     initial_state: PartitionState,
     storage: StorageMode,
     checkpoints: CheckpointPolicy,
@@ -347,10 +349,30 @@ impl DmapCluster {
             .chance(1.0 / 3.0)
             .then_some(NodeId(partitions * REPLICAS + 1));
         nodes.extend(spare);
+        let joiner = joiner::Joiner::of_seed(seed, spare);
+        // In half of the map workload's seeds with a joiner, the joiner
+        // does not run the global stream at the start, as a new machine
+        // would not: once admitted, self-healing replaces the global
+        // stream with it among the learners (docs/membership.md). A
+        // separate generator, so the rest of the seed draws as before.
+        let outsider = joiner.as_ref().map(|j| j.node).filter(|_| {
+            kind == ClientKind::Map
+                && pinned::global_draws()
+                && Rng::new(seed ^ 0x6F75_7473).chance(0.5)
+        });
+        if verbose {
+            if let Some(node) = outsider {
+                println!("joiner {node} does not run the global stream at the start");
+            }
+        }
         let mut configs = vec![StreamConfig {
             stream: initial_map.global_stream,
             acceptors: initial_map.partitions[&PartitionId(1)].replicas.clone(),
-            learners: nodes[REPLICAS as usize..].to_vec(),
+            learners: nodes[REPLICAS as usize..]
+                .iter()
+                .copied()
+                .filter(|n| Some(*n) != outsider)
+                .collect(),
             storage,
             limits: crate::order::sim_limits(),
             base_position: 0,
@@ -490,7 +512,8 @@ impl DmapCluster {
             configs,
             initial_map,
             spare,
-            joiner: joiner::Joiner::of_seed(seed, spare),
+            joiner,
+            outsider,
             initial_state,
             storage,
             checkpoints,

@@ -112,6 +112,17 @@ impl DmapCluster {
                     .and_then(|n| harness.host(n))
                     .map_or(0, |h| h.replicas().len() as u64),
                 joiners: u64::from(self.joiner.is_some()),
+                outsider_joiners: u64::from(self.outsider.is_some()),
+                outsiders_in_global: u64::from(self.outsider.is_some_and(|node| {
+                    newest_map(harness).is_some_and(|map| {
+                        harness.hosts().any(|(_, h)| {
+                            h.multicast_node()
+                                .streams()
+                                .get(&map.global_stream)
+                                .is_some_and(|s| s.config().members().contains(&node))
+                        })
+                    })
+                })),
                 global_stream_replaced: u64::from(
                     newest_map(harness)
                         .is_some_and(|m| m.global_stream != self.initial_map.global_stream),
@@ -259,13 +270,30 @@ impl DmapCluster {
         });
         if let Some((acceptors, members)) = global {
             let memory = amulet_types::StorageMode::Memory;
-            let repair =
-                amulet_smr::next_global_repair(&map, &live, [], memory, &acceptors, &members);
+            // Active members of the view not running it (joiners) must
+            // have been made learners of it too.
+            let joined: Vec<amulet_types::NodeId> = view
+                .nodes()
+                .iter()
+                .filter(|(n, m)| {
+                    m.state == amulet_membership::MemberState::Active && !view.gone(**n)
+                })
+                .map(|(n, _)| *n)
+                .collect();
+            let repair = amulet_smr::next_global_repair(
+                &map,
+                &live,
+                [],
+                memory,
+                &acceptors,
+                &members,
+                &joined,
+            );
             if let Some(repair) = repair {
                 self.violations.push(Violation::new(
                     Property::Progress,
                     format!(
-                        "after healing, map version {}'s global stream {} still has acceptors view {} removed ({:?}); the next repair would be {repair:?}",
+                        "after healing, map version {}'s global stream {} still has acceptors view {} removed ({:?}), or active members not learning it; the next repair would be {repair:?}",
                         map.version.0,
                         map.global_stream.0,
                         view.id().0,

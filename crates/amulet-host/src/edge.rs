@@ -134,7 +134,9 @@ impl<S: StateMachine> Host<S> {
             }
         }
         if let Body::Reconfigure(Reconfiguration::ReplaceGlobalStream { stream }) = &request.body {
-            if let Some(stranger) = self.global_stream_stranger(&stream.members()) {
+            if let Some(stranger) =
+                self.global_stream_stranger(&stream.acceptors, &stream.members())
+            {
                 let reply = ClientReply::Refused(Refusal::InvalidMap(
                     amulet_smr::InvalidMap::GlobalStreamStranger(stranger),
                 ));
@@ -190,20 +192,34 @@ impl<S: StateMachine> Host<S> {
             .find(|n| !hosting.contains(n) && !global.contains(n))
     }
 
-    /// The first of `members` (of a new global stream) that neither
-    /// learns the current global stream by this node's configuration of
-    /// it nor is an active member of the view (a joiner the view
-    /// admitted, vouched for by its observers' probes).
-    fn global_stream_stranger(&self, members: &[NodeId]) -> Option<NodeId> {
+    /// The first node of a new global stream that may not be in it: a
+    /// member (of `members`) that neither learns the current global
+    /// stream by this node's configuration of it nor is an active member
+    /// of the view (a joiner the view admitted, vouched for by its
+    /// observers' probes), or, with membership on, one of `acceptors`
+    /// that is not an active member of the view. A node outside the view
+    /// is probed by nobody, so it never learns the map that makes it an
+    /// acceptor, and the whole cluster's order would wait for its vote
+    /// (DMap seed 9018875: the operator made a joiner not yet admitted
+    /// an acceptor, and with another acceptor dead the global stream
+    /// stopped for good, the join with it).
+    fn global_stream_stranger(&self, acceptors: &[NodeId], members: &[NodeId]) -> Option<NodeId> {
         let global = self
             .current_map()
             .and_then(|map| self.global_stream_members(map))
             .unwrap_or_default();
         let joined = self.joined_members();
+        let membership_on = self.membership().is_some();
         members
             .iter()
             .copied()
             .find(|n| !global.contains(n) && !joined.contains(n))
+            .or_else(|| {
+                acceptors
+                    .iter()
+                    .copied()
+                    .find(|n| membership_on && !joined.contains(n))
+            })
     }
 
     /// The client behind `token` gave up (its proposal may have been

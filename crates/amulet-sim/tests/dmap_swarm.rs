@@ -749,3 +749,18 @@ fn sconekv_2_a_joiner_outside_the_global_stream_learns_a_new_one_and_takes_a_par
     assert_eq!(run.stats.outsiders_in_global, 1);
     assert!(run.stats.spare_replicas > 0, "{:?}", run.stats);
 }
+
+/// A new global stream's acceptors are active members of the view (DMap
+/// seed 9018875 of the 2026-12-07 swarm: the operator made node 4, a
+/// joiner not yet admitted, an acceptor; nobody probes a node outside
+/// the view, so it never learned the map that made it one, and with
+/// node 3 killed for good the global stream stopped, the join with it).
+/// The operator now draws them from the view, and the edge refuses
+/// others (`global-stream-stranger`, checked on real processes in
+/// `amulet/tests/dev_nodes.rs`).
+#[test]
+fn thesis_4_2_a_new_global_streams_acceptors_are_active_members_of_the_view() {
+    const SEED: u64 = 9_018_875;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}

@@ -172,11 +172,14 @@ pub enum InvalidMap {
     /// Refused at the edge, never by the replicas (docs/dynatree.md).
     #[error("node {0} replicates no partition and does not learn the global stream; a move goes to nodes that do")]
     MoveToIdleNode(NodeId),
-    /// A new global stream naming a node that does not learn the current
-    /// one (by the configuration of the node judging it): it runs nothing
-    /// of the cluster's order, may not even exist, and a stream that
-    /// needs its vote could stop the whole cluster. Refused at the edge.
-    #[error("node {0} does not learn the global stream; its replacement is made of nodes that do")]
+    /// A new global stream naming a node that may not be in it: a member
+    /// that neither learns the current one (by the configuration of the
+    /// node judging it) nor is an active member of the view, or, with
+    /// membership on, an acceptor that is not an active member of the
+    /// view. Such a node may not exist or never learn the map, and a
+    /// stream that needs its vote could stop the whole cluster. Refused
+    /// at the edge.
+    #[error("node {0} does not learn the global stream or is not an active member of the view; a new global stream's acceptors are active members, its learners learn the current one or are active members")]
     GlobalStreamStranger(NodeId),
     /// An eventual map's replicas or virtual nodes out of bounds.
     #[error("{0}")]

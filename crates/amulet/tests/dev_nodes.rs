@@ -345,6 +345,20 @@ fn dev_with_five_nodes_places_three_replicas_per_partition_serves_everywhere_and
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // A node the view removed is no acceptor of a new global stream,
+    // though it learned the current one: refused, nothing changed.
+    let refused = run_fails(&[
+        "replace-global-stream",
+        "--acceptors",
+        "1,2,5",
+        "--addr",
+        &address(1),
+    ]);
+    assert!(
+        refused.contains("global-stream-stranger")
+            || refused.contains("not an active member of the view"),
+        "{refused}"
+    );
     drop(dev);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&log);

@@ -194,7 +194,7 @@ impl DmapCluster {
 
     /// Asks a live replica to replace the global stream (thesis §4.2): the
     /// same members, three acceptors (or as many as there are) drawn from
-    /// those that can vote, the others learners. Acceptors that lost their
+    /// the active members of the view that can vote, the others learners. Acceptors that lost their
     /// state, were killed for good or left never vote again (the
     /// nemesis' budgets); with too few left, nothing is asked.
     fn replace_global_stream(&mut self, harness: &mut Harness, map: &PartitionMap) {
@@ -203,6 +203,14 @@ impl DmapCluster {
             None => self.configs[0].members(),
         };
         let nemesis = &harness.nemesis;
+        // Acceptors are active members of the view (the edge refuses
+        // others: a node outside the view never learns the map).
+        let view = newest_membership(harness).map(|m| m.view().clone());
+        let active = |n: &NodeId| {
+            view.as_ref().is_none_or(|v| {
+                v.state(*n) == Some(amulet_membership::MemberState::Active) && !v.gone(*n)
+            })
+        };
         let mut pool: Vec<NodeId> = members
             .iter()
             .copied()
@@ -210,6 +218,7 @@ impl DmapCluster {
                 !nemesis.lost_state().contains(n)
                     && !nemesis.dead().contains(n)
                     && !nemesis.left().contains(n)
+                    && active(n)
             })
             .collect();
         let size = (REPLICAS as usize).min(members.len());

@@ -133,6 +133,15 @@ impl<S: StateMachine> Host<S> {
                 return;
             }
         }
+        if let Body::Reconfigure(reconfiguration) = &request.body {
+            if let Some(gone) = self.inactive_target(reconfiguration) {
+                let reply = ClientReply::Refused(Refusal::InvalidMap(
+                    amulet_smr::InvalidMap::InactiveNode(gone),
+                ));
+                self.out.push(Command::Reply { token, reply });
+                return;
+            }
+        }
         if let Body::Reconfigure(Reconfiguration::ReplaceGlobalStream { stream }) = &request.body {
             if let Some(stranger) =
                 self.global_stream_stranger(&stream.acceptors, &stream.members())
@@ -190,6 +199,28 @@ impl<S: StateMachine> Host<S> {
             .iter()
             .copied()
             .find(|n| !hosting.contains(n) && !global.contains(n))
+    }
+
+    /// With membership on, the first new replica of a partition or
+    /// acceptor of a partition's new stream that the view removed or that
+    /// is leaving (a node the view does not know is not judged here). A
+    /// move onto such a node left the partition on a stopped process
+    /// until self-healing moved it off again (DMap seed 9023100: the
+    /// operator moved the only partition onto node 1, which the view had
+    /// removed, and node 1's own edge accepted it). The global stream's
+    /// acceptors are judged by [`Host::global_stream_stranger`].
+    fn inactive_target(&self, reconfiguration: &Reconfiguration) -> Option<NodeId> {
+        let membership = self.membership()?;
+        let view = membership.view();
+        let named: Vec<NodeId> = match reconfiguration {
+            Reconfiguration::Move {
+                replicas, stream, ..
+            } => replicas.iter().chain(&stream.acceptors).copied().collect(),
+            Reconfiguration::ReplaceStream { stream, .. }
+            | Reconfiguration::Split { stream, .. } => stream.acceptors.clone(),
+            _ => Vec::new(),
+        };
+        named.into_iter().find(|n| view.gone(*n))
     }
 
     /// The first node of a new global stream that may not be in it: a

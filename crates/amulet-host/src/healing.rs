@@ -67,13 +67,18 @@ impl<S: StateMachine> Host<S> {
         let also_used = self.node.streams().keys().copied();
         // The global stream first: every other repair is ordered on it,
         // and it survives one acceptor fewer than it has no longer.
+        let acceptors = self.stream_acceptors(map, map.global_stream);
+        let members = self.global_stream_members(map).unwrap_or_default();
+        let current = amulet_smr::GlobalStreamNow {
+            storage: self.stream_storage(map, map.global_stream),
+            acceptors: &acceptors,
+            members: &members,
+        };
         let global = amulet_smr::next_global_repair(
             map,
             &live,
             also_used.clone(),
-            self.stream_storage(map, map.global_stream),
-            &self.stream_acceptors(map, map.global_stream),
-            &self.global_stream_members(map).unwrap_or_default(),
+            current,
             &self.joined_members(),
         );
         let Some(mut repair) =
@@ -196,15 +201,9 @@ impl<S: StateMachine> Host<S> {
     /// global stream's replacement makes a learner
     /// (`amulet_smr::next_global_repair`).
     pub(crate) fn joined_members(&self) -> Vec<NodeId> {
-        let Some(membership) = self.membership() else {
-            return Vec::new();
-        };
-        let view = membership.view();
-        view.nodes()
-            .iter()
-            .filter(|(n, m)| m.state == MemberState::Active && !view.gone(**n))
-            .map(|(n, _)| *n)
-            .collect()
+        self.membership()
+            .map(|membership| membership.view().active_members())
+            .unwrap_or_default()
     }
 
     /// The members (acceptors and learners) of `map`'s global stream by

@@ -151,6 +151,17 @@ impl View {
         self.removed.contains(&node) || self.state(node) == Some(MemberState::Leaving)
     }
 
+    /// The active members that are not gone, in id order: the nodes a
+    /// partition or the global stream may be given (a joiner the view
+    /// admitted is one of them).
+    pub fn active_members(&self) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .filter(|(&id, member)| member.state == MemberState::Active && !self.gone(id))
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
     /// True for Active and Leaving nodes: the ones in the rings.
     pub fn is_member(&self, node: NodeId) -> bool {
         matches!(

@@ -6,7 +6,7 @@
 //! run in parallel; the long run is `amulet-sim --dmap --seeds 2000`.
 //! Replicas restart from checkpoints in most seeds (thesis §3.4.2).
 
-use amulet_sim::dmap::{run_dmap_seed, DmapBug};
+use amulet_sim::dmap::{run_dmap_seed, DmapBug, Draws, PinnedBefore};
 use amulet_sim::runner::{run_catching, run_swarm_replayed_by};
 use std::panic;
 
@@ -252,7 +252,7 @@ fn dmap_iii_c_a_move_handing_off_at_its_fence_is_caught() {
 #[test]
 fn dmap_iii_c_a_hand_off_reported_while_holding_is_caught() {
     const SEED: u64 = 1_000_070;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     // Found without splits by load. Since members replicating nothing
     // take part in the balancer's moves (docs/dynatree.md), the nodes the
     // operator's move empties are given partitions back, and the seed so
@@ -291,7 +291,7 @@ fn dmap_iii_c_a_hand_off_reported_while_holding_is_caught() {
 #[test]
 fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
     const SEED: u64 = 2_001_189;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -304,8 +304,7 @@ fn dmap_iii_c_a_fence_released_by_a_merge_is_not_worked_again() {
 /// `seed` runs clean, and recovers a replica from a peer's checkpoint on
 /// the way (the regression seeds of §3.4.2 recovery below).
 fn recovers_by_state_transfer(seed: u64) {
-    let _pinned = amulet_sim::dmap::BeforeKillsAndJoins::new();
-    let _before = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::KillsAndJoins);
     let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -329,7 +328,7 @@ fn recovers_by_state_transfer(seed: u64) {
 #[test]
 fn dynatree_oracle_a_spare_node_given_a_partition_follows_the_global_stream() {
     const SEED: u64 = 10;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = clean_run_with_a_spare(SEED);
     assert!(
         run.stats.spare_replicas > 0,
@@ -355,8 +354,7 @@ fn dynatree_oracle_a_spare_node_counts_in_the_state_loss_budget() {
 /// violation. The spare is a member of the first view, as when these
 /// seeds were pinned (before joins).
 fn clean_run_with_a_spare(seed: u64) -> amulet_sim::SeedOutcome {
-    let _pinned = amulet_sim::dmap::BeforeKillsAndJoins::new();
-    let _before = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::KillsAndJoins);
     let run = run_dmap_seed(seed, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -379,7 +377,7 @@ fn clean_run_with_a_spare(seed: u64) -> amulet_sim::SeedOutcome {
 #[test]
 fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
     const SEED: u64 = 2_002_022;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     // The scenario it was found in, from before splits by load.
     let _pinned = amulet_sim::dmap::WithoutLoadSplits::new();
     recovers_by_state_transfer(SEED);
@@ -396,7 +394,7 @@ fn thesis_3_4_2_a_fetch_overtaken_by_a_split_does_not_rewind_the_replica() {
 #[test]
 fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
     const SEED: u64 = 2_001_595;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     recovers_by_state_transfer(SEED);
 }
 
@@ -412,7 +410,7 @@ fn thesis_3_4_2_a_replica_merged_away_twice_while_down_is_dropped() {
 #[test]
 fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
     const SEED: u64 = 2_001_683;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     recovers_by_state_transfer(SEED);
 }
 
@@ -427,7 +425,7 @@ fn thesis_3_4_2_a_replica_stranded_at_a_merge_fence_fetches_past_it() {
 #[test]
 fn dmap_iii_b_a_replica_asks_for_signals_by_the_newest_map_after_a_hand_off() {
     const SEED: u64 = 2_000_129;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(
         run.violations.is_empty(),
@@ -448,7 +446,7 @@ fn dmap_iii_b_a_replica_asks_for_signals_by_the_newest_map_after_a_hand_off() {
 #[test]
 fn thesis_3_4_2_a_replica_merged_into_a_partition_moved_here_installs_it() {
     const SEED: u64 = 2_000_664;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     recovers_by_state_transfer(SEED);
 }
 
@@ -543,7 +541,7 @@ fn dynatree_iii_a_fence_keys_refuse_fewer_requests_than_whole_map_versions() {
 #[test]
 fn sconekv_2_a_node_that_joins_under_the_dmap_workload_is_admitted_and_given_partitions() {
     const SEED: u64 = 39;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     assert_eq!(run.stats.joiners, 1, "seed {SEED} has no joiner");
@@ -565,7 +563,7 @@ fn sconekv_2_a_node_that_joins_under_the_dmap_workload_is_admitted_and_given_par
 #[test]
 fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_state() {
     const SEED: u64 = 9_000_706;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -581,7 +579,7 @@ fn thesis_3_4_2_reports_from_before_a_move_do_not_trim_the_moved_partitions_stat
 #[test]
 fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_session() {
     const SEED: u64 = 9_001_528;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -597,7 +595,7 @@ fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_sessi
 #[test]
 fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
     const SEED: u64 = 9_003_189;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -616,7 +614,7 @@ fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
 #[test]
 fn rapid_4_2_a_dead_nodes_cut_is_not_held_by_an_observer_without_replicas() {
     const SEED: u64 = 9_008_124;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -632,7 +630,7 @@ fn rapid_4_2_a_dead_nodes_cut_is_not_held_by_an_observer_without_replicas() {
 #[test]
 fn dmap_iii_b_a_replica_replaying_from_far_back_asks_the_runners_peers_know() {
     const SEED: u64 = 9_007_420;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -648,7 +646,7 @@ fn dmap_iii_b_a_replica_replaying_from_far_back_asks_the_runners_peers_know() {
 #[test]
 fn thesis_3_4_1_a_retired_stream_an_acceptor_never_opened_is_opened_when_asked() {
     const SEED: u64 = 9_008_438;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -662,7 +660,7 @@ fn thesis_3_4_1_a_retired_stream_an_acceptor_never_opened_is_opened_when_asked()
 #[test]
 fn thesis_3_4_1_a_removed_node_stopping_before_its_retired_streams_pass_is_caught() {
     const SEED: u64 = 9_008_438;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let broken = run_dmap_seed(SEED, false, DmapBug::LeaveBeforeRetiredStreamsPass);
     assert!(
         !broken.violations.is_empty(),
@@ -679,7 +677,7 @@ fn thesis_3_4_1_a_removed_node_stopping_before_its_retired_streams_pass_is_caugh
 #[test]
 fn rapid_4_3_stale_reports_do_not_remove_the_live_members_of_a_small_cluster() {
     const SEED: u64 = 9_012_624;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -694,7 +692,7 @@ fn rapid_4_3_stale_reports_do_not_remove_the_live_members_of_a_small_cluster() {
 #[test]
 fn sconekv_2_a_removed_node_does_not_stop_before_opening_a_stream_it_votes_in() {
     const SEED: u64 = 9_013_389;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
@@ -710,7 +708,7 @@ fn sconekv_2_a_removed_node_does_not_stop_before_opening_a_stream_it_votes_in() 
 #[test]
 fn sconekv_2_a_joiner_killed_before_admission_is_refused_by_observers_running_no_replica() {
     const SEED: u64 = 1_000_263;
-    let _pinned = amulet_sim::dmap::BeforeGlobalReplacement::new();
+    let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     assert_eq!(run.stats.joiners, 1, "seed {SEED} has no joiner");

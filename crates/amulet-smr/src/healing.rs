@@ -86,6 +86,18 @@ pub fn next_repair(
     None
 }
 
+/// The current global stream, as the node judging it runs it: what a
+/// replacement keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct GlobalStreamNow<'a> {
+    /// Its storage, which the replacement keeps.
+    pub storage: StorageMode,
+    /// Its acceptors.
+    pub acceptors: &'a [NodeId],
+    /// Its acceptors and learners.
+    pub members: &'a [NodeId],
+}
+
 /// The replacement of the global stream when one of its `acceptors` is
 /// not in `live` (issue 22: the global stream itself is replaced when one
 /// of its acceptors is removed), else `None`. The new stream keeps the
@@ -95,8 +107,8 @@ pub fn next_repair(
 /// replaced (fewer acceptors would survive fewer failures). Its learners
 /// are the other members, less those neither live nor running a replica
 /// (a removed node that still holds a replica or a hand-off learns it,
-/// since every replica merges the global stream). Storage: `storage`, the
-/// current global stream's.
+/// since every replica merges the global stream). Storage: the current
+/// global stream's.
 ///
 /// `joined`: active members of the view that do not run the global stream
 /// (admitted by a `Join`). They are added as learners, with the acceptors
@@ -106,32 +118,33 @@ pub fn next_global_repair(
     map: &PartitionMap,
     live: &[NodeId],
     also_used: impl IntoIterator<Item = StreamId>,
-    storage: StorageMode,
-    acceptors: &[NodeId],
-    members: &[NodeId],
+    current: GlobalStreamNow<'_>,
     joined: &[NodeId],
 ) -> Option<Reconfiguration> {
-    let joined: Vec<NodeId> = joined
+    let GlobalStreamNow {
+        storage,
+        acceptors,
+        members,
+    } = current;
+    let newcomers: Vec<NodeId> = joined
         .iter()
         .copied()
         .filter(|n| !members.contains(n))
         .collect();
-    if acceptors.iter().all(|n| live.contains(n)) && joined.is_empty() {
+    if acceptors.iter().all(|n| live.contains(n)) && newcomers.is_empty() {
         return None;
     }
-    let live: Vec<NodeId> = live.iter().chain(&joined).copied().collect();
-    let live = live.as_slice();
-    let members: Vec<NodeId> = members.iter().chain(&joined).copied().collect();
-    let members = members.as_slice();
+    let live_or_new: Vec<NodeId> = live.iter().chain(&newcomers).copied().collect();
+    let members_or_new: Vec<NodeId> = members.iter().chain(&newcomers).copied().collect();
     let mut kept: Vec<NodeId> = acceptors
         .iter()
         .copied()
-        .filter(|n| live.contains(n))
+        .filter(|n| live_or_new.contains(n))
         .collect();
-    let mut candidates: Vec<NodeId> = members
+    let mut candidates: Vec<NodeId> = members_or_new
         .iter()
         .copied()
-        .filter(|n| live.contains(n) && !kept.contains(n))
+        .filter(|n| live_or_new.contains(n) && !kept.contains(n))
         .collect();
     candidates.sort();
     candidates.dedup();
@@ -143,13 +156,13 @@ pub fn next_global_repair(
     kept.sort();
     let running = map.hosting_nodes();
     let handing_off: Vec<NodeId> = map.handing_off.values().flatten().copied().collect();
-    let mut learners: Vec<NodeId> = members
+    let mut learners: Vec<NodeId> = members_or_new
         .iter()
         .copied()
         .chain(running.iter().copied())
         .chain(handing_off.iter().copied())
         .filter(|n| !kept.contains(n))
-        .filter(|n| live.contains(n) || running.contains(n) || handing_off.contains(n))
+        .filter(|n| live_or_new.contains(n) || running.contains(n) || handing_off.contains(n))
         .collect();
     learners.sort();
     learners.dedup();
@@ -426,15 +439,13 @@ mod tests {
         let map = five_nodes();
         let members = nodes(&[1, 2, 3, 4, 5, 6]);
         let global = |live: &[NodeId]| {
-            next_global_repair(
-                &map,
-                live,
-                [],
-                StorageMode::SyncDurable,
-                &nodes(&[1, 2, 3]),
-                &members,
-                &[],
-            )
+            let acceptors = nodes(&[1, 2, 3]);
+            let current = GlobalStreamNow {
+                storage: StorageMode::SyncDurable,
+                acceptors: &acceptors,
+                members: &members,
+            };
+            next_global_repair(&map, live, [], current, &[])
         };
         // Every acceptor live: nothing to do.
         assert_eq!(global(&nodes(&[1, 2, 3, 4, 5])), None);
@@ -462,15 +473,12 @@ mod tests {
         let acceptors = nodes(&[1, 2, 3]);
         let live = nodes(&[1, 2, 3, 4, 5]);
         let global = |joined: &[NodeId]| {
-            next_global_repair(
-                &map,
-                &live,
-                [],
-                StorageMode::SyncDurable,
-                &acceptors,
-                &members,
-                joined,
-            )
+            let current = GlobalStreamNow {
+                storage: StorageMode::SyncDurable,
+                acceptors: &acceptors,
+                members: &members,
+            };
+            next_global_repair(&map, &live, [], current, joined)
         };
         assert_eq!(global(&[]), None);
         assert_eq!(global(&nodes(&[5])), None, "5 runs it already");

@@ -46,7 +46,7 @@ pub use access::{
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
 pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
 pub use hand_off::{handed_off, replicas_to_hand_off};
-pub use healing::{leave_blocker, next_global_repair, next_repair};
+pub use healing::{leave_blocker, next_global_repair, next_repair, GlobalStreamNow};
 pub use load_sample::{load_median, LoadSample, LOAD_SAMPLES_MAX};
 pub use map_error::{InvalidMap, PartitionMapError};
 pub use partition_map::{

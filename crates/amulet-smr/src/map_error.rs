@@ -181,6 +181,12 @@ pub enum InvalidMap {
     /// at the edge.
     #[error("node {0} does not learn the global stream or is not an active member of the view; a new global stream's acceptors are active members, its learners learn the current one or are active members")]
     GlobalStreamStranger(NodeId),
+    /// With membership on, a new replica of a partition or an acceptor of
+    /// a partition's new stream that the view removed or that is leaving:
+    /// it may have stopped, and self-healing would at once move the role
+    /// off it again. Refused at the edge.
+    #[error("node {0} was removed from the view or is leaving; a partition's new replicas and a new stream's acceptors are active members")]
+    InactiveNode(NodeId),
     /// An eventual map's replicas or virtual nodes out of bounds.
     #[error("{0}")]
     EventualReplicas(String),
@@ -225,6 +231,7 @@ impl InvalidMap {
             InvalidMap::MoveMembersMustLearn { .. } => "move-members-must-learn",
             InvalidMap::MoveToIdleNode(_) => "move-to-idle-node",
             InvalidMap::GlobalStreamStranger(_) => "global-stream-stranger",
+            InvalidMap::InactiveNode(_) => "inactive-node",
             InvalidMap::EventualReplicas(_) => "eventual-replicas",
             InvalidMap::HandOffInProgress { .. } => "hand-off-in-progress",
         }

@@ -477,29 +477,17 @@ async fn execute(
                 crate::membership_command::wait_until_left(client, node, wait_secs).await?;
             }
         }
-        Op::ReplaceGlobalStream {
-            acceptors,
-            learners,
-            stream,
-            storage,
-        } => {
-            let learners = if learners.is_empty() {
-                global_stream_runners(client).await
-            } else {
-                learners
-            };
-            let op = Op::ReplaceGlobalStream {
-                acceptors,
-                learners,
-                stream,
-                storage,
-            };
-            let configured = client.running_streams().await;
-            crate::reconfigure_command::reconfiguration(&client.partition_map(), &op, &configured)?;
-            crate::reconfigure_command::reconfigure(client, &op, &configured, target.timeout_secs)
-                .await?;
-        }
-        Op::Split { .. } | Op::Merge { .. } | Op::ReplaceStream { .. } | Op::Move { .. } => {
+        Op::Split { .. }
+        | Op::Merge { .. }
+        | Op::ReplaceStream { .. }
+        | Op::Move { .. }
+        | Op::ReplaceGlobalStream { .. } => {
+            let mut op = op;
+            if let Op::ReplaceGlobalStream { learners, .. } = &mut op {
+                if learners.is_empty() {
+                    *learners = global_stream_runners(client).await;
+                }
+            }
             let configured = client.running_streams().await;
             // Checked once here for a clear error; built again on the
             // freshest map at every attempt.

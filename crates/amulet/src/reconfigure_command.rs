@@ -83,11 +83,7 @@ pub(crate) fn reconfiguration(
                 acceptors.iter().copied().map(NodeId).collect()
             };
             // Replicas that are not acceptors of the new stream learn it.
-            let learners = replicas
-                .iter()
-                .copied()
-                .filter(|n| !acceptors.contains(n))
-                .collect();
+            let learners = outside(&replicas, &acceptors);
             Reconfiguration::ReplaceStream {
                 partition: PartitionId(*partition),
                 stream: StreamSpec {
@@ -107,15 +103,11 @@ pub(crate) fn reconfiguration(
         } => {
             let acceptors: Vec<NodeId> = acceptors.iter().copied().map(NodeId).collect();
             // Every replica merges the global stream: each learns it.
-            let mut learners: Vec<NodeId> = learners
-                .iter()
-                .copied()
-                .map(NodeId)
-                .chain(map.hosting_nodes())
-                .filter(|n| !acceptors.contains(n))
-                .collect();
-            learners.sort();
-            learners.dedup();
+            let mut named: Vec<NodeId> = learners.iter().copied().map(NodeId).collect();
+            named.extend(map.hosting_nodes());
+            named.sort();
+            named.dedup();
+            let learners = outside(&named, &acceptors);
             Reconfiguration::ReplaceGlobalStream {
                 stream: StreamSpec {
                     stream: new_stream(stream),
@@ -136,11 +128,7 @@ pub(crate) fn reconfiguration(
             let replicas: Vec<NodeId> = to.iter().copied().map(NodeId).collect();
             // The old replicas that go learn the new stream until the new
             // group holds the partition's state.
-            let learners = old
-                .iter()
-                .copied()
-                .filter(|n| !replicas.contains(n))
-                .collect();
+            let learners = outside(&old, &replicas);
             Reconfiguration::Move {
                 partition: PartitionId(*partition),
                 replicas: replicas.clone(),
@@ -155,6 +143,16 @@ pub(crate) fn reconfiguration(
         }
         _ => unreachable!("only operator subcommands"),
     })
+}
+
+/// The nodes of `nodes` not in `group`, in `nodes`' order: a new stream's
+/// learners are the nodes it must reach that are not its acceptors.
+fn outside(nodes: &[NodeId], group: &[NodeId]) -> Vec<NodeId> {
+    nodes
+        .iter()
+        .copied()
+        .filter(|n| !group.contains(n))
+        .collect()
 }
 
 /// The token in the middle of `partition`'s first segment of the token
@@ -216,11 +214,7 @@ pub(crate) async fn reconfigure(
         stream,
     } = &change
     {
-        let leaving: Vec<NodeId> = stream
-            .members()
-            .into_iter()
-            .filter(|n| !replicas.contains(n))
-            .collect();
+        let leaving = outside(&stream.members(), replicas);
         wait_for_hand_off(client, *partition, replicas, &leaving, timeout_secs).await?;
     }
     println!("done");

@@ -359,6 +359,16 @@ fn dev_with_five_nodes_places_three_replicas_per_partition_serves_everywhere_and
             || refused.contains("not an active member of the view"),
         "{refused}"
     );
+    // Nor is it a partition's new replica: the move is refused, and
+    // partition 1 keeps its replicas.
+    let before = run(&["status", "--addr", &address(1)]);
+    let refused = run_fails(&["move", "1", "--to", "1,2,5", "--addr", &address(1)]);
+    assert!(
+        refused.contains("inactive-node") || refused.contains("removed from the view"),
+        "{refused}"
+    );
+    let after = run(&["status", "--addr", &address(1)]);
+    assert_eq!(replicas_of(&before, 1), replicas_of(&after, 1));
     drop(dev);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&log);

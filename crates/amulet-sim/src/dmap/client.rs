@@ -200,7 +200,7 @@ pub struct SimClient {
     /// avoided for two attempt timeouts, as the gRPC client does
     /// (`amulet_client::rules::Suspects`).
     suspects: Suspects,
-    /// Off only in seeds pinned as before suspects (`BeforeKillsAndJoins`).
+    /// Off only in seeds pinned as before suspects (`Draws::KillsAndJoins`).
     avoids_suspects: bool,
 }
 

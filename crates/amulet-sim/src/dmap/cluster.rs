@@ -29,7 +29,7 @@ mod access;
 mod balancer;
 pub use balancer::WithoutLoadSplits;
 pub(crate) use pinned::new_draws;
-pub use pinned::{BeforeGlobalReplacement, BeforeKillsAndJoins};
+pub use pinned::{Draws, PinnedBefore};
 mod bugs;
 mod joiner;
 mod membership;
@@ -37,6 +37,7 @@ mod newest;
 use newest::{newest_map, newest_membership};
 mod flaky;
 mod operator;
+use operator::Operator;
 mod pauses;
 mod pinned;
 mod report;
@@ -97,17 +98,6 @@ struct CheckpointPolicy {
 
 /// Sends reconfigurations (splits, stream replacements, merges, moves)
 /// to the cluster at random times, as an administrator would.
-struct Operator {
-    next: TimeMicros,
-    next_partition: u32,
-    next_stream: u32,
-    rng: Rng,
-    /// In a third of the map workload's seeds with an operator, it also
-    /// replaces the global stream now and then (`operator.rs`); a
-    /// separate generator, so the other seeds draw as before.
-    global_rng: Option<Rng>,
-}
-
 /// The swarm's workload: what the nodes run, the clients and the
 /// operator, and what the checkers are given.
 struct DmapCluster {
@@ -350,16 +340,7 @@ impl DmapCluster {
             .then_some(NodeId(partitions * REPLICAS + 1));
         nodes.extend(spare);
         let joiner = joiner::Joiner::of_seed(seed, spare);
-        // In half of the map workload's seeds with a joiner, the joiner
-        // does not run the global stream at the start, as a new machine
-        // would not: once admitted, self-healing replaces the global
-        // stream with it among the learners (docs/membership.md). A
-        // separate generator, so the rest of the seed draws as before.
-        let outsider = joiner.as_ref().map(|j| j.node).filter(|_| {
-            kind == ClientKind::Map
-                && pinned::global_draws()
-                && Rng::new(seed ^ 0x6F75_7473).chance(0.5)
-        });
+        let outsider = joiner::Joiner::outsider(joiner.as_ref(), seed, kind);
         if verbose {
             if let Some(node) = outsider {
                 println!("joiner {node} does not run the global stream at the start");
@@ -482,19 +463,7 @@ impl DmapCluster {
         }
         // A separate generator, so the rest of the seed draws as before.
         let mut operator_rng = Rng::new(seed ^ 0x6F70_6572);
-        let operator = operator_rng.chance(2.0 / 3.0).then(|| Operator {
-            next: TimeMicros(operator_rng.range(100_000, 1_500_000)),
-            next_partition: partitions + 1,
-            next_stream: partitions + 2,
-            rng: operator_rng.fork(),
-            global_rng: {
-                let mut global_rng = Rng::new(seed ^ 0x676C_6F62);
-                // The map workload's seeds only: the other workloads' pinned
-                // seeds keep their scenarios.
-                let draws = kind == ClientKind::Map && pinned::global_draws();
-                (global_rng.chance(1.0 / 3.0) && draws).then_some(global_rng)
-            },
-        });
+        let operator = Operator::of_seed(seed, kind, &mut operator_rng, partitions);
         let client_rng = rng.fork();
         let disk_rng = rng.fork();
         let harness = Harness::new(

@@ -15,7 +15,6 @@ mod workload;
 
 pub use cluster::{
     run_access_seed, run_dmap_pauses_only_seed, run_dmap_seed, run_dmap_with, run_fields_seed,
-    run_logs_seed, run_txn_seed, BeforeGlobalReplacement, BeforeKillsAndJoins, ClientKind, DmapBug,
-    WithoutLoadSplits,
+    run_logs_seed, run_txn_seed, ClientKind, DmapBug, Draws, PinnedBefore, WithoutLoadSplits,
 };
 pub use model::{MapOp, Observed, SortedMapModel};

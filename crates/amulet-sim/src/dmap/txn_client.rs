@@ -133,7 +133,7 @@ pub struct TxnClient {
     /// Nodes it leaves out for a while, as the map clients and the Rust
     /// client do (a dead node is not drawn for every opening and begin).
     suspects: Suspects,
-    /// Off only in seeds pinned as before suspects (`BeforeKillsAndJoins`).
+    /// Off only in seeds pinned as before suspects (`Draws::KillsAndJoins`).
     avoids_suspects: bool,
 }
 

@@ -45,6 +45,19 @@ impl Joiner {
         })
     }
 
+    /// The joiner, if it does not run the global stream at the start, as a
+    /// new machine would not: in half of the map workload's seeds with a
+    /// joiner. Once admitted, self-healing replaces the global stream
+    /// with it among the learners (docs/membership.md). A separate
+    /// generator, so the rest of the seed draws as before.
+    pub(super) fn outsider(joiner: Option<&Joiner>, seed: u64, kind: ClientKind) -> Option<NodeId> {
+        joiner.map(|j| j.node).filter(|_| {
+            kind == ClientKind::Map
+                && super::pinned::global_draws()
+                && Rng::new(seed ^ 0x6F75_7473).chance(0.5)
+        })
+    }
+
     /// The joiner's address in the views.
     pub(super) fn address(node: NodeId) -> String {
         format!("sim-node-{}", node.0)

@@ -6,6 +6,45 @@
 use super::*;
 use amulet_smr::{Reconfiguration, StreamSpec};
 
+/// The operator's record, in two thirds of the seeds.
+pub(super) struct Operator {
+    /// When it sends the next reconfiguration.
+    pub(super) next: TimeMicros,
+    /// The id its next split gives the new partition.
+    pub(super) next_partition: u32,
+    /// The id its next new stream gets.
+    pub(super) next_stream: u32,
+    pub(super) rng: Rng,
+    /// In a third of the map workload's seeds with an operator, it also
+    /// replaces the global stream now and then; a separate generator, so
+    /// the other seeds draw as before.
+    pub(super) global_rng: Option<Rng>,
+}
+
+impl Operator {
+    /// The operator of `seed`, if it has one (two thirds of the seeds).
+    pub(super) fn of_seed(
+        seed: u64,
+        kind: ClientKind,
+        operator_rng: &mut Rng,
+        partitions: u32,
+    ) -> Option<Operator> {
+        operator_rng.chance(2.0 / 3.0).then(|| Operator {
+            next: TimeMicros(operator_rng.range(100_000, 1_500_000)),
+            next_partition: partitions + 1,
+            next_stream: partitions + 2,
+            rng: operator_rng.fork(),
+            global_rng: {
+                let mut global_rng = Rng::new(seed ^ 0x676C_6F62);
+                // The map workload's seeds only: the other workloads' pinned
+                // seeds keep their scenarios.
+                let draws = kind == ClientKind::Map && pinned::global_draws();
+                (global_rng.chance(1.0 / 3.0) && draws).then_some(global_rng)
+            },
+        })
+    }
+}
+
 impl DmapCluster {
     /// The operator sends one reconfiguration, drawn against the newest
     /// map a live node holds, to a live replica of the partition it

@@ -1,75 +1,60 @@
-//! A switch for regression tests pinned to a seed: while a
-//! [`BeforeKillsAndJoins`] lives, seeds run on this thread draw no joiner
-//! and no kill for good, and their clients do not avoid suspected nodes,
-//! as the swarm ran before those were added (2026-12-06), so that each
-//! pinned seed keeps the scenario it was found in.
+//! A switch for regression tests pinned to a seed: while a [`PinnedBefore`]
+//! lives, seeds run on this thread draw none of the scenario ingredients
+//! the swarm gained since a given day ([`Draws`]), so that each pinned seed
+//! keeps the scenario it was found in.
+
+/// Ingredients added to the swarm's draws after it first ran, in the order
+/// they came: pinning a seed before one pins it before every later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Draws {
+    /// Kills for good, joiners, and clients that avoid suspected nodes
+    /// (2026-12-06).
+    KillsAndJoins,
+    /// The operator replacing the global stream (2026-12-07).
+    GlobalReplacement,
+}
 
 thread_local! {
-    static NEW_DRAWS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// The first ingredient not drawn on this thread; `None`: all are.
+    static FIRST_NOT_DRAWN: std::cell::Cell<Option<Draws>> = const { std::cell::Cell::new(None) };
 }
 
-/// While it lives, seeds run on this thread run as before kills for good,
-/// joins and clients' suspects.
-pub struct BeforeKillsAndJoins(());
+/// While it lives, seeds run on this thread draw nothing added since
+/// `Draws` (that one included).
+pub struct PinnedBefore {
+    previous: Option<Draws>,
+}
 
-impl BeforeKillsAndJoins {
-    /// Turns the new draws off on this thread until dropped.
-    pub fn new() -> BeforeKillsAndJoins {
-        NEW_DRAWS.set(false);
-        BeforeKillsAndJoins(())
+impl PinnedBefore {
+    /// Turns `since` and every later ingredient off on this thread until
+    /// dropped.
+    pub fn new(since: Draws) -> PinnedBefore {
+        let previous = FIRST_NOT_DRAWN.get();
+        let first = previous.map_or(since, |p| p.min(since));
+        FIRST_NOT_DRAWN.set(Some(first));
+        PinnedBefore { previous }
     }
 }
 
-impl Default for BeforeKillsAndJoins {
-    fn default() -> BeforeKillsAndJoins {
-        BeforeKillsAndJoins::new()
-    }
-}
-
-impl Drop for BeforeKillsAndJoins {
+impl Drop for PinnedBefore {
     fn drop(&mut self) {
-        NEW_DRAWS.set(true);
+        FIRST_NOT_DRAWN.set(self.previous);
     }
+}
+
+/// Whether seeds on this thread draw `ingredient`.
+fn draws(ingredient: Draws) -> bool {
+    FIRST_NOT_DRAWN.get().is_none_or(|first| ingredient < first)
 }
 
 /// Whether seeds on this thread may draw joiners and kills for good, and
 /// clients avoid suspects.
 pub(crate) fn new_draws() -> bool {
-    NEW_DRAWS.get()
-}
-
-thread_local! {
-    static GLOBAL_DRAWS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-}
-
-/// While it lives, seeds run on this thread draw no replacement of the
-/// global stream by the operator, as the swarm ran before it was added
-/// (2026-12-07), so that each seed pinned before keeps its scenario.
-pub struct BeforeGlobalReplacement(());
-
-impl BeforeGlobalReplacement {
-    /// Turns the operator's global stream replacements off on this thread
-    /// until dropped.
-    pub fn new() -> BeforeGlobalReplacement {
-        GLOBAL_DRAWS.set(false);
-        BeforeGlobalReplacement(())
-    }
-}
-
-impl Default for BeforeGlobalReplacement {
-    fn default() -> BeforeGlobalReplacement {
-        BeforeGlobalReplacement::new()
-    }
-}
-
-impl Drop for BeforeGlobalReplacement {
-    fn drop(&mut self) {
-        GLOBAL_DRAWS.set(true);
-    }
+    draws(Draws::KillsAndJoins)
 }
 
 /// Whether the operator of seeds on this thread may replace the global
 /// stream.
 pub(crate) fn global_draws() -> bool {
-    NEW_DRAWS.get() && GLOBAL_DRAWS.get()
+    draws(Draws::GlobalReplacement)
 }

@@ -269,26 +269,15 @@ impl DmapCluster {
                 .map(|s| (s.config().acceptors.clone(), s.config().members()))
         });
         if let Some((acceptors, members)) = global {
-            let memory = amulet_types::StorageMode::Memory;
+            let current = amulet_smr::GlobalStreamNow {
+                storage: amulet_types::StorageMode::Memory,
+                acceptors: &acceptors,
+                members: &members,
+            };
             // Active members of the view not running it (joiners) must
             // have been made learners of it too.
-            let joined: Vec<amulet_types::NodeId> = view
-                .nodes()
-                .iter()
-                .filter(|(n, m)| {
-                    m.state == amulet_membership::MemberState::Active && !view.gone(**n)
-                })
-                .map(|(n, _)| *n)
-                .collect();
-            let repair = amulet_smr::next_global_repair(
-                &map,
-                &live,
-                [],
-                memory,
-                &acceptors,
-                &members,
-                &joined,
-            );
+            let joined = view.active_members();
+            let repair = amulet_smr::next_global_repair(&map, &live, [], current, &joined);
             if let Some(repair) = repair {
                 self.violations.push(Violation::new(
                     Property::Progress,

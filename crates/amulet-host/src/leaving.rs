@@ -3,11 +3,12 @@
 //! that left may stop.
 //!
 //! The replicas judge a leave by the view (an active member, not the
-//! last). The host adds what the view cannot see: the leaver must not be
-//! an acceptor of the global stream (replacing the global stream is not
-//! built, so its vote would be lost for good), and self-healing must be
-//! able to move every partition it replicates onto other live nodes
-//! (otherwise the leave would only lower their replication).
+//! last). The host adds what the view cannot see: self-healing must be
+//! able to give the leaver's vote in the global stream to another live
+//! member (`next_global_repair`; otherwise the leaver would stay an
+//! acceptor and never stop) and to move every partition it replicates
+//! onto other live nodes (otherwise the leave would only lower their
+//! replication).
 
 use crate::host::Host;
 use amulet_membership::{MemberState, ViewId};
@@ -20,17 +21,6 @@ impl<S: StateMachine> Host<S> {
     pub(crate) fn leave_refused(&self, node: NodeId) -> Option<String> {
         let membership = self.membership()?;
         let map = self.current_map()?;
-        let votes_globally = self
-            .node
-            .streams()
-            .get(&map.global_stream)
-            .is_some_and(|s| s.config().acceptors.contains(&node));
-        if votes_globally {
-            return Some(format!(
-                "node {} is an acceptor of the global stream {} (replacing the global stream is not built yet): it cannot leave",
-                node.0, map.global_stream.0
-            ));
-        }
         let view = membership.view();
         if view.state(node) != Some(MemberState::Active) {
             return None; // the replicas refuse it, with the view's reason
@@ -38,8 +28,23 @@ impl<S: StateMachine> Host<S> {
         let live: Vec<NodeId> = self
             .takers(map, view)
             .into_iter()
-            .filter(|n| view.state(*n) == Some(MemberState::Active))
+            .filter(|n| *n != node && view.state(*n) == Some(MemberState::Active))
             .collect();
+        let acceptors = self.stream_acceptors(map, map.global_stream);
+        if acceptors.contains(&node) {
+            let members = self.global_stream_members(map).unwrap_or_default();
+            let current = amulet_smr::GlobalStreamNow {
+                storage: self.stream_storage(map, map.global_stream),
+                acceptors: &acceptors,
+                members: &members,
+            };
+            if amulet_smr::next_global_repair(map, &live, [], current, &[]).is_none() {
+                return Some(format!(
+                    "node {} is an acceptor of the global stream {} and no other live member learning it could take its vote: it cannot leave (add a node first)",
+                    node.0, map.global_stream.0
+                ));
+            }
+        }
         amulet_smr::leave_blocker(map, &live, node).map(|partition| {
             format!(
                 "node {} cannot leave: partition {} would have no live node to move its replica to (add a node first)",

@@ -159,7 +159,8 @@ pub enum Op {
     /// next view removes it, self-healing moves its partitions onto the
     /// other live nodes, and the node stops by itself once it holds none.
     /// Refused, with nothing changed, for an acceptor of the global stream
-    /// or a node whose partitions have no other live node to go to.
+    /// no other live member could replace, or a node whose partitions
+    /// have no other live node to go to.
     Leave {
         node: u32,
         /// Wait up to this many seconds until the node is removed and

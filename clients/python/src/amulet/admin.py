@@ -51,8 +51,9 @@ class Admin:
         partitions onto the other live nodes, and the node stops by itself
         once it holds none (watch ``amulet status``). Needs the cluster
         admin role. ``FailedPrecondition`` (nothing changed): not an
-        active member, the last member, an acceptor of the global stream,
-        or a partition with no other live node to move to;
+        active member, the last member, an acceptor of the global stream
+        no other live member could replace, or a partition with no other
+        live node to move to;
         ``InvalidArgument``: node 0."""
         if not isinstance(node, int) or isinstance(node, bool) or not 0 <= node <= 0xFFFF_FFFF:
             raise errors.InvalidArgument(f"leave takes a node id (1 to 2**32-1), not {node!r}")

@@ -583,8 +583,9 @@ public final class AmuletClient implements AutoCloseable {
    *
    * @throws AmuletException {@code FAILED_PRECONDITION} (nothing changed)
    *     for a node that is not an active member, the last member, an
-   *     acceptor of the global stream, or one whose partitions have no
-   *     other live node to move to; {@code INVALID_ARGUMENT} for node 0
+   *     acceptor of the global stream no other live member could replace,
+   *     or one whose partitions have no other live node to move to;
+   *     {@code INVALID_ARGUMENT} for node 0
    */
   public void leave(int node) {
     ChangeMembershipRequest request = ChangeMembershipRequest.newBuilder().setLeave(node).build();

@@ -86,15 +86,11 @@ impl<S: StateMachine> Host<S> {
             first_run,
             now,
             |host| {
-                let mut opened = Vec::new();
-                for spec in &specs {
-                    let config = (host.stream_config)(spec);
-                    let log = (host.open_log)(&config);
-                    if node.add_stream(config, log, host.now).is_ok() {
-                        opened.push(spec.stream);
-                    }
-                }
-                opened
+                specs
+                    .iter()
+                    .filter(|spec| amulet_smr::open_stream(node, spec, host))
+                    .map(|spec| spec.stream)
+                    .collect::<Vec<StreamId>>()
             },
         )?;
         for stream in opened {

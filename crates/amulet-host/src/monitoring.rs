@@ -232,7 +232,7 @@ impl<S: StateMachine> Host<S> {
         let newer_view = stamp_of(&membership) > peer_view;
         let replicating = self
             .current_map()
-            .is_some_and(|map| map.partitions.values().any(|p| p.replicas.contains(&peer)));
+            .is_some_and(|map| !map.partitions_of(peer).is_empty());
         let news = stamp_of(&membership) == peer_view
             && !replicating
             && self

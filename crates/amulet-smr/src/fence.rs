@@ -139,7 +139,9 @@ pub fn work_fences<S: StateMachine>(
             } => {
                 // Replaying to this fence, the stream may be retired in a
                 // newer map already (the new partition merged away since).
-                open_stream(node, &stream, host, &mut done);
+                if open_stream(node, &stream, host) {
+                    done.created.push(stream.stream);
+                }
                 let own = replicas[&partition].stream();
                 let position = node
                     .fork_at_fence(group, group_of(new), &[own], &[(stream.stream, None)])
@@ -165,7 +167,9 @@ pub fn work_fences<S: StateMachine>(
                 continue;
             }
             FenceWork::ReplaceStream { old, new } => {
-                open_stream(node, &new, host, &mut done);
+                if open_stream(node, &new, host) {
+                    done.created.push(new.stream);
+                }
                 node.reconfigure_at_fence(group, &[old], &[(new.stream, None)])
                     .expect("a fenced group takes a stream the node just opened");
             }
@@ -263,20 +267,19 @@ fn ensure_streams<S: StateMachine>(
 }
 
 /// Opens `spec`'s stream if the node does not have it.
-fn open_stream<S>(
+/// Opens `spec`'s stream on `node` with a log from `host`, unless it is
+/// open already. Whether it was opened now.
+pub fn open_stream<S>(
     node: &mut MulticastNode,
     spec: &StreamSpec,
     host: &mut FenceHost<'_, S>,
-    done: &mut FenceDone,
-) {
+) -> bool {
     if node.streams().contains_key(&spec.stream) {
-        return;
+        return false;
     }
     let config = (host.stream_config)(spec);
     let log = (host.open_log)(&config);
-    if node.add_stream(config, log, host.now).is_ok() {
-        done.created.push(spec.stream);
-    }
+    node.add_stream(config, log, host.now).is_ok()
 }
 
 /// Opens every stream created at run time in `map` that this node is a

@@ -44,7 +44,9 @@ pub use access::{
     BOOTSTRAP_ADMIN, CLUSTER_ADMIN, EVERY_MAP,
 };
 pub use envelope::{Body, CommandEnvelope, Origin, ReplicaMessage};
-pub use fence::{group_of, newest_map, open_streams, work_fences, FenceDone, FenceHost};
+pub use fence::{
+    group_of, newest_map, open_stream, open_streams, work_fences, FenceDone, FenceHost,
+};
 pub use hand_off::{handed_off, replicas_to_hand_off};
 pub use healing::{leave_blocker, next_global_repair, next_repair, GlobalStreamNow};
 pub use load_sample::{load_median, LoadSample, LOAD_SAMPLES_MAX};

@@ -217,27 +217,11 @@ impl<S: StateMachine> Host<S> {
             .map(|s| s.config().members())
     }
 
-    /// The node that proposes the cluster's own changes under `map`: the
-    /// view's lowest active member that replicates some partition of it,
-    /// else the lowest node that does (`None` without membership). Only
-    /// a node replicating a partition learns every map, and a proposal
-    /// goes through one of its replicas. When every replica is on nodes
-    /// the view removed or is draining, one of them, still running since
-    /// it still holds the partitions, re-homes them: otherwise nobody
-    /// could (DMap seed 9023100: an operator moved the only partition
-    /// onto node 1 alone, the view then removed node 1, and the active
-    /// members, replicating nothing and holding an older map, never
-    /// proposed the repairs; the global stream kept a removed acceptor).
+    /// The node that proposes the cluster's own changes under `map`
+    /// (`amulet_smr::cluster_proposer`; `None` without membership).
     pub(crate) fn cluster_proposer(&self, map: &PartitionMap) -> Option<NodeId> {
         let membership = self.membership()?;
-        let view = membership.view();
-        let hosting = map.hosting_nodes();
-        view.nodes()
-            .iter()
-            .filter(|(_, m)| m.state == MemberState::Active)
-            .map(|(n, _)| *n)
-            .find(|n| hosting.contains(n))
-            .or_else(|| hosting.first().copied())
+        amulet_smr::cluster_proposer(map, membership.view())
     }
 
     /// The storage of `stream`: as this node runs it, else as `map`

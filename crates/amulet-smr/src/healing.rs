@@ -86,6 +86,25 @@ pub fn next_repair(
     None
 }
 
+/// The node that proposes the cluster's own changes (self-healing's
+/// repairs, the balancer's moves) under `map`: the view's lowest active
+/// member that replicates some partition of it, else the lowest node that
+/// does. Only a node replicating a partition learns every map, and a
+/// proposal goes through one of its replicas. When every replica is on
+/// nodes the view removed or is draining, one of them, still running
+/// since it still holds the partitions, re-homes them: otherwise nobody
+/// could (DMap seed 9023100: an operator moved the only partition onto
+/// node 1 alone right after the view removed node 1, and the active
+/// members, replicating nothing and holding an older map, never proposed
+/// the repairs; the global stream kept a removed acceptor).
+pub fn cluster_proposer(map: &PartitionMap, view: &amulet_membership::View) -> Option<NodeId> {
+    let hosting = map.hosting_nodes();
+    view.active_members()
+        .into_iter()
+        .find(|n| hosting.contains(n))
+        .or_else(|| hosting.first().copied())
+}
+
 /// The current global stream, as the node judging it runs it: what a
 /// replacement keeps.
 #[derive(Debug, Clone, Copy)]
@@ -274,6 +293,42 @@ mod tests {
 
     fn nodes(ids: &[u32]) -> Vec<NodeId> {
         ids.iter().copied().map(NodeId).collect()
+    }
+
+    /// Nodes 1 to 5 in the first view, then node 1 removed (it left).
+    fn view_without_node_1() -> amulet_membership::View {
+        use amulet_membership::{Applied, Command, Membership, MembershipBug, View, ViewId};
+        let addresses: Vec<String> = (1..=5).map(|n| format!("n{n}:7000")).collect();
+        let mut m = Membership::new(View::initial(&addresses), MembershipBug::None);
+        assert!(matches!(
+            m.apply(&Command::Leave { node: NodeId(1) }),
+            Applied::Leaving(_)
+        ));
+        assert!(matches!(
+            m.apply(&Command::Cut { view: ViewId(1) }),
+            Applied::Changed(_)
+        ));
+        m.view().clone()
+    }
+
+    #[test]
+    fn sconekv_2_the_lowest_active_member_replicating_a_partition_proposes() {
+        let view = view_without_node_1();
+        // Node 1 is removed: node 2, the lowest active one replicating.
+        assert_eq!(cluster_proposer(&five_nodes(), &view), Some(NodeId(2)));
+        // Every replica on removed node 1 (an operator's replication factor
+        // of one): node 1 itself, still running, proposes the repairs.
+        let alone = PartitionMap::uniform(
+            StreamId(1),
+            vec![(
+                PartitionId(1),
+                PartitionInfo {
+                    stream: StreamId(2),
+                    replicas: nodes(&[1]),
+                },
+            )],
+        );
+        assert_eq!(cluster_proposer(&alone, &view), Some(NodeId(1)));
     }
 
     #[test]

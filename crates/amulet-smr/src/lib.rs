@@ -48,7 +48,9 @@ pub use fence::{
     group_of, newest_map, open_stream, open_streams, work_fences, FenceDone, FenceHost,
 };
 pub use hand_off::{handed_off, replicas_to_hand_off};
-pub use healing::{leave_blocker, next_global_repair, next_repair, GlobalStreamNow};
+pub use healing::{
+    cluster_proposer, leave_blocker, next_global_repair, next_repair, GlobalStreamNow,
+};
 pub use load_sample::{load_median, LoadSample, LOAD_SAMPLES_MAX};
 pub use map_error::{InvalidMap, PartitionMapError};
 pub use partition_map::{

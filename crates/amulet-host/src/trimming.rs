@@ -44,7 +44,9 @@ impl<S: StateMachine> Host<S> {
         self.fetch_past_stranded_merges(now);
         let streams: Vec<StreamId> = self.node.streams().keys().copied().collect();
         for stream in streams {
-            let safe = safe_to_report(self.checkpointer.safe_instance(stream), &map, stream);
+            let merged_by_all = stream == map.global_stream;
+            let checkpointed = self.checkpointer.safe_instance(stream, merged_by_all);
+            let safe = safe_to_report(checkpointed, &map, stream);
             let Some(node) = self.node.stream_mut(stream) else {
                 continue;
             };

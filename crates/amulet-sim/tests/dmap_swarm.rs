@@ -762,3 +762,45 @@ fn thesis_4_2_a_new_global_streams_acceptors_are_active_members_of_the_view() {
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }
+
+/// A new global stream is not trimmed before every partition reached the
+/// fence where it replaced the old one (DMap seed 9030800 of the
+/// 2026-12-07 swarm: p1 swapped to stream 5 at its fence while p3, on the
+/// same nodes, had still to reach it; each node reported p1's checkpoint
+/// as its safe instance of stream 5, stream 5 was trimmed below 2 before
+/// p3 merged its first instance, and the whole order stopped). A replica
+/// whose checkpoint does not merge the global stream yet holds none of
+/// it (`Checkpointer::safe_instance`).
+#[test]
+fn thesis_3_4_2_a_new_global_stream_is_trimmed_only_past_every_partitions_fence() {
+    const SEED: u64 = 9_030_800;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert!(run.stats.global_stream_replaced > 0, "{:?}", run.stats);
+}
+
+/// Two learners repairing one gap of the global stream at once (thesis
+/// A.1.4; DMap seed 9023174 of the 2026-12-07 swarm): an acceptor that
+/// learned the instance decided refuses the lower competing ballot's
+/// value and keeps running (it stopped on a false assertion before; the
+/// core's test is `amulet-paxos/tests/gap_repair_thesis_a_1_4.rs`).
+#[test]
+fn thesis_a_1_4_competing_gap_repairs_of_a_decided_instance_stop_no_node() {
+    const SEED: u64 = 9_023_174;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
+/// A move onto a node the view removed is refused at the edge
+/// (`inactive-node`), and self-healing replaces the global stream of a
+/// removed acceptor (DMap seed 9023100 of the 2026-12-07 swarm: the
+/// operator moved the only partition onto removed node 1, the active
+/// members then replicated nothing, proposed no repair, and the global
+/// stream kept node 1 as an acceptor for good).
+#[test]
+fn thesis_4_2_a_move_onto_a_removed_node_is_refused_and_the_global_stream_is_repaired() {
+    const SEED: u64 = 9_023_100;
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    assert!(run.stats.global_stream_replaced > 0, "{:?}", run.stats);
+}

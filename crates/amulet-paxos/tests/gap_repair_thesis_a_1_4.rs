@@ -35,7 +35,7 @@ fn acks(out: &Output) -> usize {
 /// vote, not the deciding ballot, so "a higher ballot proposes another
 /// value for a decided instance" is no breach of Paxos here.
 #[test]
-fn a_decided_acceptor_refuses_a_lower_competing_repair_and_keeps_running_appendix_a1_4() {
+fn thesis_a_1_4_a_decided_acceptor_refuses_a_lower_competing_repair_and_keeps_running() {
     let mut node = StreamNode::new(
         NodeId(1),
         config(&[1, 2, 3], &[1, 2, 3]),

@@ -67,20 +67,7 @@ impl<S: StateMachine> Host<S> {
         let also_used = self.node.streams().keys().copied();
         // The global stream first: every other repair is ordered on it,
         // and it survives one acceptor fewer than it has no longer.
-        let acceptors = self.stream_acceptors(map, map.global_stream);
-        let members = self.global_stream_members(map).unwrap_or_default();
-        let current = amulet_smr::GlobalStreamNow {
-            storage: self.stream_storage(map, map.global_stream),
-            acceptors: &acceptors,
-            members: &members,
-        };
-        let global = amulet_smr::next_global_repair(
-            map,
-            &live,
-            also_used.clone(),
-            current,
-            &self.joined_members(),
-        );
+        let global = self.global_repair(map, &live, also_used.clone(), &self.joined_members());
         let Some(mut repair) =
             global.or_else(|| amulet_smr::next_repair(map, &live, also_used, stream_of))
         else {
@@ -215,6 +202,26 @@ impl<S: StateMachine> Host<S> {
             .streams()
             .get(&map.global_stream)
             .map(|s| s.config().members())
+    }
+
+    /// The replacement of `map`'s global stream that `live` and `joined`
+    /// call for (`amulet_smr::next_global_repair`), with the current
+    /// global stream as this node runs it.
+    pub(crate) fn global_repair(
+        &self,
+        map: &PartitionMap,
+        live: &[NodeId],
+        also_used: impl IntoIterator<Item = StreamId>,
+        joined: &[NodeId],
+    ) -> Option<amulet_smr::Reconfiguration> {
+        let acceptors = self.stream_acceptors(map, map.global_stream);
+        let members = self.global_stream_members(map).unwrap_or_default();
+        let current = amulet_smr::GlobalStreamNow {
+            storage: self.stream_storage(map, map.global_stream),
+            acceptors: &acceptors,
+            members: &members,
+        };
+        amulet_smr::next_global_repair(map, live, also_used, current, joined)
     }
 
     /// The node that proposes the cluster's own changes under `map`

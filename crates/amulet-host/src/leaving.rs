@@ -30,20 +30,14 @@ impl<S: StateMachine> Host<S> {
             .into_iter()
             .filter(|n| *n != node && view.state(*n) == Some(MemberState::Active))
             .collect();
-        let acceptors = self.stream_acceptors(map, map.global_stream);
-        if acceptors.contains(&node) {
-            let members = self.global_stream_members(map).unwrap_or_default();
-            let current = amulet_smr::GlobalStreamNow {
-                storage: self.stream_storage(map, map.global_stream),
-                acceptors: &acceptors,
-                members: &members,
-            };
-            if amulet_smr::next_global_repair(map, &live, [], current, &[]).is_none() {
-                return Some(format!(
-                    "node {} is an acceptor of the global stream {} and no other live member learning it could take its vote: it cannot leave (add a node first)",
-                    node.0, map.global_stream.0
-                ));
-            }
+        let votes_globally = self
+            .stream_acceptors(map, map.global_stream)
+            .contains(&node);
+        if votes_globally && self.global_repair(map, &live, [], &[]).is_none() {
+            return Some(format!(
+                "node {} is an acceptor of the global stream {} and no other live member learning it could take its vote: it cannot leave (add a node first)",
+                node.0, map.global_stream.0
+            ));
         }
         amulet_smr::leave_blocker(map, &live, node).map(|partition| {
             format!(

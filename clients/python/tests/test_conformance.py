@@ -35,6 +35,9 @@ absent). Error classes map from the client's exceptions: ``amulet.InvalidArgumen
 ``ReadVersionTooOldError`` -> ``read_version_too_old``; any other exception
 fails the step. ``merge_fields`` sends the step's fields as a list of
 pairs, so a name given twice reaches the server as the file has it.
+``join`` calls ``client.join(peer_address, client_address)`` and gives
+null when the node id it answers is above 0 (the id depends on the view),
+as ``leave`` gives null.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ ARGS = {
     "txn_commit": ({"txn"}, set()),
     "txn_abandon": ({"txn"}, set()),
     "leave": ({"node"}, set()),
+    "join": ({"peer_address", "client_address"}, set()),
     "create_log": ({"log"}, set()),
     "drop_log": ({"log"}, set()),
     "append": ({"log", "value"}, set()),
@@ -210,6 +214,13 @@ class Runner:
             return None
         if op == "leave":
             self.client.leave(step["node"])
+            return None
+        if op == "join":
+            # The new node's id depends on the view: a join that succeeds
+            # is null when its id is above 0, as a leave.
+            node = self.client.join(step["peer_address"], step["client_address"])
+            if not isinstance(node, int) or node <= 0:
+                raise AssertionError(f"join answered node id {node!r}")
             return None
         if op == "snapshot_read":
             snapshot = self.snapshots.get(step["name"])

@@ -154,7 +154,8 @@ pub fn client_reply_to_response(
 ) -> Result<Option<pb::MapResponse>, Status> {
     use pb::map_response::Result as R;
     let result = match reply {
-        ClientReply::SessionOk | ClientReply::Accepted => return Ok(None),
+        // A join's id is read by `ChangeMembership` before this.
+        ClientReply::SessionOk | ClientReply::Accepted | ClientReply::Joined(_) => return Ok(None),
         ClientReply::Done(MapReply::Failed(error)) => return Err(map_error_status(&error)),
         ClientReply::Done(reply) => match reply {
             MapReply::Value(value) => R::Value(pb::OptionalValue { value }),

@@ -189,6 +189,7 @@ fn arguments(op: &str) -> Option<(&'static [&'static str], &'static [&'static st
         "txn_range" => (&["txn", "map", "limit"], &["from", "to", "reverse"]),
         "txn_commit" | "txn_abandon" => (&["txn"], &[]),
         "leave" => (&["node"], &[]),
+        "join" => (&["peer_address", "client_address"], &[]),
         "create_log" | "drop_log" | "log_bounds" => (&["log"], &[]),
         "append" => (&["log", "value"], &[]),
         "multi_append" => (&["entries"], &[]),
@@ -426,6 +427,14 @@ impl Runner {
             "leave" => {
                 let node = u32::try_from(arg("node").int()).expect("a node id");
                 self.client.leave(node).await?;
+                ok(Json::Null)
+            }
+            "join" => {
+                let node = self
+                    .client
+                    .join(arg("peer_address").str(), arg("client_address").str())
+                    .await?;
+                assert!(node > 0, "a join's id");
                 ok(Json::Null)
             }
             "create_log" => {

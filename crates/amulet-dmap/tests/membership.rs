@@ -202,6 +202,7 @@ fn sconekv_2_without_a_configured_view_a_join_is_refused() {
     let mut replica = replica(1, 1, 1 << 20);
     let join = Body::Membership(Command::Join {
         address: "10.0.0.9:7400".into(),
+        client_address: "10.0.0.9:7500".into(),
     });
     let reply = run(&mut replica, admin(), join);
     assert!(

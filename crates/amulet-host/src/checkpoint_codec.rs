@@ -28,7 +28,10 @@ const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// 8: partition maps keep the nodes each partition is being handed off
 /// from (`PartitionMap::handing_off`); files of formats 3 to 7 decode
 /// with none.
-const VERSION: u32 = 8;
+/// 9: the view's members keep the client address a joiner gave
+/// (`Member::client_address`); files of formats 7 and 8 decode with
+/// none.
+const VERSION: u32 = 9;
 /// The oldest format this build reads.
 const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;

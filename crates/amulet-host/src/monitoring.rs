@@ -345,6 +345,7 @@ mod tests {
         let mut after = before.clone();
         after.apply(&MembershipCommand::Join {
             address: "n9:7000".into(),
+            client_address: String::new(),
         });
         assert_eq!(
             before.view().id(),

@@ -403,7 +403,7 @@ mod tests {
     fn rapid_4_2_a_failed_member_of_a_two_member_view_reports_its_joiner_implicitly() {
         let mut view = view(2);
         let (live, dead) = (NodeId(1), NodeId(2));
-        let joiner = view.add_joiner("joiner:1".into());
+        let joiner = view.add_joiner("joiner:1".into(), String::new());
         assert_eq!(view.observers_of(dead), vec![live]);
         assert_eq!(view.observers_of(joiner), vec![live, dead]);
         let mut cut = CutDetector::new(false, false);

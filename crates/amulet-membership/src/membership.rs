@@ -24,8 +24,10 @@ pub enum Command {
     },
     /// A node at `address` asks to join; it gets the next id.
     Join {
-        /// Where it is reached.
+        /// Where its peers reach it.
         address: String,
+        /// Where clients reach it (empty: nowhere yet).
+        client_address: String,
     },
     /// A member asks to leave (drains at the next view change).
     Leave {
@@ -198,11 +200,17 @@ impl Membership {
                 }
                 Applied::Reported { resolved, refused }
             }
-            Command::Join { address } => {
+            Command::Join {
+                address,
+                client_address,
+            } => {
                 if self.view.node_at(address).is_some() {
                     return Applied::Ignored("a node at this address is in the view");
                 }
-                Applied::Joining(self.view.add_joiner(address.clone()))
+                Applied::Joining(
+                    self.view
+                        .add_joiner(address.clone(), client_address.clone()),
+                )
             }
             Command::Leave { node } => {
                 if self.view.state(*node) != Some(MemberState::Active) {
@@ -429,13 +437,15 @@ mod tests {
         let mut m = membership(3);
         let Applied::Joining(id) = m.apply(&Command::Join {
             address: "n9:7000".into(),
+            client_address: String::new(),
         }) else {
             panic!()
         };
         assert_eq!(id, NodeId(4));
         assert_eq!(
             m.apply(&Command::Join {
-                address: "n9:7000".into()
+                address: "n9:7000".into(),
+                client_address: String::new(),
             }),
             Applied::Ignored("a node at this address is in the view")
         );
@@ -479,6 +489,7 @@ mod tests {
         let address = "n9:7000".to_string();
         let Applied::Joining(id) = m.apply(&Command::Join {
             address: address.clone(),
+            client_address: String::new(),
         }) else {
             panic!()
         };
@@ -511,7 +522,10 @@ mod tests {
             }
         );
         assert!(m.view().removed().contains(&id));
-        let Applied::Joining(again) = m.apply(&Command::Join { address }) else {
+        let Applied::Joining(again) = m.apply(&Command::Join {
+            address,
+            client_address: String::new(),
+        }) else {
             panic!("the address is free again")
         };
         assert!(again > id, "ids are never reused");

@@ -40,6 +40,23 @@ pub struct Member {
     pub address: String,
     /// Its state.
     pub state: MemberState,
+    /// Where clients reach it (its gRPC API), for a node that joined
+    /// (`Command::Join`); empty for a configured member, whose client
+    /// address is in every node's configuration (`[smr] clients`).
+    /// Checkpoint files of format 8 and older predate it (empty).
+    #[serde(default, deserialize_with = "client_address_since_format_9")]
+    pub client_address: String,
+}
+
+/// Decodes `Member::client_address` of a checkpoint file of format 9 or
+/// later; an older file has none (postcard is positional: nothing is read).
+fn client_address_since_format_9<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<String, D::Error> {
+    if amulet_types::checkpoint_format::decoding_format() <= 8 {
+        return Ok(String::new());
+    }
+    String::deserialize(deserializer)
 }
 
 /// The cluster view.
@@ -79,6 +96,7 @@ impl View {
                 let member = Member {
                     address: address.clone(),
                     state: MemberState::Active,
+                    client_address: String::new(),
                 };
                 (NodeId(index as u32 + 1), member)
             })
@@ -105,6 +123,7 @@ impl View {
                 let member = Member {
                     address: address.clone(),
                     state: MemberState::Active,
+                    client_address: String::new(),
                 };
                 (*id, member)
             })
@@ -269,8 +288,9 @@ impl View {
         }
     }
 
-    /// Records a new joiner at `address` and returns its fresh id.
-    pub(crate) fn add_joiner(&mut self, address: String) -> NodeId {
+    /// Records a new joiner at `address` (clients reach it at
+    /// `client_address`) and returns its fresh id.
+    pub(crate) fn add_joiner(&mut self, address: String, client_address: String) -> NodeId {
         let id = NodeId(self.next_id);
         self.next_id += 1;
         self.nodes.insert(
@@ -278,6 +298,7 @@ impl View {
             Member {
                 address,
                 state: MemberState::Joining,
+                client_address,
             },
         );
         id
@@ -326,6 +347,61 @@ mod tests {
     use super::test_view as view;
     use super::*;
 
+    /// A view as checkpoint files of format 8 and older hold it: members
+    /// without a client address.
+    #[derive(Serialize)]
+    struct Format8View {
+        id: ViewId,
+        nodes: BTreeMap<NodeId, Format8Member>,
+        removed: BTreeSet<NodeId>,
+        next_id: u32,
+    }
+
+    #[derive(Serialize)]
+    struct Format8Member {
+        address: String,
+        state: MemberState,
+    }
+
+    #[test]
+    fn sconekv_2_a_view_of_checkpoint_format_8_decodes_with_no_client_addresses() {
+        let mut current = view(3);
+        let joiner = current.add_joiner("n9:7000".into(), "n9:7100".into());
+        let older = Format8View {
+            id: current.id,
+            nodes: current
+                .nodes
+                .iter()
+                .map(|(id, m)| {
+                    let member = Format8Member {
+                        address: m.address.clone(),
+                        state: m.state,
+                    };
+                    (*id, member)
+                })
+                .collect(),
+            removed: current.removed.clone(),
+            next_id: current.next_id,
+        };
+        let bytes = postcard::to_allocvec(&older).unwrap();
+        let read: View = amulet_types::checkpoint_format::with_decoding_format(8, || {
+            postcard::from_bytes(&bytes)
+        })
+        .expect("format 8 decodes");
+        assert_eq!(read.state(joiner), Some(MemberState::Joining));
+        assert!(read.nodes.values().all(|m| m.client_address.is_empty()));
+        let mut without = current.clone();
+        for member in without.nodes.values_mut() {
+            member.client_address.clear();
+        }
+        assert_eq!(read, without);
+        // Format 9 and messages between nodes keep it.
+        let bytes = postcard::to_allocvec(&current).unwrap();
+        let read: View = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(read.nodes[&joiner].client_address, "n9:7100");
+        assert_eq!(read, current);
+    }
+
     #[test]
     fn rapid_4_1_observers_are_distinct_and_scale_down_on_small_clusters() {
         for members in 1..=14 {
@@ -361,13 +437,13 @@ mod tests {
     #[test]
     fn view_ids_are_never_reused() {
         let mut view = view(3);
-        let joiner = view.add_joiner("n9:7000".into());
+        let joiner = view.add_joiner("n9:7000".into(), String::new());
         assert_eq!(joiner, NodeId(4));
         view.change(&[joiner], &[NodeId(2)]);
         assert_eq!(view.next_id(), NodeId(5));
         assert!(view.removed().contains(&NodeId(2)));
         assert_eq!(view.id(), ViewId(2));
-        let second = view.add_joiner("n2:7000".into());
+        let second = view.add_joiner("n2:7000".into(), String::new());
         assert_eq!(second, NodeId(5), "a rejoining address gets a new id");
     }
 }

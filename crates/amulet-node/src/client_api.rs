@@ -14,7 +14,6 @@ use amulet_dmap::{MapName, MapReply};
 use amulet_smr::{Body, ClientReply, ClientRequest, Need, Principal, StateMachine};
 use amulet_tls::TlsContext;
 use amulet_types::{MapVersion, NodeId, PartitionId, SessionId};
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -52,7 +51,7 @@ impl ClientApi {
     pub(crate) async fn start(
         listen: SocketAddr,
         me: NodeId,
-        addresses: BTreeMap<NodeId, String>,
+        addresses: crate::runtime::ClientAddresses,
         handle: NodeHandle,
         tls: Option<Arc<TlsContext>>,
     ) -> anyhow::Result<ClientApi> {
@@ -134,7 +133,8 @@ impl ClientApi {
 
 pub(crate) struct Service {
     me: NodeId,
-    addresses: BTreeMap<NodeId, String>,
+    /// Every node's client address (the view's joiners added as they come).
+    addresses: crate::runtime::ClientAddresses,
     pub(crate) handle: NodeHandle,
     metrics: Arc<Metrics>,
     /// Requests in flight per user (`client_limits`).
@@ -227,6 +227,22 @@ impl Service {
             })?
             .map_err(stopped)?;
         client_reply_to_response(reply)
+    }
+
+    /// Like [`Service::submit`] for a request with no partition, but the
+    /// replica's reply as it came (a join's id is not a map response).
+    pub(crate) async fn submit_reply(
+        &self,
+        request: ClientRequest<amulet_dmap::MapCommand>,
+    ) -> Result<amulet_smr::ClientReply<amulet_dmap::MapReply>, Status> {
+        tokio::time::timeout(EXECUTE_TIMEOUT, self.handle.submit(None, request))
+            .await
+            .map_err(|_| {
+                Status::deadline_exceeded(
+                    "not executed in time; resend with the same session and sequence",
+                )
+            })?
+            .map_err(stopped)
     }
 
     /// Counts an answered request and its latency.
@@ -372,7 +388,8 @@ impl pb::amulet_server::Amulet for Service {
             .await
             .map_err(stopped)?
             .ok_or_else(|| Status::failed_precondition("this cluster serves no DMap"))?;
-        Ok(Response::new(map_to_pb(&map, &self.addresses)))
+        let addresses = self.addresses.read().expect("addresses lock").clone();
+        Ok(Response::new(map_to_pb(&map, &addresses)))
     }
 
     async fn open_session(

@@ -420,9 +420,16 @@ impl NodeConfig {
             }
         }
         let mine = self.my_streams();
-        if mine.is_empty() {
+        let membership = self.membership_settings();
+        let joiner = membership.joiner && membership.enabled && self.smr.is_some();
+        if membership.joiner && !joiner {
+            return Err(invalid(
+                "[membership] joiner = true needs membership enabled and an [smr] section",
+            ));
+        }
+        if mine.is_empty() && !joiner {
             return Err(invalid(format!(
-                "node {} is a member of no stream",
+                "node {} is a member of no stream (a node that joins a running cluster has [membership] joiner = true)",
                 self.node
             )));
         }
@@ -439,7 +446,7 @@ impl NodeConfig {
         }
         // The merge takes one M for all streams; streams disagreeing on it
         // would merge differently at different learners.
-        let m = mine[0].limits.merge_instances_per_round;
+        let m = self.streams[0].limits.merge_instances_per_round;
         if self
             .streams
             .iter()

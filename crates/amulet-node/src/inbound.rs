@@ -24,8 +24,9 @@ pub struct InboundSpec {
     pub cluster: u64,
     /// This node.
     pub me: NodeId,
-    /// Nodes allowed to connect.
-    pub peers: BTreeSet<NodeId>,
+    /// Nodes allowed to connect: the configured peers, and the members
+    /// the view added since ([`crate::transport::Transport::add_peer`]).
+    pub peers: std::sync::RwLock<BTreeSet<NodeId>>,
     /// Largest frame accepted.
     pub frame_bytes_max: usize,
     /// With TLS, peers must present a node certificate from the CA.
@@ -192,9 +193,10 @@ fn check_hello(hello: &Hello, spec: &InboundSpec) -> Result<(), Closed> {
             hello.node, hello.cluster, spec.cluster
         )));
     }
-    if hello.node == spec.me || !spec.peers.contains(&hello.node) {
+    let known = spec.peers.read().expect("peers lock").contains(&hello.node);
+    if hello.node == spec.me || !known {
         return Err(Closed::Refused(format!(
-            "{} is not a configured peer",
+            "{} is neither a configured peer nor in the view",
             hello.node
         )));
     }

@@ -22,6 +22,7 @@ pub(crate) fn status_pb(membership: &Membership) -> pb::MembershipStatus {
                 observers: ids(&view.observers_of(*node)),
                 change_reports: reports.change.iter().map(|n| n.0).collect(),
                 stay_reports: reports.stay.iter().map(|n| n.0).collect(),
+                client_address: member.client_address.clone(),
             }
         })
         .collect();
@@ -53,10 +54,12 @@ pub(crate) fn state_name(state: MemberState) -> &'static str {
 }
 
 impl crate::client_api::Service {
-    /// `ChangeMembership`: a member's leave, ordered on the global stream
-    /// like any configuration change; the replicas judge it (cluster
-    /// admin, an active member, not the last) and the host at the edge
-    /// (not a global acceptor, its partitions can move).
+    /// `ChangeMembership`: a member's leave or a new node's join, ordered
+    /// on the global stream like any configuration change; the replicas
+    /// judge it (cluster admin; a leaver is an active member, not the
+    /// last; a joiner's peer address is nobody's) and the host at the
+    /// edge (a leaver's vote and partitions can move). A join's addresses
+    /// are checked here: nothing is ordered for one nobody could reach.
     pub(crate) async fn change_membership_rpc(
         &self,
         request: tonic::Request<pb::ChangeMembershipRequest>,
@@ -75,9 +78,15 @@ impl crate::client_api::Service {
                         "leave: node ids start at 1",
                     ))
                 }
+                Some(pb::change_membership_request::Change::Join(join)) => {
+                    amulet_membership::Command::Join {
+                        address: reachable_address("peer_address", &join.peer_address)?,
+                        client_address: reachable_address("client_address", &join.client_address)?,
+                    }
+                }
                 None => {
                     return Err(tonic::Status::invalid_argument(
-                        "no membership change given (leave)",
+                        "no membership change given (leave or join)",
                     ))
                 }
             };
@@ -88,11 +97,61 @@ impl crate::client_api::Service {
                 body: amulet_smr::Body::Membership(command),
                 principal,
             };
-            self.submit(None, request).await?;
-            Ok(tonic::Response::new(pb::ChangeMembershipResponse {}))
+            let reply = self.submit_reply(request).await?;
+            let node = match reply {
+                amulet_smr::ClientReply::Joined(node) => node.0,
+                other => {
+                    amulet_api::client_reply_to_response(other)?;
+                    0
+                }
+            };
+            Ok(tonic::Response::new(pb::ChangeMembershipResponse { node }))
         }
         .await;
         self.record("change_membership", started, &result);
         result
+    }
+}
+
+/// `address` as a view keeps it (`ip:port`, normalised), if a node there
+/// could be reached: a socket address with a specified ip and a port.
+/// INVALID_ARGUMENT naming `field` otherwise.
+fn reachable_address(field: &str, address: &str) -> Result<String, tonic::Status> {
+    let parsed: std::net::SocketAddr = address.parse().map_err(|_| {
+        tonic::Status::invalid_argument(format!("join: {field} {address:?} is not ip:port"))
+    })?;
+    if parsed.ip().is_unspecified() || parsed.port() == 0 {
+        return Err(tonic::Status::invalid_argument(format!(
+            "join: {field} {address:?} names no reachable node (unspecified ip or port 0)"
+        )));
+    }
+    Ok(parsed.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reachable_address;
+
+    #[test]
+    fn sconekv_2_a_joins_addresses_must_name_a_reachable_node() {
+        assert_eq!(
+            reachable_address("peer_address", "127.0.0.1:7400").unwrap(),
+            "127.0.0.1:7400"
+        );
+        assert_eq!(
+            reachable_address("peer_address", "[::1]:7400").unwrap(),
+            "[::1]:7400"
+        );
+        for bad in [
+            "",
+            "node-4",
+            "127.0.0.1",
+            "0.0.0.0:7400",
+            "[::]:7400",
+            "127.0.0.1:0",
+        ] {
+            let refused = reachable_address("peer_address", bad).unwrap_err();
+            assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{bad:?}");
+        }
     }
 }

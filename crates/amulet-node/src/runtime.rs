@@ -7,9 +7,11 @@
 
 mod commands;
 mod eventual;
+mod view_peers;
 
 pub use eventual::EventualAnswer;
 pub(crate) use eventual::EventualRequest;
+pub(crate) use view_peers::ClientAddresses;
 
 use crate::checkpoint_store::CheckpointStore;
 use crate::client_api::ClientApi;
@@ -204,6 +206,8 @@ impl Node {
             frame_bytes_max: config.frame_bytes_max(),
         };
         let (transport, inbound) = Transport::start(spec).await?;
+        let client_addresses: view_peers::ClientAddresses =
+            Arc::new(std::sync::RwLock::new(config.client_addresses()?));
         let local_addr = transport.local_addr();
         #[allow(clippy::disallowed_methods)] // the runtime is the clock of the sans-IO core
         let epoch = Instant::now();
@@ -236,20 +240,16 @@ impl Node {
             log_changes,
             access,
             eventual,
+            view_peers: view_peers::ViewPeers::new(client_addresses.clone()),
         };
         tracing::info!(node = %me, incarnation, %local_addr, "node started");
         let task = tokio::spawn(event_loop.run());
         let handle = NodeHandle::new(commands, log_changes_rx, access_rx);
         let api = match config.client_listen()? {
             Some(listen) => {
-                let api = ClientApi::start(
-                    listen,
-                    me,
-                    config.client_addresses()?,
-                    handle.clone(),
-                    tls.clone(),
-                )
-                .await;
+                let api =
+                    ClientApi::start(listen, me, client_addresses, handle.clone(), tls.clone())
+                        .await;
                 match api {
                     Ok(api) => Some(api),
                     Err(error) => {
@@ -369,6 +369,8 @@ pub(crate) struct EventLoop {
     access: watch::Sender<Arc<amulet_smr::AccessControl>>,
     /// The eventual maps' replicas here and the requests they serve.
     eventual: eventual::Eventual,
+    /// Peers and client addresses taken from the view.
+    view_peers: view_peers::ViewPeers,
 }
 
 impl EventLoop {
@@ -526,6 +528,7 @@ impl EventLoop {
                     self.waiters.remove(&token);
                     self.host.cancel(token);
                 }
+                self.follow_view();
                 // A node the view removed (it left, or failed and came
                 // back) that has handed off every replica and votes in no
                 // stream in use has nothing left to do: it stops cleanly.

@@ -30,13 +30,13 @@ pub fn open_logs(config: &NodeConfig) -> anyhow::Result<OpenedLogs> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("cannot create data_dir {}", config.data_dir.display()))?;
     let incarnation = next_incarnation(&config.data_dir)?;
-    let mut opener = LogOpener::new(&config.data_dir, config.me());
+    let mut opener = LogOpener::new(&config.data_dir, config.me(), incarnation);
     let mut logs: Vec<(StreamConfig, Box<dyn AcceptorLog>)> = Vec::new();
     for stream in config.my_streams() {
         // Memory rings: only the first run of the data directory may vote
         // (a ring cannot vouch for promises an earlier run made). Durable
         // logs find out from their files whether they lost anything.
-        let log = opener.open(&stream, incarnation == 1)?;
+        let log = opener.open(&stream, false)?;
         logs.push((stream, log));
     }
     Ok(OpenedLogs {
@@ -51,16 +51,24 @@ pub fn open_logs(config: &NodeConfig) -> anyhow::Result<OpenedLogs> {
 pub struct LogOpener {
     data_dir: PathBuf,
     me: NodeId,
+    /// This run's incarnation (1: the data directory's first run).
+    incarnation: u32,
+    /// Memory rings opened by this run: one opened again lost what it
+    /// held (its votes and promises of this run).
+    rings_opened: std::collections::BTreeSet<amulet_types::StreamId>,
     sync: Option<NodeLog<FsDisk>>,
     background: Option<NodeLog<FsDisk>>,
 }
 
 impl LogOpener {
-    /// An opener for the node `me` keeping its data in `data_dir`.
-    pub fn new(data_dir: &Path, me: NodeId) -> LogOpener {
+    /// An opener for the node `me` keeping its data in `data_dir`, in its
+    /// run `incarnation`.
+    pub fn new(data_dir: &Path, me: NodeId, incarnation: u32) -> LogOpener {
         LogOpener {
             data_dir: data_dir.to_path_buf(),
             me,
+            incarnation,
+            rings_opened: std::collections::BTreeSet::new(),
             sync: None,
             background: None,
         }
@@ -68,13 +76,24 @@ impl LogOpener {
 
     /// Opens (creating it if new) the log of `stream`: a stream of the
     /// configuration, or one created at run time by a reconfiguration
-    /// (`first_run`: nothing of it can exist from an earlier run, so a
-    /// memory ring may vote).
+    /// (`created_now`: nothing of it can exist from an earlier run).
+    /// A memory ring may vote when nothing it could have held is lost:
+    /// its stream is created now, or this is the data directory's first
+    /// run and the ring was not opened before in it (a node that joined,
+    /// or took a partition whose fence it did not execute, opens its
+    /// streams on installing a peer's checkpoint; before, such a node
+    /// was a learner only there, and a memory stream moved onto it lost
+    /// a vote for good).
     pub fn open(
         &mut self,
         stream: &StreamConfig,
-        first_run: bool,
+        created_now: bool,
     ) -> anyhow::Result<Box<dyn AcceptorLog>> {
+        let first_run =
+            created_now || (self.incarnation == 1 && !self.rings_opened.contains(&stream.stream));
+        if stream.storage == StorageMode::Memory {
+            self.rings_opened.insert(stream.stream);
+        }
         let own_dir = self.data_dir.join(format!("stream-{}", stream.stream.0));
         let context = |dir: &Path| {
             format!(
@@ -189,6 +208,30 @@ mod tests {
     }
 
     #[test]
+    fn thesis_3_4_2_a_memory_ring_votes_only_if_nothing_it_held_is_lost() {
+        let dir = std::env::temp_dir().join(format!("amulet-rings-{}", std::process::id()));
+        let memory = stream(6, StorageMode::Memory);
+        // The data directory's first run opens a ring late (a partition
+        // moved here, its state from a peer's checkpoint): nothing lost.
+        let mut opener = LogOpener::new(&dir, NodeId(1), 1);
+        assert!(opener.open(&memory, false).unwrap().recovered().intact);
+        // Opened again in the same run: what the first ring held is gone.
+        assert!(!opener.open(&memory, false).unwrap().recovered().intact);
+        // A later run cannot vouch for the rings of earlier ones, unless
+        // the stream is created now.
+        let mut opener = LogOpener::new(&dir, NodeId(1), 2);
+        assert!(!opener.open(&memory, false).unwrap().recovered().intact);
+        assert!(
+            opener
+                .open(&stream(7, StorageMode::Memory), true)
+                .unwrap()
+                .recovered()
+                .intact
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn durable_streams_share_one_log_per_mode_and_an_older_own_log_is_kept() {
         let dir = std::env::temp_dir().join(format!("amulet-logs-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -198,7 +241,7 @@ mod tests {
             let own = amulet_storage::FsDisk::open(&dir.join("stream-4")).unwrap();
             amulet_storage::DurableLog::open(own, Durability::Sync, 4096).unwrap();
         }
-        let mut opener = LogOpener::new(&dir, NodeId(1));
+        let mut opener = LogOpener::new(&dir, NodeId(1), 1);
         let mut logs: Vec<_> = [1, 2, 3, 4]
             .map(|id| {
                 opener
@@ -230,7 +273,7 @@ mod tests {
         // process going keeps it.
         logs[3].write_out().unwrap();
         drop((logs, fifth, opener));
-        let mut opener = LogOpener::new(&dir, NodeId(1));
+        let mut opener = LogOpener::new(&dir, NodeId(1), 1);
         for id in [1, 2, 3, 4] {
             let log = opener
                 .open(&stream(id, StorageMode::SyncDurable), false)

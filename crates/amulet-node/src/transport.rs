@@ -46,6 +46,12 @@ pub struct Transport {
     writer_tasks: Vec<JoinHandle<()>>,
     accept_task: JoinHandle<()>,
     local_addr: SocketAddr,
+    /// What inbound connections are checked against (its allow-list
+    /// grows with [`Transport::add_peer`]).
+    inbound: Arc<InboundSpec>,
+    /// Said first on every outbound connection.
+    hello: Hello,
+    tls: Option<Arc<TlsContext>>,
 }
 
 impl Transport {
@@ -62,38 +68,60 @@ impl Transport {
         let inbound = Arc::new(InboundSpec {
             cluster: spec.hello.cluster,
             me: spec.hello.node,
-            peers: spec.peers.keys().copied().collect(),
+            peers: std::sync::RwLock::new(spec.peers.keys().copied().collect()),
             frame_bytes_max: spec.frame_bytes_max,
             tls: spec.tls.clone(),
         });
-        let accept_task = tokio::spawn(accept_loop(listener, inbound, inbound_tx));
-        let mut writers = BTreeMap::new();
-        let mut writer_tasks = Vec::new();
-        for (peer, addr) in &spec.peers {
-            let (tx, rx) = mpsc::unbounded_channel();
-            let queued = Arc::new(AtomicUsize::new(0));
-            let outbound = OutboundSpec {
-                peer: *peer,
-                addr: *addr,
-                hello: spec.hello,
-                queued: queued.clone(),
-                tls: spec.tls.clone(),
-            };
-            writer_tasks.push(tokio::spawn(peer_writer(outbound, rx)));
-            let queue = PeerQueue {
-                sender: tx,
-                queued,
-                dropped: 0,
-            };
-            writers.insert(*peer, queue);
-        }
-        let transport = Transport {
-            writers,
-            writer_tasks,
+        let accept_task = tokio::spawn(accept_loop(listener, inbound.clone(), inbound_tx));
+        let mut transport = Transport {
+            writers: BTreeMap::new(),
+            writer_tasks: Vec::new(),
             accept_task,
             local_addr,
+            inbound,
+            hello: spec.hello,
+            tls: spec.tls,
         };
+        for (peer, addr) in &spec.peers {
+            transport.add_peer(*peer, *addr);
+        }
         Ok((transport, inbound_rx))
+    }
+
+    /// Links to `peer` at `addr` from now on: a writer of our messages to
+    /// it, and its connections accepted. For a node the view added after
+    /// this one started (a joiner, docs/membership.md), which no
+    /// configuration file names. A peer already linked keeps its link (a
+    /// node's peer address never changes: the view refuses a second node
+    /// at an address, and ids are never reused).
+    pub fn add_peer(&mut self, peer: NodeId, addr: SocketAddr) {
+        if peer == self.hello.node || self.writers.contains_key(&peer) {
+            return;
+        }
+        self.inbound.peers.write().expect("peers lock").insert(peer);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let outbound = OutboundSpec {
+            peer,
+            addr,
+            hello: self.hello,
+            queued: queued.clone(),
+            tls: self.tls.clone(),
+        };
+        self.writer_tasks
+            .push(tokio::spawn(peer_writer(outbound, rx)));
+        let queue = PeerQueue {
+            sender: tx,
+            queued,
+            dropped: 0,
+        };
+        self.writers.insert(peer, queue);
+    }
+
+    /// Whether [`Transport::add_peer`] linked `peer` (or the
+    /// configuration named it).
+    pub fn has_peer(&self, peer: NodeId) -> bool {
+        self.writers.contains_key(&peer)
     }
 
     /// The address actually listened on.

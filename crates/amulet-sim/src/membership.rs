@@ -470,6 +470,7 @@ impl Sim {
                 node.asked_at = Some(now);
                 let command = Command::Join {
                     address: node.address.clone(),
+                    client_address: String::new(),
                 };
                 self.propose(key, command);
             }

@@ -21,7 +21,7 @@
 #![deny(missing_docs)]
 
 mod access;
-pub mod checkpoint_format;
+pub use amulet_types::checkpoint_format;
 mod envelope;
 mod fence;
 mod hand_off;

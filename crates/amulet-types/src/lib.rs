@@ -3,6 +3,7 @@
 //! with its named, validated limits.
 #![deny(missing_docs)]
 
+pub mod checkpoint_format;
 mod config;
 mod ids;
 mod safe_report;

@@ -279,7 +279,22 @@ pub fn run(target: Target, op: Op) -> anyhow::Result<()> {
 }
 
 async fn run_async(target: Target, op: Op) -> anyhow::Result<()> {
-    let (addresses, tls) = addresses(&target)?;
+    let (client, addresses) = connect(&target, None).await?;
+    let result = execute(&client, &target, op, &addresses).await;
+    client.close().await;
+    result
+}
+
+/// A client of the cluster `target` names (or of `seed` alone, if given),
+/// and the addresses it was given.
+pub(crate) async fn connect(
+    target: &Target,
+    seed: Option<&str>,
+) -> anyhow::Result<(Client, Vec<String>)> {
+    let (mut addresses, tls) = addresses(target)?;
+    if let Some(seed) = seed {
+        addresses = vec![seed.to_string()];
+    }
     let token = target
         .token
         .clone()
@@ -299,9 +314,7 @@ async fn run_async(target: Target, op: Op) -> anyhow::Result<()> {
     let client = Client::connect_with(addresses.clone(), config)
         .await
         .with_context(|| format!("cannot reach a node at {}", addresses.join(", ")))?;
-    let result = execute(&client, &target, op, &addresses).await;
-    client.close().await;
-    result
+    Ok((client, addresses))
 }
 
 async fn execute(

@@ -11,6 +11,7 @@ mod client_commands;
 mod dev;
 mod eventual_command;
 mod init_command;
+mod join_command;
 mod log_command;
 mod membership_command;
 mod node_command;
@@ -46,6 +47,10 @@ enum Command {
     /// Start a local cluster (3 partitions x 3 replicas on 127.0.0.1, data
     /// in ./amulet-data) and serve it until Ctrl-C.
     Dev(dev::DevArgs),
+    /// A new node joins a running cluster: the cluster gives it an id, its
+    /// configuration is made from a member's file, and it starts; the
+    /// balancer then moves partitions onto it (docs/membership.md).
+    Join(join_command::JoinArgs),
     /// Write the files of a cluster of several machines: one configuration
     /// per node, a CA, node and client certificates (deploy/ has the
     /// systemd unit and the container file that run them).
@@ -99,6 +104,7 @@ fn main() -> std::process::ExitCode {
         Command::Dev(args) => dev::run(args),
         Command::Cert(command) => cert_command::run(command),
         Command::Init(args) => init_command::run(args),
+        Command::Join(args) => join_command::run(cli.target, args),
         Command::OrderDemo(args) => order_demo::run(args),
         Command::BenchScan(args) => bench_scan::run(args),
         Command::BenchInserts(args) => bench_inserts::run(args),

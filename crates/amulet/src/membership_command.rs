@@ -26,6 +26,9 @@ pub fn print_view(view: &pb::MembershipStatus) {
             member.state,
             list(&member.observers)
         );
+        if !member.client_address.is_empty() {
+            line.push_str(&format!("; clients at {}", member.client_address));
+        }
         if !member.change_reports.is_empty() {
             line.push_str(&format!(
                 "; reported unreachable by {}",

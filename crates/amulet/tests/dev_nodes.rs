@@ -102,6 +102,16 @@ fn start_dev(
     name: &str,
     extra: &[&str],
 ) -> (Dev, u16, std::path::PathBuf, std::path::PathBuf, String) {
+    start_dev_of(NODES, name, extra)
+}
+
+/// [`start_dev`] of `nodes` nodes (the ports of five are free, for
+/// nodes that join).
+fn start_dev_of(
+    nodes: u16,
+    name: &str,
+    extra: &[&str],
+) -> (Dev, u16, std::path::PathBuf, std::path::PathBuf, String) {
     let dir = std::env::temp_dir().join(format!("amulet-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let base = free_base();
@@ -111,7 +121,7 @@ fn start_dev(
         .args([
             "dev",
             "--nodes",
-            "5",
+            &nodes.to_string(),
             "--insecure",
             "--storage",
             "memory",
@@ -148,7 +158,9 @@ fn start_dev(
         .position(|a| *a == "--partitions")
         .map_or("3", |at| extra[at + 1]);
     assert!(
-        text.contains(&format!("5 nodes, {partitions} partitions x 3 replicas")),
+        text.contains(&format!(
+            "{nodes} nodes, {partitions} partitions x 3 replicas"
+        )),
         "{text}"
     );
     (dev, base, dir, log, text)
@@ -586,6 +598,145 @@ fn dynatree_oracle_spreads_a_grown_map_onto_members_replicating_nothing() {
             assert_eq!(read.as_ref(), Some(key), "{key:?}");
         }
     });
+    drop(dev);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&log);
+}
+
+/// Waits (bounded) until `amulet status` at `addr` satisfies `done`;
+/// answers that status.
+fn wait_for_status(addr: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let output = amulet()
+            .args(["status", "--addr", addr])
+            .output()
+            .expect("run amulet status");
+        let status = String::from_utf8_lossy(&output.stdout).to_string();
+        if done(&status) {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "{what}: not in 120 s\n{status}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Whether `status` shows every node of `nodes` replicating a partition,
+/// each within one partition of the others, and nothing being re-homed.
+fn evened_over(status: &str, nodes: &[u16]) -> bool {
+    let counts = replicas_per_node(status);
+    let names: Vec<String> = nodes.iter().map(u16::to_string).collect();
+    counts
+        .keys()
+        .eq(names.iter().collect::<std::collections::BTreeSet<_>>())
+        && counts.values().max().unwrap() - counts.values().min().unwrap() <= 1
+        && !status.contains("re-homing")
+}
+
+/// SCONEKV §2 (a join is ordered on the global stream like every view
+/// change): `amulet join` adds nodes no configuration file names to a
+/// running three-node cluster; the view admits them, the balancer moves
+/// partitions onto them, clients reach them by the view's client
+/// addresses; a joiner killed for good is removed and its partitions are
+/// re-homed, with every key read back through the other joiner.
+#[test]
+fn sconekv_2_amulet_join_adds_nodes_that_take_partitions_and_one_killed_for_good_is_re_homed() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (dev, base, dir, log, _) = start_dev_of(3, "dev-join", &[]);
+    let address = |node: u16| format!("127.0.0.1:{}", base + node);
+    let peer = |node: u16| format!("127.0.0.1:{}", base + 10 + node);
+    let like = dir.join("node-1.toml");
+    let like = like.to_str().unwrap();
+    for i in 0..30 {
+        run(&[
+            "put",
+            &format!("k{i}"),
+            &format!("v{i}"),
+            "--addr",
+            &address(1),
+        ]);
+    }
+    let join_args = |node: u16| {
+        let config = dir.join(format!("joined-{node}.toml"));
+        let data = dir.join(format!("joined-{node}"));
+        vec![
+            "join".to_string(),
+            "--addr".into(),
+            address(2),
+            "--like".into(),
+            like.into(),
+            "--peer-address".into(),
+            peer(node),
+            "--client-address".into(),
+            address(node),
+            "--data-dir".into(),
+            data.display().to_string(),
+            "--config".into(),
+            config.display().to_string(),
+        ]
+    };
+    // Refused at the edge, nothing ordered, no file written: an address
+    // nobody can reach, and a member's peer address.
+    let mut unreachable = join_args(4);
+    unreachable[6] = "0.0.0.0:9".into();
+    let unreachable: Vec<&str> = unreachable.iter().map(String::as_str).collect();
+    let refused = run_fails(&unreachable);
+    assert!(refused.contains("reachable"), "{refused}");
+    let mut taken = join_args(4);
+    taken[6] = peer(1);
+    let taken: Vec<&str> = taken.iter().map(String::as_str).collect();
+    let refused = run_fails(&taken);
+    assert!(refused.contains("node 1 of the view is at"), "{refused}");
+    assert!(!dir.join("joined-4.toml").exists());
+    let status = run(&["status", "--addr", &address(1)]);
+    assert!(status.contains("view 1: 3 members"), "{status}");
+    // Node 4 joins; the balancer spreads the partitions over four nodes.
+    let start_joiner = |node: u16| {
+        let out = std::fs::File::create(dir.join(format!("joined-{node}.log"))).unwrap();
+        let child = amulet()
+            .args(join_args(node))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .process_group(0)
+            .spawn()
+            .expect("start amulet join");
+        Dev(child)
+    };
+    let joiner_4 = start_joiner(4);
+    let status = wait_for_status(&address(1), "node 4 admitted and given partitions", |s| {
+        s.contains("view 2: 4 members") && evened_over(s, &[1, 2, 3, 4])
+    });
+    assert!(
+        status.contains(&format!("node 4 {} active", peer(4))),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("clients at {}", address(4))),
+        "{status}"
+    );
+    // Node 5 joins through another member; it reaches node 4 by the view.
+    let _joiner_5 = start_joiner(5);
+    wait_for_status(&address(1), "node 5 admitted and given partitions", |s| {
+        s.contains("view 3: 5 members") && evened_over(s, &[1, 2, 3, 4, 5])
+    });
+    for i in 0..30 {
+        let read = run(&["get", &format!("k{i}"), "--addr", &address(4)]);
+        assert_eq!(read.trim(), format!("v{i}"), "k{i} through node 4");
+    }
+    // Node 4 is killed for good (SIGKILL): removed, its partitions
+    // re-homed.
+    let group = format!("-{}", joiner_4.0.id());
+    let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+    drop(joiner_4);
+    let status = wait_for_status(&address(1), "node 4 removed and re-homed", |s| {
+        s.contains("removed [4]") && evened_over(s, &[1, 2, 3, 5])
+    });
+    println!("after node 4 was killed for good:\n{status}");
+    for i in 0..30 {
+        let read = run(&["get", &format!("k{i}"), "--addr", &address(5)]);
+        assert_eq!(read.trim(), format!("v{i}"), "k{i} through node 5");
+    }
     drop(dev);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&log);

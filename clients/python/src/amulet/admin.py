@@ -60,6 +60,33 @@ class Admin:
         request = pb.ChangeMembershipRequest(leave=node)
         self._unordered("leave", "ChangeMembership", request, may_apply=True)
 
+    def join(self, peer_address: str, client_address: str) -> int:
+        """A new node joins the cluster: ordered on the global stream, the
+        view gets a member Joining at ``peer_address`` (where the members
+        reach its peer port, ``ip:port``) that serves clients at
+        ``client_address`` (``ip:port``); its observers admit it at the
+        next view change once they reach it, and the balancer then moves
+        partitions onto it. Returns the id the new node got (``amulet
+        join`` starts the node with it). Needs the cluster admin role.
+        The addresses are checked by the node: ``InvalidArgument``
+        (nothing ordered) for one that is not ``ip:port``, or is
+        unspecified (``0.0.0.0`` or port 0); ``FailedPrecondition``
+        (nothing changed): a node of the view is already at
+        ``peer_address``, or membership is not configured. As ``leave``,
+        sent again at another node when one did not answer, until
+        ``operation_timeout``; then ``OutcomeUnknown``, since it may have
+        been ordered. A resend finding an earlier attempt ordered is
+        refused ``FailedPrecondition`` (a node is at that peer address):
+        after either, look at the view before asking again."""
+        for name, value in (("peer_address", peer_address), ("client_address", client_address)):
+            if not isinstance(value, str):
+                raise errors.InvalidArgument(f"join takes {name} as a str (ip:port), not {value!r}")
+        request = pb.ChangeMembershipRequest(
+            join=pb.JoinRequest(peer_address=peer_address, client_address=client_address)
+        )
+        reply = self._unordered("join", "ChangeMembership", request, may_apply=True)
+        return reply.node
+
     # ---- the balancer (docs/dynatree.md, "Pause and decisions") ------------
 
     def set_balancer(self, node: str | int, enabled: bool) -> pb.BalancerStatus:

@@ -110,9 +110,9 @@ impl<R> From<ClientReply<R>> for Outcome<R> {
             ClientReply::Refused(refusal) => {
                 Outcome::from_status(&amulet_api::refusal_status(&refusal))
             }
-            // The answer to a reconfiguration, which no client operation
-            // sends.
-            ClientReply::Accepted => Outcome::Refused(Error::Protocol(
+            // The answer to a reconfiguration or a join, which no client
+            // operation sends.
+            ClientReply::Accepted | ClientReply::Joined(_) => Outcome::Refused(Error::Protocol(
                 "a reconfiguration's answer to a client operation".into(),
             )),
         }

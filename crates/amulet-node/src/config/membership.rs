@@ -26,6 +26,12 @@ pub struct MembershipEntry {
     /// upgrade whose restarts may outlast `failure_timeout_ms`.
     #[serde(default = "yes")]
     pub self_healing: bool,
+    /// This node joined a running cluster (`amulet join` writes it,
+    /// default false): it may be a member of no configured stream. It
+    /// takes its streams, partitions and peers from the view and the
+    /// partition maps its peers send, once the view admits it.
+    #[serde(default)]
+    pub joiner: bool,
 }
 
 impl Default for MembershipEntry {
@@ -34,6 +40,7 @@ impl Default for MembershipEntry {
             enabled: true,
             failure_timeout_ms: default_failure_timeout_ms(),
             self_healing: true,
+            joiner: false,
         }
     }
 }

@@ -181,6 +181,17 @@ fn a_node_outside_every_stream_is_refused() {
         .replace("node = 1", "node = 4")
         .replace("[peers]", "[peers]\n4 = \"127.0.0.1:7004\"");
     assert!(error_of(&text).contains("member of no stream"));
+    let joiner = format!("{text}\n[membership]\njoiner = true\n");
+    assert!(
+        error_of(&joiner).contains("needs membership enabled and an [smr] section"),
+        "a joiner without [smr] has nothing to join"
+    );
+    let smr = "\n[smr]\nglobal_stream = 1\n\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1, 2, 3]\n";
+    let joiner = format!("{text}{smr}\n[membership]\njoiner = true\n");
+    let config = NodeConfig::parse(&joiner).expect("a joiner may be in no stream");
+    assert!(config.my_streams().is_empty());
+    let off = joiner.replace("joiner = true", "joiner = true\nenabled = false");
+    assert!(error_of(&off).contains("needs membership enabled"));
 }
 
 #[test]

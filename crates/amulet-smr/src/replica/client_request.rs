@@ -3,7 +3,7 @@
 //! get, from the service's reply to each way of being refused.
 
 use crate::{Body, PartitionMap, Refusal};
-use amulet_types::{MapVersion, SessionId};
+use amulet_types::{MapVersion, NodeId, SessionId};
 use serde::{Deserialize, Serialize};
 
 /// A client request's number at the replica that received it.
@@ -59,4 +59,6 @@ pub enum ClientReply<R> {
     /// The reconfiguration was ordered and is valid: it takes effect at
     /// its barrier's fence, a moment later, everywhere.
     Accepted,
+    /// A join was ordered: the joiner's id (it is Joining in the view).
+    Joined(NodeId),
 }

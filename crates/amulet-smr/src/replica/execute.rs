@@ -163,6 +163,7 @@ impl<S: StateMachine> Replica<S> {
                 Applied::Ignored(why) => {
                     ClientReply::Refused(Refusal::MembershipChange(why.into()))
                 }
+                Applied::Joining(node) => ClientReply::Joined(node),
                 _ => ClientReply::Accepted,
             };
             self.answer(&envelope.origin, reply);

@@ -111,7 +111,10 @@ impl DmapCluster {
         let request = ClientRequest {
             map_version: map.version,
             session: None,
-            body: amulet_smr::Body::Membership(amulet_membership::Command::Join { address }),
+            body: amulet_smr::Body::Membership(amulet_membership::Command::Join {
+                client_address: format!("{address}-client"),
+                address,
+            }),
             principal: None,
         };
         harness.request(OPERATOR_ENDPOINT, to, 0, Some(partition), request);

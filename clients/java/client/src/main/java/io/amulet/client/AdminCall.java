@@ -8,7 +8,8 @@ import java.util.function.Function;
 
 /**
  * The calls of {@link AmuletClient}'s access control and membership changes
- * ({@code grant}, {@code createToken}, {@code leave}, ...; docs/security.md):
+ * ({@code grant}, {@code createToken}, {@code leave}, {@code join}, ...;
+ * docs/security.md, docs/membership.md):
  * not map commands, so no session and no replica to route to.
  */
 final class AdminCall {

@@ -58,6 +58,9 @@ import org.junit.runners.Parameterized;
  * <p>{@code merge_fields} sends the step's fields in file order (a {@link
  * LinkedHashMap}, which keeps a name given twice as two keys: byte arrays
  * compare by identity), so the server sees exactly the list of the file.
+ *
+ * <p>{@code join} ({@link AmuletClient#join}) gives null when it answers a
+ * node id above 0 (the id depends on the view), as {@code leave} gives null.
  */
 @RunWith(Parameterized.class)
 public class ConformanceTest {
@@ -65,7 +68,8 @@ public class ConformanceTest {
       Set.of(
           "op", "map", "key", "value", "expected", "entries", "layout", "from", "to", "limit",
           "reverse", "nearest", "name", "txn", "fields", "log", "below", "max_entries", "count",
-          "r", "w", "context", "save", "node", "expect", "error");
+          "r", "w", "context", "save", "node", "peer_address", "client_address", "expect",
+          "error");
   /** The scenario files, run in this order. */
   static final List<String> FILES =
       List.of("scenarios.json", "transactions.json", "logs.json", "eventual.json");
@@ -378,6 +382,18 @@ public class ConformanceTest {
       case "leave":
         c.leave(step.get("node").getAsInt());
         return JsonNull.INSTANCE;
+      case "join":
+        {
+          // The new node's id depends on the view: a join that succeeds is
+          // null when its id is above 0, as a leave.
+          int id =
+              c.join(
+                  step.get("peer_address").getAsString(), step.get("client_address").getAsString());
+          if (Integer.toUnsignedLong(id) == 0) {
+            throw new AssertionError(where + ": join answered node id 0");
+          }
+          return JsonNull.INSTANCE;
+        }
       case "drop_log":
         c.dropLog(prefix + step.get("log").getAsString());
         return JsonNull.INSTANCE;

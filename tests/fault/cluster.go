@@ -41,6 +41,9 @@ type Node struct {
 	// Gone: killed for good (kill-for-good); never restarted, and not
 	// expected to answer.
 	Gone bool
+	// args: how the harness starts it (`amulet node`, or `amulet join`
+	// for the join family's new node, which runs the node once joined).
+	args []string
 }
 
 type Cluster struct {
@@ -53,6 +56,10 @@ type Cluster struct {
 	// TLSDir holds the cluster's CA and certificates (`amulet cert`); ""
 	// when the suite runs with -insecure.
 	TLSDir string
+	// Joiner: the join family's sixth node (namespace, address and
+	// certificate ready; no configuration: `amulet join` writes it);
+	// nil otherwise. In Nodes once the nemesis has started it.
+	Joiner *Node
 	logf   func(string, ...any)
 }
 
@@ -66,7 +73,7 @@ var Insecure bool
 func (c *Cluster) makeCertificates() error {
 	c.TLSDir = filepath.Join(c.Dir, "tls")
 	steps := [][]string{{"cert", "create-ca", "--dir", c.TLSDir}}
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		steps = append(steps, []string{"cert", "create-node", "--dir", c.TLSDir, "--node", fmt.Sprint(n.ID), "--host", n.IP})
 	}
 	steps = append(steps,
@@ -114,6 +121,15 @@ func run(name string, args ...string) error {
 	return nil
 }
 
+// runOutput is run's standard output.
+func runOutput(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v", name, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
 func nsRun(ns string, args ...string) error {
 	if ns == "" {
 		return run(args[0], args[1:]...)
@@ -153,14 +169,16 @@ func CleanupNetwork() {
 		}
 		run("ip", "netns", "del", f[0])
 	}
-	for i := 1; i <= nodesMax; i++ {
+	for i := 1; i <= nodesMax+1; i++ {
 		run("ip", "link", "del", fmt.Sprintf("amf-v%d", i))
 	}
 	run("ip", "link", "del", bridgeName)
 	cleanupLoopbackRules()
 }
 
-func NewCluster(bin, dir string, netns bool, nodes int, logf func(string, ...any)) (*Cluster, error) {
+// NewCluster lays out `nodes` nodes, and with `joiner` a sixth that is
+// not started (the join family's).
+func NewCluster(bin, dir string, netns bool, nodes int, joiner bool, logf func(string, ...any)) (*Cluster, error) {
 	if nodes != nodeCount && nodes != nodesMax {
 		return nil, fmt.Errorf("a cluster of %d or %d nodes, not %d", nodeCount, nodesMax, nodes)
 	}
@@ -168,8 +186,12 @@ func NewCluster(bin, dir string, netns bool, nodes int, logf func(string, ...any
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for i := 1; i <= nodes; i++ {
-		n := &Node{ID: i}
+	slots := nodes
+	if joiner {
+		slots++
+	}
+	for i := 1; i <= slots; i++ {
+		n := &Node{ID: i, args: []string{"node"}}
 		if netns {
 			n.NS = fmt.Sprintf("amf-n%d", i)
 			n.IP = fmt.Sprintf("%s.%d", subnet, 10+i)
@@ -184,6 +206,10 @@ func NewCluster(bin, dir string, netns bool, nodes int, logf func(string, ...any
 		}
 		n.Config = filepath.Join(dir, fmt.Sprintf("node-%d.toml", i))
 		n.Log = filepath.Join(dir, fmt.Sprintf("node-%d.log", i))
+		if i > nodes {
+			c.Joiner = n
+			continue
+		}
 		c.Nodes = append(c.Nodes, n)
 	}
 	if netns {
@@ -204,13 +230,30 @@ func NewCluster(bin, dir string, netns bool, nodes int, logf func(string, ...any
 	return c, nil
 }
 
+// all is every node slot: the nodes, and the joiner not yet started.
+func (c *Cluster) all() []*Node {
+	if c.Joiner != nil && !c.started(c.Joiner) {
+		return append(append([]*Node{}, c.Nodes...), c.Joiner)
+	}
+	return c.Nodes
+}
+
+func (c *Cluster) started(n *Node) bool {
+	for _, m := range c.Nodes {
+		if m == n {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *Cluster) setupNetwork() error {
 	steps := [][]string{
 		{"ip", "link", "add", bridgeName, "type", "bridge"},
 		{"ip", "addr", "add", subnet + ".1/24", "dev", bridgeName},
 		{"ip", "link", "set", bridgeName, "up"},
 	}
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		steps = append(steps,
 			[]string{"ip", "netns", "add", n.NS},
 			[]string{"ip", "link", "add", n.HostVeth, "type", "veth", "peer", "name", n.NSVeth},
@@ -287,7 +330,10 @@ func (c *Cluster) ClientAddrs() []string {
 
 // Start starts node n (again, after a kill: same config and data).
 func (c *Cluster) Start(n *Node) error {
-	args := []string{"node", "--config", n.Config, "--status-interval-ms", "60000"}
+	args := append(append([]string{}, n.args...), "--config", n.Config)
+	if n.args[0] == "node" {
+		args = append(args, "--status-interval-ms", "60000")
+	}
 	var cmd *exec.Cmd
 	if c.Netns {
 		cmd = exec.Command("ip", append([]string{"netns", "exec", n.NS, c.Bin}, args...)...)
@@ -440,17 +486,7 @@ func (c *Cluster) Crashed() []int {
 // gone and whether its partitions are re-homed: no partition names it and
 // no new replica is still fetching its state (no "re-homing:" line).
 func (c *Cluster) Healed(gone *Node) (removed, rehomed bool) {
-	var live []string
-	for _, n := range c.Nodes {
-		if !n.Gone {
-			live = append(live, n.ClientAddr)
-		}
-	}
-	args := []string{"--addr", strings.Join(live, ","), "--timeout-secs", "5"}
-	if c.TLSDir != "" {
-		args = append(args, "--tls-dir", c.TLSDir, "--user", "admin")
-	}
-	out, err := exec.Command(c.Bin, append(args, "status")...).CombinedOutput()
+	out, err := c.status()
 	if err != nil {
 		return false, false
 	}
@@ -464,7 +500,7 @@ func (c *Cluster) Healed(gone *Node) (removed, rehomed bool) {
 		return false
 	}
 	onGone, waiting := false, false
-	for _, line := range strings.Split(string(out), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "view ") {
 			if i := strings.Index(line, "removed ["); i >= 0 {

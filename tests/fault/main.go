@@ -34,8 +34,10 @@ var ciScenarios = []string{
 	"kill-replica/eventual",
 	"partition-minority/eventual",
 	// Membership (five nodes): a node killed for good is removed and its
-	// partitions re-homed while the register workload runs.
+	// partitions re-homed while the register workload runs; a sixth node
+	// joins and takes partitions.
 	"kill-for-good/register",
+	"join/register",
 }
 
 type Result struct {
@@ -274,7 +276,7 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 		CleanupNetwork()
 		defer CleanupNetwork()
 	}
-	c, err := NewCluster(bin, filepath.Join(dir, "cluster"), netns, nodesFor(r.Family), logf)
+	c, err := NewCluster(bin, filepath.Join(dir, "cluster"), netns, nodesFor(r.Family), r.Family == "join", logf)
 	if err != nil {
 		anomaly("harness: %v", err)
 		return
@@ -404,6 +406,9 @@ func runScenario(r *Result, bin, dir string, netns bool, seed int64, duration ti
 	}
 	if node, _, _ := nem.Healing(); node != 0 {
 		checkHealing(r, c, nem, anomaly)
+	}
+	if r.Family == "join" {
+		checkJoin(r, c, nem, anomaly)
 	}
 	os.WriteFile(filepath.Join(dir, "nemesis.log"), []byte(strings.Join(nem.Events, "\n")+"\n"), 0o644)
 

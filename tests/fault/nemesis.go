@@ -30,6 +30,7 @@ var Families = []string{
 // `--scenarios all-membership` or by name, not by `all`.
 var MembershipFamilies = []string{
 	"kill-for-good", // SIGKILL node 4 or 5 once and never restart it: the cluster removes it and re-homes its partitions
+	"join",          // a sixth node joins once (`amulet join`): the view admits it and the balancer moves partitions onto it
 }
 
 // nodesFor is the cluster size a family runs on.
@@ -66,6 +67,9 @@ type Nemesis struct {
 	// first showed it removed from the view and no partition waiting on it.
 	gone                         *Node
 	goneAt, removedAt, rehomedAt time.Time
+	// join: when the new node was started, admitted to the view, and
+	// first replicated a partition.
+	joinedAt, admittedAt, placedAt time.Time
 }
 
 func NewNemesis(c *Cluster, conn *Conn, family string, seed int64, logf func(string, ...any)) *Nemesis {
@@ -199,6 +203,8 @@ func (m *Nemesis) inject(ctx context.Context) error {
 		m.gone, m.goneAt = n, time.Now()
 		m.c.Kill(n)
 		go m.watchHealing(ctx, n)
+	case "join":
+		return m.join()
 	case "netem":
 		return m.netemOn()
 	default:

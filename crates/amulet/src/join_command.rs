@@ -61,11 +61,20 @@ pub fn run(target: Target, args: JoinArgs) -> anyhow::Result<()> {
     let mut table: toml::Table = template
         .parse()
         .with_context(|| format!("{} is not TOML", args.like.display()))?;
-    if table.contains_key("tls") {
-        anyhow::bail!(
-            "joining a cluster that runs TLS is not built yet: the new node needs a certificate for the id the join gives it (docs/membership.md)"
-        );
-    }
+    // With TLS the new node presents `node-ID.pem` of the member's
+    // `[tls] dir`, for the id the join gives it.
+    let tls_dir = match table.get("tls").and_then(toml::Value::as_table) {
+        None => None,
+        Some(tls) if tls.contains_key("cert") || tls.contains_key("key") => anyhow::bail!(
+            "{}'s [tls] names its own certificate: give a member's file whose [tls] names only a dir (amulet cert's layout), where the new node's certificate will be",
+            args.like.display()
+        ),
+        Some(tls) => Some(PathBuf::from(
+            tls.get("dir")
+                .and_then(toml::Value::as_str)
+                .context("[tls] names no dir")?,
+        )),
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -84,6 +93,19 @@ pub fn run(target: Target, args: JoinArgs) -> anyhow::Result<()> {
         config.cluster,
         args.config.display()
     );
+    if let Some(dir) = &tls_dir {
+        let files = amulet_tls::TlsFiles::node(dir, amulet_types::NodeId(node));
+        if !files.cert.exists() || !files.key.exists() {
+            println!(
+                "its certificate is not in {} yet: create it with `amulet cert create-node --dir {} --node {node} --host {}`",
+                dir.display(),
+                dir.display(),
+                args.peer_address.ip()
+            );
+            println!("then start it with: amulet node --config {}", args.config.display());
+            return Ok(());
+        }
+    }
     if args.no_start {
         println!(
             "start it with: amulet node --config {}",

@@ -102,7 +102,10 @@ pub fn run(target: Target, args: JoinArgs) -> anyhow::Result<()> {
                 dir.display(),
                 args.peer_address.ip()
             );
-            println!("then start it with: amulet node --config {}", args.config.display());
+            println!(
+                "then start it with: amulet node --config {}",
+                args.config.display()
+            );
             return Ok(());
         }
     }

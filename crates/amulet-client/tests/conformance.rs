@@ -430,10 +430,8 @@ impl Runner {
                 ok(Json::Null)
             }
             "join" => {
-                let node = self
-                    .client
-                    .join(arg("peer_address").str(), arg("client_address").str())
-                    .await?;
+                let (peer, client) = (arg("peer_address"), arg("client_address"));
+                let node = self.client.join(peer.str(), client.str()).await?;
                 assert!(node > 0, "a join's id");
                 ok(Json::Null)
             }

@@ -218,24 +218,17 @@ impl Service {
         partition: Option<PartitionId>,
         request: ClientRequest<amulet_dmap::MapCommand>,
     ) -> Result<Option<pb::MapResponse>, Status> {
-        let reply = tokio::time::timeout(EXECUTE_TIMEOUT, self.handle.submit(partition, request))
-            .await
-            .map_err(|_| {
-                Status::deadline_exceeded(
-                    "not executed in time; resend with the same session and sequence",
-                )
-            })?
-            .map_err(stopped)?;
-        client_reply_to_response(reply)
+        client_reply_to_response(self.submit_reply(partition, request).await?)
     }
 
-    /// Like [`Service::submit`] for a request with no partition, but the
-    /// replica's reply as it came (a join's id is not a map response).
+    /// The replica's reply to `request` as it came ([`Service::submit`]
+    /// turns it into a map response; a join's id is not one).
     pub(crate) async fn submit_reply(
         &self,
+        partition: Option<PartitionId>,
         request: ClientRequest<amulet_dmap::MapCommand>,
     ) -> Result<amulet_smr::ClientReply<amulet_dmap::MapReply>, Status> {
-        tokio::time::timeout(EXECUTE_TIMEOUT, self.handle.submit(None, request))
+        tokio::time::timeout(EXECUTE_TIMEOUT, self.handle.submit(partition, request))
             .await
             .map_err(|_| {
                 Status::deadline_exceeded(

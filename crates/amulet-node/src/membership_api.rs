@@ -97,7 +97,7 @@ impl crate::client_api::Service {
                 body: amulet_smr::Body::Membership(command),
                 principal,
             };
-            let reply = self.submit_reply(request).await?;
+            let reply = self.submit_reply(None, request).await?;
             let node = match reply {
                 amulet_smr::ClientReply::Joined(node) => node.0,
                 other => {

@@ -4,12 +4,9 @@ import amulet.v1.AmuletGrpc;
 import amulet.v1.AmuletOuterClass;
 import amulet.v1.AmuletOuterClass.AccessConfiguration;
 import amulet.v1.AmuletOuterClass.ChangeAccessRequest;
-import amulet.v1.AmuletOuterClass.ChangeMembershipRequest;
-import amulet.v1.AmuletOuterClass.ChangeMembershipResponse;
 import amulet.v1.AmuletOuterClass.CreateTokenRequest;
 import amulet.v1.AmuletOuterClass.CreateTokenResponse;
 import amulet.v1.AmuletOuterClass.GetAccessRequest;
-import amulet.v1.AmuletOuterClass.JoinRequest;
 import amulet.v1.AmuletOuterClass.RoleGrant;
 import amulet.v1.AmuletOuterClass.UserRole;
 import amulet.v1.AmuletOuterClass.WhoAmIRequest;
@@ -578,54 +575,24 @@ public final class AmuletClient implements AutoCloseable {
   }
 
   /**
-   * Member {@code node} leaves the cluster gracefully (docs/membership.md):
-   * ordered on the global stream, the next view removes it, self-healing
-   * moves its partitions onto the other live nodes, and the node stops by
-   * itself once it holds none. Needs the cluster admin role.
-   *
-   * @throws AmuletException {@code FAILED_PRECONDITION} (nothing changed)
-   *     for a node that is not an active member, the last member, an
-   *     acceptor of the global stream no other live member could replace,
-   *     or one whose partitions have no other live node to move to;
-   *     {@code INVALID_ARGUMENT} for node 0
+   * Member {@code node} leaves the cluster gracefully (docs/membership.md);
+   * cluster admin only. Refused with nothing changed ({@code
+   * FAILED_PRECONDITION}, {@code INVALID_ARGUMENT} for node 0) as the
+   * proto's {@code ChangeMembership} lists.
    */
   public void leave(int node) {
-    ChangeMembershipRequest request = ChangeMembershipRequest.newBuilder().setLeave(node).build();
-    AdminCall.call(this, "leave", false, stub -> stub.changeMembership(request));
+    MembershipCalls.leave(this, node);
   }
 
   /**
-   * A new node joins the cluster (docs/membership.md): ordered on the
-   * global stream, the view gets a member {@code Joining} at {@code
-   * peerAddress} (where the members reach its peer port, {@code ip:port})
-   * serving clients at {@code clientAddress} ({@code ip:port}); its
-   * observers admit it at the next view change once they reach it, and the
-   * balancer then moves partitions onto it. {@code amulet join} starts the
-   * node with the id returned. Needs the cluster admin role. The addresses
-   * are checked by the node, not here.
-   *
-   * @return the id the new node got
-   * @throws IllegalArgumentException ({@code INVALID_ARGUMENT}, nothing
-   *     ordered) for an address that is not {@code ip:port}, or is
-   *     unspecified ({@code 0.0.0.0} or port 0)
-   * @throws AmuletException {@code FAILED_PRECONDITION} (nothing changed)
-   *     when a node of the view is already at {@code peerAddress}, or
-   *     membership is not configured; {@code OUTCOME_UNKNOWN} when no
-   *     answer came in time, or {@code UNAVAILABLE} after the connection
-   *     broke (either way the join may have been ordered: not sent again,
-   *     look at the view before asking again)
+   * A new node at {@code peerAddress} (serving clients at {@code
+   * clientAddress}, both {@code ip:port}) joins the cluster
+   * (docs/membership.md); returns its id. Cluster admin only. Refused as
+   * the proto's {@code ChangeMembership} lists; not sent again when no
+   * answer came (it may have been ordered: look at the view first).
    */
   public int join(String peerAddress, String clientAddress) {
-    ChangeMembershipRequest request =
-        ChangeMembershipRequest.newBuilder()
-            .setJoin(
-                JoinRequest.newBuilder()
-                    .setPeerAddress(Objects.requireNonNull(peerAddress, "peerAddress"))
-                    .setClientAddress(Objects.requireNonNull(clientAddress, "clientAddress")))
-            .build();
-    ChangeMembershipResponse r =
-        AdminCall.call(this, "join", false, stub -> stub.changeMembership(request));
-    return r.getNode();
+    return MembershipCalls.join(this, peerAddress, clientAddress);
   }
 
   /**

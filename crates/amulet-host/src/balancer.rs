@@ -165,6 +165,8 @@ pub(crate) struct Balancing {
     pub(crate) decisions: std::collections::VecDeque<BalancerDecision>,
     /// When it last looked.
     pub(crate) looked_at: Option<TimeMicros>,
+    /// When this node last sent its weight report (`crate::weight_reports`).
+    pub(crate) reported_at: Option<TimeMicros>,
     /// The map version and time of the last split or merge proposed.
     pub(crate) proposed: Option<(MapVersion, TimeMicros)>,
     /// The load windows of the partitions replicated here (with
@@ -207,6 +209,12 @@ impl<S: StateMachine> Host<S> {
         if !self.balancer_enabled() || config.split_entries == 0 {
             return;
         }
+        // The broken variant reports as the balancer did before reports
+        // counted: at its turn only (below).
+        let silent_too = self.config.bugs.balancer_moves_to_silent_nodes;
+        if config.moves && !silent_too {
+            self.report_weights(now);
+        }
         if self
             .balancing
             .looked_at
@@ -221,8 +229,8 @@ impl<S: StateMachine> Host<S> {
         // Always: besides splits by load, a window's keys tell a tail
         // written in order (sequential inserts) from one written all over.
         self.measure_load(&map, now);
-        if config.moves {
-            self.report_weights(&map, now);
+        if config.moves && silent_too {
+            self.report_weights(now);
         }
         if let Some((version, at)) = self.balancing.proposed {
             if version == map.version && now.since(at) < CHANGE_RETRY_MICROS {
@@ -261,7 +269,7 @@ impl<S: StateMachine> Host<S> {
             .map(|c| (c, false));
         if change.is_none() && config.moves {
             let (weights, latest) = self.reported_weights(&map, now);
-            change = self.move_of(&map, &weights, &latest);
+            change = self.move_of(&map, &weights, &latest, now);
         }
         let Some(((partition, change), by_weight)) = change else {
             return;
@@ -413,18 +421,25 @@ impl<S: StateMachine> Host<S> {
     /// takes), with the partition
     /// whose replica here submits it: when this node proposes the
     /// cluster's own changes (as self-healing's repairs) and checkpoints
-    /// are taken.
+    /// are taken. Only nodes that reported `map` lately take part
+    /// (`Host::reporting_lately`): a partition with a replica on another
+    /// stays where it is, as it does with one on a node the view removed.
     #[allow(clippy::type_complexity)]
     fn move_of(
         &self,
         map: &PartitionMap,
         weights: &BTreeMap<PartitionId, u64>,
         latest: &BTreeMap<PartitionId, u64>,
+        now: TimeMicros,
     ) -> Option<((PartitionId, Reconfiguration), bool)> {
         if self.checkpointer.every_micros() == 0 {
             return None;
         }
-        let live = self.live_if_proposer(map)?;
+        let mut live = self.live_if_proposer(map)?;
+        let reporting = self.reporting_lately(now);
+        if !self.config.bugs.balancer_moves_to_silent_nodes {
+            live.retain(|n| reporting.contains(n));
+        }
         let storage_of = |stream| self.stream_storage(map, stream);
         let also_used: Vec<_> = self.node.streams().keys().copied().collect();
         let weight_of = |p: PartitionId| latest.get(&p).copied();

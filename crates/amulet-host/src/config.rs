@@ -99,6 +99,10 @@ pub struct HostBugs {
     /// A node the view removed stops as soon as the map retires the
     /// streams it votes in, before their members are past them.
     pub leave_before_retired_streams_pass: bool,
+    /// The balancer moves replicas between every live member of the
+    /// view, also those that sent no weight report lately (down, paused,
+    /// crash-looping).
+    pub balancer_moves_to_silent_nodes: bool,
 }
 
 /// A host's identity and settings.

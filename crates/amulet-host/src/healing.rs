@@ -25,11 +25,18 @@ const REPAIR_RETRY_MICROS: u64 = 5_000_000;
 impl<S: StateMachine> Host<S> {
     /// The healer's turn (from [`Host::tick`]).
     pub(crate) fn heal(&mut self, now: TimeMicros) {
-        if !self.config.self_healing || self.checkpointer.every_micros() == 0 {
-            // A move's state travels as a checkpoint: without them no
-            // repair could finish.
+        if !self.config.self_healing {
             return;
         }
+        // A move's state travels as a checkpoint: without them no move
+        // could finish, and only the global stream is repaired (it moves
+        // no state). That repair still matters: it makes an admitted
+        // joiner a learner of the global stream, without which the
+        // joiner cannot order its alerts, and a node it observes is never
+        // cut (simulator, DMap seed 9061930: node 7 joined, observed node
+        // 2, which then died for good, and node 2 stayed unstable at five
+        // of six reports for good).
+        let moves_state = self.checkpointer.every_micros() != 0;
         // A repair that took effect (the map moved past the version it
         // was proposed on) is followed by the next one at once, not at the
         // next interval: re-homing a removed node's partitions one a
@@ -68,9 +75,12 @@ impl<S: StateMachine> Host<S> {
         // The global stream first: every other repair is ordered on it,
         // and it survives one acceptor fewer than it has no longer.
         let global = self.global_repair(map, &live, also_used.clone(), &self.joined_members());
-        let Some(mut repair) =
-            global.or_else(|| amulet_smr::next_repair(map, &live, also_used, stream_of))
-        else {
+        let partitions = || {
+            moves_state
+                .then(|| amulet_smr::next_repair(map, &live, also_used, stream_of))
+                .flatten()
+        };
+        let Some(mut repair) = global.or_else(partitions) else {
             self.healing.proposed = None;
             return;
         };

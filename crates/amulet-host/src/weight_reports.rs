@@ -16,6 +16,18 @@ use std::collections::BTreeMap;
 /// its balancer paused).
 const REPORT_FRESH_MICROS: u64 = 5_000_000;
 
+/// The balancer moves a replica only between nodes that reported within
+/// this long (a turn and a half: a live node reports once a turn). A node
+/// down, paused or crash-looping sends none; giving it a partition could
+/// leave the partition's new stream with a majority of acceptors that
+/// never run it (simulator, DMap seed 9034457: p3 moved onto nodes 2 and
+/// 4 while 2 had been down for 1.8 s and 4 was crash-looping; the view
+/// then removed both, and the stream never decided again).
+const REPORT_LIVE_MICROS: u64 = 1_500_000;
+
+/// How often a node reports (a balancer turn's length).
+const REPORT_INTERVAL_MICROS: u64 = 1_000_000;
+
 /// One node's last report, as received.
 #[derive(Clone, Debug)]
 pub(crate) struct WeightReport {
@@ -44,18 +56,34 @@ impl<S: StateMachine> Host<S> {
             .collect()
     }
 
-    /// Sends this node's report to the proposer of the cluster's changes
-    /// (kept here when that is this node).
-    pub(crate) fn report_weights(&mut self, map: &PartitionMap, now: TimeMicros) {
+    /// Sends this node's report of its newest map to the proposer of the
+    /// cluster's changes (kept here when that is this node), once a
+    /// balancer turn ([`REPORT_INTERVAL_MICROS`]). A node that cannot yet
+    /// (it knows no map, or no view: a joiner or a restarted node before
+    /// its peers' probes reach it) tries again at its next tick, not a
+    /// turn later: its report is what makes it a taker.
+    pub(crate) fn report_weights(&mut self, now: TimeMicros) {
+        if self
+            .balancing
+            .reported_at
+            .is_some_and(|at| now.since(at) < REPORT_INTERVAL_MICROS)
+        {
+            return;
+        }
+        let Some(map) = self.current_map() else {
+            return;
+        };
         let Some(proposer) = self.cluster_proposer(map) else {
             return;
         };
         let partitions = self.own_weights(map);
+        let map_version = map.version.0;
         let me = self.config.me;
+        self.balancing.reported_at = Some(now);
         if proposer == me {
             let report = WeightReport {
                 at: now,
-                map_version: map.version.0,
+                map_version,
                 partitions,
             };
             self.balancing.reports.insert(me, report);
@@ -65,7 +93,7 @@ impl<S: StateMachine> Host<S> {
             to: proposer,
             message: Box::new(ReplicaMessage::Weights {
                 from: me,
-                map_version: map.version.0,
+                map_version,
                 partitions,
             }),
         });
@@ -92,6 +120,18 @@ impl<S: StateMachine> Host<S> {
             partitions,
         };
         self.balancing.reports.insert(from, report);
+    }
+
+    /// The nodes whose last report came within [`REPORT_LIVE_MICROS`] of
+    /// `now`: those the balancer may move a replica from or to (this
+    /// node's own report is kept when it reports).
+    pub(crate) fn reporting_lately(&self, now: TimeMicros) -> Vec<NodeId> {
+        self.balancing
+            .reports
+            .iter()
+            .filter(|(_, r)| now.since(r.at) < REPORT_LIVE_MICROS)
+            .map(|(n, _)| *n)
+            .collect()
     }
 
     /// The weights to plan on under `map`, from the fresh reports (stale

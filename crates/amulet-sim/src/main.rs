@@ -167,6 +167,9 @@ enum BugArg {
     /// Membership (`--dmap`): a removed node stops as soon as the map
     /// retires its streams, before their replicas pass the fence.
     LeaveBeforeRetiredStreamsPass,
+    /// Moves (`--dmap`): the balancer moves replicas onto members that
+    /// sent no weight report lately.
+    BalancerMovesToSilentNodes,
     /// Fence keys (`--dmap`): a request routed by an older map is taken
     /// without checking its key against the partition's current range.
     FenceKeysUnchecked,
@@ -231,6 +234,7 @@ impl BugArg {
             BugArg::HastyFailureDetector => DmapBug::HastyFailureDetector,
             BugArg::HandedOffWhileHolding => DmapBug::HandedOffWhileHolding,
             BugArg::LeaveBeforeRetiredStreamsPass => DmapBug::LeaveBeforeRetiredStreamsPass,
+            BugArg::BalancerMovesToSilentNodes => DmapBug::BalancerMovesToSilentNodes,
             BugArg::FenceKeysUnchecked => DmapBug::FenceKeysUnchecked,
             BugArg::ClientKeepsStaleRanges => DmapBug::ClientKeepsStaleRanges,
             BugArg::WholeMapVersions => DmapBug::WholeMapVersions,
@@ -293,6 +297,7 @@ impl BugArg {
             | BugArg::HastyFailureDetector
             | BugArg::HandedOffWhileHolding
             | BugArg::LeaveBeforeRetiredStreamsPass
+            | BugArg::BalancerMovesToSilentNodes
             | BugArg::FenceKeysUnchecked
             | BugArg::ClientKeepsStaleRanges
             | BugArg::WholeMapVersions

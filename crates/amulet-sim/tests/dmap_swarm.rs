@@ -336,6 +336,34 @@ fn dynatree_oracle_a_spare_node_given_a_partition_follows_the_global_stream() {
     );
 }
 
+/// DynaTree's oracle moves replicas only between nodes that reported
+/// lately (docs/dynatree.md, "Only nodes that report take part"): seed
+/// 9034457 has node 2 down for good and node 4 crash-looping, both still
+/// in the view, when the balancer plans a move of p3. Counting them, it
+/// moved p3 onto nodes 1, 2 and 4; the view then removed 2 and 4, p3's
+/// stream kept one voter of three, and no client completed anything
+/// after healing.
+#[test]
+fn dynatree_oracle_a_move_onto_nodes_that_sent_no_report_is_caught() {
+    const SEED: u64 = 9_034_457;
+    let correct = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(
+        correct.violations.is_empty(),
+        "seed {SEED}: {:?}",
+        correct.violations
+    );
+    let hook = panic::take_hook();
+    panic::set_hook(Box::new(|_| {}));
+    let broken = run_catching(SEED, &|seed| {
+        run_dmap_seed(seed, false, DmapBug::BalancerMovesToSilentNodes)
+    });
+    panic::set_hook(hook);
+    assert!(
+        !broken.violations.is_empty(),
+        "moves onto nodes that sent no report survived seed {SEED}"
+    );
+}
+
 /// Memory-mode acceptors that restart never vote again (they lost their
 /// promises), so the nemesis lets at most a minority of a stream's
 /// acceptors ever lose state. It counted a node that had lost state once
@@ -596,6 +624,20 @@ fn dmap_iii_b_a_session_opening_answered_after_its_timeout_still_opens_the_sessi
 fn rapid_4_2_a_node_killed_in_a_two_member_view_with_a_joiner_is_removed() {
     const SEED: u64 = 9_003_189;
     let _pinned = PinnedBefore::new(Draws::GlobalReplacement);
+    let run = run_dmap_seed(SEED, false, DmapBug::None);
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+}
+
+/// An admitted joiner must learn the global stream to order its alerts
+/// (Rapid §4.2: every observer's report counts towards the cut). Seed
+/// 9061930 runs without checkpoints, where self-healing did nothing, so
+/// the global stream was never replaced with joiner 7 among its
+/// learners; node 7 observed node 2, which then died for good, and node 2
+/// stayed unstable at five of six reports until the end. Without
+/// checkpoints self-healing now still replaces the global stream.
+#[test]
+fn rapid_4_2_a_joiner_without_checkpoints_learns_the_global_stream_and_reports() {
+    const SEED: u64 = 9_061_930;
     let run = run_dmap_seed(SEED, false, DmapBug::None);
     assert!(run.violations.is_empty(), "{:?}", run.violations);
 }

@@ -81,6 +81,10 @@ pub enum DmapBug {
     /// retires the streams it votes in, before their replicas have passed
     /// the fence that retired them.
     LeaveBeforeRetiredStreamsPass,
+    /// Moves: the balancer gives and takes replicas among every live
+    /// member of the view, also those that sent no weight report lately
+    /// (down, paused, crash-looping).
+    BalancerMovesToSilentNodes,
     /// Fence keys (DynaTree §III-A): a replica takes a request routed by
     /// an older map without checking that its key is still inside the
     /// partition's range, and executes it there.
@@ -129,6 +133,7 @@ impl DmapBug {
             healing_keeps_removed_acceptor: self == DmapBug::HealingKeepsRemovedAcceptor,
             handed_off_while_holding: self == DmapBug::HandedOffWhileHolding,
             leave_before_retired_streams_pass: self == DmapBug::LeaveBeforeRetiredStreamsPass,
+            balancer_moves_to_silent_nodes: self == DmapBug::BalancerMovesToSilentNodes,
         }
     }
 }

@@ -317,6 +317,11 @@ func (c *Cluster) configText(n *Node) string {
 		// The kill-for-good family's healing check must catch it.
 		b.WriteString("\n[membership]\nself_healing = false\n")
 	}
+	if InjectBug == "hasty-failure-detector" {
+		// Edges fail after 1 s of silence, shorter than the stay family's
+		// 4 s pause: its check must catch the removal.
+		b.WriteString("\n[membership]\nfailure_timeout_ms = 1000\n")
+	}
 	return b.String()
 }
 

@@ -31,6 +31,8 @@ var Families = []string{
 var MembershipFamilies = []string{
 	"kill-for-good", // SIGKILL node 4 or 5 once and never restart it: the cluster removes it and re-homes its partitions
 	"join",          // a sixth node joins once (`amulet join`): the view admits it and the balancer moves partitions onto it
+	"kill-two",      // SIGKILL two nodes at one instant, never restarted: one view change removes both, their partitions re-homed
+	"stay",          // 4 s SIGSTOP, 3% loss on one node, a bridge partition, in turn: nobody may be removed
 }
 
 // nodesFor is the cluster size a family runs on.
@@ -44,7 +46,7 @@ func nodesFor(family string) int {
 }
 
 func needsNetns(family string) bool {
-	return strings.HasPrefix(family, "partition-") || family == "netem"
+	return strings.HasPrefix(family, "partition-") || family == "netem" || family == "stay"
 }
 
 type Nemesis struct {
@@ -67,6 +69,13 @@ type Nemesis struct {
 	// first showed it removed from the view and no partition waiting on it.
 	gone                         *Node
 	goneAt, removedAt, rehomedAt time.Time
+	// kill-two: the second node killed with gone.
+	alsoGone *Node
+	// kill-two and stay: the view's number before the first fault.
+	viewAtStart int
+	// stay: the next fault's turn, and how long inject asks to hold it.
+	stayTurn int
+	holdFor  time.Duration
 	// join: when the new node was started, admitted to the view, and
 	// first replicated a partition.
 	joinedAt, admittedAt, placedAt time.Time
@@ -89,6 +98,7 @@ func (m *Nemesis) Run(ctx context.Context, quiet, hold time.Duration) {
 		if !sleepCtx(ctx, quiet) {
 			return
 		}
+		m.holdFor = 0
 		if err := m.inject(ctx); err == errNothingToDo {
 			// kill-for-good kills once; later cycles only wait.
 		} else if err != nil {
@@ -96,7 +106,11 @@ func (m *Nemesis) Run(ctx context.Context, quiet, hold time.Duration) {
 		} else {
 			m.Injects++
 		}
-		if !sleepCtx(ctx, hold) {
+		held := hold
+		if m.holdFor > 0 {
+			held = m.holdFor
+		}
+		if !sleepCtx(ctx, held) {
 			return
 		}
 		m.Heal()
@@ -205,6 +219,15 @@ func (m *Nemesis) inject(ctx context.Context) error {
 		go m.watchHealing(ctx, n)
 	case "join":
 		return m.join()
+	case "kill-two":
+		if err := m.killTwo(); err != nil {
+			return err
+		}
+		go m.watchHealing(ctx, m.gone, m.alsoGone)
+	case "stay":
+		hold, err := m.stay()
+		m.holdFor = hold
+		return err
 	case "netem":
 		return m.netemOn()
 	default:
@@ -361,17 +384,22 @@ var errNothingToDo = fmt.Errorf("nothing to inject")
 // watchHealing polls `amulet status` until it shows gone removed from the
 // view and no partition waiting on it (no replica there, every new replica
 // installed), and dates both.
-func (m *Nemesis) watchHealing(ctx context.Context, gone *Node) {
+func (m *Nemesis) watchHealing(ctx context.Context, gone ...*Node) {
 	for ctx.Err() == nil {
-		removed, rehomed := m.c.Healed(gone)
+		removed, rehomed := true, true
+		for _, n := range gone {
+			r, h := m.c.Healed(n)
+			removed, rehomed = removed && r, rehomed && h
+		}
+		ids := nodeIDs(gone)
 		m.mu.Lock()
 		if removed && m.removedAt.IsZero() {
 			m.removedAt = time.Now()
-			m.event("node %d removed from the view (%.1f s after the kill)", gone.ID, m.removedAt.Sub(m.goneAt).Seconds())
+			m.event("node(s) %v removed from the view (%.1f s after the kill)", ids, m.removedAt.Sub(m.goneAt).Seconds())
 		}
 		if rehomed && m.rehomedAt.IsZero() {
 			m.rehomedAt = time.Now()
-			m.event("node %d's partitions re-homed (%.1f s after the kill)", gone.ID, m.rehomedAt.Sub(m.goneAt).Seconds())
+			m.event("node(s) %v: partitions re-homed (%.1f s after the kill)", ids, m.rehomedAt.Sub(m.goneAt).Seconds())
 		}
 		done := !m.rehomedAt.IsZero()
 		m.mu.Unlock()
@@ -380,6 +408,15 @@ func (m *Nemesis) watchHealing(ctx context.Context, gone *Node) {
 		}
 		sleepCtx(ctx, 250*time.Millisecond)
 	}
+}
+
+// nodeIDs lists the nodes' ids.
+func nodeIDs(nodes []*Node) []int {
+	var ids []int
+	for _, n := range nodes {
+		ids = append(ids, n.ID)
+	}
+	return ids
 }
 
 // Healing reports kill-for-good's timeline: the node killed (0: none) and

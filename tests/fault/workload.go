@@ -73,7 +73,9 @@ var Workloads = map[string]*Workload{
 // TailLog read from inside a log starts one entry late), and the client
 // does nothing different. "eventual-blind-deletes" is in the eventual
 // workload's client: its deletes are sent with a read's context but
-// recorded as having read nothing.
+// recorded as having read nothing. "no-self-healing" and
+// "hasty-failure-detector" are in the nodes' configurations (cluster.go):
+// self-healing off, and edges failed after 1 s of silence.
 var InjectBug string
 
 type Recorder struct {

@@ -504,17 +504,10 @@ func (c *Cluster) Healed(gone *Node) (removed, rehomed bool) {
 		}
 		return false
 	}
+	removed = names(removedIn(out))
 	onGone, waiting := false, false
 	for _, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "view ") {
-			if i := strings.Index(line, "removed ["); i >= 0 {
-				rest := line[i+len("removed ["):]
-				if j := strings.Index(rest, "]"); j >= 0 && names(rest[:j]) {
-					removed = true
-				}
-			}
-		}
 		if strings.HasPrefix(line, "partition ") {
 			if i := strings.Index(line, "replicas ["); i >= 0 {
 				rest := strings.TrimSuffix(line[i+len("replicas ["):], "]")

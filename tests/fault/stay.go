@@ -120,7 +120,13 @@ func (c *Cluster) ViewNumber() int {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(out, "\n") {
+	return viewNumberIn(out)
+}
+
+// viewNumberIn is the view's number in an `amulet status` output (0:
+// none).
+func viewNumberIn(status string) int {
+	for _, line := range strings.Split(status, "\n") {
 		line = strings.TrimSpace(line)
 		var n int
 		if strings.HasPrefix(line, "view ") {
@@ -132,25 +138,23 @@ func (c *Cluster) ViewNumber() int {
 	return 0
 }
 
-// viewRemoved is the removed ids of the view line of `amulet status`.
-func (c *Cluster) viewRemoved() (string, error) {
-	out, err := c.status()
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(out, "\n") {
+// removedIn is the removed ids ("2, 5"; "" for none) of the view line
+// in an `amulet status` output.
+func removedIn(status string) string {
+	for _, line := range strings.Split(status, "\n") {
 		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "view ") {
-			if i := strings.Index(line, "removed ["); i >= 0 {
-				rest := line[i+len("removed ["):]
-				if j := strings.Index(rest, "]"); j >= 0 {
-					return rest[:j], nil
-				}
-			}
-			return "", nil
+		if !strings.HasPrefix(line, "view ") {
+			continue
 		}
+		if i := strings.Index(line, "removed ["); i >= 0 {
+			rest := line[i+len("removed ["):]
+			if j := strings.Index(rest, "]"); j >= 0 {
+				return rest[:j]
+			}
+		}
+		return ""
 	}
-	return "", fmt.Errorf("no view line in amulet status")
+	return ""
 }
 
 // checkStay (stay): after every fault healed, the view is the one the
@@ -159,11 +163,13 @@ func checkStay(r *Result, c *Cluster, nem *Nemesis, anomaly func(string, ...any)
 	var view int
 	var removed string
 	err := waitUntil(30*time.Second, func() error {
-		view = c.ViewNumber()
-		var err error
-		removed, err = c.viewRemoved()
-		if view == 0 || err != nil {
-			return fmt.Errorf("no status: %v", err)
+		out, err := c.status()
+		if err != nil {
+			return err
+		}
+		view, removed = viewNumberIn(out), removedIn(out)
+		if view == 0 {
+			return fmt.Errorf("no view line in amulet status")
 		}
 		return nil
 	})

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use std::collections::BTreeMap;
 
 /// How often the balancer looks at the partitions it proposes for.
-const BALANCE_INTERVAL_MICROS: u64 = 1_000_000;
+pub(crate) const BALANCE_INTERVAL_MICROS: u64 = 1_000_000;
 
 /// A change proposed on a map version that is still the newest after this
 /// long is proposed again (its request may have been lost with a

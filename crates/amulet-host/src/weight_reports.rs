@@ -6,6 +6,7 @@
 //! it plans on. A report of an older map may weigh a partition split
 //! since as the whole: it waits for the next.
 
+use crate::balancer::BALANCE_INTERVAL_MICROS;
 use crate::command::Command;
 use crate::host::Host;
 use amulet_smr::{PartitionMap, PartitionWeight, ReplicaMessage, StateMachine};
@@ -23,10 +24,7 @@ const REPORT_FRESH_MICROS: u64 = 5_000_000;
 /// never run it (simulator, DMap seed 9034457: p3 moved onto nodes 2 and
 /// 4 while 2 had been down for 1.8 s and 4 was crash-looping; the view
 /// then removed both, and the stream never decided again).
-const REPORT_LIVE_MICROS: u64 = 1_500_000;
-
-/// How often a node reports (a balancer turn's length).
-const REPORT_INTERVAL_MICROS: u64 = 1_000_000;
+const REPORT_LIVE_MICROS: u64 = BALANCE_INTERVAL_MICROS * 3 / 2;
 
 /// One node's last report, as received.
 #[derive(Clone, Debug)]
@@ -58,7 +56,7 @@ impl<S: StateMachine> Host<S> {
 
     /// Sends this node's report of its newest map to the proposer of the
     /// cluster's changes (kept here when that is this node), once a
-    /// balancer turn ([`REPORT_INTERVAL_MICROS`]). A node that cannot yet
+    /// balancer turn ([`BALANCE_INTERVAL_MICROS`]). A node that cannot yet
     /// (it knows no map, or no view: a joiner or a restarted node before
     /// its peers' probes reach it) tries again at its next tick, not a
     /// turn later: its report is what makes it a taker.
@@ -66,7 +64,7 @@ impl<S: StateMachine> Host<S> {
         if self
             .balancing
             .reported_at
-            .is_some_and(|at| now.since(at) < REPORT_INTERVAL_MICROS)
+            .is_some_and(|at| now.since(at) < BALANCE_INTERVAL_MICROS)
         {
             return;
         }

@@ -9,7 +9,14 @@
 //!   checkpoint of generation `g + 1` holds everything of
 //!   `journal-<g>`; the journal of any other generation is stale and
 //!   removed, so a crash between the rename and the new journal never
-//!   replays a record twice.
+//!   replays a record twice. The file is preallocated with zeros
+//!   (`amulet_storage::preallocate_file`, `PREALLOCATE_STEP_BYTES` ahead
+//!   of its records), so a group commit's `fdatasync` writes the records
+//!   only, not a new file size and blocks: the same lever as the acceptor
+//!   logs' segments. A zero length ends the records (no record is empty).
+//!   A version before preallocation stops at such zeros with an error;
+//!   a clean stop leaves an empty journal (its checkpoint holds
+//!   everything), which every version reads.
 //!
 //! - `incarnation`: this directory's identity, a random non-zero u64 in
 //!   decimal, written (synced, the directory synced) when the directory is
@@ -20,11 +27,17 @@
 //! Recovery replays the journal of the checkpoint's generation up to its
 //! first torn or damaged record (a crash mid-append) and cuts it there: the
 //! records after it were never synced, so nothing they caused was sent.
+//! The cut file is preallocated again, so everything after the kept
+//! records reads as zeros: a whole record written after a torn one before
+//! the crash can never be replayed behind the records written after the
+//! restart.
 
 use amulet_dotted::service::durable::{Record, Replicas};
+use amulet_storage::{preallocate_file, PREALLOCATE_STEP_BYTES};
 use anyhow::{bail, Context};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 const CHECKPOINT_MAGIC: &[u8; 4] = b"AEVC";
@@ -40,8 +53,11 @@ pub(crate) struct EventualStore {
     journal: File,
     /// Records appended since the last sync.
     pending: Vec<u8>,
-    /// Bytes in the journal (synced or not).
+    /// Bytes of records in the journal (written out; the file is longer,
+    /// preallocated).
     journal_bytes: u64,
+    /// The journal file's length: zeros past `journal_bytes`.
+    allocated: u64,
     /// This directory's identity (see the module's `incarnation`).
     incarnation: u64,
     /// Whether syncs reach the disk (off when every stream of the node
@@ -77,7 +93,7 @@ impl EventualStore {
                 at = next;
             }
             good = at as u64;
-            if good < bytes.len() as u64 {
+            if bytes[at..].iter().any(|&b| b != 0) {
                 tracing::warn!(
                     journal = %journal_path.display(),
                     kept = good,
@@ -93,18 +109,19 @@ impl EventualStore {
             .write(true)
             .open(&journal_path)
             .with_context(|| format!("cannot open {}", journal_path.display()))?;
+        // Cut: the next sync's preallocation extends it with zeros (see
+        // the module's recovery).
         journal.set_len(good)?;
-        let mut store = EventualStore {
+        let store = EventualStore {
             dir,
             generation,
             journal,
             pending: Vec::new(),
             journal_bytes: good,
+            allocated: good,
             incarnation,
             fsync,
         };
-        use std::io::Seek;
-        store.journal.seek(std::io::SeekFrom::Start(good))?;
         Ok((store, replicas))
     }
 
@@ -133,13 +150,28 @@ impl EventualStore {
         self.pending.len()
     }
 
+    /// Preallocates the journal past `more` bytes after its records, a
+    /// step ahead, when they would reach its end. The next `fdatasync`
+    /// commits the new length once; the ones after it the records only.
+    fn allocate(&mut self, more: u64) -> anyhow::Result<()> {
+        let needed = self.journal_bytes + more;
+        if needed < self.allocated {
+            return Ok(());
+        }
+        let len = needed + PREALLOCATE_STEP_BYTES;
+        preallocate_file(&self.journal, len).context("eventual journal preallocation")?;
+        self.allocated = len;
+        Ok(())
+    }
+
     /// Writes the appended records and syncs them (one group commit).
     pub(crate) fn sync(&mut self) -> anyhow::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
+        self.allocate(self.pending.len() as u64)?;
         self.journal
-            .write_all(&self.pending)
+            .write_all_at(&self.pending, self.journal_bytes)
             .context("eventual journal write")?;
         if self.fsync {
             self.journal.sync_data().context("eventual journal sync")?;
@@ -178,7 +210,11 @@ impl EventualStore {
         File::open(&self.dir).and_then(|d| d.sync_all())?;
         let _ = std::fs::remove_file(self.dir.join(format!("journal-{}", self.generation)));
         self.generation = next;
+        // Preallocated at its first sync: a clean stop (which ends with
+        // a checkpoint) leaves an empty journal, which a version before
+        // preallocation also reads.
         self.journal_bytes = 0;
+        self.allocated = 0;
         Ok(())
     }
 }
@@ -207,12 +243,13 @@ fn read_checkpoint(path: &Path) -> anyhow::Result<(u64, Replicas)> {
 }
 
 /// The body of the record at `at` and where the next starts, or `None`
-/// at the end or at a torn or damaged record.
+/// at the end (the file's, or the preallocated zeros': a zero length) or
+/// at a torn or damaged record.
 fn record_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
     let header = bytes.get(at..at + RECORD_HEADER_BYTES)?;
     let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(header[4..].try_into().expect("4 bytes"));
-    if len > RECORD_BYTES_MAX {
+    if len == 0 || len > RECORD_BYTES_MAX {
         return None;
     }
     let start = at + RECORD_HEADER_BYTES;
@@ -286,7 +323,7 @@ mod tests {
             map: "carts".into(),
             created_at: 3,
             replica: ReplicaId(id),
-            ring: Ring::new(vec![ReplicaId(1), ReplicaId(2)], 2),
+            ring: Ring::new((1..=4).map(ReplicaId).collect(), 2),
             merkle: false,
         }
     }
@@ -300,17 +337,79 @@ mod tests {
         store.sync().unwrap();
         store.append(&created(2));
         store.sync().unwrap();
+        let whole = store.journal_bytes() as usize;
         drop(store);
-        // A crash mid-append: half a record at the end.
+        // A crash mid-append: half a record after the whole ones.
         let journal = d.join("eventual/journal-0");
         let mut bytes = std::fs::read(&journal).unwrap();
-        let whole = bytes.len();
-        bytes.extend_from_slice(&[9, 0, 0, 0, 1, 2]);
+        bytes[whole..whole + 6].copy_from_slice(&[9, 0, 0, 0, 1, 2]);
         std::fs::write(&journal, &bytes).unwrap();
         let (store, replicas) = EventualStore::open(&d, true).unwrap();
         assert_eq!(replicas.maps["carts"].1.len(), 2);
         assert_eq!(store.journal_bytes(), whole as u64);
-        assert_eq!(std::fs::read(&journal).unwrap().len(), whole);
+        let after = std::fs::read(&journal).unwrap();
+        assert_eq!(after[..whole], bytes[..whole]);
+        assert!(
+            after[whole..].iter().all(|&b| b == 0),
+            "the torn bytes are cut"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn dotteddb_durability_the_journal_is_preallocated_and_its_zeros_end_the_records() {
+        let d = dir("preallocated");
+        let (mut store, _) = EventualStore::open(&d, true).unwrap();
+        store.append(&created(1));
+        store.sync().unwrap();
+        let written = store.journal_bytes();
+        drop(store);
+        let journal = d.join("eventual/journal-0");
+        let len = std::fs::metadata(&journal).unwrap().len();
+        assert!(
+            len >= PREALLOCATE_STEP_BYTES && len > written,
+            "{len} bytes"
+        );
+        // A restart without a checkpoint (a crash): the zeros are no
+        // record and no torn tail.
+        let (mut store, replicas) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(replicas.maps["carts"].1.len(), 1);
+        assert_eq!(store.journal_bytes(), written);
+        store.append(&created(2));
+        store.sync().unwrap();
+        drop(store);
+        let (_, replicas) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(replicas.maps["carts"].1.len(), 2);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn dotteddb_durability_a_whole_record_behind_a_torn_one_is_never_replayed() {
+        // A crash kept record 3 but tore record 2 (sectors persist out of
+        // order). Recovery keeps record 1; record 4, written after the
+        // restart where record 2 was and just as long, must not be
+        // followed by record 3 at the next recovery.
+        let d = dir("behind-torn");
+        let (mut store, _) = EventualStore::open(&d, true).unwrap();
+        store.append(&created(1));
+        store.sync().unwrap();
+        let first = store.journal_bytes() as usize;
+        store.append(&created(2));
+        store.append(&created(3));
+        store.sync().unwrap();
+        drop(store);
+        let journal = d.join("eventual/journal-0");
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes[first + RECORD_HEADER_BYTES + 2] ^= 0xff;
+        std::fs::write(&journal, &bytes).unwrap();
+        let (mut store, replicas) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(replicas.maps["carts"].1.len(), 1);
+        store.append(&created(4));
+        store.sync().unwrap();
+        drop(store);
+        let (_, replicas) = EventualStore::open(&d, true).unwrap();
+        let ids: Vec<u64> = replicas.maps["carts"].1.keys().map(|r| r.0).collect();
+        assert_eq!(ids, vec![1, 4]);
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -321,6 +420,8 @@ mod tests {
         store.append(&created(1));
         replicas.apply(&created(1)).unwrap();
         store.checkpoint(&replicas).unwrap();
+        // Empty until its first sync (what a clean stop leaves).
+        assert_eq!(std::fs::metadata(d.join("eventual/journal-1")).unwrap().len(), 0);
         store.append(&created(2));
         store.sync().unwrap();
         drop(store);

@@ -62,6 +62,32 @@ pub trait Disk: Send {
     fn boot_id(&self) -> u128;
 }
 
+/// Extends `file` to at least `len` bytes of zeros that the file system
+/// allocates now (`fallocate`), so a later `fdatasync` of writes inside
+/// them commits data only, not a new size or new blocks (the module's
+/// measurements). Also for files outside a [`Disk`], such as the node's
+/// eventual journal.
+pub fn preallocate_file(file: &File, len: u64) -> io::Result<()> {
+    if file.metadata()?.len() >= len {
+        return Ok(());
+    }
+    let wanted = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length past off_t"))?;
+    // SAFETY: fallocate on a file descriptor the caller's handle owns,
+    // with no pointers; mode 0 allocates and extends the file with zeros.
+    let done = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, wanted) };
+    if done == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        // A file system without fallocate: a sparse extension still
+        // keeps the size out of every later fdatasync.
+        Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => file.set_len(len),
+        _ => Err(error),
+    }
+}
+
 /// A directory of the local file system.
 pub struct FsDisk {
     dir: PathBuf,
@@ -200,25 +226,7 @@ impl Disk for FsDisk {
     }
 
     fn preallocate(&mut self, name: &str, len: u64) -> io::Result<()> {
-        let open = self.handle(name)?;
-        if open.file.metadata()?.len() >= len {
-            return Ok(());
-        }
-        let wanted = libc::off_t::try_from(len)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "length past off_t"))?;
-        // SAFETY: fallocate on a file descriptor this handle owns, with no
-        // pointers; mode 0 allocates and extends the file with zeros.
-        let done = unsafe { libc::fallocate(open.file.as_raw_fd(), 0, 0, wanted) };
-        if done == 0 {
-            return Ok(());
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
-            // A file system without fallocate: a sparse extension still
-            // keeps the size out of every later fdatasync.
-            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) => open.file.set_len(len),
-            _ => Err(error),
-        }
+        preallocate_file(&self.handle(name)?.file, len)
     }
 
     fn append(&mut self, name: &str, bytes: &[u8]) -> io::Result<()> {

@@ -34,8 +34,8 @@ mod record;
 mod replay;
 mod sim_disk;
 
-pub use disk::{Disk, FsDisk};
-pub use durable_log::{Durability, DurableLog, SEGMENT_BYTES_DEFAULT};
+pub use disk::{preallocate_file, Disk, FsDisk};
+pub use durable_log::{Durability, DurableLog, PREALLOCATE_STEP_BYTES, SEGMENT_BYTES_DEFAULT};
 pub use log::{AcceptorLog, LogRecord, Recovered, StorageError};
 pub use memory_ring::MemoryRing;
 pub use node_log::{NodeLog, StreamLog};

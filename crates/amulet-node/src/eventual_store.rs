@@ -421,7 +421,12 @@ mod tests {
         replicas.apply(&created(1)).unwrap();
         store.checkpoint(&replicas).unwrap();
         // Empty until its first sync (what a clean stop leaves).
-        assert_eq!(std::fs::metadata(d.join("eventual/journal-1")).unwrap().len(), 0);
+        assert_eq!(
+            std::fs::metadata(d.join("eventual/journal-1"))
+                .unwrap()
+                .len(),
+            0
+        );
         store.append(&created(2));
         store.sync().unwrap();
         drop(store);

@@ -137,6 +137,35 @@ pub struct NodeConfig {
     /// The balancer (docs/dynatree.md); defaults when absent.
     #[serde(default)]
     pub balancer: BalancerEntry,
+    /// The eventual maps' store (docs/eventual-maps.md); defaults when
+    /// absent.
+    #[serde(default)]
+    pub eventual: EventualEntry,
+}
+
+/// `[eventual]`: this node's store of eventual replicas.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventualEntry {
+    /// Journal bytes after which the store folds its journal into a
+    /// checkpoint (written in the background: docs/eventual-maps.md
+    /// "Durability"). Smaller: a shorter replay after a crash, more
+    /// checkpoints (each writes every local replica whole). At least
+    /// 4096.
+    #[serde(default = "default_checkpoint_journal_bytes")]
+    pub checkpoint_journal_bytes: u64,
+}
+
+impl Default for EventualEntry {
+    fn default() -> EventualEntry {
+        EventualEntry {
+            checkpoint_journal_bytes: default_checkpoint_journal_bytes(),
+        }
+    }
+}
+
+fn default_checkpoint_journal_bytes() -> u64 {
+    64 << 20
 }
 
 /// `[balancer]`: range partitions split by themselves past a size bound
@@ -379,6 +408,12 @@ impl NodeConfig {
         self.membership_settings().validate()?;
         if self.node == 0 {
             return Err(invalid("node id 0 is reserved (ballot owner of nobody)"));
+        }
+        if self.eventual.checkpoint_journal_bytes < 4096 {
+            return Err(invalid(format!(
+                "[eventual] checkpoint_journal_bytes = {}: at least 4096 (a checkpoint writes every local replica whole)",
+                self.eventual.checkpoint_journal_bytes
+            )));
         }
         if self.balancer.split_entries < 2 {
             return Err(invalid(format!(

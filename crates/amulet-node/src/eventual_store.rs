@@ -6,10 +6,11 @@
 //!   then the body (`Replicas::encode`); written to a temporary file,
 //!   synced, renamed, the directory synced.
 //! - `journal-<generation>`: records `[len u32][crc32c u32][body]`. A
-//!   checkpoint of generation `g + 1` holds everything of
-//!   `journal-<g>`; the journal of any other generation is stale and
-//!   removed, so a crash between the rename and the new journal never
-//!   replays a record twice. The file is preallocated with zeros
+//!   checkpoint of generation `g` holds every record of the journals
+//!   below `g`; those are stale and removed, so a crash between the
+//!   rename and their removal never replays a record twice. Recovery
+//!   replays the journals from `g` up, in order: two when a crash came
+//!   while a checkpoint was written in the background (see below). The file is preallocated with zeros
 //!   (`amulet_storage::preallocate_file`, `PREALLOCATE_STEP_BYTES` ahead
 //!   of its records), so a group commit's `fdatasync` writes the records
 //!   only, not a new file size and blocks: the same lever as the acceptor
@@ -24,7 +25,18 @@
 //!   afresh where the map names another one is a lost store, and the
 //!   cluster gives the node's eventual replicas new ids (issue 23).
 //!
-//! Recovery replays the journal of the checkpoint's generation up to its
+//! A checkpoint is written off the event loop
+//! ([`EventualStore::checkpoint_in_background`]): the loop syncs the
+//! journal, starts `journal-<g + 1>` for the records that follow, and a
+//! thread encodes the replicas taken at that point, writes them as
+//! checkpoint `g + 1` and then removes `journal-<g>`. Writing a store of
+//! tens of megabytes and syncing it took the loop (and every eventual
+//! write of the node) hundreds of milliseconds; now the loop pays for
+//! the copy of the replicas and one directory sync. One write is in
+//! flight at a time; a failed one stops the node at the next poll, as a
+//! failed synchronous one did.
+//!
+//! Recovery replays the last journal up to its
 //! first torn or damaged record (a crash mid-append) and cuts it there: the
 //! records after it were never synced, so nothing they caused was sent.
 //! The cut file is preallocated again, so everything after the kept
@@ -33,7 +45,7 @@
 //! restart.
 
 use amulet_dotted::service::durable::{Record, Replicas};
-use amulet_storage::{preallocate_file, PREALLOCATE_STEP_BYTES};
+use amulet_storage::{preallocate_file, SteadyWriteback, PREALLOCATE_STEP_BYTES};
 use anyhow::{bail, Context};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -64,6 +76,8 @@ pub(crate) struct EventualStore {
     /// keeps its log in memory: then writes reach the OS only, which
     /// survives a process crash, not a machine crash).
     fsync: bool,
+    /// The checkpoint being written in the background, if any.
+    writing: Option<std::thread::JoinHandle<anyhow::Result<()>>>,
 }
 
 impl EventualStore {
@@ -74,35 +88,25 @@ impl EventualStore {
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let _ = std::fs::remove_file(dir.join("checkpoint.tmp"));
         let incarnation = read_or_make_incarnation(&dir)?;
-        let (generation, mut replicas) = read_checkpoint(&dir.join("checkpoint"))?;
+        let (checkpointed, mut replicas) = read_checkpoint(&dir.join("checkpoint"))?;
+        remove_journals_below(&dir, checkpointed)?;
+        // The journals the checkpoint does not hold, oldest first: its
+        // own generation's, and the next one's when a crash came while
+        // the next checkpoint was written.
+        let mut journals = journal_generations(&dir)?;
+        journals.sort_unstable();
+        let generation = journals.last().copied().unwrap_or(checkpointed);
         let journal_path = dir.join(format!("journal-{generation}"));
         let mut good = 0u64;
-        if journal_path.exists() {
-            let mut bytes = Vec::new();
-            File::open(&journal_path)
-                .and_then(|mut f| f.read_to_end(&mut bytes))
-                .with_context(|| format!("cannot read {}", journal_path.display()))?;
-            let mut at = 0usize;
-            while let Some((body, next)) = record_at(&bytes, at) {
-                let record = Record::decode(body).map_err(|e| {
-                    anyhow::anyhow!("{}: record at {at}: {e}", journal_path.display())
-                })?;
-                replicas
-                    .apply(&record)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", journal_path.display()))?;
-                at = next;
+        for g in journals {
+            let path = dir.join(format!("journal-{g}"));
+            let (kept, torn) = replay_journal(&path, &mut replicas)?;
+            if g != generation && torn {
+                // It was synced whole before the next journal began.
+                bail!("{}: damaged eventual journal (a record at {kept} does not read, and a later journal follows)", path.display());
             }
-            good = at as u64;
-            if bytes[at..].iter().any(|&b| b != 0) {
-                tracing::warn!(
-                    journal = %journal_path.display(),
-                    kept = good,
-                    cut = bytes.len() as u64 - good,
-                    "eventual journal: torn tail cut"
-                );
-            }
+            good = kept;
         }
-        remove_stale_journals(&dir, generation)?;
         let journal = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -121,6 +125,7 @@ impl EventualStore {
             allocated: good,
             incarnation,
             fsync,
+            writing: None,
         };
         Ok((store, replicas))
     }
@@ -186,37 +191,156 @@ impl EventualStore {
         self.journal_bytes
     }
 
+    /// Starts writing `replicas` (everything journaled so far: synced
+    /// first) as the next generation's checkpoint on a thread of its own,
+    /// and the next generation's empty journal for the records after it.
+    /// Returns false, doing nothing, while the previous write is still in
+    /// flight (the journal grows meanwhile).
+    pub(crate) fn checkpoint_in_background(&mut self, replicas: Replicas) -> anyhow::Result<bool> {
+        self.poll_checkpoint()?;
+        if self.writing.is_some() {
+            return Ok(false);
+        }
+        self.sync()?;
+        let next = self.start_journal()?;
+        let dir = self.dir.clone();
+        let thread = std::thread::Builder::new()
+            .name("eventual-checkpoint".into())
+            .spawn(move || write_checkpoint(&dir, next, &replicas))
+            .context("cannot start the eventual checkpoint's thread")?;
+        self.writing = Some(thread);
+        Ok(true)
+    }
+
+    /// Whether a background checkpoint is being written.
+    pub(crate) fn checkpoint_in_flight(&self) -> bool {
+        self.writing.is_some()
+    }
+
+    /// Collects a finished background checkpoint: its error, if it
+    /// failed.
+    pub(crate) fn poll_checkpoint(&mut self) -> anyhow::Result<()> {
+        if self.writing.as_ref().is_some_and(|t| t.is_finished()) {
+            self.wait_checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the background checkpoint in flight, if any.
+    fn wait_checkpoint(&mut self) -> anyhow::Result<()> {
+        match self.writing.take() {
+            None => Ok(()),
+            Some(thread) => thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("the eventual checkpoint's thread panicked"))?,
+        }
+    }
+
     /// Writes `replicas` (everything journaled so far, synced first) as
-    /// the next generation's checkpoint and starts its empty journal.
+    /// the next generation's checkpoint and starts its empty journal, on
+    /// the caller's thread (a clean stop: the restart replays nothing).
     pub(crate) fn checkpoint(&mut self, replicas: &Replicas) -> anyhow::Result<()> {
+        self.wait_checkpoint()?;
         self.sync()?;
         let next = self.generation + 1;
-        let body = replicas.encode();
-        let mut file = Vec::with_capacity(CHECKPOINT_HEADER_BYTES + body.len());
-        file.extend_from_slice(CHECKPOINT_MAGIC);
-        file.extend_from_slice(&next.to_le_bytes());
-        file.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        file.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-        file.extend_from_slice(&body);
-        let temporary = self.dir.join("checkpoint.tmp");
-        let mut out = File::create(&temporary)?;
-        out.write_all(&file)?;
-        out.sync_all()?;
-        drop(out);
-        std::fs::rename(&temporary, self.dir.join("checkpoint"))?;
-        File::open(&self.dir).and_then(|d| d.sync_all())?;
+        write_checkpoint(&self.dir, next, replicas)?;
+        self.start_journal()?;
+        Ok(())
+    }
+
+    /// Moves the records' appends to the next generation's journal,
+    /// created empty and its name synced; returns that generation.
+    fn start_journal(&mut self) -> anyhow::Result<u64> {
+        let next = self.generation + 1;
         let journal_path = self.dir.join(format!("journal-{next}"));
-        self.journal = File::create(&journal_path)?;
+        self.journal = File::create(&journal_path)
+            .with_context(|| format!("cannot create {}", journal_path.display()))?;
         File::open(&self.dir).and_then(|d| d.sync_all())?;
-        let _ = std::fs::remove_file(self.dir.join(format!("journal-{}", self.generation)));
         self.generation = next;
         // Preallocated at its first sync: a clean stop (which ends with
         // a checkpoint) leaves an empty journal, which a version before
         // preallocation also reads.
         self.journal_bytes = 0;
         self.allocated = 0;
-        Ok(())
+        Ok(next)
     }
+}
+
+impl Drop for EventualStore {
+    fn drop(&mut self) {
+        // A write in flight finishes (or fails) on its own: either way the
+        // files on disk recover (see the module's recovery).
+        if let Some(thread) = self.writing.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Writes checkpoint `generation` (holding every journal below it):
+/// a temporary file, synced, renamed over the last one, the directory
+/// synced; then removes the journals it holds.
+fn write_checkpoint(dir: &Path, generation: u64, replicas: &Replicas) -> anyhow::Result<()> {
+    #[allow(clippy::disallowed_methods)] // measures the write, not protocol time
+    let started = std::time::Instant::now();
+    let body = replicas.encode();
+    let mut header = Vec::with_capacity(CHECKPOINT_HEADER_BYTES);
+    header.extend_from_slice(CHECKPOINT_MAGIC);
+    header.extend_from_slice(&generation.to_le_bytes());
+    header.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    header.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    let temporary = dir.join("checkpoint.tmp");
+    let written = (|| -> std::io::Result<()> {
+        let mut out = File::create(&temporary)?;
+        out.write_all(&header)?;
+        SteadyWriteback::new(&mut out)?.write_all(&body)?;
+        out.sync_all()?;
+        drop(out);
+        std::fs::rename(&temporary, dir.join("checkpoint"))?;
+        File::open(dir).and_then(|d| d.sync_all())
+    })();
+    written.with_context(|| {
+        format!(
+            "cannot write the eventual checkpoint {}",
+            temporary.display()
+        )
+    })?;
+    remove_journals_below(dir, generation)?;
+    tracing::debug!(
+        generation,
+        bytes = body.len(),
+        micros = started.elapsed().as_micros() as u64,
+        "eventual checkpoint written"
+    );
+    Ok(())
+}
+
+/// Replays the records of journal `path` into `replicas`: the bytes of
+/// whole records, and whether something other than zeros follows them
+/// (a torn or damaged record).
+fn replay_journal(path: &Path, replicas: &mut Replicas) -> anyhow::Result<(u64, bool)> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut at = 0usize;
+    while let Some((body, next)) = record_at(&bytes, at) {
+        let record = Record::decode(body)
+            .map_err(|e| anyhow::anyhow!("{}: record at {at}: {e}", path.display()))?;
+        replicas
+            .apply(&record)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        at = next;
+    }
+    let torn = bytes[at..].iter().any(|&b| b != 0);
+    if torn {
+        tracing::warn!(
+            journal = %path.display(),
+            kept = at,
+            cut = bytes.len() - at,
+            "eventual journal: torn tail cut"
+        );
+    }
+    Ok((at as u64, torn))
 }
 
 /// The checkpoint's generation and replicas (generation 0, none, when
@@ -257,7 +381,9 @@ fn record_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
     (crc32c::crc32c(body) == crc).then_some((body, start + len))
 }
 
-fn remove_stale_journals(dir: &Path, generation: u64) -> anyhow::Result<()> {
+/// The generations of the journals in `dir`.
+fn journal_generations(dir: &Path) -> anyhow::Result<Vec<u64>> {
+    let mut generations = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -265,9 +391,17 @@ fn remove_stale_journals(dir: &Path, generation: u64) -> anyhow::Result<()> {
             .strip_prefix("journal-")
             .and_then(|g| g.parse::<u64>().ok())
         {
-            if g != generation {
-                std::fs::remove_file(dir.join(name))?;
-            }
+            generations.push(g);
+        }
+    }
+    Ok(generations)
+}
+
+/// Removes the journals a checkpoint of `generation` holds.
+fn remove_journals_below(dir: &Path, generation: u64) -> anyhow::Result<()> {
+    for g in journal_generations(dir)? {
+        if g < generation {
+            std::fs::remove_file(dir.join(format!("journal-{g}")))?;
         }
     }
     Ok(())
@@ -438,6 +572,102 @@ mod tests {
         let (_, again) = EventualStore::open(&d, false).unwrap();
         assert_eq!(again, recovered);
         assert!(!d.join("eventual/journal-0").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Waits (bounded) for the background checkpoint in flight.
+    fn settle(store: &mut EventualStore) {
+        for _ in 0..2_000 {
+            store.poll_checkpoint().unwrap();
+            if !store.checkpoint_in_flight() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("the background checkpoint did not finish in 10 s");
+    }
+
+    #[test]
+    fn dotteddb_durability_a_background_checkpoint_holds_the_journal_before_it_only() {
+        let d = dir("background");
+        let (mut store, mut replicas) = EventualStore::open(&d, true).unwrap();
+        store.append(&created(1));
+        replicas.apply(&created(1)).unwrap();
+        assert!(store.checkpoint_in_background(replicas.clone()).unwrap());
+        // Records after the copy go to the next journal while it is
+        // written; a second checkpoint waits for the first.
+        store.append(&created(2));
+        store.sync().unwrap();
+        replicas.apply(&created(2)).unwrap();
+        if store.checkpoint_in_flight() {
+            assert!(!store.checkpoint_in_background(replicas.clone()).unwrap());
+        }
+        settle(&mut store);
+        assert!(
+            !d.join("eventual/journal-0").exists(),
+            "held by checkpoint 1"
+        );
+        assert!(d.join("eventual/journal-1").exists());
+        drop(store);
+        let (_, recovered) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(recovered, replicas);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn dotteddb_durability_a_crash_while_a_checkpoint_is_written_replays_both_journals() {
+        // The loop started journal 1 but the checkpoint holding journal 0
+        // never reached its rename.
+        let d = dir("crash-mid-checkpoint");
+        let (mut store, _) = EventualStore::open(&d, true).unwrap();
+        store.append(&created(1));
+        store.sync().unwrap();
+        assert_eq!(store.start_journal().unwrap(), 1);
+        store.append(&created(2));
+        store.sync().unwrap();
+        drop(store);
+        std::fs::write(d.join("eventual/checkpoint.tmp"), b"half a checkpoint").unwrap();
+        let (mut store, replicas) = EventualStore::open(&d, true).unwrap();
+        let ids: Vec<u64> = replicas.maps["carts"].1.keys().map(|r| r.0).collect();
+        assert_eq!(ids, vec![1, 2]);
+        // Appends continue in the last journal; the next checkpoint
+        // holds both.
+        store.append(&created(3));
+        store.sync().unwrap();
+        drop(store);
+        let (mut store, mut replicas) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(replicas.maps["carts"].1.len(), 3);
+        store.checkpoint(&replicas).unwrap();
+        assert!(!d.join("eventual/journal-0").exists());
+        assert!(!d.join("eventual/journal-1").exists());
+        store.append(&created(4));
+        store.sync().unwrap();
+        replicas.apply(&created(4)).unwrap();
+        drop(store);
+        let (_, recovered) = EventualStore::open(&d, true).unwrap();
+        assert_eq!(recovered, replicas);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_damaged_journal_before_the_last_stops_the_node_with_its_path() {
+        let d = dir("damaged-journal");
+        let (mut store, _) = EventualStore::open(&d, true).unwrap();
+        store.append(&created(1));
+        store.sync().unwrap();
+        store.start_journal().unwrap();
+        store.append(&created(2));
+        store.sync().unwrap();
+        drop(store);
+        let journal = d.join("eventual/journal-0");
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes[RECORD_HEADER_BYTES + 2] ^= 0xff;
+        std::fs::write(&journal, &bytes).unwrap();
+        let error = EventualStore::open(&d, true).err().unwrap().to_string();
+        assert!(
+            error.contains("journal-0") && error.contains("damaged"),
+            "{error}"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

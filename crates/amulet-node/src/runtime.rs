@@ -181,6 +181,7 @@ impl Node {
             me,
             amulet_dotted::Service::new(me.0, incarnation, eventual_config, eventual_replicas),
             eventual_store,
+            config.eventual.checkpoint_journal_bytes,
         );
         let tls = match config.tls_files()? {
             Some(files) => {

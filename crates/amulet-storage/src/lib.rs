@@ -34,7 +34,7 @@ mod record;
 mod replay;
 mod sim_disk;
 
-pub use disk::{preallocate_file, Disk, FsDisk};
+pub use disk::{preallocate_file, Disk, FsDisk, SteadyWriteback, WRITEBACK_STEP_BYTES};
 pub use durable_log::{Durability, DurableLog, PREALLOCATE_STEP_BYTES, SEGMENT_BYTES_DEFAULT};
 pub use log::{AcceptorLog, LogRecord, Recovered, StorageError};
 pub use memory_ring::MemoryRing;

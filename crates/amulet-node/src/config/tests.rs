@@ -116,6 +116,23 @@ fn the_balancer_section_is_optional_and_its_bound_checked() {
 }
 
 #[test]
+fn the_eventual_section_sets_when_the_journal_is_checkpointed() {
+    let config = NodeConfig::parse(GOOD).unwrap();
+    assert_eq!(config.eventual.checkpoint_journal_bytes, 64 << 20);
+    let small = NodeConfig::parse(&format!(
+        "{GOOD}\n[eventual]\ncheckpoint_journal_bytes = 65536\n"
+    ))
+    .unwrap();
+    assert_eq!(small.eventual.checkpoint_journal_bytes, 65536);
+    let error = error_of(&format!(
+        "{GOOD}\n[eventual]\ncheckpoint_journal_bytes = 4095\n"
+    ));
+    assert!(error.contains("checkpoint_journal_bytes = 4095"), "{error}");
+    let error = error_of(&format!("{GOOD}\n[eventual]\njournal = 5\n"));
+    assert!(error.contains("unknown field"), "{error}");
+}
+
+#[test]
 fn the_smr_section_gives_a_checked_partition_map() {
     let smr = "\n[smr]\nglobal_stream = 1\n\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1, 2, 3]\n";
     let map = NodeConfig::parse(&format!("{GOOD}{smr}"))

@@ -16,8 +16,6 @@ use bytes::Bytes;
 use std::collections::BTreeMap;
 use tokio::sync::oneshot;
 
-/// A journal this long is folded into a checkpoint.
-const JOURNAL_BYTES_CHECKPOINT: u64 = 64 << 20;
 /// A registration of this node's store unanswered this long is sent again.
 const REGISTER_RETRY_MICROS: u64 = 1_000_000;
 /// Unsynced journal bytes that are synced even with nothing to send.
@@ -62,10 +60,17 @@ pub(crate) struct Eventual {
     deferred: Vec<(TimeMicros, EventualRequest)>,
     /// The configuration version whose placements the service has.
     placements_version: u64,
+    /// Journal bytes that start a checkpoint (`[eventual]`).
+    checkpoint_journal_bytes: u64,
 }
 
 impl Eventual {
-    pub(crate) fn new(me: NodeId, mut service: Service, store: EventualStore) -> Eventual {
+    pub(crate) fn new(
+        me: NodeId,
+        mut service: Service,
+        store: EventualStore,
+        checkpoint_journal_bytes: u64,
+    ) -> Eventual {
         service.set_hosting(false);
         Eventual {
             service,
@@ -77,6 +82,7 @@ impl Eventual {
             next_token: 0,
             deferred: Vec::new(),
             placements_version: 0,
+            checkpoint_journal_bytes,
         }
     }
 
@@ -243,14 +249,28 @@ impl Eventual {
                 }
             }
         }
-        if self.store.journal_bytes() >= JOURNAL_BYTES_CHECKPOINT {
-            self.checkpoint()?;
+        self.store.poll_checkpoint()?;
+        if self.store.journal_bytes() >= self.checkpoint_journal_bytes
+            && !self.store.checkpoint_in_flight()
+        {
+            // The copy is taken here, between batches; encoding, writing
+            // and syncing it run on the store's thread.
+            #[allow(clippy::disallowed_methods)] // measures the write, not protocol time
+            let started = std::time::Instant::now();
+            let replicas = self.service.replicas();
+            let copy_micros = started.elapsed().as_micros() as u64;
+            self.store.checkpoint_in_background(replicas)?;
+            tracing::debug!(
+                copy_micros,
+                loop_micros = started.elapsed().as_micros() as u64,
+                "eventual checkpoint started"
+            );
         }
         Ok(())
     }
 
-    /// Folds the journal into a checkpoint (also at a clean stop, so a
-    /// restart replays nothing).
+    /// Folds the journal into a checkpoint on this thread, after any
+    /// background one (a clean stop, so a restart replays nothing).
     pub(crate) fn checkpoint(&mut self) -> anyhow::Result<()> {
         let replicas = self.service.replicas();
         self.store.checkpoint(&replicas)

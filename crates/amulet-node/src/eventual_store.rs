@@ -587,6 +587,18 @@ mod tests {
         panic!("the background checkpoint did not finish in 10 s");
     }
 
+    /// What a crash leaves when the loop had started journal 1 for
+    /// replica 2 but the checkpoint holding journal 0 (replica 1) never
+    /// reached its rename.
+    fn two_journals_without_their_checkpoint(d: &Path) {
+        let (mut store, _) = EventualStore::open(d, true).unwrap();
+        store.append(&created(1));
+        store.sync().unwrap();
+        assert_eq!(store.start_journal().unwrap(), 1);
+        store.append(&created(2));
+        store.sync().unwrap();
+    }
+
     #[test]
     fn dotteddb_durability_a_background_checkpoint_holds_the_journal_before_it_only() {
         let d = dir("background");
@@ -619,13 +631,7 @@ mod tests {
         // The loop started journal 1 but the checkpoint holding journal 0
         // never reached its rename.
         let d = dir("crash-mid-checkpoint");
-        let (mut store, _) = EventualStore::open(&d, true).unwrap();
-        store.append(&created(1));
-        store.sync().unwrap();
-        assert_eq!(store.start_journal().unwrap(), 1);
-        store.append(&created(2));
-        store.sync().unwrap();
-        drop(store);
+        two_journals_without_their_checkpoint(&d);
         std::fs::write(d.join("eventual/checkpoint.tmp"), b"half a checkpoint").unwrap();
         let (mut store, replicas) = EventualStore::open(&d, true).unwrap();
         let ids: Vec<u64> = replicas.maps["carts"].1.keys().map(|r| r.0).collect();
@@ -652,13 +658,7 @@ mod tests {
     #[test]
     fn a_damaged_journal_before_the_last_stops_the_node_with_its_path() {
         let d = dir("damaged-journal");
-        let (mut store, _) = EventualStore::open(&d, true).unwrap();
-        store.append(&created(1));
-        store.sync().unwrap();
-        store.start_journal().unwrap();
-        store.append(&created(2));
-        store.sync().unwrap();
-        drop(store);
+        two_journals_without_their_checkpoint(&d);
         let journal = d.join("eventual/journal-0");
         let mut bytes = std::fs::read(&journal).unwrap();
         bytes[RECORD_HEADER_BYTES + 2] ^= 0xff;

@@ -23,6 +23,7 @@ mod error;
 pub mod field_record;
 mod limits;
 mod log;
+pub mod log_segments;
 mod map_name;
 mod partition_state;
 mod reply;

@@ -6,12 +6,18 @@
 //! and splits, so a restarted or moved replica continues at the same `end`.
 //! Entries are an `imbl::Vector`, so a checkpoint or a split clones the log
 //! in O(1) and a trim drops a prefix in O(log n).
+//!
+//! Serialized as (first, runs, bytes): a run is entries inline or, when a
+//! node lent its segment files to the codec, a range of a segment file
+//! (`crate::log_segments`). Checkpoint formats up to 9 hold the entries
+//! inline as one sequence.
 
+use crate::log_segments;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 /// One log's entries and its first position.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Log {
     /// Position of `entries[0]`: everything below was trimmed.
     first: u64,
@@ -127,6 +133,31 @@ impl Log {
         Ok(())
     }
 
+    /// Re-points the entries at positions `from..` to `entries` where
+    /// they hold the same bytes (a node moving them into a segment file's
+    /// mapping: `crate::log_segments`); positions trimmed or not held, and
+    /// any entry whose bytes differ, keep theirs. Returns how many were
+    /// re-pointed. Replicated state is unchanged.
+    pub fn adopt(&mut self, from: u64, entries: &[Bytes]) -> usize {
+        let mut adopted = 0;
+        for (position, entry) in (from..).zip(entries) {
+            if position < self.first || position >= self.end() {
+                continue;
+            }
+            let index = (position - self.first) as usize;
+            if self.entries[index] == *entry {
+                self.entries.set(index, entry.clone());
+                adopted += 1;
+            }
+        }
+        adopted
+    }
+
+    /// The entries held, in order (a node's segment spilling reads them).
+    pub fn entries(&self) -> &imbl::Vector<Bytes> {
+        &self.entries
+    }
+
     /// The same entries at positions from 0 (the broken variant
     /// `log_positions_not_checkpointed` only).
     pub(crate) fn with_positions_from_zero(&self) -> Log {
@@ -142,6 +173,209 @@ impl Log {
         let bytes: u64 = self.entries.iter().map(|e| e.len() as u64).sum();
         assert_eq!(bytes, self.bytes, "a log's byte count drifted");
         assert!(self.end() >= self.first, "a log ends before it starts");
+    }
+}
+
+/// A run of a log's entries as serialized: inline, or a range of a
+/// segment file (`crate::log_segments`).
+#[derive(Deserialize)]
+enum Run {
+    Inline(Vec<Bytes>),
+    Segment(u64, u32, u32),
+}
+
+/// A run about to be written: entries `start..end` of the log, inline or
+/// found at `index..` of `segment`.
+enum PlannedRun {
+    Inline {
+        start: usize,
+        end: usize,
+    },
+    Segment {
+        segment: u64,
+        index: u32,
+        count: u32,
+    },
+}
+
+struct PlannedRuns<'a> {
+    entries: &'a imbl::Vector<Bytes>,
+    runs: Vec<PlannedRun>,
+}
+
+struct InlineEntries<'a>(&'a imbl::Vector<Bytes>, usize, usize);
+
+impl Serialize for InlineEntries<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.2 - self.1))?;
+        for entry in self.0.focus().narrow(self.1..self.2).into_iter() {
+            seq.serialize_element(entry)?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for PlannedRuns<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeTupleVariant};
+        let mut seq = serializer.serialize_seq(Some(self.runs.len()))?;
+        for run in &self.runs {
+            match *run {
+                PlannedRun::Inline { start, end } => {
+                    struct Inline<'a>(InlineEntries<'a>);
+                    impl Serialize for Inline<'_> {
+                        fn serialize<S: serde::Serializer>(
+                            &self,
+                            serializer: S,
+                        ) -> Result<S::Ok, S::Error> {
+                            serializer.serialize_newtype_variant("Run", 0, "Inline", &self.0)
+                        }
+                    }
+                    seq.serialize_element(&Inline(InlineEntries(self.entries, start, end)))?;
+                }
+                PlannedRun::Segment {
+                    segment,
+                    index,
+                    count,
+                } => {
+                    struct Segment(u64, u32, u32);
+                    impl Serialize for Segment {
+                        fn serialize<S: serde::Serializer>(
+                            &self,
+                            serializer: S,
+                        ) -> Result<S::Ok, S::Error> {
+                            let mut v =
+                                serializer.serialize_tuple_variant("Run", 1, "Segment", 3)?;
+                            v.serialize_field(&self.0)?;
+                            v.serialize_field(&self.1)?;
+                            v.serialize_field(&self.2)?;
+                            v.end()
+                        }
+                    }
+                    seq.serialize_element(&Segment(segment, index, count))?;
+                }
+            }
+        }
+        seq.end()
+    }
+}
+
+impl Log {
+    /// The runs to write: entries the lent segments locate become
+    /// segment runs (consecutive indices of one segment merge), the rest
+    /// inline runs.
+    fn planned_runs(&self) -> PlannedRuns<'_> {
+        let mut runs = Vec::new();
+        let segments = log_segments::lent();
+        for (i, entry) in self.entries.iter().enumerate() {
+            let found = segments.as_ref().and_then(|s| s.locate(entry));
+            match (runs.last_mut(), found) {
+                (
+                    Some(PlannedRun::Segment {
+                        segment,
+                        index,
+                        count,
+                    }),
+                    Some((s, at)),
+                ) if *segment == s && index.checked_add(*count) == Some(at) => *count += 1,
+                (_, Some((segment, index))) => runs.push(PlannedRun::Segment {
+                    segment,
+                    index,
+                    count: 1,
+                }),
+                (Some(PlannedRun::Inline { end, .. }), None) => *end = i + 1,
+                (_, None) => runs.push(PlannedRun::Inline {
+                    start: i,
+                    end: i + 1,
+                }),
+            }
+        }
+        PlannedRuns {
+            entries: &self.entries,
+            runs,
+        }
+    }
+}
+
+impl Serialize for Log {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut tuple = serializer.serialize_tuple(3)?;
+        tuple.serialize_element(&self.first)?;
+        tuple.serialize_element(&self.planned_runs())?;
+        tuple.serialize_element(&self.bytes)?;
+        tuple.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Log {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Visitor};
+        struct Fields {
+            runs: bool,
+        }
+        impl<'de> Visitor<'de> for Fields {
+            type Value = Log;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a log: first position, entries, bytes")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Log, A::Error> {
+                let missing = |i| A::Error::invalid_length(i, &"3 fields");
+                let first: u64 = seq.next_element()?.ok_or_else(|| missing(0))?;
+                let entries: imbl::Vector<Bytes> = if self.runs {
+                    let runs: Vec<Run> = seq.next_element()?.ok_or_else(|| missing(1))?;
+                    let mut entries = imbl::Vector::new();
+                    for run in runs {
+                        match run {
+                            Run::Inline(inline) => entries.extend(inline),
+                            Run::Segment(segment, index, count) => {
+                                let lent = log_segments::lent().ok_or_else(|| {
+                                    A::Error::custom(format!(
+                                        "a log refers to segment {segment}, and no segment \
+                                         files are open here"
+                                    ))
+                                })?;
+                                let held = lent.entries(segment).map_err(A::Error::custom)?;
+                                let range = (index as usize)
+                                    .checked_add(count as usize)
+                                    .filter(|end| *end <= held.len())
+                                    .map(|end| index as usize..end)
+                                    .ok_or_else(|| {
+                                        A::Error::custom(format!(
+                                            "a log refers to entries {index}..+{count} of \
+                                             segment {segment}, which holds {}",
+                                            held.len()
+                                        ))
+                                    })?;
+                                entries.extend(held[range].iter().cloned());
+                            }
+                        }
+                    }
+                    entries
+                } else {
+                    seq.next_element()?.ok_or_else(|| missing(1))?
+                };
+                let bytes: u64 = seq.next_element()?.ok_or_else(|| missing(2))?;
+                let held: u64 = entries.iter().map(|e| e.len() as u64).sum();
+                if held != bytes {
+                    return Err(A::Error::custom(format!(
+                        "a log says it holds {bytes} bytes, and its entries hold {held}"
+                    )));
+                }
+                if first.checked_add(entries.len() as u64).is_none() {
+                    return Err(A::Error::custom("a log's end overflows"));
+                }
+                Ok(Log {
+                    first,
+                    entries,
+                    bytes,
+                })
+            }
+        }
+        // Formats up to 9 hold the entries inline as one sequence.
+        let runs = amulet_types::checkpoint_format::decoding_format() > 9;
+        deserializer.deserialize_tuple(3, Fields { runs })
     }
 }
 
@@ -207,5 +441,95 @@ mod tests {
         let log = log_of(4);
         assert_eq!(log.read(0, 10, 5).unwrap().entries.len(), 2);
         assert_eq!(log.read(0, 10, 1).unwrap().entries.len(), 1);
+    }
+
+    /// Segments held in memory, as a node's files would be.
+    struct Held(Vec<Arc<[Bytes]>>);
+
+    impl log_segments::LogSegments for Held {
+        fn locate(&self, entry: &Bytes) -> Option<(u64, u32)> {
+            self.0.iter().enumerate().find_map(|(s, held)| {
+                let i = held.iter().position(|e| e.as_ptr() == entry.as_ptr())?;
+                Some((s as u64, i as u32))
+            })
+        }
+        fn entries(&self, segment: u64) -> Result<Arc<[Bytes]>, String> {
+            self.0
+                .get(segment as usize)
+                .cloned()
+                .ok_or_else(|| format!("no segment {segment}"))
+        }
+    }
+
+    use std::sync::Arc;
+
+    fn encoded(log: &Log) -> Vec<u8> {
+        postcard::to_allocvec(log).unwrap()
+    }
+
+    #[test]
+    fn thesis_3_5_2_a_log_in_segments_encodes_runs_and_decodes_the_same_entries() {
+        let mut log = log_of(10);
+        log.trim(2).unwrap();
+        // Entries 3..7 moved to a segment (the same bytes elsewhere).
+        let moved: Arc<[Bytes]> = (3..7)
+            .map(|i| Bytes::from(format!("e{i}").into_bytes()))
+            .collect();
+        assert_eq!(log.adopt(3, &moved), 4);
+        let held = Arc::new(Held(vec![moved.clone()]));
+        let with = log_segments::with_log_segments(held.clone(), || encoded(&log));
+        let inline = encoded(&log);
+        assert!(with.len() < inline.len(), "runs refer to the segment");
+        let back: Log =
+            log_segments::with_log_segments(held, || postcard::from_bytes(&with).unwrap());
+        assert_eq!(back, log);
+        assert_eq!(
+            back.read(3, 1, usize::MAX).unwrap().entries[0].as_ptr(),
+            moved[0].as_ptr()
+        );
+        assert_eq!(postcard::from_bytes::<Log>(&inline).unwrap(), log);
+        // Without the segments, a file that refers to them is an error.
+        assert!(postcard::from_bytes::<Log>(&with).is_err());
+    }
+
+    #[test]
+    fn a_log_of_format_9_decodes_from_one_inline_sequence() {
+        #[derive(Serialize)]
+        struct Format9 {
+            first: u64,
+            entries: Vec<Bytes>,
+            bytes: u64,
+        }
+        let old = Format9 {
+            first: 4,
+            entries: vec![Bytes::from_static(b"ab"), Bytes::from_static(b"c")],
+            bytes: 3,
+        };
+        let bytes = postcard::to_allocvec(&old).unwrap();
+        let log: Log = amulet_types::checkpoint_format::with_decoding_format(9, || {
+            postcard::from_bytes(&bytes).unwrap()
+        });
+        assert_eq!((log.first(), log.end(), log.bytes()), (4, 6, 3));
+        let lying = Format9 { bytes: 5, ..old };
+        let bytes = postcard::to_allocvec(&lying).unwrap();
+        let refused = amulet_types::checkpoint_format::with_decoding_format(9, || {
+            postcard::from_bytes::<Log>(&bytes)
+        });
+        assert!(refused.is_err(), "a byte count that differs is refused");
+    }
+
+    #[test]
+    fn adopting_entries_keeps_the_log_and_skips_what_differs_or_is_trimmed() {
+        let mut log = log_of(5);
+        log.trim(1).unwrap();
+        let before = log.clone();
+        let other: Vec<Bytes> = ["e0", "e1", "xx", "e3", "e4", "e5"]
+            .iter()
+            .map(|s| Bytes::from(s.as_bytes().to_vec()))
+            .collect();
+        // e0 is trimmed, xx differs, e5 is past the end.
+        assert_eq!(log.adopt(0, &other), 3);
+        assert_eq!(log, before);
+        log.check_invariants();
     }
 }

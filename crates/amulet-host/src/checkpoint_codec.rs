@@ -31,7 +31,10 @@ const MAGIC: &[u8; 8] = b"AMCKPT\x00\x01";
 /// 9: the view's members keep the client address a joiner gave
 /// (`Member::client_address`); files of formats 7 and 8 decode with
 /// none.
-const VERSION: u32 = 9;
+/// 10: a log's entries are runs, inline or a range of one of the node's
+/// segment files (`amulet_dmap::log_segments`); files of formats 4 to 9
+/// hold them inline as one sequence.
+const VERSION: u32 = 10;
 /// The oldest format this build reads.
 const OLDEST_VERSION: u32 = 3;
 const HEADER_BYTES: usize = 12;

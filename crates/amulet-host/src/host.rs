@@ -313,6 +313,12 @@ impl<S: StateMachine> Host<S> {
         &self.replicas
     }
 
+    /// The replica of `partition`, for changes that keep its state equal
+    /// ([`Replica::state_mut_same_value`]).
+    pub fn replica_mut_same_value(&mut self, partition: PartitionId) -> Option<&mut Replica<S>> {
+        self.replicas.get_mut(&partition)
+    }
+
     /// What the host has done.
     pub fn counters(&self) -> HostCounters {
         self.counters

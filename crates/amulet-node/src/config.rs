@@ -141,6 +141,35 @@ pub struct NodeConfig {
     /// absent.
     #[serde(default)]
     pub eventual: EventualEntry,
+    /// Where logs keep their older entries (docs/logs.md "Segment
+    /// files"); defaults when absent.
+    #[serde(default)]
+    pub logs: LogsEntry,
+}
+
+/// `[logs]`: this node's segment files of DLog logs.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogsEntry {
+    /// At each checkpoint, a log's entries not in a segment file yet go
+    /// to new ones in runs of at least this many bytes (default 16 MiB);
+    /// the last run below it stays in memory (the recent appends), and a
+    /// trim frees disk a whole segment at a time. 0 keeps every entry in
+    /// memory and in the checkpoint file. Otherwise at least 4096.
+    #[serde(default = "default_segment_bytes")]
+    pub segment_bytes: u64,
+}
+
+impl Default for LogsEntry {
+    fn default() -> LogsEntry {
+        LogsEntry {
+            segment_bytes: default_segment_bytes(),
+        }
+    }
+}
+
+fn default_segment_bytes() -> u64 {
+    16 << 20
 }
 
 /// `[eventual]`: this node's store of eventual replicas.
@@ -413,6 +442,12 @@ impl NodeConfig {
             return Err(invalid(format!(
                 "[eventual] checkpoint_journal_bytes = {}: at least 4096 (a checkpoint writes every local replica whole)",
                 self.eventual.checkpoint_journal_bytes
+            )));
+        }
+        if (1..4096).contains(&self.logs.segment_bytes) {
+            return Err(invalid(format!(
+                "[logs] segment_bytes = {}: 0 (no segment files) or at least 4096",
+                self.logs.segment_bytes
             )));
         }
         if self.balancer.split_entries < 2 {

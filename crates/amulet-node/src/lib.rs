@@ -20,6 +20,7 @@ mod eventual_store;
 mod inbound;
 mod injected_bug;
 pub mod load;
+mod log_segment_store;
 mod membership_api;
 mod metrics;
 mod node_handle;

@@ -119,17 +119,24 @@ impl Node {
             mut opener,
         } = open_logs(&config)?;
         let partition_map = config.partition_map()?;
-        let store = CheckpointStore::new(&config.data_dir);
+        let segments = crate::log_segment_store::LogSegmentStore::open(
+            &config.data_dir,
+            config.logs.segment_bytes,
+        )?;
+        let store = CheckpointStore::new(&config.data_dir).with_segments(segments);
         store.remove_temporaries();
         // A damaged checkpoint stops the node with its path rather than
         // silently replaying (the streams' early instances may be trimmed).
         let mut checkpoints = BTreeMap::new();
+        let mut pins = Vec::new();
         if partition_map.is_some() {
             for partition in store.partitions() {
-                if let Some(body) = store.read(partition)? {
+                if let Some((body, pin)) = store.read(partition)? {
                     checkpoints.insert(partition, body);
+                    pins.extend(pin.map(|pin| (partition, pin)));
                 }
             }
+            store.loaded(pins);
         }
         let mut host_config = HostConfig::new(
             me,
@@ -331,8 +338,15 @@ fn check_load(config: &NodeConfig, spec: &LoadSpec) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A finished checkpoint write: partition, write, outcome, seconds.
-type Written = (PartitionId, WriteId, WriteOutcome, f64);
+/// A finished checkpoint write: partition, write, outcome, seconds, and
+/// the log entries it moved into segment files.
+type Written = (
+    PartitionId,
+    WriteId,
+    WriteOutcome,
+    f64,
+    Vec<crate::log_segment_store::Spilled>,
+);
 /// A finished checkpoint read: partition, the file (if any).
 type Read = (PartitionId, Result<Option<Bytes>, String>);
 
@@ -494,8 +508,9 @@ impl EventLoop {
                         }
                     }
                 }
-                Some((partition, write, outcome, seconds)) = self.written.recv() => {
+                Some((partition, write, outcome, seconds, spilled)) = self.written.recv() => {
                     tracing::debug!(partition = partition.0, seconds, "checkpoint write finished");
+                    self.adopt_spilled(partition, &spilled);
                     let now = self.now();
                     self.host.checkpoint_written(partition, write, outcome, now)?;
                     work = true;

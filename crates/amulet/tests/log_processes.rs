@@ -23,7 +23,10 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn thesis_3_5_2_a_tail_resumes_without_gaps_while_its_replicas_are_killed() {
-    let mut cluster = Cluster::start("tail");
+    // Checkpoints every 500 ms with segments of 4 KiB: restarted replicas
+    // map their log's segment files again.
+    let mut cluster =
+        Cluster::start_with_sections("tail", Some(500), "", "[logs]\nsegment_bytes = 4096\n");
     let runtime = runtime();
     let client = Arc::new(
         runtime
@@ -121,16 +124,19 @@ fn thesis_3_5_2_a_tail_resumes_without_gaps_while_its_replicas_are_killed() {
         reconnects >= 1,
         "every node was killed in turn, yet the tail never reconnected"
     );
+    let in_segments = bytes_in(&cluster.dir, "segments");
+    assert!(in_segments > 0, "the replicas' checkpoints made no segment");
     println!(
-        "tailed {} entries ({} acknowledged), {reconnects} reconnects",
+        "tailed {} entries ({} acknowledged), {reconnects} reconnects, {in_segments} bytes in segments",
         tailed.len(),
         acked.len()
     );
     cluster.stop();
 }
 
-/// Bytes of the checkpoint files (`<data>/checkpoints/*`) under `dir`.
-fn checkpoint_bytes(dir: &Path) -> u64 {
+/// Bytes of the files in directories named `name` (`<data>/<name>/*`)
+/// under `dir`.
+fn bytes_in(dir: &Path, name: &str) -> u64 {
     let mut total = 0;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -138,17 +144,29 @@ fn checkpoint_bytes(dir: &Path) -> u64 {
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            total += checkpoint_bytes(&path);
-        } else if dir.file_name().is_some_and(|n| n == "checkpoints") {
+            total += bytes_in(&path, name);
+        } else if dir.file_name().is_some_and(|n| n == name) {
             total += entry.metadata().map(|m| m.len()).unwrap_or(0);
         }
     }
     total
 }
 
+/// Bytes of the checkpoint files and the log segments they refer to.
+fn checkpoint_bytes(dir: &Path) -> u64 {
+    bytes_in(dir, "checkpoints") + bytes_in(dir, "segments")
+}
+
 #[test]
-fn thesis_3_4_2_a_trimmed_log_leaves_the_checkpoints() {
-    let cluster = Cluster::start_with("trim-disk", Some(300));
+fn thesis_3_4_2_a_trimmed_log_leaves_the_checkpoints_and_its_segments() {
+    // Segments of 1 MiB: the 8 MiB log goes to segment files at the
+    // first checkpoints, and the checkpoints refer to them.
+    let cluster = Cluster::start_with_sections(
+        "trim-disk",
+        Some(300),
+        "",
+        "[logs]\nsegment_bytes = 1048576\n",
+    );
     let runtime = runtime();
     let client = runtime
         .block_on(Client::connect_with(cluster.addresses(), client_config()))
@@ -178,16 +196,24 @@ fn thesis_3_4_2_a_trimmed_log_leaves_the_checkpoints() {
             checkpoints()
         );
     };
-    // Every replica's checkpoint holds the log.
+    // Every replica's checkpoint holds the log, in segments but its
+    // last run below 1 MiB.
     let full = wait_for("the log in every replica's checkpoint", &|b| {
         b >= u64::from(NODES) * 8 * 1024 * 1024
     });
+    let in_segments = bytes_in(&cluster.dir, "segments");
+    assert!(
+        in_segments >= u64::from(NODES) * 7 * 1024 * 1024,
+        "segments hold {in_segments} bytes"
+    );
     let bounds = runtime.block_on(log.bounds()).unwrap();
     assert_eq!(bounds.end, 8 * 1024);
     runtime.block_on(log.trim(bounds.end)).unwrap();
     // The next checkpoints replace the old ones.
     let trimmed = wait_for("checkpoints after the trim", &|b| b < 1024 * 1024);
-    println!("checkpoint files: {full} bytes with the log, {trimmed} after the trim");
+    println!(
+        "checkpoint and segment files: {full} bytes with the log ({in_segments} in segments), {trimmed} after the trim"
+    );
     assert_eq!(runtime.block_on(log.bounds()).unwrap().first, 8 * 1024);
     cluster.stop();
 }

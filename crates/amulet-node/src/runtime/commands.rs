@@ -1,6 +1,7 @@
 //! Carrying out the host's commands with TCP, files and blocking tasks.
 
 use super::EventLoop;
+use crate::log_segment_store::Spilled;
 use amulet_host::{CheckpointFile, Command, Durability, WriteOutcome};
 use amulet_types::PartitionId;
 use bytes::Bytes;
@@ -71,7 +72,8 @@ impl EventLoop {
                 file,
                 durability: Durability::Now,
             } => {
-                let outcome = self.write_checkpoint(partition, write, &file);
+                let (outcome, spilled) = write_file(&self.store, partition, write, file);
+                self.adopt_spilled(partition, &spilled);
                 self.host
                     .checkpoint_written(partition, write, outcome, now)?;
             }
@@ -86,11 +88,11 @@ impl EventLoop {
                 tokio::task::spawn_blocking(move || {
                     #[allow(clippy::disallowed_methods)] // measures the write, not protocol time
                     let began = Instant::now();
-                    let outcome = write_file(&store, partition, write, &file);
                     // The body (and its hold on old map versions) goes
-                    // here, off the event loop.
-                    drop(file);
-                    let _ = done.send((partition, write, outcome, began.elapsed().as_secs_f64()));
+                    // inside, off the event loop.
+                    let (outcome, spilled) = write_file(&store, partition, write, file);
+                    let seconds = began.elapsed().as_secs_f64();
+                    let _ = done.send((partition, write, outcome, seconds, spilled));
                 });
             }
             Command::RemoveCheckpoint { partition, write } => {
@@ -115,13 +117,27 @@ impl EventLoop {
         Ok(())
     }
 
-    fn write_checkpoint(
-        &self,
-        partition: PartitionId,
-        write: amulet_host::WriteId,
-        file: &CheckpointFile<amulet_dmap::PartitionState>,
-    ) -> WriteOutcome {
-        write_file(&self.store, partition, write, file)
+    /// Re-points the live log entries a checkpoint moved into segment
+    /// files at them (the same bytes: docs/logs.md "Segment files"), so
+    /// their memory goes.
+    pub(crate) fn adopt_spilled(&mut self, partition: PartitionId, spilled: &[Spilled]) {
+        if spilled.is_empty() {
+            return;
+        }
+        let Some(replica) = self.host.replica_mut_same_value(partition) else {
+            return;
+        };
+        let state = replica.state_mut_same_value();
+        let mut adopted = 0;
+        for run in spilled {
+            adopted += state.adopt_log_entries(&run.log, run.from, &run.entries);
+        }
+        tracing::debug!(
+            partition = partition.0,
+            segments = spilled.len(),
+            adopted,
+            "log entries moved to segment files"
+        );
     }
 }
 
@@ -129,10 +145,10 @@ fn write_file(
     store: &crate::checkpoint_store::CheckpointStore,
     partition: PartitionId,
     write: amulet_host::WriteId,
-    file: &CheckpointFile<amulet_dmap::PartitionState>,
-) -> WriteOutcome {
+    file: CheckpointFile<amulet_dmap::PartitionState>,
+) -> (WriteOutcome, Vec<Spilled>) {
     match file {
-        CheckpointFile::Body(body) => store.write(partition, write, body),
-        CheckpointFile::Bytes(bytes) => store.write_bytes(partition, write, bytes),
+        CheckpointFile::Body(mut body) => store.write(partition, write, &mut body),
+        CheckpointFile::Bytes(bytes) => (store.write_bytes(partition, write, &bytes), Vec::new()),
     }
 }

@@ -289,6 +289,14 @@ impl<S: StateMachine> Replica<S> {
         &self.state
     }
 
+    /// The service state, for changes that keep it equal: a node moving
+    /// the bytes of log entries into a segment file's mapping
+    /// (`amulet_dmap::log_segments`). Anything that changes what the
+    /// state holds goes through ordered commands instead.
+    pub fn state_mut_same_value(&mut self) -> &mut S {
+        &mut self.state
+    }
+
     /// What this replica executed since [`Replica::reset_load`]: the
     /// balancer's measure of load (docs/dynatree.md).
     pub fn load(&self) -> &crate::LoadSample {

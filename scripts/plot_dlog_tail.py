@@ -49,6 +49,14 @@ def main(out):
         w, a = int(disk["data_bytes_with_log"]), int(disk["data_bytes_after_trim"])
         lines += ["", "## Disk after trim", ""]
         lines.append(f"The cluster's data directory (3 nodes): {w:,} bytes holding the log, {a:,} bytes after trimming it whole ({a / w:.2%}).")
+        if disk.get("nodes_rss_with_log"):
+            r, ra = int(disk["nodes_rss_with_log"]), int(disk["nodes_rss_after_read"])
+            lb = int(disk["log_bytes"])
+            lines += ["", "## Memory", ""]
+            lines.append(f"The three node processes' resident bytes holding the log once checkpointed: {r:,} ({r / (3 * lb):.2f} of the log per node); after reading it whole: {ra:,} ({ra / (3 * lb):.2f}).")
+            if disk.get("nodes_anon_with_log"):
+                n, na = int(disk["nodes_anon_with_log"]), int(disk["nodes_anon_after_read"])
+                lines.append(f"Of those, anonymous (heap; the rest is mapped files, page cache the kernel can drop): {n:,} ({n / (3 * lb):.2f}) and {na:,} ({na / (3 * lb):.2f}).")
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))

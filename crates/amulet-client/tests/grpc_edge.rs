@@ -760,6 +760,7 @@ async fn thesis_3_5_2_tail_requests_get_their_documented_status() {
             "amulet_log_end_position{log=\"l\"}",
             "amulet_log_first_position{log=\"l\"} 1",
             "amulet_log_tails_open 1",
+            "amulet_log_segments{name=\"files\"}",
             "amulet_log_tail_entries_sent_total{log=\"l\"}",
         ] {
             assert!(

@@ -133,23 +133,42 @@ impl Log {
         Ok(())
     }
 
-    /// Re-points the entries at positions `from..` to `entries` where
-    /// they hold the same bytes (a node moving them into a segment file's
-    /// mapping: `crate::log_segments`); positions trimmed or not held, and
-    /// any entry whose bytes differ, keep theirs. Returns how many were
-    /// re-pointed. Replicated state is unchanged.
-    pub fn adopt(&mut self, from: u64, entries: &[Bytes]) -> usize {
-        let mut adopted = 0;
-        for (position, entry) in (from..).zip(entries) {
-            if position < self.first || position >= self.end() {
-                continue;
-            }
-            let index = (position - self.first) as usize;
-            if self.entries[index] == *entry {
-                self.entries.set(index, entry.clone());
-                adopted += 1;
-            }
+    /// Re-points the entries at positions `from..` to `entries`, each
+    /// where the entry held is still `was` (the same allocation and
+    /// length: a node moved those bytes into a segment file's mapping,
+    /// `crate::log_segments`); positions trimmed or not held, and entries
+    /// no longer `was`, keep theirs. Returns how many were re-pointed.
+    /// Replicated state is unchanged. O(count + log n): the range is
+    /// rebuilt and spliced, the bytes are not compared (`was` keeps its
+    /// allocation alive, so an equal address is the same bytes).
+    pub fn adopt(&mut self, from: u64, entries: &[Bytes], was: &[Bytes]) -> usize {
+        let count = entries.len().min(was.len()) as u64;
+        let start = from.max(self.first);
+        let end = from.saturating_add(count).min(self.end());
+        if start >= end {
+            return 0;
         }
+        let (a, b) = ((start - self.first) as usize, (end - self.first) as usize);
+        let mut range = self.entries.split_off(a);
+        let rest = range.split_off(b - a);
+        let offset = (start - from) as usize;
+        let mut adopted = 0;
+        let rebuilt: imbl::Vector<Bytes> = range
+            .into_iter()
+            .zip(entries[offset..].iter().zip(&was[offset..]))
+            .map(|(held, (new, old))| {
+                let same = held.as_ptr() == old.as_ptr() && held.len() == old.len();
+                if same && new.len() == held.len() {
+                    debug_assert_eq!(*new, held, "a segment's entry differs from the log's");
+                    adopted += 1;
+                    new.clone()
+                } else {
+                    held
+                }
+            })
+            .collect();
+        self.entries.append(rebuilt);
+        self.entries.append(rest);
         adopted
     }
 
@@ -475,7 +494,8 @@ mod tests {
         let moved: Arc<[Bytes]> = (3..7)
             .map(|i| Bytes::from(format!("e{i}").into_bytes()))
             .collect();
-        assert_eq!(log.adopt(3, &moved), 4);
+        let was: Vec<Bytes> = log.read(3, 4, usize::MAX).unwrap().entries;
+        assert_eq!(log.adopt(3, &moved, &was), 4);
         let held = Arc::new(Held(vec![moved.clone()]));
         let with = log_segments::with_log_segments(held.clone(), || encoded(&log));
         let inline = encoded(&log);
@@ -519,17 +539,25 @@ mod tests {
     }
 
     #[test]
-    fn adopting_entries_keeps_the_log_and_skips_what_differs_or_is_trimmed() {
+    fn adopting_entries_keeps_the_log_and_skips_what_is_no_longer_the_same() {
         let mut log = log_of(5);
+        let mut was = log.read(0, 5, usize::MAX).unwrap().entries;
+        was.push(Bytes::from_static(b"e5"));
         log.trim(1).unwrap();
+        // Another allocation of the same bytes is not the entry held.
+        was[2] = Bytes::from(b"e2".to_vec());
         let before = log.clone();
-        let other: Vec<Bytes> = ["e0", "e1", "xx", "e3", "e4", "e5"]
+        let other: Vec<Bytes> = ["e0", "e1", "e2", "e3", "e4", "e5"]
             .iter()
             .map(|s| Bytes::from(s.as_bytes().to_vec()))
             .collect();
-        // e0 is trimmed, xx differs, e5 is past the end.
-        assert_eq!(log.adopt(0, &other), 3);
+        // e0 is trimmed, e2 is not the same, e5 is past the end.
+        assert_eq!(log.adopt(0, &other, &was), 3);
         assert_eq!(log, before);
+        let held = log.read(1, 4, usize::MAX).unwrap().entries;
+        assert_eq!(held[0].as_ptr(), other[1].as_ptr());
+        assert_ne!(held[1].as_ptr(), other[2].as_ptr());
+        assert_eq!(held[3].as_ptr(), other[4].as_ptr());
         log.check_invariants();
     }
 }

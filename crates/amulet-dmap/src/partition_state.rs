@@ -154,13 +154,19 @@ impl PartitionState {
         self.logs.get(log)
     }
 
-    /// Re-points entries of `log` from `from` at `entries` where they hold
-    /// the same bytes ([`Log::adopt`]: a node moved them into a segment
+    /// Re-points entries of `log` from `from` at `entries` where they are
+    /// still `was` ([`Log::adopt`]: a node moved them into a segment
     /// file). Replicated state is unchanged. Returns how many moved.
-    pub fn adopt_log_entries(&mut self, log: &MapName, from: u64, entries: &[Bytes]) -> usize {
+    pub fn adopt_log_entries(
+        &mut self,
+        log: &MapName,
+        from: u64,
+        entries: &[Bytes],
+        was: &[Bytes],
+    ) -> usize {
         self.logs
             .get_mut(log)
-            .map_or(0, |held| held.adopt(from, entries))
+            .map_or(0, |held| held.adopt(from, entries, was))
     }
 
     /// The logs this partition knows.

@@ -84,10 +84,13 @@ pub struct Spilled {
     pub from: u64,
     /// The entries, backed by the segment file.
     pub entries: Arc<[Bytes]>,
+    /// The entries they replace (kept alive until adopted, so an entry
+    /// at the same address is the same bytes).
+    pub was: Vec<Bytes>,
 }
 
 /// Counts for metrics and status.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SegmentStats {
     /// Segment files in place.
     pub files: u64,
@@ -234,11 +237,11 @@ impl LogSegmentStore {
             };
             let path = self.path(id);
             write_segment(&path, &entries)?;
-            written.push((name, from, id, path));
+            written.push((name, from, id, path, entries));
         }
         std::fs::File::open(&self.dir)?.sync_all()?;
         let mut spilled = Vec::new();
-        for (name, from, id, path) in written {
+        for (name, from, id, path, was) in written {
             let segment = map_segment(&path, id).map_err(std::io::Error::other)?;
             let entries = segment.entries.clone();
             {
@@ -247,12 +250,13 @@ impl LogSegmentStore {
                 inner.pins.entry(pin.token).or_default().insert(id);
             }
             if let Some(log) = logs.get_mut(&name) {
-                log.adopt(from, &entries);
+                log.adopt(from, &entries, &was);
             }
             spilled.push(Spilled {
                 log: name,
                 from,
                 entries,
+                was,
             });
         }
         Ok(spilled)
@@ -264,6 +268,11 @@ impl LogSegmentStore {
     pub fn commit(&self, pin: &Pin, partition: PartitionId) {
         let mut inner = self.lock();
         let held = inner.pins.remove(&pin.token).unwrap_or_default();
+        tracing::debug!(
+            partition = partition.0,
+            segments = held.len(),
+            "a checkpoint refers to log segments"
+        );
         inner.durable.insert(partition, held);
         self.collect(&mut inner);
     }
@@ -304,6 +313,9 @@ impl LogSegmentStore {
             .filter(|id| !held.contains(id))
             .copied()
             .collect();
+        if !free.is_empty() {
+            tracing::info!(segments = ?free, "removing log segments no checkpoint refers to");
+        }
         for id in free {
             // Entries still pointing at it (a checkpoint being dropped)
             // keep the mapping; the file goes now.
@@ -447,42 +459,80 @@ fn write_segment(path: &Path, entries: &[Bytes]) -> std::io::Result<()> {
     result
 }
 
-/// Maps and checks the segment at `path`.
+/// Checks the segment at `path` and maps it. The check reads the file
+/// (from the page cache, after a write) rather than the mapping, so the
+/// mapping's pages are not made resident: they become so only when an
+/// entry is read, and stay page cache the kernel can drop.
 fn map_segment(path: &Path, id: u64) -> anyhow::Result<Segment> {
+    use std::io::Read;
     let damaged = |what: &str| anyhow::anyhow!("{}: a damaged log segment: {what}", path.display());
-    let file = std::fs::File::open(path)
-        .map_err(|e| anyhow::anyhow!("{}: cannot open a log segment: {e}", path.display()))?;
-    // SAFETY: segment files are never written after they are renamed into
-    // place (only removed, which keeps a mapping valid on Linux), so the
-    // mapped bytes do not change under the slices taken from them.
-    let map = unsafe { memmap2::Mmap::map(&file) }
-        .map_err(|e| anyhow::anyhow!("{}: cannot map a log segment: {e}", path.display()))?;
-    let len = map.len();
-    if len < MAGIC.len() + TRAILER_BYTES || &map[..MAGIC.len()] != MAGIC {
+    let cannot = |what: &str, e: std::io::Error| {
+        anyhow::anyhow!("{}: cannot {what} a log segment: {e}", path.display())
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| cannot("open", e))?;
+    let len = file.metadata().map_err(|e| cannot("read", e))?.len() as usize;
+    if len < MAGIC.len() + TRAILER_BYTES {
         return Err(damaged("not a segment file"));
     }
     let body_end = len - TRAILER_BYTES;
-    let count = u64::from_le_bytes(map[body_end..body_end + 8].try_into().expect("8 bytes"));
-    let crc = u32::from_le_bytes(map[body_end + 8..].try_into().expect("4 bytes"));
-    if crc32c::crc32c(&map[..body_end]) != crc {
-        return Err(damaged("checksum mismatch"));
+    // One pass over the file: the crc of everything before the trailer,
+    // and each entry's offset from the lengths.
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, &mut file);
+    let mut magic = [0u8; 8];
+    reader
+        .read_exact(&mut magic)
+        .map_err(|e| cannot("read", e))?;
+    if &magic != MAGIC {
+        return Err(damaged("not a segment file"));
     }
+    let mut crc = crc32c::crc32c(&magic);
     let mut offsets = Vec::new();
     let mut at = MAGIC.len();
+    let mut chunk = vec![0u8; 1 << 20];
     while at < body_end {
-        let Some(len_bytes) = map.get(at..at + 4) else {
+        if body_end - at < 4 {
             return Err(damaged("an entry's length is cut"));
-        };
-        let entry_len = u32::from_le_bytes(len_bytes.try_into().expect("4 bytes")) as usize;
+        }
+        let mut len_bytes = [0u8; 4];
+        reader
+            .read_exact(&mut len_bytes)
+            .map_err(|e| cannot("read", e))?;
+        crc = crc32c::crc32c_append(crc, &len_bytes);
+        let entry_len = u32::from_le_bytes(len_bytes) as usize;
         at += 4;
         if body_end - at < entry_len {
             return Err(damaged("an entry is cut"));
         }
         offsets.push(at);
+        let mut left = entry_len;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            reader
+                .read_exact(&mut chunk[..n])
+                .map_err(|e| cannot("read", e))?;
+            crc = crc32c::crc32c_append(crc, &chunk[..n]);
+            left -= n;
+        }
         at += entry_len;
+    }
+    let mut trailer = [0u8; TRAILER_BYTES];
+    reader
+        .read_exact(&mut trailer)
+        .map_err(|e| cannot("read", e))?;
+    let count = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
+    if u32::from_le_bytes(trailer[8..].try_into().expect("4 bytes")) != crc {
+        return Err(damaged("checksum mismatch"));
     }
     if offsets.len() as u64 != count {
         return Err(damaged("the entry count differs"));
+    }
+    drop(reader);
+    // SAFETY: segment files are never written after they are renamed into
+    // place (only removed, which keeps a mapping valid on Linux), so the
+    // mapped bytes do not change under the slices taken from them.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| cannot("map", e))?;
+    if map.len() != len {
+        return Err(damaged("its length changed while it was read"));
     }
     let base = map.as_ptr() as usize;
     let whole = Bytes::from_owner(map);

@@ -94,6 +94,7 @@ pub(crate) struct Metrics {
     log_end: Family<LogLabels, G>,
     log_bytes: Family<LogLabels, G>,
     tails_open: Gauge,
+    log_segments: Family<NameLabels, G>,
     tail_entries: Family<LogLabels, Counter>,
     eventual: Family<EventualLabels, G>,
     membership: Family<NameLabels, G>,
@@ -258,6 +259,12 @@ impl Metrics {
             "Bearer tokens in the access configuration (unrevoked, not yet forgotten)",
             access_tokens.clone(),
         );
+        let log_segments = Family::<NameLabels, G>::default();
+        registry.register(
+            "log_segments",
+            "This node's log segment files (docs/logs.md \"Segment files\"), by figure: files in place, bytes of the entries in them, removed since start (no checkpoint referred to them any more: trimmed or moved away)",
+            log_segments.clone(),
+        );
         let tails_open = Gauge::default();
         registry.register(
             "log_tails_open",
@@ -314,6 +321,7 @@ impl Metrics {
             log_end,
             log_bytes,
             tails_open,
+            log_segments,
             tail_entries,
             eventual,
             membership,
@@ -490,6 +498,15 @@ impl Metrics {
                 ("enabled", u64::from(stats.balancer_enabled)),
             ] {
                 self.balancer.get_or_create(&NameLabels { name }).set(value);
+            }
+            for (name, value) in [
+                ("files", stats.log_segments.files),
+                ("bytes", stats.log_segments.bytes),
+                ("removed", stats.log_segments.removed),
+            ] {
+                self.log_segments
+                    .get_or_create(&NameLabels { name })
+                    .set(value);
             }
             // Dropped and moved-away logs leave the gauges.
             self.log_first.clear();

@@ -82,6 +82,8 @@ pub struct NodeStats {
     /// The logs the local replicas hold.
     #[serde(skip)]
     pub logs: Vec<LogStatus>,
+    /// This node's log segment files (docs/logs.md "Segment files").
+    pub log_segments: crate::log_segment_store::SegmentStats,
     /// The eventual maps' replicas here.
     #[serde(skip)]
     pub eventual: Vec<amulet_dotted::service::ReplicaStatus>,

@@ -46,6 +46,10 @@ const INPUTS_PER_FLUSH_MAX: usize = 1024;
 /// given): after work arrived within [`BUSY_HOLD`], while it paces a
 /// stream, or while clients wait for replies.
 const TICK_INTERVAL: Duration = Duration::from_millis(1);
+/// Log entries re-pointed at segment files per turn of the loop (about
+/// 1 ms of work): a checkpoint that moved a whole long log does not stall
+/// the loop for the tens of milliseconds re-pointing all of it takes.
+const ADOPT_ENTRIES_PER_TURN: usize = 16_384;
 /// How often an idle host is ticked. Its timers are coarser (heartbeats
 /// every 50 ms, membership probes every 100 ms, retries and suspicion
 /// after 200 ms and more), and each wakeup of a process costs: ticking an
@@ -245,6 +249,7 @@ impl Node {
             read_tx,
             read,
             drained: Vec::new(),
+            adopting: std::collections::VecDeque::new(),
             log_changes,
             access,
             eventual,
@@ -376,6 +381,10 @@ pub(crate) struct EventLoop {
     read: mpsc::UnboundedReceiver<Read>,
     /// The host's commands being carried out (kept to reuse its buffer).
     drained: Vec<amulet_host::Command<PartitionState>>,
+    /// Log entries checkpoints moved into segment files, the live logs
+    /// re-point at them a slice per turn (`adopt_some`): the next entry
+    /// of each run to adopt.
+    adopting: std::collections::VecDeque<(PartitionId, crate::log_segment_store::Spilled, usize)>,
     /// The host's count of log changes, published after each flush for
     /// the tails this node serves.
     log_changes: watch::Sender<u64>,
@@ -397,6 +406,7 @@ impl EventLoop {
             map_version: self.host.current_map().map_or(0, |m| m.version.0),
             replicas: self.host.replica_status(),
             logs: self.host.log_status(),
+            log_segments: self.store.segments().map(|s| s.stats()).unwrap_or_default(),
             eventual: self.eventual.status(),
             membership: self.host.membership(),
             membership_counters: self.host.membership_counters(),
@@ -510,7 +520,7 @@ impl EventLoop {
                 }
                 Some((partition, write, outcome, seconds, spilled)) = self.written.recv() => {
                     tracing::debug!(partition = partition.0, seconds, "checkpoint write finished");
-                    self.adopt_spilled(partition, &spilled);
+                    self.adopt_spilled(partition, spilled);
                     let now = self.now();
                     self.host.checkpoint_written(partition, write, outcome, now)?;
                     work = true;
@@ -522,6 +532,9 @@ impl EventLoop {
                 }
                 _ = &mut timer => {}
                 _ = std::future::ready(()), if unsettled => {}
+            }
+            if !self.adopting.is_empty() {
+                self.adopt_some(ADOPT_ENTRIES_PER_TURN);
             }
             let now = self.now();
             if work {

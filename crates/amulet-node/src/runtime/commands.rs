@@ -73,7 +73,7 @@ impl EventLoop {
                 durability: Durability::Now,
             } => {
                 let (outcome, spilled) = write_file(&self.store, partition, write, file);
-                self.adopt_spilled(partition, &spilled);
+                self.adopt_spilled(partition, spilled);
                 self.host
                     .checkpoint_written(partition, write, outcome, now)?;
             }
@@ -117,26 +117,45 @@ impl EventLoop {
         Ok(())
     }
 
-    /// Re-points the live log entries a checkpoint moved into segment
-    /// files at them (the same bytes: docs/logs.md "Segment files"), so
-    /// their memory goes.
-    pub(crate) fn adopt_spilled(&mut self, partition: PartitionId, spilled: &[Spilled]) {
-        if spilled.is_empty() {
-            return;
-        }
-        let Some(replica) = self.host.replica_mut_same_value(partition) else {
-            return;
-        };
-        let state = replica.state_mut_same_value();
+    /// Queues the live log entries a checkpoint moved into segment
+    /// files to be re-pointed at them (the same bytes: docs/logs.md
+    /// "Segment files"), so their memory goes; [`EventLoop::adopt_some`]
+    /// does it a slice per turn.
+    pub(crate) fn adopt_spilled(&mut self, partition: PartitionId, spilled: Vec<Spilled>) {
+        self.adopting
+            .extend(spilled.into_iter().map(|run| (partition, run, 0)));
+    }
+
+    /// Re-points up to `budget` queued entries. Entries trimmed, moved or
+    /// replaced meanwhile keep theirs ([`amulet_dmap::Log::adopt`]).
+    pub(crate) fn adopt_some(&mut self, budget: usize) {
+        #[allow(clippy::disallowed_methods)] // measures the loop's share, not protocol time
+        let began = Instant::now();
+        let mut left = budget;
         let mut adopted = 0;
-        for run in spilled {
-            adopted += state.adopt_log_entries(&run.log, run.from, &run.entries);
+        while left > 0 {
+            let Some((partition, run, next)) = self.adopting.front_mut() else {
+                break;
+            };
+            let end = (*next + left).min(run.entries.len());
+            if let Some(replica) = self.host.replica_mut_same_value(*partition) {
+                adopted += replica.state_mut_same_value().adopt_log_entries(
+                    &run.log,
+                    run.from + *next as u64,
+                    &run.entries[*next..end],
+                    &run.was[*next..end],
+                );
+            }
+            left -= end - *next;
+            *next = end;
+            if end == run.entries.len() {
+                self.adopting.pop_front();
+            }
         }
-        tracing::debug!(
-            partition = partition.0,
-            segments = spilled.len(),
+        tracing::trace!(
             adopted,
-            "log entries moved to segment files"
+            micros = began.elapsed().as_micros() as u64,
+            "log entries re-pointed at segment files"
         );
     }
 }

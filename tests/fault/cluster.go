@@ -319,11 +319,11 @@ func (c *Cluster) configText(n *Node) string {
 	// background and recovery replays two journals (docs/eventual-maps.md,
 	// "Durability").
 	b.WriteString("\n[eventual]\ncheckpoint_journal_bytes = 65536\n")
-	// Logs move their entries into segment files every 4 KiB (the
-	// default is 16 MiB, which the log workload never reaches), so
-	// restarts map segments again and trims remove them (docs/logs.md,
-	// "Segment files").
-	b.WriteString("\n[logs]\nsegment_bytes = 4096\n")
+	// Logs move their entries into segment files every 256 bytes (the
+	// default is 16 MiB; the log workload trims its logs to a few dozen
+	// small entries), so restarts map segments again and trims remove
+	// them (docs/logs.md, "Segment files").
+	b.WriteString("\n[logs]\nsegment_bytes = 256\n")
 	if InjectBug == "no-self-healing" {
 		// The kill-for-good family's healing check must catch it.
 		b.WriteString("\n[membership]\nself_healing = false\n")

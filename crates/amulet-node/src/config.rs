@@ -155,7 +155,8 @@ pub struct LogsEntry {
     /// to new ones in runs of at least this many bytes (default 16 MiB);
     /// the last run below it stays in memory (the recent appends), and a
     /// trim frees disk a whole segment at a time. 0 keeps every entry in
-    /// memory and in the checkpoint file. Otherwise at least 4096.
+    /// memory and in the checkpoint file. Otherwise at least 256 (small
+    /// values make many small files: they are for tests).
     #[serde(default = "default_segment_bytes")]
     pub segment_bytes: u64,
 }
@@ -444,9 +445,9 @@ impl NodeConfig {
                 self.eventual.checkpoint_journal_bytes
             )));
         }
-        if (1..4096).contains(&self.logs.segment_bytes) {
+        if (1..256).contains(&self.logs.segment_bytes) {
             return Err(invalid(format!(
-                "[logs] segment_bytes = {}: 0 (no segment files) or at least 4096",
+                "[logs] segment_bytes = {}: 0 (no segment files) or at least 256",
                 self.logs.segment_bytes
             )));
         }

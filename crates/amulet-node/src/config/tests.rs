@@ -133,6 +133,20 @@ fn the_eventual_section_sets_when_the_journal_is_checkpointed() {
 }
 
 #[test]
+fn the_logs_section_sets_the_segment_size_or_turns_segments_off() {
+    let config = NodeConfig::parse(GOOD).unwrap();
+    assert_eq!(config.logs.segment_bytes, 16 << 20);
+    for ok in [0, 256, 1 << 30] {
+        let parsed = NodeConfig::parse(&format!("{GOOD}\n[logs]\nsegment_bytes = {ok}\n"));
+        assert_eq!(parsed.unwrap().logs.segment_bytes, ok);
+    }
+    let error = error_of(&format!("{GOOD}\n[logs]\nsegment_bytes = 255\n"));
+    assert!(error.contains("segment_bytes = 255"), "{error}");
+    let error = error_of(&format!("{GOOD}\n[logs]\nsegments = 5\n"));
+    assert!(error.contains("unknown field"), "{error}");
+}
+
+#[test]
 fn the_smr_section_gives_a_checked_partition_map() {
     let smr = "\n[smr]\nglobal_stream = 1\n\n[[smr.partitions]]\nid = 1\nstream = 2\nreplicas = [1, 2, 3]\n";
     let map = NodeConfig::parse(&format!("{GOOD}{smr}"))
